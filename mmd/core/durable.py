@@ -1,0 +1,162 @@
+"""Durable, atomic file replacement and the root's write lock.
+
+``atomic_write`` writes a unique hidden temp file (``.<name>.<pid>.<n>.<rand>.tmp``,
+never ``*.md``, so no reader can take it for a note), fsyncs it, renames it
+over the target and fsyncs the folder: after a crash at any instant the target
+holds the old bytes or the new ones, never a torn mix. ``WriteLock`` is the
+exclusive ``flock`` on ``<root>/.mmd/lock`` that serializes our own writers
+(daemon and ``mmctl``) across processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import itertools
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+from .errors import ErrorCode, MMError
+from .paths import STATE_DIR
+
+__all__ = ["LockHeld", "WriteLock", "atomic_write", "fsync_dir", "lock_path", "remove_durably"]
+
+_counter = itertools.count(1)
+
+
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder so that renames and unlinks in it survive a crash."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (temp, fsync, rename, fsync folder).
+
+    A symlink at ``path`` is replaced by a regular file; its target is never written.
+
+    Raises:
+        MMError(E_IO): if any step fails; the temp file is removed and ``path`` is untouched.
+    """
+    folder = path.parent
+    tmp = folder / f".{path.name}.{os.getpid()}.{next(_counter)}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(folder)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise MMError(ErrorCode.E_IO, f"write {path} failed: {error.strerror or error}", details=str(path)) from error
+
+
+def remove_durably(path: Path) -> bool:
+    """Unlink ``path`` (a symlink itself, never its target) and fsync its folder.
+
+    Returns:
+        True if something was removed, False if nothing was there.
+
+    Raises:
+        MMError(E_IO): if the unlink fails for another reason.
+    """
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"delete {path} failed: {error.strerror or error}", details=str(path)) from error
+    fsync_dir(path.parent)
+    return True
+
+
+def lock_path(root: Path) -> Path:
+    """``<root>/.mmd/lock``."""
+    return root / STATE_DIR / "lock"
+
+
+class LockHeld(MMError):
+    """Raised by :meth:`WriteLock.acquire` with ``blocking=False`` when another process holds the lock.
+
+    ``holder_pid`` is the pid recorded in the lock file by the holder, or None.
+    """
+
+    def __init__(self, path: Path, holder_pid: int | None) -> None:
+        who = f"pid {holder_pid}" if holder_pid else "another process"
+        super().__init__(ErrorCode.E_IO, f"{path} is held by {who}", details=str(path))
+        self.holder_pid = holder_pid
+
+
+class WriteLock:
+    """The exclusive ``flock`` on ``<root>/.mmd/lock`` (creates ``.mmd/`` as needed).
+
+    The holder writes its pid into the file so a refused process can name it.
+    flock locks belong to an open file: one process must not lock the same
+    root twice through two ``WriteLock`` objects (the second would block).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.path = lock_path(root)
+        self._fd: int | None = None
+
+    def acquire(self, blocking: bool = True) -> None:
+        """Take the lock, waiting for it unless ``blocking`` is False.
+
+        Raises:
+            LockHeld: if ``blocking`` is False and another process holds it.
+            MMError(E_IO): if the lock file cannot be created.
+        """
+        try:
+            self.path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            raise MMError(ErrorCode.E_IO, f"open {self.path} failed: {error.strerror}") from error
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            raise LockHeld(self.path, self._read_pid()) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        """Release the lock (the file stays, as lock files do)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def _read_pid(self) -> int | None:
+        try:
+            return int(self.path.read_text().strip() or 0) or None
+        except (OSError, ValueError):
+            return None
+
+    def __enter__(self) -> WriteLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()
+
+
+@contextlib.contextmanager
+def no_lock() -> Iterator[None]:
+    """A stand-in for :class:`WriteLock` where the caller already holds the root's lock."""
+    yield

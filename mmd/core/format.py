@@ -1,0 +1,343 @@
+"""The mm v1 file grammar: parse and serialize MEMORY.md and detail notes (mm v1 §3, §4).
+
+Byte-compatible with the reference's ``format.ts``: the serializers emit the
+exact bytes it emits, and the parsers read what it reads. Where the reference
+loses data we read more, never less:
+
+- CRLF input parses as LF (the reference silently drops every CRLF entry);
+  the writers always emit LF.
+- A leading UTF-8 BOM is ignored.
+- A line break inside a single-line field can never reach the file: the
+  serializers refuse it (``E_INVALID``) instead of writing extra index lines.
+
+This module is pure: it never touches the disk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ErrorCode, MMError
+from .model import DEFAULT_MEMORY_ID, FORMAT_VERSION, IndexEntry
+from .text import JS_WS, byte_length, count_lines, js_trim, parse_tags, validate_topic
+
+__all__ = [
+    "IndexHeader",
+    "ParsedIndex",
+    "ParsedNote",
+    "js_parse_int",
+    "parse_index",
+    "parse_note",
+    "safe_rel_path",
+    "serialize_index",
+    "serialize_note",
+]
+
+# JavaScript's `.` stops at these; `$` without the m flag is the end of input.
+_DOT = "[^\n\r\u2028\u2029]"
+_S = f"[{JS_WS}]"
+_NS = f"[^{JS_WS}]"
+_HEADER_META = re.compile(f"^>{_S}*({_NS}+?):{_S}*({_DOT}*)\\Z")
+_ENTRY_HEADING = re.compile(f"^##{_S}+({_NS}{_DOT}*)\\Z")
+_IS_HEADING = re.compile(f"^##{_S}+{_NS}")
+_ENTRY_META = re.compile(f"^-{_S}*\\*\\*(\\w+):\\*\\*{_S}*({_DOT}*)\\Z", re.ASCII)
+_BUDGET = re.compile(r"^(\d+)/(\d+)", re.ASCII)
+_NOTE_TITLE = re.compile(f"^#{_S}+({_DOT}+)\\Z")
+_NOTE_META = re.compile(f"^>{_S}*(mm-[\\w-]+):{_S}*({_DOT}*)\\Z", re.ASCII)
+_JS_INT = re.compile(f"^{_S}*([+-]?\\d+)", re.ASCII)
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_LINE_BREAK = re.compile("[\n\r\u2028\u2029\x85\x0b\x0c]")
+
+ENTRY_META_KEYS = frozenset({"summary", "tags", "file", "updated", "budget"})
+
+
+@dataclass(frozen=True, slots=True)
+class IndexHeader:
+    """The ``> mm-*:`` header of MEMORY.md; ``kind``/``caps`` are None when absent."""
+
+    memory_id: str
+    version: int | None
+    kind: str | None = None
+    caps: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"memoryId": self.memory_id, "version": self.version}
+        if self.kind is not None:
+            out["kind"] = self.kind
+        if self.caps is not None:
+            out["caps"] = self.caps
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedIndex:
+    """A parsed MEMORY.md: header, entries in file order, and the text's lines / UTF-8 bytes."""
+
+    header: IndexHeader
+    entries: tuple[IndexEntry, ...]
+    line_count: int
+    byte_count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "header": self.header.to_json(),
+            "entries": [e.to_json() for e in self.entries],
+            "lineCount": self.line_count,
+            "byteCount": self.byte_count,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedNote:
+    """A parsed detail file: its topic ('' when headerless), body, and header meta."""
+
+    topic: str
+    body: str
+    memory_id: str | None = None
+    version: int | None = None
+    has_version: bool = field(default=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        header: dict[str, Any] = {}
+        if self.memory_id is not None:
+            header["memoryId"] = self.memory_id
+        if self.has_version:
+            header["version"] = self.version
+        return {"topic": self.topic, "body": self.body, "header": header}
+
+
+def js_parse_int(value: str) -> int | None:
+    """JavaScript ``Number.parseInt(value, 10)``; None where it gives NaN."""
+    match = _JS_INT.match(value)
+    return int(match.group(1)) if match else None
+
+
+def _lines(text: str) -> list[str]:
+    """Split on LF after dropping a BOM and turning CRLF into LF (the reference keeps the CR)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text.replace("\r\n", "\n").split("\n")
+
+
+def safe_rel_path(rel: object) -> str:
+    """Return ``rel`` unchanged if it is a safe relative POSIX path (mm v1 §3 ``file``).
+
+    Raises:
+        MMError(E_PARSE): if it is empty or not a string, holds a backslash or a
+            NUL, is absolute or starts with a drive letter, or has a ``..`` segment.
+    """
+    if not isinstance(rel, str) or not rel:
+        raise MMError(ErrorCode.E_PARSE, "file path must be a non-empty relative path")
+    quoted = _quote(rel)
+    if "\\" in rel:
+        raise MMError(ErrorCode.E_PARSE, f"file path must use POSIX separators (no backslash): {quoted}")
+    if rel.startswith("/") or _DRIVE.match(rel):
+        raise MMError(ErrorCode.E_PARSE, f"file path must be relative, got {quoted}")
+    if ".." in rel.split("/"):
+        raise MMError(ErrorCode.E_PARSE, f"file path must not traverse directories: {quoted}")
+    if "\x00" in rel:
+        raise MMError(ErrorCode.E_PARSE, f"file path must not contain NUL: {quoted}")
+    return rel
+
+
+def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
+    """Parse MEMORY.md text (mm v1 §3).
+
+    Header meta comes from ``> key: value`` lines before the first ``## `` heading;
+    inside a section, ``- **summary|tags|file|updated|budget:** v`` lines are meta
+    and every other line is kept as the entry body (trimmed). ``budget`` reads a
+    ``<bodyChars>/<writeBudget>`` prefix, else 0/0. ``line_count``/``byte_count``
+    measure ``text`` as given.
+
+    Args:
+        text: the file's text.
+        memory_id: the id used when the header has no ``mm-id`` (default ``local``).
+
+    Raises:
+        MMError(E_PARSE): for a ``## `` heading that is not a topic slug (the
+            message names its 1-based line), or an unsafe ``file`` value.
+    """
+    lines = _lines(text)
+    header_id = memory_id if memory_id is not None else DEFAULT_MEMORY_ID
+    version: int | None = FORMAT_VERSION
+    kind: str | None = None
+    caps: str | None = None
+    i = 0
+    while i < len(lines) and not _IS_HEADING.match(lines[i]):
+        pair = _HEADER_META.match(lines[i])
+        i += 1
+        if pair is None:
+            continue
+        key, value = pair.group(1), js_trim(pair.group(2))
+        if key == "mm-id":
+            header_id = value
+        elif key == "mm-version":
+            number = js_parse_int(value)
+            if number is not None:
+                version = number
+        elif key == "mm-kind":
+            kind = value
+        elif key == "mm-caps":
+            caps = value
+
+    entries: list[IndexEntry] = []
+    while i < len(lines):
+        heading = _ENTRY_HEADING.match(lines[i])
+        if heading is None:
+            i += 1
+            continue
+        raw_topic = js_trim(heading.group(1))
+        try:
+            topic = validate_topic(raw_topic)
+        except MMError:
+            raise MMError(
+                ErrorCode.E_PARSE,
+                f"index line {i + 1}: heading {_quote(raw_topic)} is not a valid topic slug",
+            ) from None
+        i += 1
+        meta: dict[str, str] = {}
+        body: list[str] = []
+        while i < len(lines) and not _IS_HEADING.match(lines[i]):
+            match = _ENTRY_META.match(lines[i])
+            if match is not None and match.group(1) in ENTRY_META_KEYS:
+                meta[match.group(1)] = js_trim(match.group(2))
+            else:
+                body.append(lines[i])
+            i += 1
+        budget = _BUDGET.match(meta.get("budget", "0/0"))
+        entries.append(
+            IndexEntry(
+                topic=topic,
+                memory_id=header_id,
+                summary=meta.get("summary", ""),
+                tags=tuple(parse_tags(meta.get("tags", ""))),
+                file=safe_rel_path(meta.get("file", f"memories/{topic}.md")),
+                updated=meta.get("updated", ""),
+                body_chars=int(budget.group(1)) if budget else 0,
+                write_budget=int(budget.group(2)) if budget else 0,
+                entry_body=js_trim("\n".join(body)),
+            )
+        )
+    header = IndexHeader(memory_id=header_id, version=version, kind=kind, caps=caps)
+    return ParsedIndex(header, tuple(entries), count_lines(text), byte_length(text))
+
+
+def serialize_index(
+    entries: list[IndexEntry] | tuple[IndexEntry, ...], *, memory_id: str, index_lines: int, index_bytes: int
+) -> str:
+    """The exact MEMORY.md text for ``entries``, sorted by topic (mm v1 §3).
+
+    Raises:
+        MMError(E_INVALID): if an entry's topic is not a slug, or its summary,
+            tags, file or updated value holds a line break (it would inject lines).
+    """
+    out = [
+        "# MEMORY.md",
+        "",
+        "Memory Standard Index — hand-load priority; managed by dsh-memory-standard.",
+        f"Hard caps: {index_lines} lines / {index_bytes} bytes. Over budget => rewrite (never truncate).",
+        "",
+        f"> mm-id: {memory_id}",
+        f"> mm-version: {FORMAT_VERSION}",
+        "> mm-kind: index",
+        f"> mm-caps: {index_lines} lines / {index_bytes} bytes",
+        "",
+    ]
+    text = "\n".join(out)
+    body: list[str] = []
+    for entry in sorted(entries, key=lambda e: e.topic):
+        validate_topic(entry.topic)
+        tags = ", ".join(entry.tags)
+        for name, value in (("summary", entry.summary), ("tags", tags), ("file", entry.file),
+                            ("updated", entry.updated)):
+            if _LINE_BREAK.search(value):
+                raise MMError(ErrorCode.E_INVALID, f"{name} of {entry.topic} must be a single line: {_quote(value)}")
+        body += [
+            f"## {entry.topic}",
+            f"- **summary:** {entry.summary}",
+            f"- **tags:** {tags}",
+            f"- **file:** {entry.file}",
+            f"- **updated:** {entry.updated}",
+            f"- **budget:** {entry.body_chars}/{entry.write_budget}",
+        ]
+        if entry.entry_body:
+            body += ["", *entry.entry_body.split("\n")]
+        body.append("")
+    text += "\n".join(body)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def serialize_note(*, topic: str, memory_id: str, file: str, body: str) -> str:
+    """The exact detail-file text (mm v1 §4): title, five meta lines, body without trailing LFs."""
+    body = body.rstrip("\n")
+    lines = [
+        f"# {topic}",
+        "",
+        f"> mm-id: {memory_id}",
+        f"> mm-version: {FORMAT_VERSION}",
+        "> mm-kind: note",
+        f"> mm-topic: {topic}",
+        f"> mm-file: {file}",
+        "",
+    ]
+    if body:
+        lines.append(body)
+    text = "\n".join(lines)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def parse_note(text: str) -> ParsedNote:
+    """Parse a detail file (mm v1 §4).
+
+    The header is a leading ``# <topic>`` title plus the contiguous ``> mm-*:``
+    lines after it; the first blank line after a meta line, or the first other
+    line, closes it. Everything after is the body, verbatim but for leading and
+    trailing newline runs. A file with no title or meta is all body.
+
+    Raises:
+        MMError(E_INVALID): if the title or an ``mm-topic`` value is not a topic slug.
+    """
+    lines = _lines(text)
+    topic = ""
+    memory_id: str | None = None
+    version: int | None = None
+    has_version = False
+    phase = "pre"
+    saw_meta = False
+    body_start = -1
+    for i, line in enumerate(lines):
+        if phase == "body":
+            break
+        meta = _NOTE_META.match(line)
+        if phase == "pre":
+            title = _NOTE_TITLE.match(line)
+            if title is not None:
+                topic = validate_topic(js_trim(title.group(1)))
+                phase = "head"
+                continue
+        if meta is not None:
+            key, value = meta.group(1), js_trim(meta.group(2))
+            if key == "mm-topic":
+                topic = validate_topic(value)
+            elif key == "mm-id":
+                memory_id = value
+            elif key == "mm-version":
+                version, has_version = js_parse_int(value), True
+            saw_meta = True
+            phase = "head"
+            continue
+        if not js_trim(line):
+            if phase == "head" and saw_meta:
+                phase, body_start = "body", i + 1
+            continue
+        phase, body_start = "body", i
+    body = "" if body_start < 0 else "\n".join(lines[body_start:]).strip("\n")
+    return ParsedNote(topic, body, memory_id, version, has_version)
+
+
+def _quote(value: str) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

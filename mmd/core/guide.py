@@ -1,0 +1,58 @@
+"""The agent-facing guide to the memory protocol, in English and Chinese.
+
+``mmctl guide`` prints it and the MCP server sends it as its instructions, so
+an agent learns the rules (index first, budgets, frozen snapshot, review queue)
+before its first tool call. Text only; nothing here reads or writes memory.
+"""
+
+from __future__ import annotations
+
+__all__ = ["GUIDE_LANGS", "guide_text"]
+
+GUIDE_LANGS = ("en", "zh")
+
+_EN = """\
+You have a durable memory in the Memory Standard format (mm v1): plain markdown that outlives this session.
+
+- Index first: MEMORY.md is the index, one entry per topic with a one-line summary. Read it (mem_read with no topic) \
+before you start; open a note (mem_read with a topic) only when its summary says you need it.
+- Notes: each topic has one detail file, memories/<topic>.md. Topics are ASCII slugs (letters, digits, '.', '_', \
+'-'); content may be in any language. Address a note as mm://<memoryId>/<topic>, e.g. mm://local/deploy-region.
+- Budgets never truncate: a write over its character budget, a note over its byte cap or an index over \
+{lines} lines / {bytes} bytes fails with usage figures and writes nothing. Compress and retry; when the index is \
+full, merge or delete entries (deletes are always allowed).
+- Frozen snapshot: your reads show memory as it was when the session opened, so your prompt cache stays valid. \
+Your writes reach disk at once and appear in the next session; mem_budget shows how many are pending.
+- What to keep: durable facts another session or agent will need (decisions and their reasons, constraints, \
+environment, where things are, how to run them). Put the one-liner in the summary and the details in the note. \
+Never store secrets.
+- Candidates: mem_digest distills a session log or text into candidate memories without writing; review them \
+and mem_write the ones worth keeping. When the daemon runs, candidates from your session logs wait in the review \
+queue: list them, then accept or reject each one.
+"""
+
+_ZH = """\
+你拥有一份遵循记忆标准（mm v1）的持久记忆：普通 Markdown 文件，会话结束后依然保留。
+
+- 先读索引：MEMORY.md 是索引，每个主题一条，附一行摘要。开始工作前先读它（mem_read 不带 topic）；\
+只有摘要表明需要时，才打开对应笔记（mem_read 带 topic）。
+- 笔记：每个主题对应一个详细文件 memories/<topic>.md。主题是 ASCII slug（字母、数字、'.'、'_'、'-'），\
+内容可用任何语言。用 mm://<memoryId>/<topic> 指代笔记，例如 mm://local/deploy-region。
+- 预算绝不截断：写入超过字符预算、笔记超过字节上限、或索引超过 {lines} 行 / {bytes} 字节时，操作失败并返回用量，\
+不写入任何内容。请压缩后重试；索引已满时，合并或删除条目（删除总是允许的）。
+- 冻结快照：读取看到的是会话开始时的记忆，因此提示词缓存保持有效。写入立即落盘，在下一会话生效；\
+mem_budget 显示待生效的写入数。
+- 记什么：其他会话或 agent 以后会用到的持久事实（决策及其理由、约束、环境、东西在哪、如何运行）。\
+一行概述写进摘要，细节写进笔记。切勿保存密钥等机密。
+- 候选记忆：mem_digest 从会话日志或文本中提炼候选记忆，但不写入；审查后用 mem_write 保存值得保留的条目。\
+守护进程运行时，来自会话日志的候选会进入审查队列：先列出，再逐条接受或拒绝。
+"""
+
+
+def guide_text(lang: str = "en", *, index_lines: int = 200, index_bytes: int = 25600) -> str:
+    """The guide in ``lang`` (``en`` | ``zh``; ``auto`` or anything else gives English).
+
+    ``index_lines`` (lines) and ``index_bytes`` (UTF-8 bytes) are the caps quoted in the text.
+    """
+    template = _ZH if lang == "zh" else _EN
+    return template.format(lines=index_lines, bytes=index_bytes)

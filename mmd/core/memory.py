@@ -1,0 +1,249 @@
+"""``Memory``: one agent session's view of a memory root (mm v1 §7; reference ``memory.ts``).
+
+Reads (``read_index``, ``read_topic``, ``list_notes``, ``search``) are served
+from the snapshot taken at ``open``/``ensure``/``reload`` and never see this
+session's writes; writes go to disk at once, durably, and count in
+``pending_writes`` until the next reload. ``budget`` reads the live files.
+
+The CLI and the daemon use the same pieces: :class:`~.store.MemoryStore`
+writes, :func:`~.snapshot.load_snapshot` reads, :func:`search_snapshot` searches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from . import digest as digest_mod
+from . import search as search_mod
+from .clock import Clock, iso_ms, parse_iso_ms, system_clock
+from .errors import ErrorCode, MMError
+from .model import Note
+from .options import MemoryOptions, is_js_integer
+from .snapshot import Snapshot, load_snapshot
+from .store import MemoryStore
+from .text import js_trim, validate_topic
+from .uri import uri_for
+
+__all__ = ["Memory", "nudge_report", "search_snapshot"]
+
+FTS5_FALLBACK_NOTE = "fts5 requested but node:sqlite/FTS5 unavailable; used scan"
+
+
+def search_snapshot(snapshot: Snapshot, query: Any, *, mode: Any = None, limit: Any = None,
+                    options: MemoryOptions, fts5_available: bool) -> dict[str, Any]:
+    """Search a snapshot (mm v1 §8).
+
+    Args:
+        query: non-blank text.
+        mode: ``auto`` | ``scan`` | ``fts5``; None = configured; anything else acts as ``auto``.
+        limit: most matches, a positive integer; None = configured.
+        fts5_available: whether SQLite FTS5 may be used.
+
+    Returns:
+        ``{query, engine, total, truncated, matches: [{topic, uri, updated, score, snippet}], note?}``;
+        ``note`` only when an ``fts5`` request fell back to scan.
+
+    Raises:
+        MMError(E_INVALID): for a blank or non-string query, or a limit that is
+            not a positive integer (the reference silently misbehaves there).
+    """
+    if not isinstance(query, str) or not js_trim(query):
+        raise MMError(ErrorCode.E_INVALID, "search query must be a non-empty string")
+    if limit is None:
+        limit = options.search_limit
+    elif not is_js_integer(limit) or limit < 1:
+        raise MMError(ErrorCode.E_INVALID, f"search limit must be a positive integer, got {limit!r}")
+    requested = options.search_mode if mode is None else mode
+    engine = search_mod.choose_engine(requested, fts5_available)
+    index = snapshot.search_index(engine)
+    result: dict[str, Any] = index.search(query, int(limit), options.max_snippet_chars)
+    if engine == "scan" and requested == "fts5":
+        result["note"] = FTS5_FALLBACK_NOTE
+    return result
+
+
+def nudge_report(snapshot: Snapshot, pending_writes: int, at: str) -> dict[str, Any]:
+    """The reference's nudge report.
+
+    Returns:
+        ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``.
+    """
+    actions = []
+    if pending_writes > 0:
+        actions.append(
+            f"commit {pending_writes} staged memory write(s): they persist to disk and will load next session")
+    if not snapshot.notes:
+        actions.append("no memories yet: use mem_write to record durable context")
+    if snapshot.index_over_budget:
+        actions.append("index over budget: consolidate MEMORY.md (mem_budget shows exact usage)")
+    actions.append("mem_digest can distill the latest session log into candidate memories")
+    return {
+        "at": at,
+        "pendingWrites": pending_writes,
+        "noteCount": len(snapshot.notes),
+        "indexOverBudget": snapshot.index_over_budget,
+        "needsCommit": pending_writes > 0 or snapshot.index_over_budget,
+        "suggestedActions": actions,
+    }
+
+
+class Memory:
+    """A session on one memory root: a frozen snapshot plus a durable writer.
+
+    Build it with :meth:`ensure` (create the root if missing) or :meth:`open`.
+
+    Args:
+        options: validated options (:meth:`MemoryOptions.create`).
+        now: the clock (``loadedAt``, ``updated``, nudges); default the wall clock.
+        fts5: force SQLite FTS5 on/off; None probes it.
+        lock: writer serialization, see :class:`~.store.MemoryStore`.
+    """
+
+    def __init__(self, options: MemoryOptions, *, now: Clock | None = None, fts5: bool | None = None,
+                 lock: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+        self.options = options
+        self.root = options.root
+        self.memory_id = options.memory_id
+        self._now = now or system_clock
+        self.fts5_available = search_mod.fts5_available() if fts5 is None else fts5
+        self.store = MemoryStore(options, lambda: iso_ms(self._now()), lock)
+        self._snapshot: Snapshot | None = None
+        self.pending_writes = 0
+
+    @classmethod
+    def ensure(cls, options: MemoryOptions, **kwargs: Any) -> Memory:
+        """Create the root, ``memories/`` and an empty index if missing, then load.
+
+        Raises:
+            MMError: as :meth:`load`, or E_IO if the root cannot be created.
+        """
+        memory = cls(options, **kwargs)
+        memory.store.ensure_root()
+        return memory.load()
+
+    @classmethod
+    def open(cls, options: MemoryOptions, **kwargs: Any) -> Memory:
+        """Load an existing root.
+
+        Raises:
+            MMError(E_NOT_INITIALIZED): if the root does not exist; others as :meth:`load`.
+        """
+        return cls(options, **kwargs).load()
+
+    @property
+    def engine(self) -> str:
+        """The search engine of the configured mode (``scan`` | ``fts5``)."""
+        return search_mod.choose_engine(self.options.search_mode, self.fts5_available)
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The current snapshot.
+
+        Raises:
+            MMError(E_SNAPSHOT): if none is loaded.
+        """
+        if self._snapshot is None:
+            raise MMError(ErrorCode.E_SNAPSHOT, "memory is not loaded; call ensure()/open()/reload() first")
+        return self._snapshot
+
+    @property
+    def loaded_at(self) -> str | None:
+        return self._snapshot.loaded_at if self._snapshot else None
+
+    def load(self) -> Memory:
+        """(Re)load the snapshot from disk and reset ``pending_writes``.
+
+        Raises:
+            MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): see :func:`load_snapshot`;
+                the previous snapshot then stays current.
+        """
+        self._snapshot = load_snapshot(self.options, loaded_at=iso_ms(self._now()), engine=self.engine)
+        self.pending_writes = 0
+        return self
+
+    reload = load
+
+    def uri_for(self, topic: str) -> str:
+        """``mm://<memoryId>/<topic>``; raises MMError(E_INVALID) for a bad topic."""
+        return uri_for(self.memory_id, topic)
+
+    def read_index(self) -> dict[str, Any]:
+        """The snapshot's index view.
+
+        Returns:
+            ``{memoryId, root, loadedAt, lineCount, byteCount, overBudget, lineCap, byteCap, entries}``.
+        """
+        snap = self.snapshot
+        return {
+            "memoryId": snap.memory_id,
+            "root": str(snap.root),
+            "loadedAt": snap.loaded_at,
+            "lineCount": snap.index_line_count,
+            "byteCount": snap.index_byte_count,
+            "overBudget": snap.index_over_budget,
+            "lineCap": self.options.index_lines,
+            "byteCap": self.options.index_bytes,
+            "entries": [e.to_json() for e in snap.entries],
+        }
+
+    def read_topic(self, topic: str) -> Note | None:
+        """The snapshot's note for ``topic``, or None; raises MMError(E_INVALID) for a bad topic."""
+        validate_topic(topic)
+        return self.snapshot.note(topic)
+
+    def list_notes(self) -> list[Note]:
+        """Every note of the snapshot, sorted by topic (stable for duplicates)."""
+        return sorted(self.snapshot.notes, key=lambda n: n.topic)
+
+    def write(self, topic: str, content: Any, **kwargs: Any) -> dict[str, Any]:
+        """Write through :meth:`MemoryStore.write`; adds ``pendingWrites`` to a success."""
+        self.snapshot  # noqa: B018 - a write needs a loaded session, as in the reference
+        outcome = self.store.write(topic, content, **kwargs)
+        if outcome["ok"]:
+            self.pending_writes += 1
+            outcome["pendingWrites"] = self.pending_writes
+        return outcome
+
+    def delete(self, topic: str) -> dict[str, Any]:
+        """Delete through :meth:`MemoryStore.delete`: ``{ok, removed, topic, pendingWrites, usage}``."""
+        self.snapshot  # noqa: B018
+        outcome = self.store.delete(topic)
+        if outcome.pop("existed"):
+            self.pending_writes += 1
+        return {"ok": True, "removed": outcome["removed"], "topic": topic,
+                "pendingWrites": self.pending_writes, "usage": outcome["usage"]}
+
+    def search(self, query: Any, *, mode: Any = None, limit: Any = None) -> dict[str, Any]:
+        """Search the snapshot; see :func:`search_snapshot`."""
+        return search_snapshot(self.snapshot, query, mode=mode, limit=limit, options=self.options,
+                               fts5_available=self.fts5_available)
+
+    def budget(self) -> dict[str, Any]:
+        """The live budget report (mm v1 §6), in the reference's key order."""
+        snap = self.snapshot
+        live = self.store.budget()
+        age_ms = int((self._now() - parse_iso_ms(snap.loaded_at)).total_seconds() * 1000)
+        return {
+            "root": str(self.root),
+            "memoryId": self.memory_id,
+            "loadedAt": snap.loaded_at,
+            "snapshotAgeMs": age_ms,
+            "pendingWrites": self.pending_writes,
+            **live,
+            "search": {"configuredMode": self.options.search_mode, "engine": snap.engine},
+        }
+
+    def digest(self, *, text: str | None = None, file: str | os.PathLike[str] | None = None,
+               max_items: int | None = None, topic_hint: str | None = None) -> dict[str, Any]:
+        """Candidate memories from text, a file or the newest session log (mm v1 §9); never writes."""
+        self.snapshot  # noqa: B018
+        return digest_mod.digest(text=text, file=file, max_items=max_items, topic_hint=topic_hint,
+                                 default_write_budget=self.options.default_write_budget,
+                                 dsh_home=self.options.dsh_home)
+
+    def nudge(self) -> dict[str, Any]:
+        """The session-end / periodic nudge report."""
+        return nudge_report(self.snapshot, self.pending_writes, iso_ms(self._now()))

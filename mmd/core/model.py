@@ -1,0 +1,116 @@
+"""The mm v1 data model: index entries and notes (reference ``types.ts``).
+
+Both are immutable; a snapshot can hand them to many readers. ``to_json``
+gives the reference's wire shape with its camelCase keys in its key order, so
+JSON output matches the reference byte for byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "DEFAULT_DETAIL_MAX_BYTES",
+    "DEFAULT_INDEX_BYTES",
+    "DEFAULT_INDEX_LINES",
+    "DEFAULT_MEMORY_ID",
+    "DEFAULT_SEARCH_LIMIT",
+    "DEFAULT_SNIPPET_CHARS",
+    "DEFAULT_WRITE_BUDGET",
+    "FORMAT_VERSION",
+    "IndexEntry",
+    "Note",
+]
+
+FORMAT_VERSION = 1
+"""The ``mm-version`` this implementation reads and writes."""
+DEFAULT_MEMORY_ID = "local"
+"""Memory id used in ``mm://<memoryId>/<topic>`` when none is configured."""
+DEFAULT_INDEX_LINES = 200
+"""Hard cap on MEMORY.md, in lines (mm v1 §1 line rule)."""
+DEFAULT_INDEX_BYTES = 25 * 1024
+"""Hard cap on MEMORY.md, in UTF-8 bytes."""
+DEFAULT_DETAIL_MAX_BYTES = 64 * 1024
+"""Hard cap on one serialized detail file, in UTF-8 bytes."""
+DEFAULT_WRITE_BUDGET = 4000
+"""Per-write body budget, in code points."""
+DEFAULT_SEARCH_LIMIT = 10
+"""Most matches one search returns."""
+DEFAULT_SNIPPET_CHARS = 160
+"""Longest search snippet, in code points (ellipses included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One ``## <topic>`` section of MEMORY.md (mm v1 §3).
+
+    Attributes:
+        topic: the slug.
+        memory_id: the memory id of the snapshot that holds the entry.
+        summary: one line, may be empty.
+        tags: normalized tags, may be empty.
+        file: detail file, a safe POSIX path relative to the root.
+        updated: ISO-8601 UTC of the last write, verbatim from the file ('' when missing).
+        body_chars: body size in code points recorded at write time.
+        write_budget: the budget (code points) the body was admitted under; 0 when unknown.
+        entry_body: other lines of the section (unknown keys, prose), trimmed.
+    """
+
+    topic: str
+    memory_id: str
+    summary: str
+    tags: tuple[str, ...]
+    file: str
+    updated: str
+    body_chars: int
+    write_budget: int
+    entry_body: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The reference's ``IndexEntry`` shape."""
+        return {
+            "topic": self.topic,
+            "memoryId": self.memory_id,
+            "summary": self.summary,
+            "tags": list(self.tags),
+            "file": self.file,
+            "updated": self.updated,
+            "bodyChars": self.body_chars,
+            "writeBudget": self.write_budget,
+            "entryBody": self.entry_body,
+        }
+
+    def replace(self, **changes: Any) -> IndexEntry:
+        """A copy with ``changes`` applied."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """An index entry with its detail file loaded (mm v1 §4).
+
+    Attributes:
+        entry: the index entry.
+        uri: ``mm://<memoryId>/<topic>``.
+        body: the detail body ('' when the file is missing or malformed).
+        missing_file: the index names a file that does not exist.
+    """
+
+    entry: IndexEntry
+    uri: str
+    body: str
+    missing_file: bool
+
+    @property
+    def topic(self) -> str:
+        return self.entry.topic
+
+    def to_json(self) -> dict[str, Any]:
+        """The reference's ``Note`` shape: the entry's keys, then uri, body, missingFile."""
+        out = self.entry.to_json()
+        out["uri"] = self.uri
+        out["body"] = self.body
+        out["missingFile"] = self.missing_file
+        return out

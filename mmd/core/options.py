@@ -1,0 +1,132 @@
+"""Options of one memory (the reference's ``MemoryOptions``), validated once.
+
+Every size is a positive integer: lines, UTF-8 bytes or code points as named.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ErrorCode, MMError
+from .model import (
+    DEFAULT_DETAIL_MAX_BYTES,
+    DEFAULT_INDEX_BYTES,
+    DEFAULT_INDEX_LINES,
+    DEFAULT_MEMORY_ID,
+    DEFAULT_SEARCH_LIMIT,
+    DEFAULT_SNIPPET_CHARS,
+    DEFAULT_WRITE_BUDGET,
+)
+from .paths import dsh_home, resolve_root
+from .text import TOPIC_RE
+
+__all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer"]
+
+SEARCH_MODES = ("auto", "scan", "fts5")
+"""Accepted ``search.mode`` values (mm v1 §8)."""
+
+
+def is_js_integer(value: object) -> bool:
+    """JavaScript ``Number.isInteger``: an int (not bool) or an integral float."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and value.is_integer()
+
+
+def _positive(name: str, value: Any, default: int) -> int:
+    value = default if value is None else value
+    if not is_js_integer(value) or value < 1:
+        raise MMError(ErrorCode.E_INVALID, f"{name} must be a positive integer")
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryOptions:
+    """Resolved, validated options of one memory root.
+
+    Attributes:
+        root: absolute memory root (mm v1 §2).
+        dsh_home: the ``$DSH_HOME`` folder (digest looks for logs in its ``sessions/``).
+        memory_id: slug used in URIs.
+        index_lines: MEMORY.md cap in lines.
+        index_bytes: MEMORY.md cap in UTF-8 bytes.
+        detail_max_bytes: cap of one serialized detail file in UTF-8 bytes.
+        default_write_budget: per-write budget in code points.
+        search_mode: ``auto`` | ``scan`` | ``fts5``.
+        search_limit: default number of matches.
+        max_snippet_chars: snippet cap in code points.
+        nudge_enabled: periodic nudges on (the daemon's schedule).
+        nudge_interval_ms: period of the nudge, in milliseconds.
+    """
+
+    root: Path
+    dsh_home: Path
+    memory_id: str = DEFAULT_MEMORY_ID
+    index_lines: int = DEFAULT_INDEX_LINES
+    index_bytes: int = DEFAULT_INDEX_BYTES
+    detail_max_bytes: int = DEFAULT_DETAIL_MAX_BYTES
+    default_write_budget: int = DEFAULT_WRITE_BUDGET
+    search_mode: str = "auto"
+    search_limit: int = DEFAULT_SEARCH_LIMIT
+    max_snippet_chars: int = DEFAULT_SNIPPET_CHARS
+    nudge_enabled: bool = False
+    nudge_interval_ms: int = 30 * 60 * 1000
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        root: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        memory_id: Any = None,
+        index_lines: Any = None,
+        index_bytes: Any = None,
+        detail_max_bytes: Any = None,
+        default_write_budget: Any = None,
+        search_mode: Any = None,
+        search_limit: Any = None,
+        max_snippet_chars: Any = None,
+        nudge_enabled: Any = None,
+        nudge_interval_ms: Any = None,
+    ) -> MemoryOptions:
+        """Validate raw values (None = default) and resolve the root against ``env``.
+
+        ``env`` defaults to ``os.environ``; pass a mapping to resolve elsewhere.
+
+        Raises:
+            MMError(E_INVALID): naming the first bad option, with the reference's message.
+        """
+        environ: Mapping[str, str] = os.environ if env is None else env
+        mid = DEFAULT_MEMORY_ID if memory_id is None else memory_id
+        if not isinstance(mid, str) or not TOPIC_RE.fullmatch(mid):
+            raise MMError(ErrorCode.E_INVALID, f"memoryId {_quote(mid)} is not a valid slug")
+        mode = "auto" if search_mode is None else search_mode
+        if mode not in SEARCH_MODES:
+            raise MMError(ErrorCode.E_INVALID, f"search.mode must be one of auto, scan, fts5 (got {_quote(mode)})")
+        interval = _positive("nudge.intervalMs", nudge_interval_ms, 30 * 60 * 1000)
+        return cls(
+            root=resolve_root(root, environ),
+            dsh_home=dsh_home(environ),
+            memory_id=mid,
+            index_lines=_positive("indexLines", index_lines, DEFAULT_INDEX_LINES),
+            index_bytes=_positive("indexBytes", index_bytes, DEFAULT_INDEX_BYTES),
+            detail_max_bytes=_positive("detailMaxBytes", detail_max_bytes, DEFAULT_DETAIL_MAX_BYTES),
+            default_write_budget=_positive("defaultWriteBudget", default_write_budget, DEFAULT_WRITE_BUDGET),
+            search_mode=mode,
+            search_limit=_positive("search.limit", search_limit, DEFAULT_SEARCH_LIMIT),
+            max_snippet_chars=_positive("search.maxSnippetChars", max_snippet_chars, DEFAULT_SNIPPET_CHARS),
+            nudge_enabled=bool(nudge_enabled),
+            nudge_interval_ms=interval,
+        )
+
+
+def _quote(value: object) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,234 @@
+"""Frozen snapshots: one immutable, self-consistent view of a memory root (mm v1 §7).
+
+``load_snapshot`` reads MEMORY.md and every detail file once; readers then
+share the resulting :class:`Snapshot` without locks. One malformed detail file
+(bad title, invalid UTF-8, a NUL byte, a symlink leading out of the root) is
+recorded in ``anomalies["malformedNotes"]`` and served with an empty body;
+the rest of the root loads. An unparsable MEMORY.md is an error: nothing can
+be served from it safely.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypedDict
+
+from .errors import ErrorCode, MMError
+from .format import parse_index, parse_note, safe_rel_path
+from .model import IndexEntry, Note
+from .options import MemoryOptions
+from .paths import DETAIL_DIR, INDEX_NAME, inside_root
+from .text import js_trim
+from .uri import uri_for
+
+__all__ = ["Anomalies", "MalformedNote", "Snapshot", "load_snapshot", "orphan_files", "read_note_file"]
+
+MAX_NOTE_READ_BYTES = 16 * 1024 * 1024
+"""A detail file larger than this (UTF-8 bytes) is reported, not loaded."""
+
+
+class MalformedNote(TypedDict):
+    """A detail file that could not be loaded: its topic, file, the error code and message."""
+
+    topic: str
+    file: str
+    code: str
+    message: str
+
+
+class Anomalies(TypedDict, total=False):
+    """Root anomalies: dangling entries (count), orphan ``memories/*.md`` names, malformed notes.
+
+    ``malformedNotes`` is present only when there is at least one, so a clean
+    root reports exactly the reference's shape.
+    """
+
+    danglingEntries: int
+    orphanFiles: list[str]
+    malformedNotes: list[MalformedNote]
+
+
+def read_index_text(root: Path) -> str:
+    """MEMORY.md's text ('' when absent), UTF-8 with replacement characters as Node reads it.
+
+    Raises:
+        MMError(E_IO): if the file exists but cannot be read.
+    """
+    try:
+        return (root / INDEX_NAME).read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"read {root / INDEX_NAME} failed: {error.strerror}") from error
+
+
+def parse_live_index(root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry, ...]]:
+    """The index text and its entries, each entry carrying ``memory_id`` (one id per snapshot).
+
+    Raises:
+        MMError(E_PARSE): naming the file, if MEMORY.md is not mm v1.
+        MMError(E_IO): if it cannot be read.
+    """
+    text = read_index_text(root)
+    if not js_trim(text):
+        return text, ()
+    try:
+        parsed = parse_index(text, memory_id)
+    except MMError as error:
+        raise MMError(error.code, f"{root / INDEX_NAME}: {error.message}", details=str(root / INDEX_NAME)) from None
+    return text, tuple(e if e.memory_id == memory_id else e.replace(memory_id=memory_id) for e in parsed.entries)
+
+
+def read_note_file(root: Path, rel: str) -> str | None:
+    """The body of the detail file at ``rel``, or None when it is missing or not a regular file.
+
+    Raises:
+        MMError(E_PARSE): if the path escapes the root (symlinks included), the
+            file holds invalid UTF-8 or NUL bytes, or is larger than 16 MiB.
+        MMError(E_INVALID): if its title or ``mm-topic`` is not a topic slug.
+    """
+    full = root.joinpath(*safe_rel_path(rel).split("/"))
+    try:
+        st = os.stat(full)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if not inside_root(root, full):
+        raise MMError(ErrorCode.E_PARSE, f"{rel} leads outside the memory root; not read", details=rel)
+    if st.st_size > MAX_NOTE_READ_BYTES:
+        raise MMError(ErrorCode.E_PARSE, f"{rel} is {st.st_size} bytes, over the 16 MiB read limit", details=rel)
+    data = full.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise MMError(ErrorCode.E_PARSE, f"{rel} is not valid UTF-8 (byte {error.start})", details=rel) from None
+    if "\x00" in text:
+        raise MMError(ErrorCode.E_PARSE, f"{rel} contains a NUL byte at {text.index(chr(0))}", details=rel)
+    return parse_note(text).body if js_trim(text) else ""
+
+
+def orphan_files(root: Path, entries: tuple[IndexEntry, ...]) -> list[str]:
+    """Sorted names of ``memories/*.md`` that no entry's ``file`` names verbatim (reference rule)."""
+    indexed = {e.file for e in entries}
+    try:
+        names = sorted(os.listdir(root / DETAIL_DIR))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [n for n in names if n.endswith(".md") and f"{DETAIL_DIR}/{n}" not in indexed]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Snapshot:
+    """An immutable view of a root at one instant (mm v1 §7).
+
+    Attributes:
+        revision: the daemon's revision number (0 outside the daemon).
+        loaded_at: ISO-8601 UTC with milliseconds.
+        memory_id, root: as configured.
+        index_line_count, index_byte_count: MEMORY.md size in lines and UTF-8 bytes.
+        index_over_budget: MEMORY.md exceeds a cap.
+        entries: index entries in file order.
+        notes: the entries with their bodies, in file order.
+        anomalies: see :class:`Anomalies`.
+        engine: the search engine resolved at load (``scan`` | ``fts5``).
+    """
+
+    revision: int
+    loaded_at: str
+    memory_id: str
+    root: Path
+    index_line_count: int
+    index_byte_count: int
+    index_over_budget: bool
+    entries: tuple[IndexEntry, ...]
+    notes: tuple[Note, ...]
+    anomalies: Anomalies
+    engine: str
+    _by_topic: dict[str, Note] = field(default_factory=dict, repr=False)
+    _search: dict[str, Any] = field(default_factory=dict, repr=False)
+    _search_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def note(self, topic: str) -> Note | None:
+        """The first note of ``topic`` (duplicate sections keep file order), or None."""
+        return self._by_topic.get(topic)
+
+    def search_index(self, engine: str) -> Any:
+        """The engine's index over this snapshot, built once on first use (thread-safe)."""
+        with self._search_lock:
+            index = self._search.get(engine)
+            if index is None:
+                from . import search
+
+                index = search.Fts5Index(self.notes) if engine == "fts5" else search.ScanIndex(self.notes)
+                self._search[engine] = index
+            return index
+
+    def meta_json(self) -> dict[str, Any]:
+        """``{loadedAt, memoryId, indexLineCount, indexByteCount, indexOverBudget, anomalies, engine, topics}``."""
+        return {
+            "loadedAt": self.loaded_at,
+            "memoryId": self.memory_id,
+            "indexLineCount": self.index_line_count,
+            "indexByteCount": self.index_byte_count,
+            "indexOverBudget": self.index_over_budget,
+            "anomalies": self.anomalies,
+            "engine": self.engine,
+            "topics": [n.topic for n in self.notes],
+        }
+
+
+def load_snapshot(options: MemoryOptions, *, loaded_at: str, engine: str, revision: int = 0) -> Snapshot:
+    """Read the root into a :class:`Snapshot`.
+
+    Raises:
+        MMError(E_NOT_INITIALIZED): if the root does not exist.
+        MMError(E_PARSE): if MEMORY.md is not mm v1 (message names the file and line).
+        MMError(E_IO): if MEMORY.md cannot be read.
+    """
+    from .budget import index_usage
+
+    root = options.root
+    if not root.exists():
+        raise MMError(ErrorCode.E_NOT_INITIALIZED, f"memory root does not exist: {root}")
+    text, entries = parse_live_index(root, options.memory_id)
+    notes: list[Note] = []
+    dangling = 0
+    malformed: list[MalformedNote] = []
+    for entry in entries:
+        body: str | None
+        try:
+            body = read_note_file(root, entry.file)
+        except MMError as error:
+            malformed.append({"topic": entry.topic, "file": entry.file, "code": error.code.value,
+                              "message": error.message})
+            body = ""
+        except OSError as error:
+            malformed.append({"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
+                              "message": f"read {entry.file} failed: {error.strerror}"})
+            body = ""
+        if body is None:
+            dangling += 1
+        notes.append(Note(entry, uri_for(options.memory_id, entry.topic), body or "", body is None))
+    anomalies: Anomalies = {"danglingEntries": dangling, "orphanFiles": orphan_files(root, entries)}
+    if malformed:
+        anomalies["malformedNotes"] = malformed
+    usage = index_usage(text, options.index_lines, options.index_bytes)
+    return Snapshot(
+        revision=revision,
+        loaded_at=loaded_at,
+        memory_id=options.memory_id,
+        root=root,
+        index_line_count=usage["lines"],
+        index_byte_count=usage["bytes"],
+        index_over_budget=usage["overBudget"],
+        entries=entries,
+        notes=tuple(notes),
+        anomalies=anomalies,
+        engine=engine,
+        _by_topic={n.topic: n for n in reversed(notes)},
+    )

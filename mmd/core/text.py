@@ -1,0 +1,157 @@
+"""Text measurement and identifier helpers (mm v1 §1, reference ``text.ts``).
+
+A *character* is a Unicode code point, a *byte* a UTF-8 byte, and a *line* an
+editor-displayed line: a trailing ``\\n`` does not open a new line and ``\\r`` is
+not a line break. Whitespace means JavaScript's ``\\s`` set, so trimming and
+folding agree byte for byte with the reference.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import TypedDict
+
+from .errors import ErrorCode, MMError
+
+__all__ = [
+    "JS_WS",
+    "TOPIC_MAX_LENGTH",
+    "TOPIC_RE",
+    "Measure",
+    "byte_length",
+    "count_chars",
+    "count_lines",
+    "first_line",
+    "js_trim",
+    "measure",
+    "normalize_line",
+    "parse_tags",
+    "slug_for_topic",
+    "validate_topic",
+]
+
+JS_WS = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+"""JavaScript's ``\\s`` as a regex character-class body (differs from Python's ``\\s``)."""
+
+_WS_RUN = re.compile(f"[{JS_WS}]+")
+_LEAD_WS = re.compile(f"^[{JS_WS}]+")
+_TRAIL_WS = re.compile(f"[{JS_WS}]+$")
+_TAG_SPLIT = re.compile("[,，;；]")
+_SLUG_JUNK = re.compile(r"[^a-z0-9._-]+")
+
+TOPIC_MAX_LENGTH = 64
+"""Longest topic slug, in characters (all ASCII)."""
+TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
+"""The topic slug grammar (mm v1 §1); use with ``fullmatch``."""
+
+
+class Measure(TypedDict):
+    """Sizes of one text: code points, UTF-8 bytes, §1 lines, UTF-16 code units."""
+
+    chars: int
+    bytes: int
+    lines: int
+    utf16: int
+
+
+def js_trim(value: str) -> str:
+    """Strip leading and trailing whitespace as JavaScript's ``String.prototype.trim`` does."""
+    return _TRAIL_WS.sub("", _LEAD_WS.sub("", value))
+
+
+def count_chars(value: str) -> int:
+    """Number of Unicode code points in ``value``."""
+    return len(value)
+
+
+def byte_length(value: str) -> int:
+    """Number of UTF-8 bytes of ``value`` (lone surrogates count 3, as Node's replacement does)."""
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def count_lines(text: str) -> int:
+    """Editor lines of ``text`` (mm v1 §1): 0 for ``""``; a final ``\\n`` opens no line."""
+    if not text:
+        return 0
+    newlines = text.count("\n")
+    return newlines if text.endswith("\n") else newlines + 1
+
+
+def _utf16_len(text: str) -> int:
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def measure(text: str) -> Measure:
+    """All four sizes of ``text`` at once (see :class:`Measure`)."""
+    return {
+        "chars": count_chars(text),
+        "bytes": byte_length(text),
+        "lines": count_lines(text),
+        "utf16": _utf16_len(text),
+    }
+
+
+def validate_topic(topic: object) -> str:
+    """Return ``topic`` unchanged if it is a valid slug (mm v1 §1).
+
+    Raises:
+        MMError(E_INVALID): if it is not a string, is empty, is longer than
+            :data:`TOPIC_MAX_LENGTH` characters, or does not match :data:`TOPIC_RE`.
+    """
+    if not isinstance(topic, str):
+        raise MMError(ErrorCode.E_INVALID, "topic must be a string")
+    if not topic:
+        raise MMError(ErrorCode.E_INVALID, "topic must not be empty")
+    if _utf16_len(topic) > TOPIC_MAX_LENGTH:
+        raise MMError(ErrorCode.E_INVALID, f"topic must be at most {TOPIC_MAX_LENGTH} characters")
+    if not TOPIC_RE.fullmatch(topic):
+        raise MMError(
+            ErrorCode.E_INVALID,
+            f"topic {_js_quote(topic)} is not a valid slug: use letters, digits, '.', '_' and '-' "
+            "(no separators, no leading separators)",
+        )
+    return topic
+
+
+def slug_for_topic(value: str) -> str | None:
+    """A topic slug made from free text (NFKC, lower case, junk runs to ``-``), or None.
+
+    The result is cut to :data:`TOPIC_MAX_LENGTH` characters. None when nothing
+    usable remains or the result starts with ``.``/``_`` (not a valid slug).
+    """
+    cleaned = _SLUG_JUNK.sub("-", unicodedata.normalize("NFKC", value).lower())
+    cleaned = re.sub("-{2,}", "-", cleaned.strip("-"))
+    if not cleaned or not TOPIC_RE.fullmatch(cleaned):
+        return None
+    return cleaned[:TOPIC_MAX_LENGTH]
+
+
+def first_line(value: str, limit: int = 200) -> str:
+    """The first line of ``value``, cut to ``limit`` code points plus ``…`` when longer."""
+    line = value.split("\n", 1)[0]
+    return line[:limit] + "…" if len(line) > limit else line
+
+
+def normalize_line(value: str) -> str:
+    """Fold every whitespace run (newlines included) to one space and trim: a one-line field."""
+    return js_trim(_WS_RUN.sub(" ", value))
+
+
+def parse_tags(value: str) -> list[str]:
+    """Split a tag string on ``, ， ; ；``; trim, whitespace runs to ``-``, lower case, dedupe."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for raw in _TAG_SPLIT.split(value):
+        tag = _WS_RUN.sub("-", js_trim(raw)).lower()
+        if tag and tag not in seen:
+            seen.add(tag)
+            out.append(tag)
+    return out
+
+
+def _js_quote(value: str) -> str:
+    """``JSON.stringify`` of a string, for messages that must match the reference's."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
