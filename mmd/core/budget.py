@@ -15,6 +15,9 @@ __all__ = ["IndexUsage", "budget_pct", "index_usage"]
 
 # JavaScript's /^##\s+\S/gm: a line starts after \n, \r, U+2028 or U+2029.
 _ENTRY_LINE = re.compile(f"(?:^|(?<=[\r\u2028\u2029]))##[{JS_WS}]+[^{JS_WS}]", re.MULTILINE)
+# With LF breaks only, a literal-prefixed pattern lets the regex engine skip ahead fast.
+_ENTRY_AFTER_LF = re.compile(f"\n##[{JS_WS}]+[^{JS_WS}]")
+_ENTRY_AT_START = re.compile(f"##[{JS_WS}]+[^{JS_WS}]")
 
 
 class IndexUsage(TypedDict):
@@ -30,12 +33,15 @@ class IndexUsage(TypedDict):
     overflowBytes: int
 
 
-def index_usage(text: str, index_lines: int, index_bytes: int) -> IndexUsage:
-    """Measure index ``text`` against ``index_lines`` (lines) and ``index_bytes`` (UTF-8 bytes)."""
+def index_usage(text: str, index_lines: int, index_bytes: int, size: int | None = None) -> IndexUsage:
+    """Measure index ``text`` against ``index_lines`` (lines) and ``index_bytes`` (UTF-8 bytes).
+
+    ``size`` is ``text``'s UTF-8 length when the caller already has it.
+    """
     lines = count_lines(text)
-    size = byte_length(text)
+    size = byte_length(text) if size is None else size
     return {
-        "entries": len(_ENTRY_LINE.findall(text)),
+        "entries": _count_entries(text),
         "lines": lines,
         "bytes": size,
         "lineCap": index_lines,
@@ -44,6 +50,13 @@ def index_usage(text: str, index_lines: int, index_bytes: int) -> IndexUsage:
         "overflowLines": max(0, lines - index_lines),
         "overflowBytes": max(0, size - index_bytes),
     }
+
+
+def _count_entries(text: str) -> int:
+    """Lines matching JavaScript's ``/^##\\s+\\S/gm``."""
+    if "\r" in text or "\u2028" in text or "\u2029" in text:
+        return len(_ENTRY_LINE.findall(text))
+    return len(_ENTRY_AFTER_LF.findall(text)) + (1 if _ENTRY_AT_START.match(text) else 0)
 
 
 def budget_pct(chars: int, budget: int) -> int:

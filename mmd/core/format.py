@@ -15,6 +15,7 @@ This module is pure: it never touches the disk.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,7 +166,7 @@ def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
     kind: str | None = None
     caps: str | None = None
     i = 0
-    while i < len(lines) and not _IS_HEADING.match(lines[i]):
+    while i < len(lines) and not (lines[i].startswith("##") and _IS_HEADING.match(lines[i])):
         pair = _HEADER_META.match(lines[i])
         i += 1
         if pair is None:
@@ -184,7 +185,7 @@ def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
 
     entries: list[IndexEntry] = []
     while i < len(lines):
-        heading = _ENTRY_HEADING.match(lines[i])
+        heading = _ENTRY_HEADING.match(lines[i]) if lines[i].startswith("##") else None
         if heading is None:
             i += 1
             continue
@@ -199,8 +200,8 @@ def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
         i += 1
         meta: dict[str, str] = {}
         body: list[str] = []
-        while i < len(lines) and not _IS_HEADING.match(lines[i]):
-            match = _ENTRY_META.match(lines[i])
+        while i < len(lines) and not (lines[i].startswith("##") and _IS_HEADING.match(lines[i])):
+            match = _ENTRY_META.match(lines[i]) if lines[i].startswith("-") else None
             if match is not None and match.group(1) in ENTRY_META_KEYS:
                 meta[match.group(1)] = js_trim(match.group(2))
             else:
@@ -245,28 +246,34 @@ def serialize_index(
         f"> mm-caps: {index_lines} lines / {index_bytes} bytes",
         "",
     ]
-    text = "\n".join(out)
-    body: list[str] = []
-    for entry in sorted(entries, key=lambda e: e.topic):
-        validate_topic(entry.topic)
-        tags = ", ".join(entry.tags)
-        for name, value in (("summary", entry.summary), ("tags", tags), ("file", entry.file),
-                            ("updated", entry.updated)):
-            if _LINE_BREAK.search(value):
-                raise MMError(ErrorCode.E_INVALID, f"{name} of {entry.topic} must be a single line: {_quote(value)}")
-        body += [
-            f"## {entry.topic}",
-            f"- **summary:** {entry.summary}",
-            f"- **tags:** {tags}",
-            f"- **file:** {entry.file}",
-            f"- **updated:** {entry.updated}",
-            f"- **budget:** {entry.body_chars}/{entry.write_budget}",
-        ]
-        if entry.entry_body:
-            body += ["", *entry.entry_body.split("\n")]
-        body.append("")
-    text += "\n".join(body)
+    text = "\n".join(out) + "\n".join(_entry_block(entry) for entry in sorted(entries, key=lambda e: e.topic))
     return text if text.endswith("\n") else text + "\n"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _entry_block(entry: IndexEntry) -> str:
+    """One entry's lines joined by LF, the last one blank (memoized: a write re-serializes every entry).
+
+    Raises:
+        MMError(E_INVALID): see :func:`serialize_index`.
+    """
+    validate_topic(entry.topic)
+    tags = ", ".join(entry.tags)
+    for name, value in (("summary", entry.summary), ("tags", tags), ("file", entry.file), ("updated", entry.updated)):
+        if _LINE_BREAK.search(value):
+            raise MMError(ErrorCode.E_INVALID, f"{name} of {entry.topic} must be a single line: {_quote(value)}")
+    lines = [
+        f"## {entry.topic}",
+        f"- **summary:** {entry.summary}",
+        f"- **tags:** {tags}",
+        f"- **file:** {entry.file}",
+        f"- **updated:** {entry.updated}",
+        f"- **budget:** {entry.body_chars}/{entry.write_budget}",
+    ]
+    if entry.entry_body:
+        lines += ["", *entry.entry_body.split("\n")]
+    lines.append("")
+    return "\n".join(lines)
 
 
 def serialize_note(*, topic: str, memory_id: str, file: str, body: str) -> str:

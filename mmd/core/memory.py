@@ -160,7 +160,8 @@ class Memory:
             MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): see :func:`load_snapshot`;
                 the previous snapshot then stays current.
         """
-        self._snapshot = load_snapshot(self.options, loaded_at=iso_ms(self._now()), engine=self.engine)
+        self._snapshot = load_snapshot(self.options, loaded_at=iso_ms(self._now()), engine=self.engine,
+                                       live_index=self.store.live_index)
         self.pending_writes = 0
         return self
 

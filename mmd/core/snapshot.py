@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
@@ -21,11 +22,20 @@ from .errors import ErrorCode, MMError
 from .format import parse_index, parse_note, safe_rel_path
 from .model import IndexEntry, Note
 from .options import MemoryOptions
-from .paths import DETAIL_DIR, INDEX_NAME, inside_root
+from .paths import DETAIL_DIR, INDEX_NAME, RootGuard
 from .text import js_trim
 from .uri import uri_for
 
-__all__ = ["Anomalies", "MalformedNote", "Snapshot", "load_snapshot", "orphan_files", "read_note_file"]
+__all__ = [
+    "Anomalies",
+    "MalformedNote",
+    "Snapshot",
+    "load_snapshot",
+    "orphan_files",
+    "parse_index_text",
+    "parse_live_index",
+    "read_note_file",
+]
 
 MAX_NOTE_READ_BYTES = 16 * 1024 * 1024
 """A detail file larger than this (UTF-8 bytes) is reported, not loaded."""
@@ -67,13 +77,21 @@ def read_index_text(root: Path) -> str:
 
 
 def parse_live_index(root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry, ...]]:
-    """The index text and its entries, each entry carrying ``memory_id`` (one id per snapshot).
+    """MEMORY.md's text and entries, each entry carrying ``memory_id`` (one id per snapshot).
 
     Raises:
         MMError(E_PARSE): naming the file, if MEMORY.md is not mm v1.
         MMError(E_IO): if it cannot be read.
     """
-    text = read_index_text(root)
+    return parse_index_text(read_index_text(root), root, memory_id)
+
+
+def parse_index_text(text: str, root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry, ...]]:
+    """``text`` (MEMORY.md of ``root``) and its entries, each carrying ``memory_id``.
+
+    Raises:
+        MMError(E_PARSE): naming the file, if ``text`` is not mm v1.
+    """
     if not js_trim(text):
         return text, ()
     try:
@@ -83,7 +101,7 @@ def parse_live_index(root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry,
     return text, tuple(e if e.memory_id == memory_id else e.replace(memory_id=memory_id) for e in parsed.entries)
 
 
-def read_note_file(root: Path, rel: str) -> str | None:
+def read_note_file(root: Path, rel: str, guard: RootGuard | None = None) -> str | None:
     """The body of the detail file at ``rel``, or None when it is missing or not a regular file.
 
     Raises:
@@ -98,7 +116,7 @@ def read_note_file(root: Path, rel: str) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    if not inside_root(root, full):
+    if not (guard or RootGuard(root)).contains(full):
         raise MMError(ErrorCode.E_PARSE, f"{rel} leads outside the memory root; not read", details=rel)
     if st.st_size > MAX_NOTE_READ_BYTES:
         raise MMError(ErrorCode.E_PARSE, f"{rel} is {st.st_size} bytes, over the 16 MiB read limit", details=rel)
@@ -182,8 +200,12 @@ class Snapshot:
         }
 
 
-def load_snapshot(options: MemoryOptions, *, loaded_at: str, engine: str, revision: int = 0) -> Snapshot:
+def load_snapshot(options: MemoryOptions, *, loaded_at: str, engine: str, revision: int = 0,
+                  live_index: Callable[[], tuple[str, tuple[IndexEntry, ...]]] | None = None) -> Snapshot:
     """Read the root into a :class:`Snapshot`.
+
+    ``live_index`` returns MEMORY.md's text and entries (``MemoryStore.live_index``
+    caches the parse); by default the file is read and parsed here.
 
     Raises:
         MMError(E_NOT_INITIALIZED): if the root does not exist.
@@ -195,14 +217,15 @@ def load_snapshot(options: MemoryOptions, *, loaded_at: str, engine: str, revisi
     root = options.root
     if not root.exists():
         raise MMError(ErrorCode.E_NOT_INITIALIZED, f"memory root does not exist: {root}")
-    text, entries = parse_live_index(root, options.memory_id)
+    text, entries = live_index() if live_index else parse_live_index(root, options.memory_id)
+    guard = RootGuard(root)
     notes: list[Note] = []
     dangling = 0
     malformed: list[MalformedNote] = []
     for entry in entries:
         body: str | None
         try:
-            body = read_note_file(root, entry.file)
+            body = read_note_file(root, entry.file, guard)
         except MMError as error:
             malformed.append({"topic": entry.topic, "file": entry.file, "code": error.code.value,
                               "message": error.message})

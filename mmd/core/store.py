@@ -23,7 +23,7 @@ from .format import safe_rel_path, serialize_index, serialize_note
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel, inside_root
-from .snapshot import orphan_files, parse_live_index, read_note_file
+from .snapshot import orphan_files, parse_index_text, read_note_file
 from .text import byte_length, js_trim, normalize_line, parse_tags, validate_topic
 from .uri import uri_for
 
@@ -49,6 +49,34 @@ class MemoryStore:
         self.root = options.root
         self._now_iso = now_iso
         self._lock = lock or (lambda: WriteLock(self.root))
+        # The last MEMORY.md seen, as (bytes, text, entries): re-parsing a large
+        # index on every write dominated its cost, and equal bytes parse equally.
+        self._index_cache: tuple[bytes, str, tuple[IndexEntry, ...]] | None = None
+
+    def _live_usage(self) -> IndexUsage:
+        """Usage of MEMORY.md as last read by :meth:`live_index` (call that first)."""
+        data, text, _ = self._index_cache or (b"", "", ())
+        return self._usage(text, len(data))
+
+    def live_index(self) -> tuple[str, tuple[IndexEntry, ...]]:
+        """MEMORY.md's text and entries as on disk now (parsed again only when its bytes changed).
+
+        Raises:
+            MMError(E_PARSE): naming the file, if it is not mm v1.
+            MMError(E_IO): if it cannot be read.
+        """
+        try:
+            data = (self.root / INDEX_NAME).read_bytes()
+        except FileNotFoundError:
+            data = b""
+        except OSError as error:
+            raise MMError(ErrorCode.E_IO, f"read {self.root / INDEX_NAME} failed: {error.strerror}") from error
+        cached = self._index_cache
+        if cached is not None and cached[0] == data:
+            return cached[1], cached[2]
+        text, entries = parse_index_text(data.decode("utf-8", "replace"), self.root, self.options.memory_id)
+        self._index_cache = (data, text, entries)
+        return text, entries
 
     def ensure_root(self) -> None:
         """Create the root, ``memories/`` and an empty MEMORY.md if missing; never overwrite.
@@ -70,8 +98,8 @@ class MemoryStore:
         o = self.options
         return serialize_index(entries, memory_id=o.memory_id, index_lines=o.index_lines, index_bytes=o.index_bytes)
 
-    def _usage(self, text: str) -> IndexUsage:
-        return index_usage(text, self.options.index_lines, self.options.index_bytes)
+    def _usage(self, text: str, size: int | None = None) -> IndexUsage:
+        return index_usage(text, self.options.index_lines, self.options.index_bytes, size)
 
     def write(self, topic: str, content: Any, *, budget: Any = None, summary: str | None = None,
               tags: str | None = None, updated: str | None = None) -> dict[str, Any]:
@@ -101,13 +129,13 @@ class MemoryStore:
             raise MMError(ErrorCode.E_INVALID, f"updated must be a single-line string, got {updated!r}")
         o = self.options
         with self._lock():
-            text, entries = parse_live_index(self.root, o.memory_id)
+            _, entries = self.live_index()
             if not isinstance(content, str) or not js_trim(content):
-                usage0 = self._write_usage(0, o.default_write_budget, 0, self._usage(text))
+                usage0 = self._write_usage(0, o.default_write_budget, 0, self._live_usage())
                 return _failure(topic, "E_INVALID", "content must be a non-empty string", usage0)
             body_chars = len(content)
             write_budget = int(budget) if is_js_integer(budget) and budget > 0 else o.default_write_budget
-            usage = self._write_usage(body_chars, write_budget, 0, self._usage(text))
+            usage = self._write_usage(body_chars, write_budget, 0, self._live_usage())
             if body_chars > write_budget:
                 return _failure(topic, BudgetCode.E_WRITE_BUDGET_EXCEEDED,
                                 "content exceeds its write budget; compress it to fit (see usage)", usage)
@@ -129,8 +157,10 @@ class MemoryStore:
                 write_budget=write_budget,
                 entry_body=existing.entry_body if existing else "",
             )
-            next_text = self._serialize([*(e for e in entries if e.topic != topic), entry])
-            usage["index"] = self._usage(next_text)
+            next_entries = sorted([*(e for e in entries if e.topic != topic), entry], key=lambda e: e.topic)
+            next_text = self._serialize(next_entries)
+            next_data = next_text.encode()
+            usage["index"] = self._usage(next_text, len(next_data))
             if usage["index"]["overBudget"]:
                 return _failure(
                     topic, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
@@ -141,9 +171,14 @@ class MemoryStore:
             # The note first: a crash before the index lands leaves the old entry
             # pointing at the new body, never an entry without its note.
             atomic_write(detail, note_text.encode())
-            atomic_write(self.root / INDEX_NAME, next_text.encode())
+            self._write_index(next_data, next_text, next_entries)
         return {"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
                 "action": "updated" if existing else "created", "usage": usage}
+
+    def _write_index(self, data: bytes, text: str, sorted_entries: list[IndexEntry]) -> None:
+        atomic_write(self.root / INDEX_NAME, data)
+        # serialize_index writes entries sorted by topic, which is how they parse back
+        self._index_cache = (data, text, tuple(sorted_entries))
 
     def _write_usage(self, body_chars: int, write_budget: int, note_bytes: int,
                      index: IndexUsage) -> dict[str, Any]:
@@ -171,17 +206,19 @@ class MemoryStore:
         """
         validate_topic(topic)
         with self._lock():
-            _, entries = parse_live_index(self.root, self.options.memory_id)
+            _, entries = self.live_index()
             entry = next((e for e in entries if e.topic == topic), None)
             rel = safe_rel_path(entry.file) if entry else detail_rel(topic)
             path = self.root.joinpath(*rel.split("/"))
             if not inside_root(self.root, path.parent):
                 raise MMError(ErrorCode.E_PARSE, f"file path escapes the memory root: {rel!r}", details=rel)
-            next_text = self._serialize([e for e in entries if e.topic != topic])
-            atomic_write(self.root / INDEX_NAME, next_text.encode())
+            next_entries = sorted((e for e in entries if e.topic != topic), key=lambda e: e.topic)
+            next_text = self._serialize(next_entries)
+            next_data = next_text.encode()
+            self._write_index(next_data, next_text, next_entries)
             removed = remove_durably(path) if os.path.lexists(path) else False
         return {"ok": True, "removed": removed, "topic": topic, "existed": entry is not None or removed,
-                "usage": self._usage(next_text)}
+                "usage": self._usage(next_text, len(next_data))}
 
     def budget(self) -> dict[str, Any]:
         """The live budget figures (mm v1 §6): ``{index, detail, perTopic, anomalies}``.
@@ -194,7 +231,7 @@ class MemoryStore:
             MMError(E_PARSE) / MMError(E_IO): if MEMORY.md cannot be parsed or read.
         """
         o = self.options
-        text, entries = parse_live_index(self.root, o.memory_id)
+        _, entries = self.live_index()
         per_topic: list[dict[str, Any]] = []
         dangling = total_chars = total_bytes = 0
         malformed: list[dict[str, str]] = []
@@ -218,7 +255,7 @@ class MemoryStore:
         if malformed:
             anomalies["malformedNotes"] = malformed
         return {
-            "index": self._usage(text),
+            "index": self._live_usage(),
             "detail": {"noteCount": len(entries), "totalBodyChars": total_chars, "totalBytes": total_bytes,
                        "maxBytes": o.detail_max_bytes},
             "perTopic": per_topic,

@@ -34,9 +34,9 @@ __all__ = [
 JS_WS = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 """JavaScript's ``\\s`` as a regex character-class body (differs from Python's ``\\s``)."""
 
+_WS_CHARS = "".join(
+    ["\t\n\x0b\x0c\r \xa0\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028\u2029\u202f\u205f\u3000\ufeff"])
 _WS_RUN = re.compile(f"[{JS_WS}]+")
-_LEAD_WS = re.compile(f"^[{JS_WS}]+")
-_TRAIL_WS = re.compile(f"[{JS_WS}]+$")
 _TAG_SPLIT = re.compile("[,，;；]")
 _SLUG_JUNK = re.compile(r"[^a-z0-9._-]+")
 
@@ -57,7 +57,7 @@ class Measure(TypedDict):
 
 def js_trim(value: str) -> str:
     """Strip leading and trailing whitespace as JavaScript's ``String.prototype.trim`` does."""
-    return _TRAIL_WS.sub("", _LEAD_WS.sub("", value))
+    return value.strip(_WS_CHARS)
 
 
 def count_chars(value: str) -> int:
@@ -99,6 +99,8 @@ def validate_topic(topic: object) -> str:
         MMError(E_INVALID): if it is not a string, is empty, is longer than
             :data:`TOPIC_MAX_LENGTH` characters, or does not match :data:`TOPIC_RE`.
     """
+    if isinstance(topic, str) and len(topic) <= TOPIC_MAX_LENGTH and TOPIC_RE.fullmatch(topic):
+        return topic  # the common case: one regex, no UTF-16 count
     if not isinstance(topic, str):
         raise MMError(ErrorCode.E_INVALID, "topic must be a string")
     if not topic:
