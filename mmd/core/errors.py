@@ -1,7 +1,8 @@
 """Errors of the mm v1 core.
 
-Budget overruns are *values* (``{"ok": False, "code": ..., "usage": ...}``), never
-exceptions: the caller reads the usage and compresses. Exceptions mean a broken
+Budget overruns and blank write content are *values* (``{"ok": False, "code": ...,
+"usage": ...}``), never exceptions, as in the reference: the caller reads the usage
+and compresses. Exceptions mean a broken
 state or a bad argument, and every one carries a stable code::
 
     Exception
