@@ -33,15 +33,17 @@ class IndexUsage(TypedDict):
     overflowBytes: int
 
 
-def index_usage(text: str, index_lines: int, index_bytes: int, size: int | None = None) -> IndexUsage:
+def index_usage(text: str, index_lines: int, index_bytes: int, size: int | None = None,
+                entries: int | None = None) -> IndexUsage:
     """Measure index ``text`` against ``index_lines`` (lines) and ``index_bytes`` (UTF-8 bytes).
 
-    ``size`` is ``text``'s UTF-8 length when the caller already has it.
+    ``size`` (``text``'s UTF-8 length) and ``entries`` (its ``## <x>`` line
+    count) may be passed when the caller already knows them.
     """
     lines = count_lines(text)
     size = byte_length(text) if size is None else size
     return {
-        "entries": _count_entries(text),
+        "entries": _count_entries(text) if entries is None else entries,
         "lines": lines,
         "bytes": size,
         "lineCap": index_lines,

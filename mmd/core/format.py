@@ -26,6 +26,9 @@ from .text import JS_WS, byte_length, count_lines, js_trim, parse_tags, validate
 
 __all__ = [
     "IndexHeader",
+    "entry_block",
+    "index_header",
+    "join_index",
     "ParsedIndex",
     "ParsedNote",
     "js_parse_int",
@@ -225,16 +228,9 @@ def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
     return ParsedIndex(header, tuple(entries), count_lines(text), byte_length(text))
 
 
-def serialize_index(
-    entries: list[IndexEntry] | tuple[IndexEntry, ...], *, memory_id: str, index_lines: int, index_bytes: int
-) -> str:
-    """The exact MEMORY.md text for ``entries``, sorted by topic (mm v1 §3).
-
-    Raises:
-        MMError(E_INVALID): if an entry's topic is not a slug, or its summary,
-            tags, file or updated value holds a line break (it would inject lines).
-    """
-    out = [
+def index_header(*, memory_id: str, index_lines: int, index_bytes: int) -> str:
+    """The fixed head of MEMORY.md (title, caps line, ``> mm-*`` meta), ending in a blank line."""
+    return "\n".join([
         "# MEMORY.md",
         "",
         "Memory Standard Index — hand-load priority; managed by dsh-memory-standard.",
@@ -245,14 +241,31 @@ def serialize_index(
         "> mm-kind: index",
         f"> mm-caps: {index_lines} lines / {index_bytes} bytes",
         "",
-    ]
-    text = "\n".join(out) + "\n".join(_entry_block(entry) for entry in sorted(entries, key=lambda e: e.topic))
+    ])
+
+
+def join_index(header: str, blocks: list[str]) -> str:
+    """MEMORY.md from :func:`index_header` and :func:`entry_block` strings already sorted by topic."""
+    text = header + "\n".join(blocks)
     return text if text.endswith("\n") else text + "\n"
 
 
+def serialize_index(
+    entries: list[IndexEntry] | tuple[IndexEntry, ...], *, memory_id: str, index_lines: int, index_bytes: int
+) -> str:
+    """The exact MEMORY.md text for ``entries``, sorted by topic (mm v1 §3).
+
+    Raises:
+        MMError(E_INVALID): if an entry's topic is not a slug, or its summary,
+            tags, file or updated value holds a line break (it would inject lines).
+    """
+    header = index_header(memory_id=memory_id, index_lines=index_lines, index_bytes=index_bytes)
+    return join_index(header, [entry_block(entry) for entry in sorted(entries, key=lambda e: e.topic)])
+
+
 @functools.lru_cache(maxsize=1 << 16)
-def _entry_block(entry: IndexEntry) -> str:
-    """One entry's lines joined by LF, the last one blank (memoized: a write re-serializes every entry).
+def entry_block(entry: IndexEntry) -> str:
+    """One entry's section: its lines joined by LF, the last one blank, no final LF (memoized).
 
     Raises:
         MMError(E_INVALID): see :func:`serialize_index`.

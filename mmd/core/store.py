@@ -19,7 +19,8 @@ from typing import Any
 from .budget import IndexUsage, budget_pct, index_usage
 from .durable import WriteLock, atomic_write, remove_durably
 from .errors import BudgetCode, ErrorCode, MMError
-from .format import safe_rel_path, serialize_index, serialize_note
+from .format import index_header, join_index, safe_rel_path, serialize_note
+from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel, inside_root
@@ -49,17 +50,12 @@ class MemoryStore:
         self.root = options.root
         self._now_iso = now_iso
         self._lock = lock or (lambda: WriteLock(self.root))
-        # The last MEMORY.md seen, as (bytes, text, entries): re-parsing a large
-        # index on every write dominated its cost, and equal bytes parse equally.
-        self._index_cache: tuple[bytes, str, tuple[IndexEntry, ...]] | None = None
+        self._state: IndexState | None = None
+        self._header = index_header(memory_id=options.memory_id, index_lines=options.index_lines,
+                                    index_bytes=options.index_bytes)
 
-    def _live_usage(self) -> IndexUsage:
-        """Usage of MEMORY.md as last read by :meth:`live_index` (call that first)."""
-        data, text, _ = self._index_cache or (b"", "", ())
-        return self._usage(text, len(data))
-
-    def live_index(self) -> tuple[str, tuple[IndexEntry, ...]]:
-        """MEMORY.md's text and entries as on disk now (parsed again only when its bytes changed).
+    def live_state(self) -> IndexState:
+        """MEMORY.md as on disk now, parsed again only when its bytes changed (see :mod:`.index_state`).
 
         Raises:
             MMError(E_PARSE): naming the file, if it is not mm v1.
@@ -71,12 +67,25 @@ class MemoryStore:
             data = b""
         except OSError as error:
             raise MMError(ErrorCode.E_IO, f"read {self.root / INDEX_NAME} failed: {error.strerror}") from error
-        cached = self._index_cache
-        if cached is not None and cached[0] == data:
-            return cached[1], cached[2]
-        text, entries = parse_index_text(data.decode("utf-8", "replace"), self.root, self.options.memory_id)
-        self._index_cache = (data, text, entries)
-        return text, entries
+        state = self._state
+        if state is None or state.data != data:
+            text, entries = parse_index_text(data.decode("utf-8", "replace"), self.root, self.options.memory_id)
+            state = self._state = IndexState(data, text, entries, self._usage(text, len(data)))
+        return state
+
+    def live_index(self) -> tuple[str, tuple[IndexEntry, ...]]:
+        """MEMORY.md's text and entries as on disk now; raises as :meth:`live_state`."""
+        state = self.live_state()
+        return state.text, state.entries
+
+    def _next_state(self, state: IndexState, topic: str, entry: IndexEntry | None) -> IndexState:
+        o = self.options
+        return state.replacing(topic, entry, header=self._header, index_lines=o.index_lines,
+                               index_bytes=o.index_bytes)
+
+    def _write_index(self, state: IndexState) -> None:
+        atomic_write(self.root / INDEX_NAME, state.data)
+        self._state = state
 
     def ensure_root(self) -> None:
         """Create the root, ``memories/`` and an empty MEMORY.md if missing; never overwrite.
@@ -90,13 +99,10 @@ class MemoryStore:
             if not index.exists():
                 with self._lock():
                     if not index.exists():
-                        atomic_write(index, self._serialize(()).encode())
+                        atomic_write(index, join_index(self._header, []).encode())
         except OSError as error:
             raise MMError(ErrorCode.E_IO, f"create {self.root} failed: {error.strerror}") from error
 
-    def _serialize(self, entries: list[IndexEntry] | tuple[IndexEntry, ...]) -> str:
-        o = self.options
-        return serialize_index(entries, memory_id=o.memory_id, index_lines=o.index_lines, index_bytes=o.index_bytes)
 
     def _usage(self, text: str, size: int | None = None) -> IndexUsage:
         return index_usage(text, self.options.index_lines, self.options.index_bytes, size)
@@ -129,13 +135,14 @@ class MemoryStore:
             raise MMError(ErrorCode.E_INVALID, f"updated must be a single-line string, got {updated!r}")
         o = self.options
         with self._lock():
-            _, entries = self.live_index()
+            state = self.live_state()
+            entries = state.entries
             if not isinstance(content, str) or not js_trim(content):
-                usage0 = self._write_usage(0, o.default_write_budget, 0, self._live_usage())
+                usage0 = self._write_usage(0, o.default_write_budget, 0, state.usage)
                 return _failure(topic, "E_INVALID", "content must be a non-empty string", usage0)
             body_chars = len(content)
             write_budget = int(budget) if is_js_integer(budget) and budget > 0 else o.default_write_budget
-            usage = self._write_usage(body_chars, write_budget, 0, self._live_usage())
+            usage = self._write_usage(body_chars, write_budget, 0, state.usage)
             if body_chars > write_budget:
                 return _failure(topic, BudgetCode.E_WRITE_BUDGET_EXCEEDED,
                                 "content exceeds its write budget; compress it to fit (see usage)", usage)
@@ -157,10 +164,8 @@ class MemoryStore:
                 write_budget=write_budget,
                 entry_body=existing.entry_body if existing else "",
             )
-            next_entries = sorted([*(e for e in entries if e.topic != topic), entry], key=lambda e: e.topic)
-            next_text = self._serialize(next_entries)
-            next_data = next_text.encode()
-            usage["index"] = self._usage(next_text, len(next_data))
+            after = self._next_state(state, topic, entry)
+            usage["index"] = after.usage
             if usage["index"]["overBudget"]:
                 return _failure(
                     topic, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
@@ -171,14 +176,9 @@ class MemoryStore:
             # The note first: a crash before the index lands leaves the old entry
             # pointing at the new body, never an entry without its note.
             atomic_write(detail, note_text.encode())
-            self._write_index(next_data, next_text, next_entries)
+            self._write_index(after)
         return {"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
                 "action": "updated" if existing else "created", "usage": usage}
-
-    def _write_index(self, data: bytes, text: str, sorted_entries: list[IndexEntry]) -> None:
-        atomic_write(self.root / INDEX_NAME, data)
-        # serialize_index writes entries sorted by topic, which is how they parse back
-        self._index_cache = (data, text, tuple(sorted_entries))
 
     def _write_usage(self, body_chars: int, write_budget: int, note_bytes: int,
                      index: IndexUsage) -> dict[str, Any]:
@@ -206,19 +206,17 @@ class MemoryStore:
         """
         validate_topic(topic)
         with self._lock():
-            _, entries = self.live_index()
-            entry = next((e for e in entries if e.topic == topic), None)
+            state = self.live_state()
+            entry = next((e for e in state.entries if e.topic == topic), None)
             rel = safe_rel_path(entry.file) if entry else detail_rel(topic)
             path = self.root.joinpath(*rel.split("/"))
             if not inside_root(self.root, path.parent):
                 raise MMError(ErrorCode.E_PARSE, f"file path escapes the memory root: {rel!r}", details=rel)
-            next_entries = sorted((e for e in entries if e.topic != topic), key=lambda e: e.topic)
-            next_text = self._serialize(next_entries)
-            next_data = next_text.encode()
-            self._write_index(next_data, next_text, next_entries)
+            after = self._next_state(state, topic, None)
+            self._write_index(after)
             removed = remove_durably(path) if os.path.lexists(path) else False
         return {"ok": True, "removed": removed, "topic": topic, "existed": entry is not None or removed,
-                "usage": self._usage(next_text, len(next_data))}
+                "usage": after.usage}
 
     def budget(self) -> dict[str, Any]:
         """The live budget figures (mm v1 §6): ``{index, detail, perTopic, anomalies}``.
@@ -231,7 +229,8 @@ class MemoryStore:
             MMError(E_PARSE) / MMError(E_IO): if MEMORY.md cannot be parsed or read.
         """
         o = self.options
-        _, entries = self.live_index()
+        state = self.live_state()
+        entries = state.entries
         per_topic: list[dict[str, Any]] = []
         dangling = total_chars = total_bytes = 0
         malformed: list[dict[str, str]] = []
@@ -255,7 +254,7 @@ class MemoryStore:
         if malformed:
             anomalies["malformedNotes"] = malformed
         return {
-            "index": self._live_usage(),
+            "index": state.usage,
             "detail": {"noteCount": len(entries), "totalBodyChars": total_chars, "totalBytes": total_bytes,
                        "maxBytes": o.detail_max_bytes},
             "perTopic": per_topic,
