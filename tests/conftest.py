@@ -27,3 +27,31 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]
     home.mkdir()
     monkeypatch.setenv("DSH_HOME", str(home))
     return dict(os.environ)
+
+
+# --- daemon tests (tests/test_daemon_*.py): the real mmd in a subprocess ---------------------------
+
+
+@pytest.fixture
+def start_daemon(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A factory ``start_daemon(*flags, root=None, env=None, wait=True, bare=False)`` → a started DaemonProcess;
+    every daemon it started is stopped (SIGTERM, then SIGKILL) at teardown."""
+    from tests.test_daemon_helpers import DaemonProcess
+
+    started: list[DaemonProcess] = []
+
+    def start(*flags: str, root: Path | None = None, env: dict[str, str] | None = None,
+              wait: bool = True, bare: bool = False) -> DaemonProcess:
+        daemon = DaemonProcess(tmp_path, *flags, root=root, env=env, bare=bare)
+        started.append(daemon)
+        return daemon.start(wait=wait)
+
+    yield start
+    for daemon in reversed(started):
+        daemon.stop()
+
+
+@pytest.fixture
+def daemon(start_daemon):  # type: ignore[no-untyped-def]
+    """One running daemon on ``tmp_path/root`` with a 200 ms heartbeat."""
+    return start_daemon("--heartbeat-ms", "200")

@@ -1,0 +1,332 @@
+"""The daemon's configuration: one frozen :class:`Config`, built once in ``main`` and handed down.
+
+Precedence, highest first: command-line flags, then the TOML config file
+(``--config``, else ``$XDG_CONFIG_HOME/mmd/config.toml``, else
+``~/.config/mmd/config.toml``; a missing default file is fine, a missing
+explicit one is an error), then the environment (``$DSH_MEMORY_ROOT``,
+``$DSH_HOME``), then the embedded defaults. :data:`OPTIONS` is the one table of
+option names, flags, types and defaults; the argument parser, the file reader
+and the validation all read it.
+
+The file accepts the reference's config block (``root``, ``memoryId``,
+``indexLines``, ``indexBytes``, ``detailMaxBytes``, ``defaultWriteBudget``,
+``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
+``lang``) plus the daemon's own keys in a ``[daemon]`` table. This module
+reads files and the given environment mapping only: sockets, the lock and the
+watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmd.core.endpoints import endpoints_for
+from mmd.core.errors import MMError
+from mmd.core.options import MemoryOptions, is_js_integer
+from mmd.core.paths import dsh_home, expand_path
+
+__all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args"]
+
+LANGS = ("auto", "en", "zh")
+"""Accepted ``lang`` values (language of the agent guide)."""
+LOG_LEVELS = ("debug", "info", "warning", "error")
+"""Accepted ``daemon.logLevel`` values."""
+
+
+class ConfigError(Exception):
+    """Raised by :func:`build_config` when a value is refused; names the key, the value and why.
+
+    Attributes:
+        key: the dotted config key (``search.limit``) or flag.
+        value: the offending value as given.
+        why: a short reason.
+    """
+
+    def __init__(self, key: str, value: object, why: str) -> None:
+        super().__init__(f"{key} = {value!r}: {why}")
+        self.key, self.value, self.why = key, value, why
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One configurable value: its dotted file key, its flag, its kind and default.
+
+    ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
+    (``~`` and ``$VAR`` expanded) or ``endpoint``; ``default`` None means
+    "derived" (root, sessions folder, endpoints).
+    """
+
+    key: str
+    flag: str
+    kind: str
+    default: Any
+    help: str
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("root", "--root", "path", None, "memory root (default $DSH_MEMORY_ROOT, else $DSH_HOME/memory)"),
+    Option("memoryId", "--memory-id", "str", "local", "memory id used in mm:// URIs"),
+    Option("indexLines", "--index-lines", "int", 200, "MEMORY.md cap, in lines"),
+    Option("indexBytes", "--index-bytes", "int", 25600, "MEMORY.md cap, in UTF-8 bytes"),
+    Option("detailMaxBytes", "--detail-max-bytes", "int", 65536, "detail file cap, in UTF-8 bytes"),
+    Option("defaultWriteBudget", "--default-write-budget", "int", 4000, "per-write budget, in code points"),
+    Option("search.mode", "--search-mode", "str", "auto", "auto | scan | fts5"),
+    Option("search.limit", "--search-limit", "int", 10, "default number of search matches"),
+    Option("search.maxSnippetChars", "--max-snippet-chars", "int", 160, "snippet cap, in code points"),
+    Option("nudge.enabled", "--nudge", "bool", True, "publish periodic memory/nudge events"),
+    Option("nudge.intervalMs", "--nudge-interval-ms", "int", 1_800_000, "nudge period, in milliseconds"),
+    Option("lang", "--lang", "str", "auto", "guide language: auto | en | zh"),
+    Option("daemon.sessions", "--sessions", "path", None, "agent session logs (default $DSH_HOME/sessions)"),
+    Option("daemon.rpc", "--rpc", "endpoint", None, "RPC endpoint (default ipc://<runtime>/mmd/<key>.rpc)"),
+    Option("daemon.pub", "--pub", "endpoint", None, "event endpoint (default ipc://<runtime>/mmd/<key>.pub)"),
+    Option("daemon.sessionTtlMs", "--session-ttl-ms", "int", 1_800_000, "idle time before a session expires, ms"),
+    Option("daemon.heartbeatMs", "--heartbeat-ms", "int", 5000, "daemon/heartbeat period, in milliseconds"),
+    Option("daemon.maxRequestBytes", "--max-request-bytes", "int", 4 * 1024 * 1024,
+           "largest request answered, in bytes; larger ones get a JSON-RPC error"),
+    Option("daemon.curveSecretKeyFile", "--curve-secret-key-file", "path", None,
+           "ZeroMQ CURVE server certificate (zmq.auth format); required for tcp:// endpoints"),
+    Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
+           "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
+    Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+)
+_BY_KEY = {o.key: o for o in OPTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything the daemon needs, validated. Built by :func:`build_config`.
+
+    Attributes:
+        memory: the memory options (root, caps, search, nudge).
+        sessions_dir: agent session logs folder (ingestion; unused until it lands).
+        rpc_endpoint, pub_endpoint: ZeroMQ endpoints (``ipc://`` or ``tcp://``).
+        session_ttl_ms: idle time after which a session expires, milliseconds.
+        heartbeat_ms: ``daemon/heartbeat`` period, milliseconds.
+        max_request_bytes: largest request frame answered normally, bytes.
+        curve_secret_key, curve_public_key: Z85 CURVE server keys, or None.
+        curve_clients_dir: folder of allowed client public certificates (zmq.auth), or None.
+        lang: ``auto`` | ``en`` | ``zh``.
+        log_level: ``debug`` | ``info`` | ``warning`` | ``error``.
+        config_file: the file read, or None.
+        notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
+        watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
+        journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+    """
+
+    memory: MemoryOptions
+    sessions_dir: Path
+    rpc_endpoint: str
+    pub_endpoint: str
+    session_ttl_ms: int
+    heartbeat_ms: int
+    max_request_bytes: int
+    curve_secret_key: bytes | None
+    curve_public_key: bytes | None
+    curve_clients_dir: Path | None
+    lang: str
+    log_level: str
+    config_file: Path | None
+    notify_socket: str | None
+    watchdog_usec: int | None
+    journal: bool
+
+    @property
+    def root(self) -> Path:
+        """The memory root (absolute)."""
+        return self.memory.root
+
+
+def parse_args(argv: Sequence[str]) -> dict[str, Any]:
+    """Flags given on the command line, as ``{dotted key: raw value}`` (absent flags are left out).
+
+    ``--config PATH`` comes back under the key ``"config"``, ``--version`` under ``"version"`` (a bool).
+
+    Raises:
+        SystemExit(2): on an unknown flag or a flag missing its value (argparse).
+    """
+    parser = argparse.ArgumentParser(prog="mmd", description="The Memory Standard (mm v1) memory daemon.")
+    parser.add_argument("--config", dest="config", default=None, help="TOML config file")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    for opt in OPTIONS:
+        if opt.kind == "bool":
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
+                                help=opt.help)
+        else:
+            parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(), help=opt.help)
+    return {k: v for k, v in vars(parser.parse_args(list(argv))).items() if v is not None}
+
+
+def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
+    """Merge flags > file > environment > defaults into a validated :class:`Config`.
+
+    Args:
+        flags: as returned by :func:`parse_args` (strings, or bools for switches).
+        env: the process environment (``os.environ`` in ``main``).
+
+    Raises:
+        ConfigError: naming the key, the value and why, for an unknown file key,
+            a wrong type, a bad value, an unreadable file or key file, or a
+            ``tcp://`` endpoint without CURVE keys.
+    """
+    config_file, from_file = _read_file(flags.get("config"), env)
+    raw: dict[str, Any] = {}
+    for opt in OPTIONS:
+        if opt.key in flags:
+            raw[opt.key] = _from_flag(opt, flags[opt.key])
+        elif opt.key in from_file:
+            raw[opt.key] = _check_type(opt, from_file[opt.key])
+        else:
+            raw[opt.key] = opt.default
+    memory = _memory_options(raw, env)
+    for key, choices in (("lang", LANGS), ("daemon.logLevel", LOG_LEVELS)):
+        if raw[key] not in choices:
+            raise ConfigError(key, raw[key], f"must be one of {', '.join(choices)}")
+    sessions = _path(raw["daemon.sessions"], env) if raw["daemon.sessions"] else dsh_home(env) / "sessions"
+    derived = endpoints_for(memory.root, env)
+    rpc = raw["daemon.rpc"] or derived.rpc
+    pub = raw["daemon.pub"] or derived.pub
+    secret, public = _curve_keys(raw["daemon.curveSecretKeyFile"], env)
+    clients = _path(raw["daemon.curveClientKeysDir"], env) if raw["daemon.curveClientKeysDir"] else None
+    if clients is not None and not clients.is_dir():
+        raise ConfigError("daemon.curveClientKeysDir", raw["daemon.curveClientKeysDir"], "is not a folder")
+    for key, endpoint in (("daemon.rpc", rpc), ("daemon.pub", pub)):
+        _check_endpoint(key, endpoint, secret is not None and clients is not None)
+    if rpc == pub:
+        raise ConfigError("daemon.pub", pub, "must differ from daemon.rpc")
+    watchdog = env.get("WATCHDOG_USEC", "")
+    return Config(
+        memory=memory,
+        sessions_dir=sessions,
+        rpc_endpoint=rpc,
+        pub_endpoint=pub,
+        session_ttl_ms=raw["daemon.sessionTtlMs"],
+        heartbeat_ms=raw["daemon.heartbeatMs"],
+        max_request_bytes=raw["daemon.maxRequestBytes"],
+        curve_secret_key=secret,
+        curve_public_key=public,
+        curve_clients_dir=clients,
+        lang=raw["lang"],
+        log_level=raw["daemon.logLevel"],
+        config_file=config_file,
+        notify_socket=env.get("NOTIFY_SOCKET") or None,
+        watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
+        journal=bool(env.get("JOURNAL_STREAM")),
+    )
+
+
+def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | None, dict[str, Any]]:
+    """The config file's path and its keys flattened to dotted names; ({}, None) when there is none."""
+    if explicit is not None:
+        path = _path(explicit, env)
+    else:
+        base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+        path = Path(base) / "mmd" / "config.toml"
+        if not path.is_file():
+            return None, {}
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError("--config", str(path), "file not found") from None
+    except OSError as error:
+        raise ConfigError("--config", str(path), f"cannot be read: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError("--config", str(path), f"is not valid TOML: {error}") from None
+    flat: dict[str, Any] = {}
+    _flatten(data, "", flat)
+    for key, value in flat.items():
+        if key not in _BY_KEY:
+            raise ConfigError(key, value, f"unknown key in {path}")
+    return path, flat
+
+
+def _flatten(table: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and dotted not in _BY_KEY:
+            _flatten(value, dotted + ".", out)
+        else:
+            out[dotted] = value
+
+
+def _from_flag(opt: Option, value: Any) -> Any:
+    """A flag's string turned into the option's kind."""
+    if opt.kind == "int":
+        try:
+            return _check_type(opt, int(value))
+        except ValueError:
+            raise ConfigError(opt.flag, value, "must be a positive integer") from None
+    return _check_type(opt, value)
+
+
+def _check_type(opt: Option, value: Any) -> Any:
+    """``value`` if it has the option's kind, else a ConfigError."""
+    if opt.kind == "int":
+        if not is_js_integer(value) or value < 1:
+            raise ConfigError(opt.key, value, "must be a positive integer")
+        return int(value)
+    if opt.kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(opt.key, value, "must be true or false")
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(opt.key, value, "must be a string")
+    if opt.kind == "str" and not value.strip():
+        raise ConfigError(opt.key, value, "must not be blank")
+    return value
+
+
+def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOptions:
+    """The core options; the core's own E_INVALID message is mapped back to its key."""
+    try:
+        return MemoryOptions.create(
+            root=raw["root"] or None, env=env, memory_id=raw["memoryId"], index_lines=raw["indexLines"],
+            index_bytes=raw["indexBytes"], detail_max_bytes=raw["detailMaxBytes"],
+            default_write_budget=raw["defaultWriteBudget"], search_mode=raw["search.mode"],
+            search_limit=raw["search.limit"], max_snippet_chars=raw["search.maxSnippetChars"],
+            nudge_enabled=raw["nudge.enabled"], nudge_interval_ms=raw["nudge.intervalMs"])
+    except MMError as error:
+        key = next((k for k in ("memoryId", "search.mode") if error.message.startswith(k)), "memory")
+        raise ConfigError(key, raw.get(key), error.message) from None
+
+
+def _path(raw: str, env: Mapping[str, str]) -> Path:
+    return Path(os.path.abspath(expand_path(raw, env)))
+
+
+def _check_endpoint(key: str, endpoint: str, has_curve: bool) -> None:
+    """Only ``ipc://`` and, with CURVE keys, ``tcp://`` endpoints."""
+    if endpoint.startswith("ipc://"):
+        if len(endpoint) <= len("ipc://"):
+            raise ConfigError(key, endpoint, "names no socket path")
+        if len(endpoint[len("ipc://"):].encode()) > 107:
+            raise ConfigError(key, endpoint, "socket path longer than 107 bytes (the AF_UNIX limit)")
+    elif endpoint.startswith("tcp://"):
+        if not has_curve:
+            raise ConfigError(key, endpoint,
+                              "tcp:// is refused without ZeroMQ CURVE keys (set daemon.curveSecretKeyFile "
+                              "and daemon.curveClientKeysDir)")
+    else:
+        raise ConfigError(key, endpoint, "must start with ipc:// or tcp://")
+
+
+def _curve_keys(raw: str | None, env: Mapping[str, str]) -> tuple[bytes | None, bytes | None]:
+    """(secret, public) Z85 keys from a zmq.auth certificate file, or (None, None)."""
+    if not raw:
+        return None, None
+    path = _path(raw, env)
+    try:
+        import zmq.auth
+
+        public, secret = zmq.auth.load_certificate(path)
+    except (OSError, ValueError) as error:
+        raise ConfigError("daemon.curveSecretKeyFile", raw, f"cannot load a CURVE certificate: {error}") from None
+    if secret is None:
+        raise ConfigError("daemon.curveSecretKeyFile", raw, "holds no secret key")
+    return secret, public

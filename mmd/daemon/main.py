@@ -1,0 +1,44 @@
+"""``mmd``: the console script. Builds the one :class:`~.config.Config` and runs the :class:`~.lifecycle.Daemon`.
+
+This is the composition root: the only place that reads ``sys.argv`` and
+``os.environ`` and hands them down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from mmd import __version__
+
+from .config import ConfigError, build_config, parse_args
+from .lifecycle import EXIT_CONFIG, Daemon
+from .logs import setup_logging
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the daemon; returns the exit code (see ``lifecycle.EXIT_*``).
+
+    With no arguments: resolve the root as mm v1 §2 does, create it if missing, serve.
+    """
+    flags = parse_args(sys.argv[1:] if argv is None else argv)
+    if flags.pop("version", False):
+        print(f"mmd {__version__}")
+        return 0
+    env = dict(os.environ)
+    try:
+        config = build_config(flags, env)
+    except ConfigError as error:
+        print(f"mmd: config error: {error.key} = {error.value!r}: {error.why}", file=sys.stderr)
+        return EXIT_CONFIG
+    setup_logging(config.log_level, config.journal)
+    daemon = Daemon(config, reload_config=lambda: build_config(flags, dict(os.environ)))
+    return asyncio.run(daemon.serve())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

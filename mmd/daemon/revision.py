@@ -1,0 +1,187 @@
+"""Revisions: building the next immutable snapshot of a root, its file fingerprints, and what changed.
+
+Two ways to build one. :func:`load_revision` reads the whole root with the
+core's :func:`~mmd.core.snapshot.load_snapshot` (startup, external edits,
+config reloads). :func:`patch_revision` follows one of the daemon's own
+writes or deletes: it re-reads MEMORY.md and the one detail file the write
+touched and reuses every other note of the previous revision, so a write reads
+two files however many notes the root holds. Files it does not re-read
+keep the fingerprints they had, so an external edit to one of them made
+meanwhile still shows up as a mismatch to the watcher. Pure I/O and data: safe
+in a worker thread; nothing here touches a socket or the daemon's state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mmd.core.budget import index_usage
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.model import IndexEntry, Note
+from mmd.core.options import MemoryOptions
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.snapshot import (
+    Anomalies,
+    MalformedNote,
+    Snapshot,
+    load_snapshot,
+    orphan_files,
+    read_note_file,
+)
+from mmd.core.uri import uri_for
+
+from .protocol import ChangedItem
+
+__all__ = ["Fingerprints", "Revision", "diff_snapshots", "fingerprint_files", "load_revision", "patch_revision"]
+
+LiveIndex = Callable[[], tuple[str, tuple[IndexEntry, ...]]]
+"""Returns MEMORY.md's text and entries as on disk now (``MemoryStore.live_index``)."""
+
+Fingerprints = dict[str, tuple[int, int, int]]
+"""``{root-relative POSIX path: (inode, size in bytes, mtime in ns)}`` of the memory files."""
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """A prepared next revision: the snapshot, the file fingerprints it was read at, and the diff."""
+
+    snapshot: Snapshot
+    fingerprints: Fingerprints
+    added: list[ChangedItem]
+    updated: list[ChangedItem]
+    removed: list[ChangedItem]
+
+    @property
+    def empty(self) -> bool:
+        """No note was added, changed or removed."""
+        return not (self.added or self.updated or self.removed)
+
+
+def fingerprint_files(root: Path, extra: Iterable[str] = ()) -> Fingerprints:
+    """Stat MEMORY.md, every ``memories/*.md`` and the ``extra`` relative paths (missing ones left out)."""
+    rels = {INDEX_NAME, *extra}
+    try:
+        rels.update(f"{DETAIL_DIR}/{n}" for n in os.listdir(root / DETAIL_DIR) if n.endswith(".md"))
+    except OSError:
+        pass
+    out: Fingerprints = {}
+    for rel in rels:
+        try:
+            st = os.stat(root.joinpath(*rel.split("/")))
+        except OSError:
+            continue
+        out[rel] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _body_hash(note: Note) -> str:
+    return hashlib.sha256(note.body.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def diff_snapshots(old: Snapshot | None, new: Snapshot) -> tuple[list[ChangedItem], list[ChangedItem],
+                                                                     list[ChangedItem]]:
+    """Topics added, updated (entry or body changed) and removed from ``old`` to ``new``, sorted by topic."""
+    before = {} if old is None else {n.topic: n for n in reversed(old.notes)}
+    after = {n.topic: n for n in reversed(new.notes)}
+    added = [{"topic": t, "sha256": _body_hash(after[t])} for t in sorted(after.keys() - before.keys())]
+    removed: list[ChangedItem] = [{"topic": t} for t in sorted(before.keys() - after.keys())]
+    updated: list[ChangedItem] = [
+        {"topic": t, "sha256": _body_hash(after[t])} for t in sorted(after.keys() & before.keys())
+        if after[t].body != before[t].body or after[t].entry != before[t].entry
+    ]
+    return added, updated, removed  # type: ignore[return-value]
+
+
+def _stat(root: Path, rel: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(root.joinpath(*rel.split("/")))
+    except (OSError, ValueError):
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def load_revision(options: MemoryOptions, old: Snapshot | None, live_index: LiveIndex, *, number: int,
+                  loaded_at: str, engine: str) -> Revision:
+    """Read the whole root as revision ``number`` (files are stat'ed before they are read, so a
+    concurrent edit shows up as a fingerprint mismatch later, never as a missed change).
+
+    ``live_index`` returns MEMORY.md's text and entries (``MemoryStore.live_index``, which
+    parses again only when the file's bytes changed).
+
+    Raises:
+        MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`load_snapshot`.
+    """
+    prints = fingerprint_files(options.root, (e.file for e in old.entries) if old else ())
+    snapshot = load_snapshot(options, loaded_at=loaded_at, engine=engine, revision=number, live_index=live_index)
+    # Entries outside memories/ that are new to this load can only be stat'ed after the read.
+    for e in snapshot.entries:
+        if e.file not in prints and (now := _stat(options.root, e.file)) is not None:
+            prints[e.file] = now
+    added, updated, removed = diff_snapshots(old, snapshot)
+    return Revision(snapshot, prints, added, updated, removed)
+
+
+def _read_note(root: Path, entry: IndexEntry) -> tuple[str | None, MalformedNote | None]:
+    """A detail body as :func:`load_snapshot` reads it: (body or None when missing, the problem if malformed)."""
+    try:
+        return read_note_file(root, entry.file), None
+    except MMError as error:
+        return "", {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
+    except OSError as error:
+        return "", {"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
+                    "message": f"read {entry.file} failed: {error.strerror}"}
+
+
+def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprints, touched: str,
+                   live_index: LiveIndex, *, number: int, loaded_at: str) -> Revision:
+    """Revision ``number`` after the daemon itself rewrote MEMORY.md and the detail file ``touched``.
+
+    Every note whose file is neither ``touched`` nor new to the index is
+    reused from ``old``, with the entry as MEMORY.md now has it.
+
+    Raises:
+        MMError(E_PARSE | E_IO): if MEMORY.md cannot be read or parsed.
+    """
+    root = options.root
+    prints = dict(old_prints)
+    for rel in (INDEX_NAME, touched):
+        now = _stat(root, rel)
+        if now is None:
+            prints.pop(rel, None)
+        else:
+            prints[rel] = now
+    text, entries = live_index()
+    previous = {n.entry.file: n for n in old.notes}
+    was_bad = {m["file"]: m for m in old.anomalies.get("malformedNotes", [])}
+    notes: list[Note] = []
+    malformed: list[MalformedNote] = []
+    for entry in entries:
+        prev = previous.get(entry.file) if entry.file != touched else None
+        if prev is not None:
+            body: str | None = None if prev.missing_file else prev.body
+            problem = was_bad.get(entry.file)
+            problem = {**problem, "topic": entry.topic} if problem else None
+        else:
+            if entry.file != touched and (now := _stat(root, entry.file)) is not None:
+                prints[entry.file] = now
+            body, problem = _read_note(root, entry)
+        if problem is not None:
+            malformed.append(problem)
+        uri = prev.uri if prev is not None and prev.topic == entry.topic else uri_for(options.memory_id, entry.topic)
+        notes.append(Note(entry, uri, body or "", body is None))
+    anomalies: Anomalies = {"danglingEntries": sum(n.missing_file for n in notes),
+                            "orphanFiles": orphan_files(root, entries)}
+    if malformed:
+        anomalies["malformedNotes"] = malformed
+    usage = index_usage(text, options.index_lines, options.index_bytes)
+    snapshot = Snapshot(
+        revision=number, loaded_at=loaded_at, memory_id=options.memory_id, root=root,
+        index_line_count=usage["lines"], index_byte_count=usage["bytes"], index_over_budget=usage["overBudget"],
+        entries=entries, notes=tuple(notes), anomalies=anomalies, engine=old.engine,
+        _by_topic={n.topic: n for n in reversed(notes)})
+    added, updated, removed = diff_snapshots(old, snapshot)
+    return Revision(snapshot, prints, added, updated, removed)

@@ -1,0 +1,175 @@
+"""The RPC server: a ZeroMQ ROUTER socket answering JSON-RPC 2.0 on the asyncio loop.
+
+Frames are ``[identity, …envelope, request]`` (DEALER or REQ clients); the
+reply goes back with the same envelope. The socket is read without blocking
+whenever its file descriptor signals, in batches, so many clients are served
+at once: cheap snapshot reads are answered inline, everything else runs as its
+own task, so one slow request (a write waiting for fsync, a first search) never
+stalls the others. A client that stops reading loses its replies once its pipe
+is full (ROUTER drops, never blocks). Every request gets an answer: malformed
+JSON, a non-request, an unknown method, wrong params or a frame over
+``max_request_bytes`` get a JSON-RPC error; no request can stop the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import zmq
+
+from mmd.core.errors import MMError
+
+from .methods import Methods, check_params
+from .protocol import DaemonCode, JsonRpc, RpcError, error_response, parse_request, result_response
+
+__all__ = ["RpcServer"]
+
+BATCH = 128
+"""Most requests read per wake-up before yielding to other tasks."""
+MAX_IN_FLIGHT = 4096
+"""Most requests waiting on a task at once; more get ``E_BUSY`` at once (memory stays bounded)."""
+
+log = logging.getLogger("mmd.rpc")
+
+
+class RpcServer:
+    """Serves :class:`Methods` on a bound ROUTER socket.
+
+    Args:
+        socket: a bound ``zmq.ROUTER`` socket (plain, not asyncio).
+        methods: the method table.
+        max_request_bytes: larger request frames get ``E_TOO_LARGE`` (bytes).
+        max_in_flight: most task-run requests at once; the rest get ``E_BUSY`` (reads answered
+            inline are never refused).
+    """
+
+    def __init__(self, socket: zmq.Socket[bytes], methods: Methods, max_request_bytes: int,
+                 max_in_flight: int = MAX_IN_FLIGHT) -> None:
+        self.socket = socket
+        self.methods = methods
+        self.max_request_bytes = max_request_bytes
+        self.max_in_flight = max_in_flight
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.requests = 0
+        self.stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._drain_pending = False
+        self._fd = -1
+
+    def start(self) -> None:
+        """Begin serving on the running loop."""
+        self._loop = asyncio.get_running_loop()
+        self._fd = int(self.socket.getsockopt(zmq.FD))
+        self._loop.add_reader(self._fd, self._drain)
+        self._wake()
+
+    async def stop(self, timeout_s: float) -> int:
+        """Refuse new requests (``E_SHUTTING_DOWN``) and wait for the in-flight ones.
+
+        Args:
+            timeout_s: longest wait for in-flight requests, seconds; the rest are cancelled.
+
+        Returns:
+            How many in-flight requests were cancelled (0 when all finished).
+        """
+        self.stopping = True
+        if not self.tasks:
+            return 0
+        _, pending = await asyncio.wait(set(self.tasks), timeout=timeout_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=1.0)
+        return len(pending)
+
+    def close(self, linger_ms: int = 1000) -> None:
+        """Stop reading and close the socket, flushing queued replies for at most ``linger_ms`` ms."""
+        if self._loop is not None and not self.socket.closed:
+            self._loop.remove_reader(self._fd)
+        if not self.socket.closed:
+            self.socket.close(linger=linger_ms)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        """Schedule one drain (the FD is edge-triggered: any send or recv may consume its signal)."""
+        if not self._drain_pending and self._loop is not None:
+            self._drain_pending = True
+            self._loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        self._drain_pending = False
+        if self.socket.closed:
+            return
+        for _ in range(BATCH):
+            try:
+                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            except zmq.ZMQError as error:
+                log.error("rpc.recv_failed error=%s", error)
+                return
+            try:
+                self._handle(frames)
+            except Exception:  # noqa: BLE001 - a bug in one request must not stop the loop
+                log.exception("rpc.handle_failed")
+        self._wake()  # more may be waiting: yield to the other tasks, then come back
+
+    def _handle(self, frames: list[bytes]) -> None:
+        if len(frames) < 2:
+            return  # ROUTER always prefixes the peer's identity; anything else is not a client
+        self.requests += 1
+        envelope, body = frames[:-1], frames[-1]
+        if len(body) > self.max_request_bytes:
+            self._send(envelope, error_response(None, RpcError(
+                JsonRpc.INVALID_REQUEST, DaemonCode.E_TOO_LARGE,
+                f"request of {len(body)} bytes exceeds the {self.max_request_bytes}-byte limit")))
+            return
+        try:
+            rid, method, raw_params, wants_reply = parse_request(body)
+        except RpcError as error:
+            self._send(envelope, error_response(error.extra.pop("id", None), error))
+            return
+        if self.stopping:
+            self._send(envelope, error_response(rid, RpcError(
+                JsonRpc.SERVER_ERROR, DaemonCode.E_SHUTTING_DOWN, "the daemon is shutting down")))
+            return
+        reply = envelope if wants_reply else None
+        try:
+            params = check_params(method, raw_params)
+            inline = self.methods.inline.get(method)
+            if inline is None:
+                if len(self.tasks) >= self.max_in_flight:
+                    raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_BUSY,
+                                   f"{len(self.tasks)} requests already in flight; retry later")
+                task = asyncio.ensure_future(self._run(reply, rid, method, params))
+                self.tasks.add(task)
+                task.add_done_callback(self.tasks.discard)
+                return
+            result = inline(params)
+        except Exception as error:  # noqa: BLE001 - every failure becomes an answer
+            self._fail(reply, rid, method, error)
+            return
+        self._send(reply, result_response(rid, result))
+
+    async def _run(self, reply: list[bytes] | None, rid: Any, method: str, params: dict[str, Any]) -> None:
+        try:
+            self._send(reply, result_response(rid, await self.methods.awaited[method](params)))
+        except Exception as error:  # noqa: BLE001
+            self._fail(reply, rid, method, error)
+        self._wake()
+
+    def _fail(self, reply: list[bytes] | None, rid: Any, method: str, error: Exception) -> None:
+        if not isinstance(error, (RpcError, MMError)):
+            log.exception("rpc.internal_error method=%s", method)
+        self._send(reply, error_response(rid, error))
+
+    def _send(self, envelope: list[bytes] | None, data: bytes) -> None:
+        if envelope is None or self.socket.closed:
+            return
+        try:
+            self.socket.send_multipart([*envelope, data], flags=zmq.NOBLOCK)
+        except zmq.ZMQError as error:  # Again: the peer's pipe is full; EHOSTUNREACH: it left
+            log.debug("rpc.reply_dropped error=%s", error)

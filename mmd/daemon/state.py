@@ -1,0 +1,314 @@
+"""The daemon's memory state: the current revision, the sessions pinned to older ones, and what changed.
+
+A *revision* is an immutable :class:`~mmd.core.snapshot.Snapshot` numbered
+from 1; a write, a delete, an external edit or a config reload makes the next
+one. Sessions pin the revision current at ``memory.open`` until they close,
+reload or expire. Session-less reads see the current revision, so a write is
+visible to them at once.
+
+Threading: the ``prepare_*`` methods do the disk work (the store's write, then
+the next :class:`~.revision.Revision`) without changing the state, so they run
+in a worker thread; the async methods (:meth:`MemoryState.write`,
+``delete``, ``refresh``, ``load``) hold :attr:`MemoryState.lock` around
+prepare-then-install, so writes are serialized and each revision is installed
+on the event loop's thread. Reads never take the lock: they read an immutable
+snapshot. This module never touches a socket; ``on_change`` tells the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mmd.core import search as search_mod
+from mmd.core.clock import Clock, iso_ms, system_clock
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.options import MemoryOptions
+from mmd.core.paths import STATE_DIR, detail_rel
+from mmd.core.snapshot import Snapshot
+from mmd.core.store import MemoryStore
+
+from .protocol import DaemonCode, JsonRpc, RpcError
+from .revision import Fingerprints, Revision, load_revision, patch_revision
+
+__all__ = ["MemoryState", "Session"]
+
+
+@dataclass(slots=True)
+class Session:
+    """An agent session: the snapshot it pinned and its writes since.
+
+    Attributes:
+        session_id: random URL-safe id.
+        snapshot: the pinned revision.
+        pending_writes: successful writes/deletes in this session since it pinned.
+        last_used_s: ``time.monotonic()`` of the last request, seconds.
+    """
+
+    session_id: str
+    snapshot: Snapshot
+    pending_writes: int = 0
+    last_used_s: float = field(default_factory=time.monotonic)
+
+
+def _meta(snapshot: Snapshot) -> tuple[Any, ...]:
+    return (snapshot.index_line_count, snapshot.index_byte_count, snapshot.anomalies, snapshot.memory_id)
+
+
+class MemoryState:
+    """The live state of one root inside the daemon.
+
+    Args:
+        options: the memory options.
+        now: the clock (``loadedAt``, ``updated``, nudges).
+        monotonic: seconds for session idleness (``time.monotonic`` by default).
+        fts5: whether SQLite FTS5 may be used; None probes it once.
+    """
+
+    def __init__(self, options: MemoryOptions, *, now: Clock = system_clock,
+                 monotonic: Callable[[], float] = time.monotonic, fts5: bool | None = None) -> None:
+        self.options = options
+        self._now = now
+        self._monotonic = monotonic
+        self.fts5_available = search_mod.fts5_available() if fts5 is None else fts5
+        # The daemon holds the root's flock for its whole life: the store must not take it again.
+        self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
+        self.sessions: dict[str, Session] = {}
+        self._current: Snapshot | None = None
+        self.fingerprints: Fingerprints = {}
+        self.lock = asyncio.Lock()
+        self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
+        """Called on the loop after each new revision but the first, with its cause
+        (``write`` | ``delete`` | ``external`` | ``config``)."""
+
+    def now_iso(self) -> str:
+        """The clock as ISO-8601 UTC with milliseconds."""
+        return iso_ms(self._now())
+
+    @property
+    def current(self) -> Snapshot:
+        """The newest revision. Raises MMError(E_SNAPSHOT) before :meth:`load` was first awaited."""
+        if self._current is None:
+            raise MMError(ErrorCode.E_SNAPSHOT, "the daemon has not loaded the root yet")
+        return self._current
+
+    @property
+    def revision(self) -> int:
+        """The newest revision number (0 before the first load)."""
+        return self._current.revision if self._current else 0
+
+    @property
+    def engine(self) -> str:
+        """The search engine of the configured mode (``scan`` | ``fts5``)."""
+        return search_mod.choose_engine(self.options.search_mode, self.fts5_available)
+
+    # --- preparing revisions (blocking I/O, safe in a worker thread) -------------------------------
+
+    def prepare_load(self) -> Revision:
+        """Read the whole root as the next revision.
+
+        Raises:
+            MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`~mmd.core.snapshot.load_snapshot`.
+        """
+        return load_revision(self.options, self._current, self.store.live_index, number=self.revision + 1,
+                             loaded_at=self.now_iso(), engine=self.engine)
+
+    def _prepare_patch(self, touched: str) -> Revision:
+        if self._current is None or self._current.memory_id != self.options.memory_id:
+            return self.prepare_load()
+        return patch_revision(self.options, self._current, self.fingerprints, touched, self.store.live_index,
+                              number=self.revision + 1, loaded_at=self.now_iso())
+
+    def prepare_write(self, topic: Any, content: Any, **kwargs: Any) -> tuple[dict[str, Any], Revision | None]:
+        """Write through the store; on success also build the next revision.
+
+        Returns:
+            ``(outcome, revision)``; ``revision`` is None when the write was refused (``ok: false``).
+
+        Raises:
+            MMError: as :meth:`MemoryStore.write` and :func:`~.revision.patch_revision`.
+        """
+        if not isinstance(topic, str):
+            raise MMError(ErrorCode.E_INVALID, "topic must be a string")
+        outcome = self.store.write(topic, content, **kwargs)
+        return outcome, self._prepare_patch(detail_rel(topic)) if outcome["ok"] else None
+
+    def prepare_delete(self, topic: Any) -> tuple[dict[str, Any], Revision]:
+        """Delete through the store, then build the next revision (the index is rewritten either way).
+
+        Raises:
+            MMError: as :meth:`MemoryStore.delete` and :func:`~.revision.patch_revision`.
+        """
+        if not isinstance(topic, str):
+            raise MMError(ErrorCode.E_INVALID, "topic must be a string")
+        known = self._current.note(topic) if self._current is not None else None
+        outcome = self.store.delete(topic)
+        return outcome, self._prepare_patch(known.entry.file if known else detail_rel(topic))
+
+    def external_change(self, rels: Iterable[str]) -> bool:
+        """Whether any of ``rels`` (root-relative paths reported by the watcher) differs from the
+        files as the daemon last wrote or read them. Own writes therefore never count as external."""
+        root = self.options.root
+        for rel in rels:
+            if rel.startswith(STATE_DIR + "/") or not rel.endswith(".md"):
+                continue
+            try:
+                st = os.stat(root.joinpath(*rel.split("/")))
+                now: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
+            except OSError:
+                now = None
+            if self.fingerprints.get(rel) != now:
+                return True
+        return False
+
+    # --- changing (event-loop thread; the disk work runs in a worker thread) -----------------------
+
+    async def load(self) -> Revision:
+        """Load the first revision (or reload after SIGHUP) and install it; announce it as ``config``
+        when it is not the first.
+
+        Raises:
+            MMError: as :meth:`prepare_load`; the previous revision then stays current.
+        """
+        async with self.lock:
+            first = self._current is None
+            revision = await asyncio.to_thread(self.prepare_load)
+            self._install(revision, None, None if first else "config")
+            return revision
+
+    async def write(self, topic: Any, content: Any, *, if_revision: int | None = None,
+                    session_id: str | None = None, **kwargs: Any) -> dict[str, Any]:
+        """A serialized write (mm v1 §6): the outcome plus ``revision`` (and ``pendingWrites`` in a session).
+
+        Raises:
+            RpcError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            MMError: as :meth:`MemoryStore.write`.
+        """
+        async with self.lock:
+            self._check_revision(if_revision)
+            outcome, revision = await asyncio.to_thread(self.prepare_write, topic, content, **kwargs)
+            if revision is not None:
+                self._install(revision, session_id, "write")
+            return self._finish(outcome, session_id)
+
+    async def delete(self, topic: Any, *, if_revision: int | None = None,
+                     session_id: str | None = None) -> dict[str, Any]:
+        """A serialized delete: ``{ok, removed, topic, usage, revision, pendingWrites?}``.
+
+        Raises:
+            RpcError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            MMError: as :meth:`MemoryStore.delete`.
+        """
+        async with self.lock:
+            self._check_revision(if_revision)
+            outcome, revision = await asyncio.to_thread(self.prepare_delete, topic)
+            if outcome.pop("existed") or not revision.empty:
+                self._install(revision, session_id, "delete")
+            else:
+                self.fingerprints = revision.fingerprints
+            return self._finish(outcome, session_id)
+
+    async def refresh(self, rels: Iterable[str]) -> Revision | None:
+        """Pick up external edits among ``rels`` (root-relative paths) as a new revision.
+
+        Files whose fingerprint matches what the daemon last wrote or read are
+        ignored, so the daemon's own writes never come back as external.
+
+        Returns:
+            The installed revision, or None when nothing a reader sees changed.
+
+        Raises:
+            MMError(E_PARSE | E_IO): if the edited root cannot be loaded; the
+                previous revision stays current.
+        """
+        rels = list(rels)
+        async with self.lock:
+            if not self.external_change(rels):
+                return None
+            revision = await asyncio.to_thread(self.prepare_load)
+            old = self.current
+            if revision.empty and _meta(old) == _meta(revision.snapshot):
+                self.fingerprints = revision.fingerprints
+                return None
+            self._install(revision, None, "external")
+            return revision
+
+    def _check_revision(self, if_revision: int | None) -> None:
+        if if_revision is not None and if_revision != self.revision:
+            raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_CONFLICT,
+                           f"ifRevision {if_revision} is not the current revision {self.revision}",
+                           revision=self.revision)
+
+    def _install(self, revision: Revision, session_id: str | None, cause: str | None) -> None:
+        self._current = revision.snapshot
+        self.fingerprints = revision.fingerprints
+        if session_id is not None and session_id in self.sessions:
+            self.sessions[session_id].pending_writes += 1
+        if cause is not None:
+            self.on_change(revision, cause)
+
+    def _finish(self, outcome: dict[str, Any], session_id: str | None) -> dict[str, Any]:
+        outcome["revision"] = self.revision
+        if session_id is not None and session_id in self.sessions:
+            outcome["pendingWrites"] = self.sessions[session_id].pending_writes
+        return outcome
+
+    def replace_options(self, options: MemoryOptions) -> None:
+        """Swap the memory options (SIGHUP); the next :meth:`load` applies them to the snapshot."""
+        self.options = options
+        self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
+
+    # --- sessions ------------------------------------------------------------------------------------
+
+    def open_session(self) -> Session:
+        """Pin the current revision in a new session."""
+        session = Session(secrets.token_urlsafe(12), self.current, last_used_s=self._monotonic())
+        self.sessions[session.session_id] = session
+        return session
+
+    def session(self, session_id: Any) -> Session:
+        """The live session ``session_id``, marked as used now.
+
+        Raises:
+            RpcError(E_NO_SESSION): if it is unknown, closed or expired.
+        """
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None:
+            raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_NO_SESSION,
+                           f"no open session {session_id!r} (closed, expired or never opened)")
+        session.last_used_s = self._monotonic()
+        return session
+
+    def snapshot_for(self, session_id: Any) -> Snapshot:
+        """The session's pinned snapshot, or the current one when ``session_id`` is None.
+
+        Raises:
+            RpcError(E_NO_SESSION): for an unknown session.
+        """
+        return self.current if session_id is None else self.session(session_id).snapshot
+
+    def reload_session(self, session_id: Any) -> Session:
+        """Re-pin a session on the current revision and reset its pending writes."""
+        session = self.session(session_id)
+        session.snapshot, session.pending_writes = self.current, 0
+        return session
+
+    def close_session(self, session_id: Any) -> Session:
+        """Forget a session. Raises RpcError(E_NO_SESSION) if it is not open."""
+        session = self.session(session_id)
+        del self.sessions[session.session_id]
+        return session
+
+    def expire_sessions(self, ttl_s: float) -> list[str]:
+        """Close sessions idle for more than ``ttl_s`` seconds; their ids."""
+        cutoff = self._monotonic() - ttl_s
+        expired = [sid for sid, s in self.sessions.items() if s.last_used_s < cutoff]
+        for sid in expired:
+            del self.sessions[sid]
+        return expired

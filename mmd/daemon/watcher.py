@@ -1,0 +1,126 @@
+"""The root watcher: edits by a person or another tool become new revisions.
+
+Watches the memory root recursively with watchfiles, ignoring ``.mmd/``,
+hidden files (our own temp files are ``.<name>….tmp``) and anything that is
+not ``*.md``. Each batch is handed to a ``refresh`` callback (the state's
+:meth:`~.state.MemoryState.refresh`), which tells the daemon's own writes
+from external ones by comparing file fingerprints. One failing batch (a
+half-written MEMORY.md that does not parse) is logged and counted in
+:attr:`Watcher.health`; the next batch is tried again. The watcher never
+writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mmd.core.errors import MMError
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
+
+__all__ = ["Watcher"]
+
+log = logging.getLogger("mmd.watcher")
+
+RETRY_S = 1.0
+"""Pause before the watch restarts after it failed, seconds."""
+
+
+class Watcher:
+    """Watches one root and reports changed files.
+
+    Args:
+        root: the memory root.
+        refresh: awaited with the changed root-relative POSIX paths; returns the
+            new revision or None when nothing a reader sees changed.
+        debounce_ms: how long changes are grouped into one batch, milliseconds.
+        step_ms: polling step of the watch loop, milliseconds (also its stop latency).
+    """
+
+    def __init__(self, root: Path, refresh: Callable[[list[str]], Awaitable[Any]], *,
+                 debounce_ms: int = 50, step_ms: int = 50) -> None:
+        self.root = root
+        self._real_root = os.path.realpath(root)
+        self._refresh = refresh
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.health: dict[str, Any] = {"running": False, "batches": 0, "externalChanges": 0, "errors": 0,
+                                       "restarts": 0, "lastError": None}
+
+    def _keep(self, _change: object, path: str) -> bool:
+        """Whether a changed path can matter: a visible ``*.md`` outside ``.mmd/``."""
+        name = os.path.basename(path)
+        if name.startswith(".") or not name.endswith(".md"):
+            return False
+        rel = self._rel(path)
+        return rel is not None and not (rel == STATE_DIR or rel.startswith(STATE_DIR + "/"))
+
+    def _rel(self, path: str) -> str | None:
+        for base in (str(self.root), self._real_root):
+            if path.startswith(base.rstrip(os.sep) + os.sep):
+                return path[len(base.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+        return None
+
+    async def start(self) -> None:
+        """Start watching, then catch up on edits made since the snapshot was loaded."""
+        self._task = asyncio.create_task(self._run(), name="mmd-watcher")
+        await asyncio.sleep(0)  # let awatch register its watches before the catch-up below
+        await self.handle([INDEX_NAME, *self._detail_files()])
+
+    def _detail_files(self) -> list[str]:
+        try:
+            return [f"{DETAIL_DIR}/{n}" for n in os.listdir(self.root / DETAIL_DIR) if n.endswith(".md")]
+        except OSError:
+            return []
+
+    async def stop(self) -> None:
+        """Stop watching (returns within about ``step_ms``)."""
+        self._stop.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout=5.0)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+        self.health["running"] = False
+
+    async def handle(self, rels: list[str]) -> None:
+        """Hand one batch to ``refresh``; failures are logged and counted, never raised."""
+        try:
+            revision = await self._refresh(rels)
+        except MMError as error:
+            self.health["errors"] += 1
+            self.health["lastError"] = str(error)
+            log.warning("watcher.reload_failed error=%r (the previous revision stays current)", str(error))
+            return
+        if revision is not None:
+            self.health["externalChanges"] += 1
+
+    async def _run(self) -> None:
+        from watchfiles import awatch
+
+        while not self._stop.is_set():
+            self.health["running"] = True
+            try:
+                async for changes in awatch(self.root, watch_filter=self._keep, debounce=self.debounce_ms,
+                                            step=self.step_ms, stop_event=self._stop, recursive=True,
+                                            ignore_permission_denied=True):
+                    self.health["batches"] += 1
+                    rels = sorted({r for _, path in changes if (r := self._rel(path)) is not None})
+                    await self.handle(rels)
+            except Exception as error:  # noqa: BLE001 - the watch restarts; the daemon serves on
+                self.health["errors"] += 1
+                self.health["restarts"] += 1
+                self.health["lastError"] = f"{type(error).__name__}: {error}"
+                log.error("watcher.failed error=%r; restarting in %.0f s", self.health["lastError"], RETRY_S)
+                self.health["running"] = False
+                try:
+                    await asyncio.wait_for(self._stop.wait(), timeout=RETRY_S)
+                except TimeoutError:
+                    pass
+        self.health["running"] = False
