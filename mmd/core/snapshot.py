@@ -30,10 +30,12 @@ __all__ = [
     "Anomalies",
     "MalformedNote",
     "Snapshot",
+    "build_snapshot",
     "load_snapshot",
     "orphan_files",
     "parse_index_text",
     "parse_live_index",
+    "read_note_checked",
     "read_note_file",
 ]
 
@@ -200,6 +202,47 @@ class Snapshot:
         }
 
 
+def read_note_checked(root: Path, entry: IndexEntry,
+                      guard: RootGuard | None = None) -> tuple[str | None, MalformedNote | None]:
+    """An entry's body as a snapshot holds it: ``(body or None when missing, the problem if malformed)``.
+
+    A malformed note (see :func:`read_note_file`) gives ``("", problem)``; nothing is raised.
+    """
+    try:
+        return read_note_file(root, entry.file, guard), None
+    except MMError as error:
+        return "", {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
+    except OSError as error:
+        return "", {"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
+                    "message": f"read {entry.file} failed: {error.strerror}"}
+
+
+def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEntry, ...], notes: list[Note],
+                   malformed: list[MalformedNote], loaded_at: str, engine: str, revision: int = 0) -> Snapshot:
+    """Assemble a :class:`Snapshot` from MEMORY.md's text, its entries and their loaded notes."""
+    from .budget import index_usage
+
+    anomalies: Anomalies = {"danglingEntries": sum(n.missing_file for n in notes),
+                            "orphanFiles": orphan_files(options.root, entries)}
+    if malformed:
+        anomalies["malformedNotes"] = malformed
+    usage = index_usage(text, options.index_lines, options.index_bytes)
+    return Snapshot(
+        revision=revision,
+        loaded_at=loaded_at,
+        memory_id=options.memory_id,
+        root=options.root,
+        index_line_count=usage["lines"],
+        index_byte_count=usage["bytes"],
+        index_over_budget=usage["overBudget"],
+        entries=entries,
+        notes=tuple(notes),
+        anomalies=anomalies,
+        engine=engine,
+        _by_topic={n.topic: n for n in reversed(notes)},
+    )
+
+
 def load_snapshot(options: MemoryOptions, *, loaded_at: str, engine: str, revision: int = 0,
                   live_index: Callable[[], tuple[str, tuple[IndexEntry, ...]]] | None = None) -> Snapshot:
     """Read the root into a :class:`Snapshot`.
@@ -212,46 +255,17 @@ def load_snapshot(options: MemoryOptions, *, loaded_at: str, engine: str, revisi
         MMError(E_PARSE): if MEMORY.md is not mm v1 (message names the file and line).
         MMError(E_IO): if MEMORY.md cannot be read.
     """
-    from .budget import index_usage
-
     root = options.root
     if not root.exists():
         raise MMError(ErrorCode.E_NOT_INITIALIZED, f"memory root does not exist: {root}")
     text, entries = live_index() if live_index else parse_live_index(root, options.memory_id)
     guard = RootGuard(root)
     notes: list[Note] = []
-    dangling = 0
     malformed: list[MalformedNote] = []
     for entry in entries:
-        body: str | None
-        try:
-            body = read_note_file(root, entry.file, guard)
-        except MMError as error:
-            malformed.append({"topic": entry.topic, "file": entry.file, "code": error.code.value,
-                              "message": error.message})
-            body = ""
-        except OSError as error:
-            malformed.append({"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
-                              "message": f"read {entry.file} failed: {error.strerror}"})
-            body = ""
-        if body is None:
-            dangling += 1
+        body, problem = read_note_checked(root, entry, guard)
+        if problem is not None:
+            malformed.append(problem)
         notes.append(Note(entry, uri_for(options.memory_id, entry.topic), body or "", body is None))
-    anomalies: Anomalies = {"danglingEntries": dangling, "orphanFiles": orphan_files(root, entries)}
-    if malformed:
-        anomalies["malformedNotes"] = malformed
-    usage = index_usage(text, options.index_lines, options.index_bytes)
-    return Snapshot(
-        revision=revision,
-        loaded_at=loaded_at,
-        memory_id=options.memory_id,
-        root=root,
-        index_line_count=usage["lines"],
-        index_byte_count=usage["bytes"],
-        index_over_budget=usage["overBudget"],
-        entries=entries,
-        notes=tuple(notes),
-        anomalies=anomalies,
-        engine=engine,
-        _by_topic={n.topic: n for n in reversed(notes)},
-    )
+    return build_snapshot(options, text=text, entries=entries, notes=notes, malformed=malformed,
+                          loaded_at=loaded_at, engine=engine, revision=revision)

@@ -19,18 +19,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmd.core.budget import index_usage
-from mmd.core.errors import ErrorCode, MMError
 from mmd.core.model import IndexEntry, Note
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.snapshot import (
-    Anomalies,
     MalformedNote,
     Snapshot,
+    build_snapshot,
     load_snapshot,
-    orphan_files,
-    read_note_file,
+    read_note_checked,
 )
 from mmd.core.uri import uri_for
 
@@ -125,17 +122,6 @@ def load_revision(options: MemoryOptions, old: Snapshot | None, live_index: Live
     return Revision(snapshot, prints, added, updated, removed)
 
 
-def _read_note(root: Path, entry: IndexEntry) -> tuple[str | None, MalformedNote | None]:
-    """A detail body as :func:`load_snapshot` reads it: (body or None when missing, the problem if malformed)."""
-    try:
-        return read_note_file(root, entry.file), None
-    except MMError as error:
-        return "", {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
-    except OSError as error:
-        return "", {"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
-                    "message": f"read {entry.file} failed: {error.strerror}"}
-
-
 def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprints, touched: str,
                    live_index: LiveIndex, *, number: int, loaded_at: str) -> Revision:
     """Revision ``number`` after the daemon itself rewrote MEMORY.md and the detail file ``touched``.
@@ -168,20 +154,12 @@ def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprin
         else:
             if entry.file != touched and (now := _stat(root, entry.file)) is not None:
                 prints[entry.file] = now
-            body, problem = _read_note(root, entry)
+            body, problem = read_note_checked(root, entry)
         if problem is not None:
             malformed.append(problem)
         uri = prev.uri if prev is not None and prev.topic == entry.topic else uri_for(options.memory_id, entry.topic)
         notes.append(Note(entry, uri, body or "", body is None))
-    anomalies: Anomalies = {"danglingEntries": sum(n.missing_file for n in notes),
-                            "orphanFiles": orphan_files(root, entries)}
-    if malformed:
-        anomalies["malformedNotes"] = malformed
-    usage = index_usage(text, options.index_lines, options.index_bytes)
-    snapshot = Snapshot(
-        revision=number, loaded_at=loaded_at, memory_id=options.memory_id, root=root,
-        index_line_count=usage["lines"], index_byte_count=usage["bytes"], index_over_budget=usage["overBudget"],
-        entries=entries, notes=tuple(notes), anomalies=anomalies, engine=old.engine,
-        _by_topic={n.topic: n for n in reversed(notes)})
+    snapshot = build_snapshot(options, text=text, entries=entries, notes=notes, malformed=malformed,
+                              loaded_at=loaded_at, engine=old.engine, revision=number)
     added, updated, removed = diff_snapshots(old, snapshot)
     return Revision(snapshot, prints, added, updated, removed)
