@@ -223,3 +223,37 @@ def test_root_resolution_follows_the_spec(tmp_path: Path) -> None:
 def test_guide_exists_in_both_languages_with_the_caps() -> None:
     assert "MEMORY.md" in guide_text("en") and "200 lines / 25600 bytes" in guide_text("en")
     assert "冻结快照" in guide_text("zh") and "300 行" in guide_text("zh", index_lines=300)
+
+
+STORM = """
+import sys
+from mmd.core import Memory, MemoryOptions
+memory = Memory.ensure(MemoryOptions.create(root=sys.argv[1], index_lines=10000, index_bytes=10**7))
+i = 0
+while True:
+    i += 1
+    memory.write(f"t{i % 7}", f"body {i} " + "x" * (i % 300))
+    if i % 5 == 0:
+        memory.delete(f"t{(i + 3) % 7}")
+"""
+
+
+def test_sigkill_during_writes_leaves_every_file_whole(tmp_path: Path) -> None:
+    import random
+    import signal
+    import time
+
+    root = tmp_path / "root"
+    rng = random.Random(11)
+    for _ in range(5):
+        proc = subprocess.Popen([sys.executable, "-c", STORM, str(root)])
+        time.sleep(rng.uniform(0.3, 0.8))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        memory = make(root, index_lines=10000, index_bytes=10**7)  # parses MEMORY.md and every note
+        assert "malformedNotes" not in memory.snapshot.anomalies
+        for note in memory.list_notes():
+            assert not note.missing_file and note.body.startswith("body ")  # note first, index second
+        leftovers = [p.name for p in root.rglob("*") if p.is_file() and p.name.endswith(".tmp")]
+        assert all(name.startswith(".") for name in leftovers)
+    assert memory.list_notes(), "the writer never got a write in"
