@@ -13,6 +13,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -126,6 +128,44 @@ DEVIATIONS: list[Deviation] = [
         "configured id; the reference mixes the file's mm-id and the configured one (DESIGN.md)",
         "test_memory::test_one_memory_id_per_snapshot",
         lambda case, op, got, want: same(got, _ids_as_configured(want, case["config"]["memoryId"]), False)),
+]
+
+
+def _cli_as_reference(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``cli`` result with our two listed differences undone: the ``mmctl:`` prefix and exit code 2 for usage."""
+    out = dict(result)
+    out["stderr"] = re.sub(r"(?m)^mmctl: ", "dsh-memory: ", out.get("stderr", ""))
+    if out["stderr"].startswith("dsh-memory: unknown command:"):
+        out["stderr"] = out["stderr"].split("\n")[0]  # the help text that follows is mmctl's own
+    if out.get("exitCode") == 2:
+        out["exitCode"] = 1
+    return out
+
+
+def _cli_explained(got: dict[str, Any], want: dict[str, Any], usage: bool) -> bool:
+    if "result" not in got or "result" not in want:
+        return False
+    mine, theirs = got["result"], dict(want["result"])
+    if (mine.get("exitCode") == 2) != usage:
+        return False
+    if str(theirs.get("stderr", "")).startswith("dsh-memory: unknown command:"):
+        theirs["stderr"] = theirs["stderr"].split("\n")[0]
+    ours = _cli_as_reference(mine)
+    if str(theirs.get("stderr", "")).startswith("dsh-memory: internal error:"):  # first line, newline or not
+        theirs["stderr"], ours["stderr"] = theirs["stderr"].rstrip("\n"), ours["stderr"].rstrip("\n")
+    return same(ours, theirs, False)
+
+
+DEVIATIONS += [
+    Deviation(
+        "cli-prefix", "mmctl's messages on stderr start with 'mmctl:' where the reference's say 'dsh-memory:' "
+        "(the same text otherwise; after 'unknown command' comes mmctl's own help)",
+        "test_mmctl_cli::test_messages_on_stderr_start_with_mmctl",
+        lambda case, op, got, want: op["op"] == "cli" and _cli_explained(got, want, usage=False)),
+    Deviation(
+        "cli-usage-exit-2", "a usage error (missing argument, bad flag value, unknown command) exits 2, as issue 5 "
+        "asks; the reference exits 1 for those too", "test_mmctl_cli::test_usage_errors_exit_2",
+        lambda case, op, got, want: op["op"] == "cli" and _cli_explained(got, want, usage=True)),
 ]
 
 
@@ -264,6 +304,35 @@ class Session:
         self.now = parse_iso_ms(op["now"])
         return iso_ms(self.now)
 
+    def op_cli(self, op: dict[str, Any]) -> Any:
+        """One ``mmctl`` process, as the README's harness runs the reference CLI (clock pinned by ``MMCTL_NOW``)."""
+        subst = {"<ROOT>": str(self.root), "<DSH_HOME>": str(self.home)}
+
+        def fill(value: str) -> str:
+            for mark, real in subst.items():
+                value = value.replace(mark, real)
+            return value
+
+        args = [fill(a) for a in op["args"]]
+        if op.get("root", True) is not False:
+            args += ["--root", str(self.root)]
+        env = {k: v for k, v in os.environ.items() if k not in ("DSH_MEMORY_ROOT", "MMCTL_NO_DAEMON")}
+        env.update(self.env(), MMCTL_NOW=iso_ms(self.now), MMCTL_FTS5="1" if self.fts5 else "0",
+                   XDG_RUNTIME_DIR=str(self.base / "run"))
+        env.update({k: fill(str(v)) for k, v in op.get("env", {}).items()})
+        proc = subprocess.run([sys.executable, "-m", "mmctl", *args], env=env, cwd=self.base, capture_output=True,
+                              timeout=60)
+        stdout, stderr = proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+        if stderr.startswith(("dsh-memory: internal error:", "mmctl: internal error:")):
+            stderr = stderr.split("\n")[0]  # the reference prints a stack trace after it
+        parsed = None
+        if op.get("json", True) is not False:
+            try:
+                parsed = json.loads(stdout)
+            except ValueError:
+                parsed = None
+        return {"exitCode": proc.returncode, "stdout": stdout, "stderr": stderr, "json": parsed}
+
     def op_write_file(self, op: dict[str, Any]) -> Any:
         self._put(self.path(op["path"]), op["text"])
         return True
@@ -392,20 +461,14 @@ def test_vector(path: Path | None, tmp_path: Path) -> None:
     init = placeholders(session.setup(), session)
     assert same(init, expected["init"], False), f"init: {init!r}"
     tol = bool(case.get("requires_fts5"))
-    skipped_cli: list[int] = []
     mismatches: list[str] = []
     for i, (op, want) in enumerate(zip(case["ops"], expected["results"], strict=True)):
-        if op["op"] == "cli":
-            skipped_cli.append(i)
-            continue
         got = placeholders(outcome(session, op), session)
         if not same(got, want, tol) and not explained_by(case, op, got, want):
             mismatches.append(f"op {i} {json.dumps(op, ensure_ascii=False)[:200]}\n"
                               f"   got:  {json.dumps(got, ensure_ascii=False)[:1500]}\n"
                               f"   want: {json.dumps(want, ensure_ascii=False)[:1500]}")
-    if skipped_cli and len(skipped_cli) == len(case["ops"]):
-        pytest.skip(f"{path.stem}: cli ops {skipped_cli} need mmctl (issue 5)")
-    if not skipped_cli and not _has_crlf(case):
+    if not _has_crlf(case):
         files = placeholders(session.files(), session)
         if not same(files, expected["files"], False):
             mismatches.append(f"files:\n   got:  {json.dumps(files, ensure_ascii=False)[:3000]}\n"
@@ -413,8 +476,6 @@ def test_vector(path: Path | None, tmp_path: Path) -> None:
         if "dirs" in expected and session.dirs() != expected["dirs"]:
             mismatches.append(f"dirs: got {session.dirs()} want {expected['dirs']}")
     assert not mismatches, "\n".join(mismatches)
-    if skipped_cli:
-        pytest.skip(f"{path.stem}: cli ops {skipped_cli} need mmctl (issue 5); the others passed")
 
 
 def test_every_deviation_has_a_reason_and_an_existing_proof() -> None:

@@ -1,0 +1,49 @@
+"""mmctl: the client of the mmd daemon — the CLI, the Python clients and the MCP server.
+
+Public names are imported on first use, so ``python -m mmctl read`` loads
+neither pyzmq nor the MCP SDK::
+
+    from mmctl import Client, AsyncClient, MmctlError
+
+Errors: see :mod:`mmctl.errors` for the tree.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__all__ = [
+    "AsyncClient",
+    "AsyncSession",
+    "BudgetError",
+    "Client",
+    "ConflictError",
+    "Curve",
+    "DaemonUnavailable",
+    "Event",
+    "MmctlError",
+    "NoSessionError",
+    "RequestTimeout",
+    "RpcError",
+    "Session",
+    "Subscription",
+]
+
+_WHERE = {
+    "AsyncClient": "aclient", "AsyncSession": "aclient", "Client": "client", "Session": "client",
+    "Subscription": "client", "Event": "events", "Curve": "_base", **{name: "errors" for name in (
+        "BudgetError", "ConflictError", "DaemonUnavailable", "MmctlError", "NoSessionError", "RequestTimeout",
+        "RpcError")},
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mmctl' has no attribute {name!r}")
+    return getattr(import_module(f"mmctl.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,7 @@
+"""``python -m mmctl``: the same as the ``mmctl`` console script."""
+
+import sys
+
+from mmctl.cli import main
+
+sys.exit(main())

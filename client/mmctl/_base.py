@@ -1,0 +1,279 @@
+"""What the sync and async clients share: the RPC method table, request/reply framing, endpoints.
+
+:class:`Methods` maps every method of DESIGN.md's table to a Python method
+that builds the params (None means "leave it out") and calls ``self._call``.
+:class:`~.client.Client` implements ``_call`` with blocking sockets and returns
+the result; :class:`~.aclient.AsyncClient` returns a coroutine of it. This
+module never touches a socket.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mmd.core.endpoints import endpoints_for
+from mmd.core.paths import resolve_root
+
+from .errors import BudgetError
+
+__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Curve", "Methods",
+           "SessionMethods", "Target", "decode_reply", "encode_request", "refused_while_stopping", "start_hint"]
+
+DEFAULT_TIMEOUT_MS = 5000
+"""How long a request waits for its answer, in milliseconds."""
+
+IDEMPOTENT = frozenset({"daemon.status", "memory.index", "memory.read", "memory.list", "memory.search",
+                        "memory.budget", "memory.digest", "memory.nudge", "queue.list", "queue.get"})
+"""Methods safely sent again after a timeout (a daemon restart may have eaten the first request)."""
+
+SESSION_METHODS = frozenset({"memory.index", "memory.read", "memory.list", "memory.search", "memory.budget",
+                             "memory.write", "memory.delete", "memory.nudge", "memory.close", "memory.reload"})
+"""Methods that take a ``sessionId``."""
+
+Post = Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    """ZeroMQ CURVE keys for a ``tcp://`` daemon (DESIGN.md: tcp only with CURVE); all Z85 ``bytes``.
+
+    Attributes:
+        server_public: the daemon's public key.
+        public, secret: this client's key pair; its public certificate must be in the daemon's
+            ``curveClientKeysDir``.
+    """
+
+    server_public: bytes
+    public: bytes
+    secret: bytes
+
+    @classmethod
+    def from_files(cls, server_certificate: str | os.PathLike[str],
+                   client_certificate: str | os.PathLike[str]) -> Curve:
+        """Keys from ``zmq.auth`` certificate files: the daemon's public one and this client's secret one.
+
+        Raises:
+            ValueError: if the client certificate holds no secret key. OSError: if a file cannot be read.
+        """
+        import zmq.auth
+
+        server_public, _ = zmq.auth.load_certificate(os.fspath(server_certificate))
+        public, secret = zmq.auth.load_certificate(os.fspath(client_certificate))
+        if secret is None:
+            raise ValueError(f"{os.fspath(client_certificate)} holds no secret key")
+        return cls(server_public, public, secret)
+
+    def apply(self, sock: Any) -> None:
+        """Make ``sock`` (not yet connected) a CURVE client of the daemon."""
+        sock.curve_serverkey = self.server_public
+        sock.curve_publickey = self.public
+        sock.curve_secretkey = self.secret
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a daemon listens: its ``rpc`` and ``pub`` endpoints and the ``root`` they derive from (or None)."""
+
+    rpc: str
+    pub: str
+    root: str | None
+
+    @classmethod
+    def resolve(cls, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
+                pub_endpoint: str | None = None, env: Mapping[str, str] | None = None) -> Target:
+        """Endpoints given explicitly, else derived from the root (resolved as mm v1 §2 does)."""
+        environ = os.environ if env is None else env
+        if endpoint is not None:
+            return cls(endpoint, pub_endpoint or "", None if root is None else os.fspath(root))
+        resolved = resolve_root(root, environ)
+        derived = endpoints_for(resolved, environ)
+        return cls(derived.rpc, pub_endpoint or derived.pub, str(resolved))
+
+
+def start_hint(target: Target) -> str:
+    """The sentence telling a person how to start the daemon for this target."""
+    where = f" --root {target.root}" if target.root else ""
+    return f"no mmd daemon answers at {target.rpc}; start one with `mmd{where}` (or its systemd unit)"
+
+
+def encode_request(rid: int, method: str, params: Mapping[str, Any]) -> bytes:
+    """One JSON-RPC 2.0 request frame (compact UTF-8 JSON), nulls left out of ``params``."""
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {k: v for k, v in params.items()
+                                                                       if v is not None}}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+RESTART_RETRY_S = 0.1
+"""Pause before sending again a request a stopping daemon refused (``E_SHUTTING_DOWN``), in seconds."""
+
+
+def refused_while_stopping(reply: dict[str, Any]) -> bool:
+    """Whether the daemon refused the request, unexecuted, because it is stopping: safe to send again."""
+    error = reply.get("error")
+    data = error.get("data") if isinstance(error, dict) else None
+    return isinstance(data, dict) and data.get("code") == "E_SHUTTING_DOWN"
+
+
+def decode_reply(frame: bytes) -> dict[str, Any] | None:
+    """A reply object, or None for a frame that is not one (ignored by the callers)."""
+    try:
+        reply = json.loads(frame)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) and ("result" in reply or "error" in reply) else None
+
+
+def _check_write(outcome: Any) -> Any:
+    if isinstance(outcome, dict) and outcome.get("ok") is False:
+        raise BudgetError(str(outcome.get("code")), str(outcome.get("message")), outcome)
+    return outcome
+
+
+class Methods:
+    """Every daemon RPC method as a Python method (DESIGN.md's table); ``_call`` does the I/O.
+
+    Results are the daemon's JSON values (dicts with camelCase keys, as the core's JSON).
+    Every method raises what ``_call`` raises: :class:`~.errors.RpcError` (and its
+    subclasses) for an error answer, :class:`~.errors.DaemonUnavailable` /
+    :class:`~.errors.RequestTimeout` when nobody answers.
+    """
+
+    def _call(self, method: str, params: dict[str, Any], post: Post = None) -> Any:
+        raise NotImplementedError
+
+    def status(self) -> Any:
+        """``daemon.status`` → ``{version, pid, root, revision, sessions, …}``."""
+        return self._call("daemon.status", {})
+
+    def open(self) -> Any:
+        """``memory.open`` → ``{sessionId, revision, loadedAt}``: pin a frozen snapshot (prefer :meth:`session`)."""
+        return self._call("memory.open", {})
+
+    def close(self, session_id: str) -> Any:
+        """``memory.close`` → ``{ok, sessionId, pendingWrites}``. Raises NoSessionError if it is not open."""
+        return self._call("memory.close", {"sessionId": session_id})
+
+    def reload(self, session_id: str) -> Any:
+        """``memory.reload`` → ``{sessionId, revision, loadedAt}``: re-pin the session on the newest revision."""
+        return self._call("memory.reload", {"sessionId": session_id})
+
+    def index(self, *, session_id: str | None = None) -> Any:
+        """``memory.index`` → the index view ``{memoryId, root, loadedAt, lineCount, …, entries, revision}``."""
+        return self._call("memory.index", {"sessionId": session_id})
+
+    def read(self, topic: str | None = None, *, session_id: str | None = None) -> Any:
+        """``memory.read`` → the note JSON, None when absent, or the index view without a topic.
+
+        Raises:
+            RpcError(E_INVALID): for a bad topic slug.
+        """
+        return self._call("memory.read", {"topic": topic, "sessionId": session_id})
+
+    def list(self, *, session_id: str | None = None) -> Any:
+        """``memory.list`` → ``{notes: [note JSON, …]}`` sorted by topic."""
+        return self._call("memory.list", {"sessionId": session_id})
+
+    def search(self, query: str, *, mode: str | None = None, limit: int | None = None,
+               session_id: str | None = None) -> Any:
+        """``memory.search`` → ``{query, engine, total, truncated, matches, note?}`` (mm v1 §8).
+
+        Raises:
+            RpcError(E_INVALID): for a blank query or a limit below 1.
+        """
+        return self._call("memory.search", {"query": query, "mode": mode, "limit": limit, "sessionId": session_id})
+
+    def budget(self, *, session_id: str | None = None) -> Any:
+        """``memory.budget`` → the live budget report (mm v1 §6)."""
+        return self._call("memory.budget", {"sessionId": session_id})
+
+    def write(self, topic: str, content: str, *, summary: str | None = None, tags: str | Sequence[str] | None = None,
+              budget: int | None = None, if_revision: int | None = None, session_id: str | None = None,
+              check: bool = False) -> Any:
+        """``memory.write`` → the write outcome plus ``revision``; an over-budget write is ``{ok: false, …}``.
+
+        Args:
+            budget: per-write budget in code points (default: the root's ``defaultWriteBudget``).
+            if_revision: write only if this is still the current revision.
+            check: raise :class:`~.errors.BudgetError` instead of returning an ``ok: false`` outcome.
+
+        Raises:
+            ConflictError: if ``if_revision`` is stale. RpcError(E_INVALID): for a bad topic.
+            BudgetError: with ``check``, if the write was refused (its ``usage`` says by how much).
+        """
+        params = {"topic": topic, "content": content, "summary": summary, "tags": tags, "budget": budget,
+                  "ifRevision": if_revision, "sessionId": session_id}
+        return self._call("memory.write", params, _check_write if check else None)
+
+    def delete(self, topic: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
+        """``memory.delete`` → ``{ok, removed, topic, usage, revision}``; always allowed, even over budget."""
+        return self._call("memory.delete", {"topic": topic, "ifRevision": if_revision, "sessionId": session_id})
+
+    def digest(self, *, text: str | None = None, file: str | None = None, max_items: int | None = None,
+               topic_hint: str | None = None) -> Any:
+        """``memory.digest`` → candidates ``{source, sourceKind, candidates, usage, note}``; never writes."""
+        return self._call("memory.digest", {"text": text, "file": file, "maxItems": max_items,
+                                            "topicHint": topic_hint})
+
+    def nudge(self, *, session_id: str | None = None) -> Any:
+        """``memory.nudge`` → ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``."""
+        return self._call("memory.nudge", {"sessionId": session_id})
+
+    def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
+        """``queue.list`` → ``{candidates, total, pending, offset, limit}``, oldest first.
+
+        Args:
+            status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``.
+            limit: page size, 1–1000 (default 100). offset: candidates to skip.
+
+        Raises:
+            RpcError(E_UNAVAILABLE): if the daemon runs without ingestion. RpcError(E_INVALID): bad status or range.
+        """
+        return self._call("queue.list", {"status": status, "limit": limit, "offset": offset})
+
+    def queue_get(self, candidate_id: str | int) -> Any:
+        """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.
+
+        Raises:
+            RpcError(E_NOT_FOUND): if there is no such candidate.
+        """
+        return self._call("queue.get", {"id": candidate_id})
+
+    def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
+                     summary: str | None = None, tags: str | Sequence[str] | None = None,
+                     if_revision: int | None = None) -> Any:
+        """``queue.accept`` → ``{ok, candidate, write}``: the candidate (fields overridden) goes through
+        ``memory.write``, so budgets hold; a refused write is ``ok: false`` and the candidate stays pending.
+
+        Raises:
+            RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already decided. ConflictError: stale revision.
+        """
+        return self._call("queue.accept", {"id": candidate_id, "topic": topic, "content": content,
+                                           "summary": summary, "tags": tags, "ifRevision": if_revision})
+
+    def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
+        """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.
+
+        Raises:
+            RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already accepted.
+        """
+        return self._call("queue.reject", {"id": candidate_id, "reason": reason})
+
+
+class SessionMethods(Methods):
+    """A frozen-snapshot session: the same methods, each sent with this ``session_id``."""
+
+    def __init__(self, parent: Methods, opened: dict[str, Any]) -> None:
+        self._parent = parent
+        self.session_id: str = opened["sessionId"]
+        self.revision: int = opened.get("revision", 0)
+        self.loaded_at: str = opened.get("loadedAt", "")
+
+    def _call(self, method: str, params: dict[str, Any], post: Post = None) -> Any:
+        if method in SESSION_METHODS:
+            params = {**params, "sessionId": self.session_id}
+        return self._parent._call(method, params, post)
+

@@ -1,0 +1,223 @@
+"""``AsyncClient``: the asyncio client of ``mmd``, the twin of :class:`~.client.Client`.
+
+Many requests may be in flight at once on its one DEALER socket: a reader
+task matches replies to waiting requests by ``id``. Timeouts, the error types,
+the retry of read-only requests lost in a daemon restart and ZeroMQ's own
+reconnect behave as in the sync client. Use it from one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import zmq
+import zmq.asyncio
+
+from ._base import (
+    DEFAULT_TIMEOUT_MS,
+    IDEMPOTENT,
+    RESTART_RETRY_S,
+    Curve,
+    Methods,
+    Post,
+    SessionMethods,
+    Target,
+    decode_reply,
+    encode_request,
+    refused_while_stopping,
+    start_hint,
+)
+from .errors import DaemonUnavailable, NoSessionError, RequestTimeout, error_from_rpc
+from .events import Event, SeqTracker, decode_event
+
+__all__ = ["AsyncClient", "AsyncSession"]
+
+
+class AsyncClient(Methods):
+    """An asyncio client for the daemon owning ``root``; every method returns a coroutine.
+
+    Example::
+
+        async with AsyncClient(root) as client:
+            async with client.session() as s:
+                await s.write("deploy", "us-east-1")
+            async for event in client.events(["memory/changed"]):
+                print(event.seq, event.data["revision"])
+
+    Args: as :class:`~.client.Client`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
+                 pub_endpoint: str | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                 env: Mapping[str, str] | None = None, curve: Curve | None = None) -> None:
+        self.target = Target.resolve(root, endpoint=endpoint, pub_endpoint=pub_endpoint, env=env)
+        self.timeout_ms = timeout_ms
+        self.curve = curve
+        self._ctx = zmq.asyncio.Context.instance()
+        self._sock: zmq.asyncio.Socket | None = None
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._reader: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the reader and close the socket; waiting requests fail with DaemonUnavailable."""
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+            self._reader = None
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(DaemonUnavailable("the client was closed", self.target.rpc))
+        self._waiting.clear()
+
+    def _socket(self) -> zmq.asyncio.Socket:
+        if self._sock is None:
+            sock = self._ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.IMMEDIATE, 1)
+            sock.setsockopt(zmq.RECONNECT_IVL, 50)
+            if self.curve is not None:
+                self.curve.apply(sock)
+            sock.connect(self.target.rpc)
+            self._sock = sock
+            self._reader = asyncio.ensure_future(self._read(sock))
+        return self._sock
+
+    async def _read(self, sock: zmq.asyncio.Socket) -> None:
+        while True:
+            reply = decode_reply(await sock.recv())
+            if reply is None:
+                continue
+            future = self._waiting.pop(reply.get("id"), None)  # type: ignore[arg-type]
+            if future is not None and not future.done():
+                future.set_result(reply)
+
+    async def call(self, method: str, params: Mapping[str, Any] | None = None, *,
+                   timeout_ms: int | None = None) -> Any:
+        """Send any method and return its result. Raises as :meth:`mmctl.Client.call`."""
+        return await self._call(method, dict(params or {}), None, timeout_ms)
+
+    async def _call(self, method: str, params: dict[str, Any], post: Post = None,
+                    timeout_ms: int | None = None) -> Any:
+        timeout = self.timeout_ms if timeout_ms is None else timeout_ms
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout / 1000
+        resends = 1 if method in IDEMPOTENT else 0
+        while True:
+            try:
+                reply = await self._roundtrip(method, params, timeout)
+            except RequestTimeout:  # a restart may have eaten it: read-only requests go once more
+                if resends == 0:
+                    raise
+                resends -= 1
+                continue
+            if refused_while_stopping(reply) and loop.time() < deadline:
+                await asyncio.sleep(RESTART_RETRY_S)  # refused unexecuted: safe to send again
+                continue
+            break
+        if "error" in reply:
+            raise error_from_rpc(reply["error"])
+        result = reply.get("result")
+        return post(result) if post is not None else result
+
+    async def _roundtrip(self, method: str, params: dict[str, Any], timeout_ms: int) -> dict[str, Any]:
+        sock = self._socket()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        rid = next(self._ids)
+        frame = encode_request(rid, method, params)
+        while True:  # IMMEDIATE: sending fails until a daemon is connected
+            try:
+                await sock.send(frame, zmq.NOBLOCK)
+                break
+            except zmq.Again:
+                if loop.time() >= deadline:
+                    raise DaemonUnavailable(start_hint(self.target), self.target.rpc) from None
+                await asyncio.sleep(0.02)
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._waiting[rid] = future
+        try:
+            return await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            raise RequestTimeout(f"{method}: no answer from the daemon within {timeout_ms} ms",
+                                 self.target.rpc) from None
+        finally:
+            self._waiting.pop(rid, None)
+
+    def session(self) -> AsyncSession:
+        """A frozen-snapshot session: ``async with client.session() as s:`` opens and closes it."""
+        return AsyncSession(self)
+
+    async def events(self, topics: tuple[str, ...] | list[str] = (), *,
+                     timeout_ms: int | None = None) -> AsyncIterator[Event]:
+        """Events as they come (all topics when ``topics`` is empty), with ``seq`` gaps counted.
+
+        Args:
+            topics: topic prefixes to keep (every topic is received, so gaps mean lost events).
+            timeout_ms: stop after this long without a kept event (None: wait forever).
+        """
+        sock = self._ctx.socket(zmq.SUB)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RECONNECT_IVL, 50)
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        if self.curve is not None:
+            self.curve.apply(sock)
+        sock.connect(self.target.pub)
+        tracker = SeqTracker()
+        keep = tuple(topics)
+        try:
+            while True:
+                try:
+                    frames = await asyncio.wait_for(sock.recv_multipart(),
+                                                    None if timeout_ms is None else timeout_ms / 1000)
+                except TimeoutError:
+                    return
+                event = decode_event(frames, tracker)
+                if event is not None and (not keep or event.topic.startswith(keep)):
+                    yield event
+        finally:
+            sock.close(linger=0)
+
+
+class AsyncSession(SessionMethods):
+    """A frozen snapshot pinned in the daemon, opened by ``async with client.session()``."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._parent = client
+        self.session_id = ""
+        self.revision = 0
+        self.loaded_at = ""
+
+    async def __aenter__(self) -> AsyncSession:
+        return await self.reopen()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.end()
+
+    async def reopen(self) -> AsyncSession:
+        """Pin a (new) snapshot: on entry, or after the session was lost in a daemon restart."""
+        opened = await self._parent._call("memory.open", {})
+        self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
+        return self
+
+    async def end(self) -> Any:
+        """Close the session; one already gone is fine."""
+        try:
+            return await self._parent._call("memory.close", {"sessionId": self.session_id})
+        except (NoSessionError, DaemonUnavailable):
+            return None

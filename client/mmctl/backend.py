@@ -1,0 +1,138 @@
+"""How one ``mmctl`` call reaches the memory: directly on the files, or through the daemon owning the root.
+
+DESIGN.md: when a daemon owns the root, writes and everything stateful go
+through it; without one, ``mmctl`` works on the files itself and takes the
+root's write lock for each write. One-shot reads always read the files (each
+CLI call is a fresh live view, mm v1 §7), so they never pay for a socket.
+
+Finding the daemon is cheap: the ipc socket file must exist (a ``stat``), and
+only then is pyzmq imported and ``daemon.status`` asked with a short timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mmd.core.clock import Clock
+from mmd.core.durable import LockHeld, WriteLock
+from mmd.core.endpoints import endpoints_for, ipc_path
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.memory import Memory
+from mmd.core.options import MemoryOptions
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "find_daemon", "patient_lock"]
+
+PROBE_TIMEOUT_MS = 1000
+"""How long ``daemon.status`` may take before the daemon counts as absent, in milliseconds."""
+LOCK_WAIT_S = 10.0
+"""How long a direct write waits for the root's write lock, in seconds."""
+
+
+@contextlib.contextmanager
+def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
+    """The root's write lock, waiting at most ``wait_s`` seconds for it (default :data:`LOCK_WAIT_S`).
+
+    Raises:
+        MMError(E_IO): if another process (a daemon that does not answer, a stuck
+            writer) keeps it longer, naming its pid.
+    """
+    lock = WriteLock(root)
+    deadline = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s)
+    while True:
+        try:
+            lock.acquire(blocking=False)
+            break
+        except LockHeld as held:
+            if time.monotonic() >= deadline:
+                who = f"pid {held.holder_pid}" if held.holder_pid else "another process"
+                raise MMError(ErrorCode.E_IO, f"the memory root is locked by {who} (an mmd daemon that does not "
+                                              f"answer?); stop it or wait, then retry") from None
+            time.sleep(0.02)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+@dataclass
+class Direct:
+    """The files themselves, through :class:`mmd.core.Memory` (a fresh live session per call).
+
+    Args:
+        root: the ``--root`` value, or None (mm v1 §2 resolution through ``env``).
+        env: the environment.
+        now: the clock (``MMCTL_NOW`` pins it).
+        fts5: force SQLite FTS5 on/off (``MMCTL_FTS5``), None = probe when a command needs it.
+    """
+
+    root: str | None
+    env: Mapping[str, str]
+    now: Clock
+    fts5: bool | None = None
+
+    def options(self) -> MemoryOptions:
+        """The memory options: the reference CLI's defaults on the resolved root."""
+        return MemoryOptions.create(root=self.root, env=self.env)
+
+    def memory(self, *, search: bool = False, options: MemoryOptions | None = None) -> Memory:
+        """``Memory.ensure`` on the root (created if missing, as the reference CLI does).
+
+        Args:
+            search: the command reports or uses the search engine, so probe FTS5.
+
+        Raises:
+            MMError: as :meth:`Memory.ensure`.
+        """
+        opts = options or self.options()
+        fts5 = self.fts5 if self.fts5 is not None else (None if search else False)
+        return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root))
+
+
+def _listening(path: Path) -> bool:
+    """Whether a process accepts connections on the AF_UNIX socket ``path`` (a crashed daemon leaves the file)."""
+    if not os.path.exists(path):
+        return False
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(os.fspath(path))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass
+class Daemon:
+    """A daemon that answered: its client and the ``daemon.status`` it gave."""
+
+    client: Client
+    status: dict[str, Any]
+
+
+def find_daemon(root: Path, env: Mapping[str, str], timeout_ms: int = PROBE_TIMEOUT_MS) -> Daemon | None:
+    """The daemon owning ``root``, or None when its socket file is absent or nobody answers in ``timeout_ms``."""
+    endpoints = endpoints_for(root, env)
+    path = ipc_path(endpoints.rpc)
+    if path is not None and not _listening(path):
+        return None
+    from .client import Client
+    from .errors import MmctlError
+
+    client = Client(root, endpoint=endpoints.rpc, pub_endpoint=endpoints.pub, timeout_ms=timeout_ms, env=env)
+    try:
+        status = client.call("daemon.status", timeout_ms=timeout_ms)
+    except MmctlError:
+        client.close_socket()
+        return None
+    client.timeout_ms = max(timeout_ms, 10_000)
+    return Daemon(client, status)

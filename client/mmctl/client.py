@@ -1,0 +1,226 @@
+"""``Client``: the blocking client of ``mmd`` (JSON-RPC 2.0 over a ZeroMQ DEALER socket).
+
+One socket per client, requests sent one at a time; replies are matched by
+``id`` and stale ones (from a request that timed out) are dropped. The socket
+connects with ``ZMQ_IMMEDIATE``, so a request waits for a live daemon instead
+of queueing into the void: no daemon within the timeout is
+:class:`~.errors.DaemonUnavailable`, a daemon that took the request and did
+not answer is :class:`~.errors.RequestTimeout`. ZeroMQ reconnects by itself
+when a daemon comes back on the same endpoint; read-only requests lost in a
+restart are sent once more, and any request a stopping daemon refused unexecuted
+(``E_SHUTTING_DOWN``) is sent again until its timeout, to the next daemon.
+Not thread-safe: one client per thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import zmq
+
+from ._base import (
+    DEFAULT_TIMEOUT_MS,
+    IDEMPOTENT,
+    RESTART_RETRY_S,
+    Curve,
+    Methods,
+    Post,
+    SessionMethods,
+    Target,
+    decode_reply,
+    encode_request,
+    refused_while_stopping,
+    start_hint,
+)
+from .errors import DaemonUnavailable, NoSessionError, RequestTimeout, error_from_rpc
+from .events import Event, SeqTracker, decode_event
+
+__all__ = ["Client", "Session", "Subscription"]
+
+
+class Client(Methods):
+    """A blocking client for the daemon owning ``root``.
+
+    Example::
+
+        with Client("~/.dsh/memory") as client:
+            print(client.status()["revision"])
+            with client.session() as s:          # a frozen snapshot
+                s.write("deploy", "us-east-1")
+                s.read("deploy")                  # None: the session still sees its snapshot
+
+    Args:
+        root: the memory root (None: ``$DSH_MEMORY_ROOT``, else ``$DSH_HOME/memory``).
+        endpoint, pub_endpoint: explicit endpoints instead of the ones derived from the root.
+        timeout_ms: how long one request waits for its answer, in milliseconds.
+        env: the environment to resolve the root and ``$XDG_RUNTIME_DIR`` from (default ``os.environ``).
+        curve: CURVE keys, required by a daemon on ``tcp://`` endpoints.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
+                 pub_endpoint: str | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
+                 env: Mapping[str, str] | None = None, curve: Curve | None = None) -> None:
+        self.target = Target.resolve(root, endpoint=endpoint, pub_endpoint=pub_endpoint, env=env)
+        self.timeout_ms = timeout_ms
+        self.curve = curve
+        self._ctx: zmq.Context[Any] = zmq.Context.instance()
+        self._sock: zmq.Socket[bytes] | None = None
+        self._ids = itertools.count(1)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_socket()
+
+    def close_socket(self) -> None:
+        """Close the socket (a later call opens a new one)."""
+        if self._sock is not None:
+            self._sock.close(linger=0)
+            self._sock = None
+
+    def _socket(self) -> zmq.Socket[bytes]:
+        if self._sock is None:
+            sock = self._ctx.socket(zmq.DEALER)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.IMMEDIATE, 1)
+            sock.setsockopt(zmq.RECONNECT_IVL, 50)
+            if self.curve is not None:
+                self.curve.apply(sock)
+            sock.connect(self.target.rpc)
+            self._sock = sock
+        return self._sock
+
+    def call(self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None) -> Any:
+        """Send any method and return its result (see :class:`Methods` for the named ones).
+
+        Raises:
+            RpcError: the daemon's error answer, typed by its ``data.code``.
+            DaemonUnavailable: no daemon took the request within ``timeout_ms``.
+            RequestTimeout: the daemon took it but did not answer in time (read-only
+                methods are sent once more first).
+        """
+        return self._call(method, dict(params or {}), None, timeout_ms)
+
+    def _call(self, method: str, params: dict[str, Any], post: Post = None, timeout_ms: int | None = None) -> Any:
+        timeout = self.timeout_ms if timeout_ms is None else timeout_ms
+        deadline = time.monotonic() + timeout / 1000
+        resends = 1 if method in IDEMPOTENT else 0
+        while True:
+            try:
+                reply = self._roundtrip(method, params, timeout)
+            except RequestTimeout:  # a restart may have eaten it: read-only requests go once more
+                if resends == 0:
+                    raise
+                resends -= 1
+                continue
+            if refused_while_stopping(reply) and time.monotonic() < deadline:
+                time.sleep(RESTART_RETRY_S)  # refused unexecuted: any method may go again, to the next daemon
+                continue
+            break
+        if "error" in reply:
+            raise error_from_rpc(reply["error"])
+        result = reply.get("result")
+        return post(result) if post is not None else result
+
+    def _roundtrip(self, method: str, params: dict[str, Any], timeout_ms: int) -> dict[str, Any]:
+        sock = self._socket()
+        deadline = time.monotonic() + timeout_ms / 1000
+        rid = next(self._ids)
+        if not sock.poll(timeout_ms, zmq.POLLOUT):
+            raise DaemonUnavailable(start_hint(self.target), self.target.rpc)
+        try:
+            sock.send(encode_request(rid, method, params), zmq.NOBLOCK)
+        except zmq.Again:
+            raise DaemonUnavailable(start_hint(self.target), self.target.rpc) from None
+        while True:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0 or not sock.poll(left_ms, zmq.POLLIN):
+                raise RequestTimeout(f"{method}: no answer from the daemon within {timeout_ms} ms", self.target.rpc)
+            reply = decode_reply(sock.recv())
+            if reply is not None and reply.get("id") == rid:
+                return reply
+
+    def session(self) -> Session:
+        """Open a frozen-snapshot session (``memory.open``); use it as a context manager to close it."""
+        return Session(self, self.open())
+
+    def subscribe(self, topics: tuple[str, ...] | list[str] = (), *, timeout_ms: int | None = None) -> Subscription:
+        """Subscribe to events (all topics when ``topics`` is empty); iterate the result.
+
+        Args:
+            topics: topic prefixes (``memory/`` matches ``memory/changed`` and ``memory/nudge``).
+            timeout_ms: stop iterating after this long without an event (None: wait forever).
+        """
+        return Subscription(self._ctx, self.target.pub, topics, timeout_ms, self.curve)
+
+
+class Session(SessionMethods):
+    """A frozen snapshot pinned in the daemon; every read sees it until :meth:`reload` or close.
+
+    Attributes:
+        session_id, revision, loaded_at: from ``memory.open``.
+    """
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
+
+    def end(self) -> Any:
+        """Close the session (``memory.close``); a session already gone (daemon restarted) is fine."""
+        try:
+            return self._parent._call("memory.close", {"sessionId": self.session_id})
+        except (NoSessionError, DaemonUnavailable):
+            return None
+
+    def reopen(self) -> Session:
+        """Pin a new snapshot after the session was lost (daemon restart, expiry)."""
+        opened = self._parent._call("memory.open", {})
+        self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
+        return self
+
+
+class Subscription:
+    """Events from the daemon's PUB socket, as an iterator of :class:`~.events.Event` (``seq`` gaps counted)."""
+
+    def __init__(self, ctx: zmq.Context[Any], endpoint: str, topics: tuple[str, ...] | list[str],
+                 timeout_ms: int | None, curve: Curve | None = None) -> None:
+        self.sock = ctx.socket(zmq.SUB)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
+        if curve is not None:
+            curve.apply(self.sock)
+        # Every topic is received and filtered here, so seq gaps mean lost events, not filtered ones.
+        self.sock.setsockopt(zmq.SUBSCRIBE, b"")
+        self.sock.connect(endpoint)
+        self.topics = tuple(topics)
+        self.timeout_ms = timeout_ms
+        self.tracker = SeqTracker()
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        while True:
+            if not self.sock.poll(self.timeout_ms):
+                raise StopIteration
+            event = decode_event(self.sock.recv_multipart(), self.tracker)
+            if event is not None and (not self.topics or event.topic.startswith(self.topics)):
+                return event
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Unsubscribe and close the socket."""
+        self.sock.close(linger=0)
+

@@ -1,0 +1,122 @@
+"""``mmctl doctor``: what is wrong with a memory root, and the mechanical repairs ``--fix`` may make.
+
+Problems found (mm v1 §5, §6): a missing root or index; dangling entries (an
+index entry whose note file is missing); orphan files (``memories/*.md`` that
+no entry names); malformed notes; an index over its line or byte cap.
+
+``--fix`` only makes repairs that lose nothing: it creates a missing root or
+index, and indexes an orphan file under its own topic (its body kept, written
+through the daemon when one owns the root). It never deletes a file or an
+entry: dangling entries, malformed notes and an over-budget index need a
+decision, so doctor says which command makes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmd.core.errors import MMError
+from mmd.core.format import parse_note
+from mmd.core.memory import Memory
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.text import TOPIC_RE
+
+from .output import EXIT_FAILED, EXIT_OK, Ctx
+
+__all__ = ["diagnose", "run_doctor"]
+
+
+def _problem(kind: str, message: str, fixable: bool = False, **where: str) -> dict[str, Any]:
+    return {"kind": kind, **where, "message": message, "fixable": fixable}
+
+
+def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(budget report, problems)`` of a live root; each problem is ``{kind, topic?, file?, message, fixable}``.
+
+    ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``index-over-budget``.
+
+    Raises:
+        MMError(E_PARSE | E_IO): if MEMORY.md itself cannot be read or parsed.
+    """
+    report = memory.budget()
+    _, entries = memory.store.live_index()
+    topics = {e.topic for e in entries}
+    problems: list[dict[str, Any]] = []
+    for entry in entries:
+        if not memory.root.joinpath(*entry.file.split("/")).is_file():
+            problems.append(_problem("dangling", f"the index names {entry.file}, which does not exist; write the "
+                                                 f"note again, or `mmctl delete {entry.topic}` to drop the entry",
+                                     topic=entry.topic, file=entry.file))
+    for name in report["anomalies"]["orphanFiles"]:
+        topic = name[:-3]
+        ok = bool(TOPIC_RE.fullmatch(topic)) and topic not in topics
+        why = "`mmctl doctor --fix` indexes it under its topic" if ok else \
+            "its name is not a free topic slug: rename it, or move its text into a note"
+        problems.append(_problem("orphan", f"{DETAIL_DIR}/{name} is in no index entry; {why}", ok, topic=topic,
+                                 file=f"{DETAIL_DIR}/{name}"))
+    for bad in report["anomalies"].get("malformedNotes", []):
+        problems.append(_problem("malformed", f"{bad['file']} is not an mm v1 note ({bad['message']}); fix its "
+                                              f"header by hand or write the topic again", topic=bad["topic"],
+                                 file=bad["file"]))
+    index = report["index"]
+    if index["overBudget"]:
+        problems.append(_problem(
+            "index-over-budget", f"{INDEX_NAME} has {index['lines']}/{index['lineCap']} lines, "
+            f"{index['bytes']}/{index['byteCap']} bytes; consolidate it: merge or delete entries (never truncate)",
+            file=INDEX_NAME))
+    return report, problems
+
+
+def _adopt(ctx: Ctx, memory: Memory, problem: dict[str, Any]) -> dict[str, Any]:
+    """Index an orphan file under its topic, keeping its body; returns what was done."""
+    path = memory.root.joinpath(*problem["file"].split("/"))
+    try:
+        body = parse_note(path.read_text(encoding="utf-8")).body
+    except (OSError, UnicodeDecodeError, MMError) as error:
+        return {"file": problem["file"], "done": False, "message": f"cannot read it: {error}"}
+    if not body.strip():
+        return {"file": problem["file"], "done": False, "message": "its body is empty; nothing to index"}
+    budget = max(len(body), memory.options.default_write_budget)
+    daemon = ctx.daemon()
+    if daemon is not None:
+        outcome = daemon.client.write(problem["topic"], body, budget=budget)
+    else:
+        outcome = memory.write(problem["topic"], body, budget=budget)
+    if not outcome.get("ok"):
+        return {"file": problem["file"], "done": False, "message": outcome.get("message", "refused")}
+    return {"file": problem["file"], "done": True, "message": f"indexed as {outcome['uri']}"}
+
+
+def run_doctor(ctx: Ctx) -> int:
+    """``doctor [--fix] [--json]``: exit 0 when nothing is left to fix, 1 otherwise."""
+    fix = ctx.args.flag("--fix")
+    direct = ctx.direct()
+    options = direct.options()
+    fixed: list[dict[str, Any]] = []
+    if not (options.root / INDEX_NAME).is_file():
+        if not fix:
+            return _finish(ctx, str(options.root), [_problem(
+                "missing-root", f"no memory at {options.root}; `mmctl init` (or `mmctl doctor --fix`) creates it",
+                True, file=INDEX_NAME)], fixed)
+        fixed.append({"file": INDEX_NAME, "done": True, "message": "created the root and an empty index"})
+    memory = direct.memory(options=options)
+    _, problems = diagnose(memory)
+    if fix and any(p["fixable"] for p in problems):
+        fixed += [_adopt(ctx, memory, p) for p in problems if p["fixable"]]
+        _, problems = diagnose(memory)
+    return _finish(ctx, str(options.root), problems, fixed)
+
+
+def _finish(ctx: Ctx, root: str, problems: list[dict[str, Any]], fixed: list[dict[str, Any]]) -> int:
+    if ctx.json:
+        ctx.print_json({"root": root, "ok": not problems, "problems": problems, "fixed": fixed})
+    else:
+        lines = [f"memory root: {root}"]
+        lines += [f"fixed: {f['file']}: {f['message']}" if f["done"] else f"not fixed: {f['file']}: {f['message']}"
+                  for f in fixed]
+        lines += [f"{p['kind']}: {p['message']}" for p in problems]
+        lines.append("no problems found" if not problems else f"{len(problems)} problem(s)"
+                     + (" (`mmctl doctor --fix` repairs the ones marked fixable)"
+                        if any(p["fixable"] for p in problems) else ""))
+        ctx.write("\n".join(lines) + "\n")
+    return EXIT_OK if not problems else EXIT_FAILED

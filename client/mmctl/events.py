@@ -1,0 +1,84 @@
+"""Daemon events as the client sees them: one :class:`Event` per PUB message, with ``seq`` gaps counted.
+
+The daemon numbers its events 1, 2, 3, … (DESIGN.md). A subscriber that sees
+``seq`` jump knows it missed ``missed`` events (a slow reader, a reconnect);
+``seq`` going back to a smaller number means the daemon restarted. Either way
+the subscriber should resync (``daemon.status``, ``memory.list``). Nothing
+here touches a socket.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TOPICS", "Event", "SeqTracker", "decode_event"]
+
+TOPICS = ("memory/nudge", "memory/changed", "queue/added", "daemon/heartbeat")
+"""Every event topic the daemon publishes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event.
+
+    Attributes:
+        topic: ``memory/changed``, ``memory/nudge``, ``queue/added`` or ``daemon/heartbeat``.
+        data: the payload, ``seq`` and ``at`` (ISO-8601 UTC) included.
+        seq: the event's number.
+        missed: events lost just before this one (0 when none).
+        restarted: ``seq`` went backwards: the daemon restarted, anything may have changed.
+    """
+
+    topic: str
+    data: dict[str, Any] = field(default_factory=dict)
+    seq: int = 0
+    missed: int = 0
+    restarted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """``{topic, missed?, restarted?, …payload}``: what ``mmctl watch --json`` prints, one per line."""
+        out: dict[str, Any] = {"topic": self.topic, **self.data}
+        if self.missed:
+            out["missed"] = self.missed
+        if self.restarted:
+            out["restarted"] = True
+        return out
+
+
+class SeqTracker:
+    """Counts gaps in ``seq``; the first event seen never counts as a gap (we joined late)."""
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+        self.missed_total = 0
+
+    def track(self, seq: int) -> tuple[int, bool]:
+        """``(missed, restarted)`` for the next ``seq``."""
+        last, self.last = self.last, seq
+        if last is None:
+            return 0, False
+        if seq <= last:
+            return max(0, seq - 1), True
+        missed = seq - last - 1
+        self.missed_total += missed
+        return missed, False
+
+
+def decode_event(frames: list[bytes], tracker: SeqTracker) -> Event | None:
+    """The :class:`Event` in a ``[topic, json]`` message, or None for a malformed one."""
+    if len(frames) != 2:
+        return None
+    try:
+        data = json.loads(frames[1])
+        topic = frames[0].decode()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    seq = data.get("seq")
+    if not isinstance(seq, int):
+        return Event(topic, data)
+    missed, restarted = tracker.track(seq)
+    return Event(topic, data, seq, missed, restarted)

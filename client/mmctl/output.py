@@ -1,0 +1,156 @@
+"""One CLI call's context: parsed args, environment, streams, how to print, where the memory is.
+
+Printing follows the reference: JSON is one line (``JSON.stringify``) and a
+newline; messages on stderr start with ``mmctl: ``. Exit codes have names here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from mmd.core.clock import Clock, system_clock
+from mmd.core.paths import resolve_root
+
+from .args import Args
+
+if TYPE_CHECKING:
+    from .backend import Daemon, Direct
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "js_json"]
+
+EXIT_OK = 0
+"""The command did what was asked."""
+EXIT_FAILED = 1
+"""The operation failed: ``ok: false``, not found, a broken file, no daemon."""
+EXIT_USAGE = 2
+"""Usage error: missing argument, bad flag value, unknown command."""
+PROG = "mmctl"
+"""The prefix of messages on stderr."""
+
+
+class Failure(Exception):
+    """Raised by a command to stop with exit code 1 after printing ``mmctl: <message>`` on stderr."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _plain(value: Any) -> Any:
+    """JavaScript's number printing: integral floats lose their ``.0``, NaN and infinities become null."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def js_json(value: Any) -> str:
+    """``JSON.stringify(value)``: compact, non-ASCII kept, key order kept."""
+    try:
+        text = json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"))
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: JSON.stringify escapes those
+        text = json.dumps(_plain(value), separators=(",", ":"))
+    return text
+
+
+def _utf8(stream: TextIO) -> TextIO:
+    if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
+        stream.reconfigure(encoding="utf-8")
+    return stream
+
+
+class Ctx:
+    """Everything a command needs.
+
+    Attributes:
+        args: the parsed command line.
+        env: the environment.
+        out, err: the output streams.
+        now: the clock (``MMCTL_NOW``).
+        fts5: forced FTS5 availability (``MMCTL_FTS5``) or None.
+    """
+
+    def __init__(self, args: Args, env: Mapping[str, str], out: TextIO, err: TextIO) -> None:
+        self.args = args
+        self.env = env
+        self.out = _utf8(out)
+        self.err = _utf8(err)
+        self.now: Clock = system_clock
+        self.fts5: bool | None = None
+        self._daemon: Daemon | None | bool = False
+
+    # --- arguments ------------------------------------------------------------------------------
+
+    @property
+    def json(self) -> bool:
+        """``--json`` was given."""
+        return self.args.flag("--json")
+
+    @property
+    def rest(self) -> list[str]:
+        """The positionals after the command."""
+        return self.args.positionals[1:]
+
+    def root_flag(self) -> str | None:
+        """``--root`` when given a non-empty value (the reference ignores an empty one)."""
+        root = self.args.text("--root")
+        return root if root else None
+
+    def root(self) -> Path:
+        """The resolved memory root (mm v1 §2)."""
+        return resolve_root(self.root_flag(), self.env)
+
+    # --- printing -------------------------------------------------------------------------------
+
+    def write(self, text: str) -> None:
+        """Print ``text`` on stdout as is."""
+        self.out.write(text)
+        self.out.flush()
+
+    def print_json(self, value: Any) -> None:
+        """Print ``value`` as one line of JSON."""
+        self.write(js_json(value) + "\n")
+
+    def error(self, message: str) -> None:
+        """Print ``mmctl: <message>`` on stderr."""
+        self.err.write(f"{PROG}: {message}\n")
+        self.err.flush()
+
+    # --- where the memory is --------------------------------------------------------------------
+
+    def direct(self) -> Direct:
+        """The files, worked on by this process."""
+        from .backend import Direct
+
+        return Direct(self.root_flag(), self.env, self.now, self.fts5)
+
+    def daemon(self) -> Daemon | None:
+        """The daemon owning the root, if one answers (looked for once per call)."""
+        if self._daemon is False:
+            from .backend import find_daemon
+
+            off = self.env.get("MMCTL_NO_DAEMON", "") in ("1", "true")
+            self._daemon = None if off else find_daemon(self.root(), self.env)
+        return self._daemon  # type: ignore[return-value]
+
+    def need_daemon(self, command: str) -> Daemon:
+        """The daemon, or a :class:`Failure` saying that ``command`` needs one and how to start it."""
+        found = self.daemon()
+        if found is None:
+            from mmd.core.endpoints import endpoints_for
+
+            rpc = endpoints_for(self.root(), self.env).rpc
+            raise Failure(f"`{command}` needs the mmd daemon, and none answers for {self.root()} (at {rpc}); "
+                          f"start it with `mmd --root {self.root()}` (or its systemd user unit), then retry")
+        return found

@@ -1,0 +1,251 @@
+"""The reference CLI's commands (``dsh-memory`` in ``src/cli.ts``), byte for byte in text and ``--json``.
+
+Each ``cmd_*`` takes the call's :class:`~.output.Ctx` and returns the exit
+code. Reads work on the files (a fresh live view per call, mm v1 §7); writes
+and deletes go through the daemon when one owns the root, else straight to the
+files under the root's lock. Either way the output is the reference's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmd.core.errors import ErrorCode, MMError
+
+from .args import UsageError
+from .output import EXIT_FAILED, EXIT_OK, Ctx
+
+__all__ = ["cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
+           "cmd_uri", "cmd_write", "write_via_daemon"]
+
+
+def _need(value: str | None, message: str) -> str:
+    if value is None:
+        raise UsageError(message)
+    return value
+
+
+def cmd_init(ctx: Ctx) -> int:
+    """``init``: create the root, ``memories/`` and an empty index if missing."""
+    memory = ctx.direct().memory()
+    if ctx.json:
+        ctx.print_json({"ok": True, "root": str(memory.root), "files": ["MEMORY.md", "memories/"]})
+    else:
+        ctx.write(f"initialized memory root at {memory.root} (MEMORY.md + memories/)\n")
+    return EXIT_OK
+
+
+def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> dict[str, Any] | None:
+    """The write outcome from the daemon, shaped as the reference's (``pendingWrites`` of a one-write
+    session, no ``revision``); None when no daemon owns the root.
+
+    Raises:
+        MMError(E_INVALID): for a bad topic, as the direct write would.
+    """
+    daemon = ctx.daemon()
+    if daemon is None:
+        return None
+    from .errors import RpcError
+
+    try:
+        outcome: dict[str, Any] = daemon.client.write(
+            topic, content, summary=ctx.args.text("--summary"), tags=ctx.args.text("--tags"), budget=budget)
+    except RpcError as error:
+        raise _as_mm(error) from None
+    outcome.pop("revision", None)
+    if outcome.get("ok"):
+        outcome["pendingWrites"] = 1
+    return outcome
+
+
+def _as_mm(error: Exception) -> MMError:
+    """A daemon's error answer as the core error the direct path would have raised (same message)."""
+    code = getattr(error, "code", "")
+    known = code in ErrorCode.__members__
+    return MMError(ErrorCode(code) if known else ErrorCode.E_IO, getattr(error, "message", str(error)))
+
+
+def cmd_write(ctx: Ctx) -> int:
+    """``write <topic> --content TEXT [--budget N] [--summary S] [--tags T]``."""
+    topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
+    content = _need(ctx.args.text("--content"), "write requires --content TEXT")
+    budget = ctx.args.integer("--budget")
+    try:
+        outcome = write_via_daemon(ctx, topic, content, budget)
+        if outcome is None:
+            memory = ctx.direct().memory()
+            outcome = memory.write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
+                                   tags=ctx.args.text("--tags"))
+    except MMError as error:
+        ctx.error(error.message)
+        return EXIT_FAILED
+    if ctx.json:
+        ctx.print_json(outcome)
+    elif outcome["ok"]:
+        ctx.write(f"{outcome['action']} {outcome['uri']}\n")
+    else:
+        ctx.error(outcome["message"])
+    return EXIT_OK if outcome["ok"] else EXIT_FAILED
+
+
+def cmd_read(ctx: Ctx) -> int:
+    """``read [topic] [--all]``: a note, the index, or the index with every note."""
+    memory = ctx.direct().memory()
+    if ctx.rest:
+        topic = ctx.rest[0]
+        try:
+            note = memory.read_topic(topic)
+            if note is None:
+                if ctx.json:
+                    ctx.print_json({"found": False, "topic": topic, "uri": memory.uri_for(topic)})
+                else:
+                    ctx.error(f"no note for topic {topic}")
+                return EXIT_FAILED
+        except MMError as error:
+            ctx.error(error.message)
+            return EXIT_FAILED
+        if ctx.json:
+            ctx.print_json(note.to_json())
+        else:
+            entry = note.entry
+            ctx.write(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\ntags: {', '.join(entry.tags) or '-'}\n"
+                      f"updated: {entry.updated}\n\n{note.body}\n")
+        return EXIT_OK
+    index = memory.read_index()
+    every = ctx.args.flag("--all")
+    if ctx.json:
+        ctx.print_json({"index": index, "notes": [n.to_json() for n in memory.list_notes()]} if every else index)
+        return EXIT_OK
+    rows = [(n.topic, n.entry.summary) for n in memory.list_notes()] if every else \
+        [(e["topic"], e["summary"]) for e in index["entries"]]
+    over = " — OVER BUDGET" if index["overBudget"] else ""
+    lines = [f"Memory index ({len(index['entries'])} entries, {index['lineCount']} lines / "
+             f"{index['byteCount']} bytes{over}):", ""]
+    lines += [f"- {topic}{f' — {summary}' if summary else ''}" for topic, summary in rows]
+    ctx.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def cmd_list(ctx: Ctx) -> int:
+    """``list``: every topic, sorted."""
+    notes = ctx.direct().memory().list_notes()
+    topics = [n.topic for n in notes]
+    if ctx.json:
+        ctx.print_json({"topics": topics, "count": len(topics), "notes": [
+            {"topic": n.topic, "uri": n.uri, "summary": n.entry.summary, "updated": n.entry.updated} for n in notes]})
+    else:
+        ctx.write(("(no notes)" if not topics else "\n".join(topics)) + "\n")
+    return EXIT_OK
+
+
+def cmd_search(ctx: Ctx) -> int:
+    """``search <query> [--mode auto|scan|fts5] [--limit N]``."""
+    query = _need(ctx.rest[0] if ctx.rest else None, "search requires a <query>")
+    mode_arg = ctx.args.text("--mode") or "auto"
+    limit = ctx.args.integer("--limit")
+    memory = ctx.direct().memory(search=True)
+    mode = mode_arg if mode_arg in ("scan", "fts5") else "auto"
+    result = memory.search(query, mode=mode, limit=limit if limit else None)
+    if ctx.json:
+        ctx.print_json(result)
+    elif result["total"] == 0:
+        ctx.write("no matches\n")
+    else:
+        note = f"note: {result['note']}\n" if result.get("note") else ""
+        out = [f"{result['total']} match(es) via {result['engine']} — {query}\n{note}"]
+        out += [f"- {m['topic']} ({m['uri']}): {m['snippet']}\n" for m in result["matches"]]
+        if result["truncated"]:
+            out.append("(truncated to limit)\n")
+        ctx.write("".join(out))
+    return EXIT_OK
+
+
+def budget_lines(report: dict[str, Any]) -> list[str]:
+    """The reference's text form of a budget report."""
+    index, detail, anomalies = report["index"], report["detail"], report["anomalies"]
+    over = " — OVER BUDGET" if index["overBudget"] else ""
+    odd = ""
+    if anomalies["danglingEntries"] > 0 or anomalies["orphanFiles"]:
+        odd = f"\nanomalies: {anomalies['danglingEntries']} dangling, {len(anomalies['orphanFiles'])} orphan"
+    return [
+        f"memory root: {report['root']}",
+        f"snapshot: {report['loadedAt']} ({report['pendingWrites']} pending write(s))",
+        f"index: {index['entries']} entries, {index['lines']}/{index['lineCap']} lines, "
+        f"{index['bytes']}/{index['byteCap']} bytes{over}",
+        f"notes: {detail['noteCount']}, {detail['totalBodyChars']} chars / {detail['totalBytes']} bytes "
+        f"(max {detail['maxBytes']}/file)",
+        f"search engine: {report['search']['engine']}{odd}",
+        "",
+        *(f"- {t['topic']}: {t['bodyChars']}/{t['writeBudget']} chars ({t['budgetUsedPct']}%)"
+          for t in report["perTopic"]),
+    ]
+
+
+def cmd_budget(ctx: Ctx) -> int:
+    """``budget``: the live budget report."""
+    report = ctx.direct().memory(search=True).budget()
+    if ctx.json:
+        ctx.print_json(report)
+    else:
+        ctx.write("\n".join(budget_lines(report)) + "\n")
+    return EXIT_OK
+
+
+def cmd_digest(ctx: Ctx) -> int:
+    """``digest [--file PATH] [--text TEXT] [--max-items N] [--topic-hint S]``: candidates; never writes."""
+    file = ctx.args.text("--file")
+    text = ctx.args.text("--text")
+    max_items = ctx.args.integer("--max-items")
+    topic_hint = ctx.args.text("--topic-hint")
+    result = ctx.direct().memory().digest(text=text, file=file, max_items=max_items, topic_hint=topic_hint)
+    if ctx.json:
+        ctx.print_json(result)
+        return EXIT_OK
+    if result["sourceKind"] == "none":
+        ctx.error(f"no digest source: {result['note']}")
+        return EXIT_FAILED
+    out = [f"digest from {result['source']} — {len(result['candidates'])} candidate(s); review then mem_write:\n"]
+    out += [f"- [{c['topic']}/{c['kind']}] {c['summary']} ({c['chars']}/{c['budget']} chars)\n"
+            for c in result["candidates"]]
+    ctx.write("".join(out))
+    return EXIT_OK
+
+
+def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
+    daemon = ctx.daemon()
+    if daemon is None:
+        return None
+    from .errors import RpcError
+
+    try:
+        raw = daemon.client.delete(topic)
+    except RpcError as error:
+        raise _as_mm(error) from None
+    # A delete that changed anything makes a new revision: that is the one pending write of this call.
+    changed = raw.get("revision") != daemon.status.get("revision")
+    return {"ok": raw["ok"], "removed": raw["removed"], "topic": raw["topic"], "pendingWrites": 1 if changed else 0,
+            "usage": raw["usage"]}
+
+
+def cmd_delete(ctx: Ctx) -> int:
+    """``delete <topic>``: always allowed, even over budget."""
+    topic = _need(ctx.rest[0] if ctx.rest else None, "delete requires a <topic>")
+    try:
+        outcome = _delete_via_daemon(ctx, topic)
+        if outcome is None:
+            outcome = ctx.direct().memory().delete(topic)
+    except MMError as error:
+        ctx.error(error.message)
+        return EXIT_FAILED
+    if ctx.json:
+        ctx.print_json(outcome)
+    else:
+        ctx.write(f"deleted {topic}: {'removed' if outcome['removed'] else 'not found'}\n")
+    return EXIT_OK
+
+
+def cmd_uri(ctx: Ctx) -> int:
+    """``uri <topic>``: the topic's canonical URI (a bad topic escapes as an internal error, as in the reference)."""
+    topic = _need(ctx.rest[0] if ctx.rest else None, "uri requires a <topic>")
+    ctx.write(ctx.direct().memory().uri_for(topic) + "\n")
+    return EXIT_OK

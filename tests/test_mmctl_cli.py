@@ -1,0 +1,235 @@
+"""mmctl's command line without a daemon: the reference CLI's texts, ``--json`` shapes and exit codes.
+
+The conformance vectors (``cli-*``) pin the common paths byte for byte; these
+tests cover the rest: usage errors, failures, flags in both forms, the
+commands beyond the reference, and the promise that a read stays light.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mmctl.args import js_number, parse_args
+from mmctl.cli import main
+
+NOW = "2026-01-02T03:04:05.000Z"
+
+
+class Run:
+    """One in-process ``mmctl`` call: ``code``, ``out``, ``err``, and ``json`` (stdout parsed)."""
+
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def mm(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """``mm(*argv)`` runs mmctl on ``tmp_path/root`` with the clock pinned and no daemon around."""
+    root = tmp_path / "root"
+    env = {"HOME": str(tmp_path), "DSH_HOME": str(tmp_path / "home"), "MMCTL_NOW": NOW, "MMCTL_FTS5": "0",
+           "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+
+    def run(*argv: str, root_flag: bool = True, extra_env: dict[str, str] | None = None) -> Run:
+        out, err = io.StringIO(), io.StringIO()
+        args = [*argv, "--root", str(root)] if root_flag else list(argv)
+        code = main(args, env={**env, **(extra_env or {})}, stdout=out, stderr=err)
+        return Run(code, out.getvalue(), err.getvalue())
+
+    run.root = root  # type: ignore[attr-defined]
+    return run
+
+
+def test_messages_on_stderr_start_with_mmctl(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("read", "nowhere")
+    assert (r.code, r.out, r.err) == (1, "", "mmctl: no note for topic nowhere\n")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["write"], "write requires a <topic>"),
+    (["write", "t"], "write requires --content TEXT"),
+    (["write", "t", "--content", "x", "--budget", "abc"], '--budget expects a non-negative integer (got "abc")'),
+    (["search"], "search requires a <query>"),
+    (["search", "q", "--limit=-1"], '--limit expects a non-negative integer (got "-1")'),
+    (["delete"], "delete requires a <topic>"),
+    (["uri"], "uri requires a <topic>"),
+    (["frobnicate"], "unknown command: frobnicate"),
+])
+def test_usage_errors_exit_2(mm, argv: list[str], message: str) -> None:  # type: ignore[no-untyped-def]
+    r = mm(*argv)
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith(f"mmctl: {message}\n")
+
+
+def test_help_is_printed_for_no_command_help_and_dash_h(mm) -> None:  # type: ignore[no-untyped-def]
+    for argv in ([], ["help"], ["-h"], ["--help"]):
+        r = mm(*argv, root_flag=False)
+        assert r.code == 0 and r.out.startswith("mmctl — Memory Standard Protocol CLI") and "mmctl watch" in r.out
+
+
+def test_flag_values_come_as_k_eq_v_or_as_the_next_word(mm) -> None:  # type: ignore[no-untyped-def]
+    assert mm("write", "a", "--content=one two", "--summary", "S", "--tags=x,y").code == 0
+    note = mm("read", "a", "--json").json
+    assert (note["body"], note["summary"], note["tags"]) == ("one two", "S", ["x", "y"])
+
+
+def test_json_and_all_never_take_the_next_word_as_their_value() -> None:
+    args = parse_args(["read", "--json", "alpha", "--all", "beta", "--root", "--json"])
+    assert args.positionals == ["read", "alpha", "beta"]
+    assert args.flags == {"--json": True, "--all": True, "--root": True}
+
+
+def test_integers_are_read_as_javascript_number_does() -> None:
+    assert [js_number(s) for s in ("", " 12 ", "0x10", "1e2", "1.0", "+3")] == [0, 12, 16, 100, 1, 3]
+    assert all(js_number(s) != js_number(s) for s in ("abc", "1a", "0x", "--1"))
+
+
+def test_mmctl_now_pins_the_clock_of_direct_writes(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "a", "--content", "x")
+    assert mm("read", "a", "--json").json["updated"] == NOW
+    assert mm("budget", "--json").json["loadedAt"] == NOW
+
+
+def test_over_budget_write_exits_1_and_prints_the_outcome(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("write", "big", "--content", "x" * 20, "--budget", "10", "--json")
+    assert r.code == 1 and r.json["ok"] is False and r.json["code"] == "E_WRITE_BUDGET_EXCEEDED"
+    assert r.json["usage"]["overflow"] == 10
+    text = mm("write", "big", "--content", "x" * 20, "--budget", "10")
+    assert text.code == 1 and text.out == ""
+    assert text.err == "mmctl: content exceeds its write budget; compress it to fit (see usage)\n"
+    assert not (mm.root / "memories" / "big.md").exists()
+
+
+def test_reading_a_missing_topic_as_json_says_found_false(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("read", "ghost", "--json")
+    assert (r.code, r.json) == (1, {"found": False, "topic": "ghost", "uri": "mm://local/ghost"})
+
+
+def test_a_bad_topic_fails_with_the_reason(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("write", "no spaces", "--content", "x")
+    assert r.code == 1 and r.err.startswith('mmctl: topic "no spaces" is not a valid slug')
+
+
+def test_an_escaping_core_error_is_one_line_and_a_hint_never_a_traceback(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("uri", "bad topic")
+    first, second = r.err.splitlines()
+    assert r.code == 1 and first.startswith("mmctl: internal error: MemoryError: topic \"bad topic\"")
+    assert second.startswith("mmctl: topics are ASCII slugs")
+
+
+def test_a_broken_index_points_to_doctor(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
+    (mm.root / "MEMORY.md").write_text("# MEMORY.md\n\n## not a slug\n")
+    r = mm("read")
+    assert r.code == 1 and "internal error: MemoryError:" in r.err and "Traceback" not in r.err
+    assert "`mmctl doctor`" in r.err
+
+
+def test_digest_without_any_source_exits_1(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("digest")
+    assert r.code == 1 and r.err.startswith("mmctl: no digest source: ")
+    assert mm("digest", "--json").json["sourceKind"] == "none"
+
+
+def test_search_truncation_and_limit(mm) -> None:  # type: ignore[no-untyped-def]
+    for i in range(3):
+        mm("write", f"t{i}", "--content", "shared word")
+    r = mm("search", "shared", "--limit", "2")
+    assert r.code == 0 and r.out.startswith("3 match(es) via scan — shared\n") and r.out.endswith(
+        "(truncated to limit)\n")
+    assert mm("search", "shared", "--limit", "0", "--json").json["total"] == 3
+
+
+def test_read_all_lists_every_note(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "a", "--content", "x", "--summary", "Alpha")
+    r = mm("read", "--all", "--json")
+    assert [n["body"] for n in r.json["notes"]] == ["x"] and r.json["index"]["entries"][0]["summary"] == "Alpha"
+
+
+def test_status_queue_and_watch_say_they_need_the_daemon_and_how_to_start_it(mm) -> None:  # type: ignore[no-untyped-def]
+    for argv in (["status"], ["queue", "list"], ["watch"]):
+        r = mm(*argv)
+        assert r.code == 1 and "needs the mmd daemon" in r.err and f"mmd --root {mm.root}" in r.err
+
+
+def test_queue_subcommands_are_checked_before_looking_for_the_daemon(mm) -> None:  # type: ignore[no-untyped-def]
+    assert mm("queue", "frob").code == 2
+    assert mm("queue", "accept").code == 2
+
+
+def test_nudge_works_on_the_files(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("nudge", "--json")
+    assert r.code == 0 and r.json["at"] == NOW and r.json["noteCount"] == 0
+    assert "pending writes" in mm("nudge").out
+
+
+def test_guide_in_english_and_chinese(mm) -> None:  # type: ignore[no-untyped-def]
+    assert "Index first" in mm("guide").out
+    assert "先读索引" in mm("guide", "--lang", "zh").out
+    assert mm("guide", "--lang", "fr").code == 2
+
+
+def test_doctor_reports_and_fix_indexes_orphans_without_deleting_anything(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "kept", "--content", "body")
+    (mm.root / "memories" / "kept.md").unlink()  # now a dangling entry
+    (mm.root / "memories" / "stray.md").write_text("# stray\n\nstray body\n")
+    r = mm("doctor", "--json")
+    assert r.code == 1 and sorted(p["kind"] for p in r.json["problems"]) == ["dangling", "orphan"]
+    fixed = mm("doctor", "--fix", "--json")
+    assert fixed.code == 1 and [p["kind"] for p in fixed.json["problems"]] == ["dangling"]
+    assert fixed.json["fixed"][0]["done"] is True
+    assert mm("read", "stray", "--json").json["body"] == "stray body"
+    assert "kept" in mm("list").out  # the dangling entry stays: dropping it is the user's decision
+
+
+def test_doctor_on_a_missing_root_suggests_init_and_fix_creates_it(mm) -> None:  # type: ignore[no-untyped-def]
+    r = mm("doctor")
+    assert r.code == 1 and "mmctl init" in r.out and not mm.root.exists()
+    assert mm("doctor", "--fix").code == 0 and (mm.root / "MEMORY.md").is_file()
+
+
+def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from mmctl import backend
+
+    from mmd.core.durable import WriteLock
+
+    mm("init")
+    monkeypatch.setattr(backend, "LOCK_WAIT_S", 0.2)
+    with WriteLock(mm.root):
+        r = mm("write", "a", "--content", "x")
+    assert r.code == 1 and "locked by pid" in r.err and str(os.getpid()) in r.err
+
+
+def test_a_read_imports_neither_the_daemon_nor_its_dependencies_nor_zmq(tmp_path: Path) -> None:
+    probe = ("import sys, runpy; sys.argv = ['mmctl', 'read', 'x', '--root', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('mmctl', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('apscheduler', 'watchfiles', 'mcp', 'zmq')"
+             " or m.startswith('mmd.daemon'))\nprint(bad, file=sys.stderr)")
+    env = {**os.environ, "DSH_HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "root")], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+
+
+def test_doctor_finds_malformed_notes_and_an_over_budget_index_and_fixes_neither(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "odd", "--content", "fine at first")
+    (mm.root / "memories" / "odd.md").write_text("# not a slug!\n\nbody\n")
+    index = (mm.root / "MEMORY.md").read_text()
+    (mm.root / "MEMORY.md").write_text(index + "".join(f"free text line {i}\n" for i in range(250)))
+    before = sorted(p.name for p in (mm.root / "memories").iterdir())
+    r = mm("doctor", "--fix", "--json")
+    kinds = sorted(p["kind"] for p in r.json["problems"])
+    assert r.code == 1 and kinds == ["index-over-budget", "malformed"] and r.json["fixed"] == []
+    assert sorted(p.name for p in (mm.root / "memories").iterdir()) == before
+    text = mm("doctor").out
+    assert "malformed: memories/odd.md is not an mm v1 note" in text and "consolidate it" in text

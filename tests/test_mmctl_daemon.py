@@ -1,0 +1,173 @@
+"""mmctl's command line with a real ``mmd`` owning the root: writes go through it, output stays the reference's.
+
+Each test starts the daemon (``python -m mmd.daemon.main``) with its own
+runtime folder; when the daemon cannot be imported or started yet, the tests
+skip and say why.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mmctl.cli import main
+
+from .conftest import SHARED
+
+VECTORS = Path(os.environ.get("MM_CONFORMANCE_DIR") or SHARED / "conformance" / "vectors")
+ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+"""Time-dependent fields (README "Time-dependent fields"): the daemon writes with its own clock."""
+
+
+@pytest.fixture
+def mmd(start_daemon):  # type: ignore[no-untyped-def]
+    """A running daemon (200 ms heartbeat), or a visible skip when there is none to run."""
+    try:
+        import mmd.daemon.main  # noqa: F401
+    except ImportError as error:
+        pytest.skip(f"the daemon is not importable yet: {error}")
+    try:
+        return start_daemon("--heartbeat-ms", "200")
+    except AssertionError as error:
+        pytest.skip(f"the daemon did not start: {str(error)[:500]}")
+
+
+def cli(daemon: Any, *argv: str, root: bool = True, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """``mmctl *argv`` in-process, in the daemon's environment, on its root."""
+    out, err = io.StringIO(), io.StringIO()
+    args = [*argv, "--root", str(daemon.root)] if root else list(argv)
+    code = main(args, env={**daemon.env, **(env or {})}, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def revision(daemon: Any) -> int:
+    from mmctl import Client
+
+    with Client(daemon.root, env=daemon.env) as client:
+        return int(client.status()["revision"])
+
+
+def test_a_write_goes_through_the_daemon_and_prints_the_reference_shape(mmd) -> None:  # type: ignore[no-untyped-def]
+    before = revision(mmd)
+    code, out, err = cli(mmd, "write", "alpha", "--content", "hello", "--json")
+    assert (code, err) == (0, "")
+    outcome = json.loads(out)
+    assert list(outcome) == ["ok", "topic", "uri", "action", "usage", "pendingWrites"]
+    assert outcome["pendingWrites"] == 1 and revision(mmd) == before + 1
+    assert cli(mmd, "read", "alpha")[1].endswith("\n\nhello\n")
+
+
+def test_deletes_count_a_pending_write_only_when_something_went(mmd) -> None:  # type: ignore[no-untyped-def]
+    cli(mmd, "write", "gone", "--content", "x")
+    first = json.loads(cli(mmd, "delete", "gone", "--json")[1])
+    second = json.loads(cli(mmd, "delete", "gone", "--json")[1])
+    assert (first["removed"], first["pendingWrites"]) == (True, 1)
+    assert (second["removed"], second["pendingWrites"]) == (False, 0)
+
+
+def test_an_over_budget_write_through_the_daemon_exits_1_with_the_outcome(mmd) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = cli(mmd, "write", "big", "--content", "x" * 30, "--budget", "10", "--json")
+    assert code == 1 and json.loads(out)["code"] == "E_WRITE_BUDGET_EXCEEDED" and "revision" not in json.loads(out)
+    code, _, err = cli(mmd, "write", "bad topic", "--content", "x")
+    assert code == 1 and err.startswith('mmctl: topic "bad topic" is not a valid slug')
+
+
+def _masked(value: Any, root: Path, home: Path) -> Any:
+    if isinstance(value, str):
+        text = ISO.sub("<TIME>", value.replace(str(root), "<ROOT>").replace(str(home), "<DSH_HOME>"))
+        return re.sub(r'"snapshotAgeMs":\d+', '"snapshotAgeMs":<AGE>', text)
+    if isinstance(value, list):
+        return [_masked(v, root, home) for v in value]
+    if isinstance(value, dict):
+        return {k: _masked(v, root, home) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("name", ["cli-basic-json", "cli-basic-text"])
+def test_the_cli_vectors_read_the_same_with_a_daemon_but_for_times(mmd, name: str) -> None:  # type: ignore[no-untyped-def]
+    path = VECTORS / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"no vector {path}")
+    vector = json.loads(path.read_text())
+    home = Path(mmd.env["DSH_HOME"])
+    for op, want in zip(vector["case"]["ops"], vector["expected"]["results"], strict=True):
+        code, out, err = cli(mmd, *op["args"], root=op.get("root", True) is not False, env={"MMCTL_FTS5": "0"})
+        got = {"exitCode": code, "stdout": out, "stderr": err}
+        expected = {k: want["result"][k] for k in got}
+        assert _masked(got, mmd.root, home) == _masked(expected, mmd.root, home), op["args"]
+
+
+def test_status_prints_aligned_rows_and_json(mmd) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = cli(mmd, "status")
+    assert code == 0 and re.search(r"^revision +\d+$", out, re.M) and re.search(rf"^root +{mmd.root}$", out, re.M)
+    code, out, _ = cli(mmd, "status", "--json")
+    assert code == 0 and json.loads(out)["root"] == str(mmd.root)
+
+
+def test_queue_answers_from_the_daemon(mmd) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = cli(mmd, "queue", "list")
+    assert code == 0 or (code == 1 and "review queue" in err), (code, out, err)
+
+
+def test_nudge_comes_from_the_daemon(mmd) -> None:  # type: ignore[no-untyped-def]
+    cli(mmd, "write", "n", "--content", "x")
+    code, out, _ = cli(mmd, "nudge", "--json")
+    assert code == 0 and json.loads(out)["noteCount"] == 1
+
+
+def test_doctor_fix_indexes_an_orphan_through_the_daemon(mmd) -> None:  # type: ignore[no-untyped-def]
+    (mmd.root / "memories" / "stray.md").write_text("stray body\n")
+    before = revision(mmd)
+    code, out, _ = cli(mmd, "doctor", "--fix", "--json")
+    assert code == 0 and json.loads(out)["fixed"][0]["done"] is True
+    assert revision(mmd) > before
+
+
+def test_watch_prints_real_events_one_json_per_line(mmd) -> None:  # type: ignore[no-untyped-def]
+    env = {**mmd.env, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "mmctl", "watch", "--json", "--root", str(mmd.root)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        first = json.loads(proc.stdout.readline())  # a heartbeat: the subscription is live
+        assert first["topic"] == "daemon/heartbeat" and isinstance(first["seq"], int)
+        cli(mmd, "write", "watched", "--content", "x")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            event = json.loads(proc.stdout.readline())
+            if event["topic"] == "memory/changed":
+                assert [i["topic"] for i in event["added"]] == ["watched"] and event["cause"] == "write"
+                break
+        else:
+            pytest.fail("no memory/changed event")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(10)
+    assert proc.returncode == 130
+
+
+def test_watch_filters_by_topic_and_stops_after_count(mmd) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = cli(mmd, "watch", "--topic", "daemon/heartbeat", "--count", "2")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 and all("daemon/heartbeat" in line for line in lines)
+
+
+def test_a_crashed_daemon_leaves_mmctl_working_on_the_files(mmd) -> None:  # type: ignore[no-untyped-def]
+    mmd.signal(signal.SIGKILL)
+    mmd.wait()
+    assert os.path.exists(mmd.rpc[len("ipc://"):])  # the stale socket file stays behind
+    started = time.monotonic()
+    code, out, err = cli(mmd, "write", "after", "--content", "crash")
+    assert (code, out, err) == (0, "created mm://local/after\n", "")
+    assert time.monotonic() - started < 5
+    code, _, err = cli(mmd, "status")
+    assert code == 1 and "start it with `mmd --root" in err

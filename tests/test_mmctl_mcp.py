@@ -1,0 +1,137 @@
+"""``mmctl mcp`` through the MCP SDK's own stdio client: the tools, their schemas, one frozen snapshot.
+
+Each test spawns ``python -m mmctl mcp`` and talks to it with
+``mcp.ClientSession``; every structured result is validated against the
+output schema the tool declared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from mmd.core.guide import guide_text
+
+TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_queue_list", "mem_queue_accept",
+         "mem_queue_reject"}
+
+
+class Mcp:
+    """A live MCP session plus the declared output schemas, validating every call."""
+
+    def __init__(self, session: ClientSession, schemas: dict[str, Any]) -> None:
+        self.session, self.schemas = session, schemas
+
+    async def call(self, name: str, **arguments: Any) -> tuple[str, dict[str, Any] | None, bool]:
+        """``(text, structuredContent, isError)``; a non-error result must match its declared schema."""
+        result = await self.session.call_tool(name, arguments)
+        text = "".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+        if not result.is_error:
+            jsonschema.validate(result.structured_content, self.schemas[name])
+        return text, result.structured_content, bool(result.is_error)
+
+
+async def _session(root: Path, env: dict[str, str], test: Any) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
+                                   env=env)
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            tools = (await session.list_tools()).tools
+            assert {t.name for t in tools} == TOOLS
+            assert init.instructions == guide_text("en")
+            await test(Mcp(session, {t.name: t.output_schema for t in tools}))
+
+
+async def _exercise(mcp: Mcp) -> None:
+    text, index, err = await mcp.call("mem_read")
+    assert not err and "Memory index (1 entries" in text and "- seed — Seed note" in text
+
+    text, note, _ = await mcp.call("mem_read", topic="seed")
+    assert note is not None and note["note"]["body"] == "the seed body" and "the seed body" in text
+
+    text, written, _ = await mcp.call("mem_write", topic="fresh", content="a new fact", summary="Fresh", tags="a,b")
+    assert written is not None and written["ok"] and written["pendingWrites"] == 1
+    assert "created mm://local/fresh" in text
+
+    _, frozen, _ = await mcp.call("mem_read", topic="fresh")  # one frozen snapshot per connection
+    assert frozen == {"found": False, "topic": "fresh", "uri": "mm://local/fresh"}
+
+    text, refused, _ = await mcp.call("mem_write", topic="big", content="x" * 50, budget=10)
+    assert refused is not None and refused["ok"] is False and text.startswith("NOT WRITTEN (E_WRITE_BUDGET_EXCEEDED)")
+
+    text, found, _ = await mcp.call("mem_search", query="seed")
+    assert found is not None and found["total"] == 1 and "- seed (mm://local/seed)" in text
+
+    text, report, _ = await mcp.call("mem_budget")
+    assert report is not None and report["pendingWrites"] == 1 and report["detail"]["noteCount"] == 2
+
+    text, digest, _ = await mcp.call("mem_digest", text="MEMO: remember the port is 8080", maxItems=3)
+    assert digest is not None and digest["candidates"] and "remember the port is 8080" in text
+
+    _, every, _ = await mcp.call("mem_read", all=True)
+    assert every is not None and [n["topic"] for n in every["notes"]] == ["seed"]
+
+    text, _, err = await mcp.call("mem_read", topic="not a slug")
+    assert err and "E_INVALID" in text
+
+
+def _seed(root: Path) -> None:
+    from mmd.core import Memory, MemoryOptions
+
+    Memory.ensure(MemoryOptions.create(root=root, env={})).write("seed", "the seed body", summary="Seed note")
+
+
+async def test_the_tools_over_stdio_without_a_daemon(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _seed(root)
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+
+    async def test(mcp: Mcp) -> None:
+        await _exercise(mcp)
+        text, _, err = await mcp.call("mem_queue_list")
+        assert err and "needs the mmd daemon" in text and "mmd --root" in text
+
+    await _session(root, env, test)
+
+
+@pytest.fixture
+def mmd(start_daemon):  # type: ignore[no-untyped-def]
+    """A running daemon, or a visible skip when there is none to run."""
+    try:
+        import mmd.daemon.main  # noqa: F401
+    except ImportError as error:
+        pytest.skip(f"the daemon is not importable yet: {error}")
+    try:
+        return start_daemon("--heartbeat-ms", "200")
+    except AssertionError as error:
+        pytest.skip(f"the daemon did not start: {str(error)[:500]}")
+
+
+async def test_the_tools_over_stdio_through_a_daemon_session(mmd) -> None:  # type: ignore[no-untyped-def]
+    from mmctl import AsyncClient
+
+    async with AsyncClient(mmd.root, env=mmd.env) as client:
+        await client.write("seed", "the seed body", summary="Seed note")
+
+    async def test(mcp: Mcp) -> None:
+        await _exercise(mcp)
+        async with AsyncClient(mmd.root, env=mmd.env) as client:
+            assert (await client.status())["sessions"] == 1  # the connection's pinned snapshot
+            assert (await client.read("fresh"))["body"] == "a new fact"  # the write went through the daemon
+        text, result, err = await mcp.call("mem_queue_list")
+        assert (not err and result is not None and result["ok"]) or "review queue" in text
+        # The daemon restarts: the connection pins a new snapshot, which now holds this session's write.
+        await asyncio.to_thread(mmd.stop)
+        await asyncio.to_thread(mmd.start)
+        text, note, err = await mcp.call("mem_read", topic="fresh")
+        assert not err and note is not None and note["note"]["body"] == "a new fact"
+
+    await _session(mmd.root, dict(mmd.env), test)
