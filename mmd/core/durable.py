@@ -14,7 +14,6 @@ import contextlib
 import fcntl
 import itertools
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -45,7 +44,7 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         MMError(E_IO): if any step fails; the temp file is removed and ``path`` is untouched.
     """
     folder = path.parent
-    tmp = folder / f".{path.name}.{os.getpid()}.{next(_counter)}.{secrets.token_hex(4)}.tmp"
+    tmp = folder / f".{path.name}.{os.getpid()}.{next(_counter)}.{os.urandom(4).hex()}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
         try:

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from . import digest as digest_mod
-from . import search as search_mod
 from .clock import Clock, iso_ms, parse_iso_ms, system_clock
+from .engine import choose_engine, fts5_available
 from .errors import ErrorCode, MMError
 from .model import Note
 from .options import MemoryOptions, is_js_integer
@@ -57,7 +56,7 @@ def search_snapshot(snapshot: Snapshot, query: Any, *, mode: Any = None, limit: 
     elif not is_js_integer(limit) or limit < 1:
         raise MMError(ErrorCode.E_INVALID, f"search limit must be a positive integer, got {limit!r}")
     requested = options.search_mode if mode is None else mode
-    engine = search_mod.choose_engine(requested, fts5_available)
+    engine = choose_engine(requested, fts5_available)
     index = snapshot.search_index(engine)
     result: dict[str, Any] = index.search(query, int(limit), options.max_snippet_chars)
     if engine == "scan" and requested == "fts5":
@@ -108,7 +107,7 @@ class Memory:
         self.root = options.root
         self.memory_id = options.memory_id
         self._now = now or system_clock
-        self.fts5_available = search_mod.fts5_available() if fts5 is None else fts5
+        self.fts5_available = fts5_available() if fts5 is None else fts5
         self.store = MemoryStore(options, lambda: iso_ms(self._now()), lock)
         self._snapshot: Snapshot | None = None
         self.pending_writes = 0
@@ -136,7 +135,7 @@ class Memory:
     @property
     def engine(self) -> str:
         """The search engine of the configured mode (``scan`` | ``fts5``)."""
-        return search_mod.choose_engine(self.options.search_mode, self.fts5_available)
+        return choose_engine(self.options.search_mode, self.fts5_available)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -240,8 +239,10 @@ class Memory:
     def digest(self, *, text: str | None = None, file: str | os.PathLike[str] | None = None,
                max_items: int | None = None, topic_hint: str | None = None) -> dict[str, Any]:
         """Candidate memories from text, a file or the newest session log (mm v1 §9); never writes."""
+        from .digest import digest
+
         self.snapshot  # noqa: B018
-        return digest_mod.digest(text=text, file=file, max_items=max_items, topic_hint=topic_hint,
+        return digest(text=text, file=file, max_items=max_items, topic_hint=topic_hint,
                                  default_write_budget=self.options.default_write_budget,
                                  dsh_home=self.options.dsh_home)
 

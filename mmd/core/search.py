@@ -25,7 +25,6 @@ TypeScript reference (``src/core/search.ts``):
 
 from __future__ import annotations
 
-import functools
 import heapq
 import operator
 import re
@@ -37,6 +36,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import Any, NamedTuple
 
+from .engine import choose_engine, fts5_available
 from .model import Note
 from .text import JS_WS, js_trim
 
@@ -171,34 +171,6 @@ def make_snippet(haystack: str, needle: str, max_chars: int) -> str:
     if start + room >= len(haystack):
         return prefix + haystack[start:]
     return prefix + haystack[start : start + room - 1] + ELLIPSIS
-
-
-def choose_engine(requested: str, fts5_available: bool) -> str:
-    """The engine for a requested mode (mm v1 §8): pure and deterministic.
-
-    ``"scan"`` is never upgraded; any other mode (``"auto"``, ``"fts5"``, or an
-    unknown one, which the reference treats like ``"auto"``) gives ``"fts5"``
-    when FTS5 is available and ``"scan"`` otherwise.
-    """
-    if requested == "scan":
-        return "scan"
-    return "fts5" if fts5_available else "scan"
-
-
-@functools.cache
-def fts5_available() -> bool:
-    """Whether Python's ``sqlite3`` has FTS5 (probed once per process)."""
-    try:
-        db = sqlite3.connect(":memory:")
-    except sqlite3.Error:
-        return False
-    try:
-        db.execute("CREATE VIRTUAL TABLE _mm_probe USING fts5(x)")
-        return True
-    except sqlite3.Error:
-        return False
-    finally:
-        db.close()
 
 
 def _match_row(note: Note, score: int | float, needle: str, max_snippet_chars: int) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmd.core import search as search_mod
 from mmd.core.clock import Clock, iso_ms, system_clock
+from mmd.core.engine import choose_engine, fts5_available
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR, detail_rel
@@ -76,7 +76,7 @@ class MemoryState:
         self.options = options
         self._now = now
         self._monotonic = monotonic
-        self.fts5_available = search_mod.fts5_available() if fts5 is None else fts5
+        self.fts5_available = fts5_available() if fts5 is None else fts5
         # The daemon holds the root's flock for its whole life: the store must not take it again.
         self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
         self.sessions: dict[str, Session] = {}
@@ -106,7 +106,7 @@ class MemoryState:
     @property
     def engine(self) -> str:
         """The search engine of the configured mode (``scan`` | ``fts5``)."""
-        return search_mod.choose_engine(self.options.search_mode, self.fts5_available)
+        return choose_engine(self.options.search_mode, self.fts5_available)
 
     # --- preparing revisions (blocking I/O, safe in a worker thread) -------------------------------
 
