@@ -24,8 +24,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the daemon; returns the exit code (see ``lifecycle.EXIT_*``).
 
     With no arguments: resolve the root as mm v1 §2 does, create it if missing, serve.
+    ``mmd service install|uninstall|status`` manages the user service (:mod:`.service`).
     """
-    flags = parse_args(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["service"]:
+        from .service import main as service_main
+
+        return service_main(args[1:], os.environ)
+    flags = parse_args(args)
     if flags.pop("version", False):
         print(f"mmd {__version__}")
         return 0

@@ -1,0 +1,163 @@
+"""``mmd service install|uninstall|status``: run mmd as a user service (systemd or launchd).
+
+Renders the unit templates shipped in ``mmd/daemon/units/`` with the command
+of this installation (``sys.executable -m mmd.daemon.main``), writes them where
+the user's service manager looks, and drives the manager, printing every step.
+Nothing here runs as root or touches system-wide folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["ServicePlan", "main", "plan", "render_plist", "render_unit"]
+
+UNIT_NAME = "mmd.service"
+AGENT_LABEL = "local.mmd"
+
+
+def _template(name: str) -> str:
+    return resources.files("mmd.daemon").joinpath("units", name).read_text(encoding="utf-8")
+
+
+def daemon_command(extra: Sequence[str] = ()) -> list[str]:
+    """The argv that runs this installation's daemon: this Python, ``-m mmd.daemon.main``, then ``extra``."""
+    return [sys.executable, "-m", "mmd.daemon.main", *extra]
+
+
+def render_unit(command: Sequence[str]) -> str:
+    """The systemd user unit with ``ExecStart`` set to ``command`` (quoted for systemd)."""
+    exec_line = " ".join(_systemd_quote(arg) for arg in command)
+    return _template("mmd.service").replace("@EXEC@", exec_line)
+
+
+def render_plist(command: Sequence[str], log_dir: Path) -> str:
+    """The launchd agent running ``command``, logging to ``log_dir/mmd.log``."""
+    from xml.sax.saxutils import escape
+
+    text = _template("mmd.plist").replace("@LOGDIR@", escape(str(log_dir)))
+    program = "\n    ".join(f"<string>{escape(arg)}</string>" for arg in command)
+    head, _, rest = text.partition("<string>@PYTHON@</string>")
+    rest = rest.split("</array>", 1)[1]
+    return f"{head}{program}\n  </array>{rest}"
+
+
+def _systemd_quote(arg: str) -> str:
+    if arg and all(c.isalnum() or c in "/._-=:@+," for c in arg):
+        return arg.replace("%", "%%")
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$") + '"'
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """What one action does: the file to write or remove, its text, and the manager commands, in order."""
+
+    manager: str
+    path: Path
+    text: str | None
+    commands: list[list[str]]
+
+
+def plan(action: str, *, platform: str, home: Path, uid: int, extra: Sequence[str] = (),
+         start: bool = True) -> ServicePlan:
+    """The steps of ``action`` (``install`` | ``uninstall`` | ``status``) for ``platform`` (``sys.platform``).
+
+    Raises:
+        ValueError: for an unknown action or a platform with neither systemd nor launchd.
+    """
+    command = daemon_command(extra)
+    if platform == "darwin":
+        path = home / "Library" / "LaunchAgents" / f"{AGENT_LABEL}.plist"
+        domain = f"gui/{uid}"
+        steps = {
+            "install": [["launchctl", "bootstrap", domain, str(path)]] if start else [],
+            "uninstall": [["launchctl", "bootout", f"{domain}/{AGENT_LABEL}"]],
+            "status": [["launchctl", "print", f"{domain}/{AGENT_LABEL}"]],
+        }
+        text = render_plist(command, home / "Library" / "Logs" / "mmd")
+        manager = "launchd"
+    elif platform.startswith("linux"):
+        path = home / ".config" / "systemd" / "user" / UNIT_NAME
+        systemctl = ["systemctl", "--user"]
+        steps = {
+            "install": [[*systemctl, "daemon-reload"],
+                        [*systemctl, "enable", *(["--now"] if start else []), UNIT_NAME]],
+            "uninstall": [[*systemctl, "disable", "--now", UNIT_NAME], [*systemctl, "daemon-reload"]],
+            "status": [[*systemctl, "status", "--no-pager", UNIT_NAME]],
+        }
+        text = render_unit(command)
+        manager = "systemd"
+    else:
+        raise ValueError(f"no user service manager known for platform {platform!r} (systemd or launchd)")
+    if action not in steps:
+        raise ValueError(f"unknown action {action!r}: install, uninstall or status")
+    return ServicePlan(manager, path, text if action == "install" else None, steps[action])
+
+
+Runner = Callable[[list[str]], int]
+
+
+def _run(argv: list[str]) -> int:
+    try:
+        return subprocess.run(argv, check=False).returncode
+    except FileNotFoundError:
+        print(f"mmd service: {argv[0]} not found", file=sys.stderr)
+        return 127
+
+
+def execute(action: str, steps: ServicePlan, *, dry_run: bool, run: Runner = _run,
+            out: Callable[[str], None] = print) -> int:
+    """Carry out ``steps``, printing each; returns the exit code (the first failing command's, or 0)."""
+    if action == "install" and steps.text is not None:
+        if dry_run:
+            out(f"would write {steps.path}:\n{steps.text}")
+        else:
+            steps.path.parent.mkdir(parents=True, exist_ok=True)
+            steps.path.write_text(steps.text, encoding="utf-8")
+            out(f"wrote {steps.path}")
+    code = 0
+    for argv in steps.commands:
+        out(("would run: " if dry_run else "running: ") + shlex.join(argv))
+        if not dry_run:
+            code = run(argv)
+            if code != 0 and action != "status":
+                out(f"mmd service: {shlex.join(argv)} exited {code}")
+                return code
+    if action == "uninstall":
+        if dry_run:
+            out(f"would remove {steps.path}")
+        elif steps.path.exists():
+            steps.path.unlink()
+            out(f"removed {steps.path}")
+        else:
+            out(f"{steps.path} was not there")
+    return code
+
+
+def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """``mmd service …``; returns the exit code (2 for a usage error)."""
+    parser = argparse.ArgumentParser(prog="mmd service", description="Run mmd as a user service.")
+    parser.add_argument("action", choices=("install", "uninstall", "status"))
+    parser.add_argument("--dry-run", action="store_true", help="print the file and commands, change nothing")
+    parser.add_argument("--no-start", action="store_true", help="install and enable without starting")
+    args, extra = parser.parse_known_args(list(argv))
+    if extra and extra[0] == "--":
+        extra = extra[1:]
+    if extra and args.action != "install":
+        parser.error(f"unexpected arguments: {' '.join(extra)}")
+    home = Path(env.get("HOME") or Path.home())
+    try:
+        steps = plan(args.action, platform=sys.platform, home=home, uid=os.getuid(), extra=extra,
+                     start=not args.no_start)
+    except ValueError as error:
+        print(f"mmd service: {error}", file=sys.stderr)
+        return 2
+    return execute(args.action, steps, dry_run=args.dry_run)
