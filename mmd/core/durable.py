@@ -14,7 +14,6 @@ import contextlib
 import fcntl
 import itertools
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -153,9 +152,3 @@ class WriteLock:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
-
-
-@contextlib.contextmanager
-def no_lock() -> Iterator[None]:
-    """A stand-in for :class:`WriteLock` where the caller already holds the root's lock."""
-    yield

@@ -13,8 +13,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from .errors import ErrorCode, MMError
-
 __all__ = [
     "INDEX_NAME",
     "DETAIL_DIR",
@@ -25,7 +23,6 @@ __all__ = [
     "RootGuard",
     "inside_root",
     "resolve_root",
-    "resolve_inside",
 ]
 
 INDEX_NAME = "MEMORY.md"
@@ -99,19 +96,3 @@ class RootGuard:
         if inside and os.path.islink(path):
             return self._inside(os.path.realpath(path))
         return inside
-
-
-def resolve_inside(root: Path, rel: str) -> Path:
-    """``root / rel`` after checking that it resolves inside ``root``.
-
-    ``rel`` must already be a safe relative path (``format.safe_rel_path``). A
-    symlink that leads out of the root is refused, so nothing is read or
-    written through it.
-
-    Raises:
-        MMError(E_PARSE): if the resolved path escapes the root.
-    """
-    full = root.joinpath(*rel.split("/"))
-    if not inside_root(root, full):
-        raise MMError(ErrorCode.E_PARSE, f"file path escapes the memory root: {rel!r}", details=rel)
-    return full
