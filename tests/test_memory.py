@@ -257,3 +257,33 @@ def test_sigkill_during_writes_leaves_every_file_whole(tmp_path: Path) -> None:
         leftovers = [p.name for p in root.rglob("*") if p.is_file() and p.name.endswith(".tmp")]
         assert all(name.startswith(".") for name in leftovers)
     assert memory.list_notes(), "the writer never got a write in"
+
+
+def test_a_write_waits_for_another_writer_then_gives_up_naming_it(tmp_path: Path) -> None:
+    from mmd.core.durable import LockHeld, WriteLock
+    from mmd.core.store import MemoryStore
+
+    root = tmp_path / "root"
+    memory = make(root)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(root)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        store = MemoryStore(memory.options, lambda: "t", lock=lambda: WriteLock(root, timeout_s=0.3))
+        with pytest.raises(LockHeld) as info:
+            store.write("alpha", "x")
+        assert info.value.holder_pid == holder.pid and f"pid {holder.pid}" in info.value.message
+    finally:
+        holder.kill()
+        holder.wait()
+    assert memory.write("alpha", "x")["ok"]  # the lock died with its holder
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from mmd.core.durable import WriteLock
+lock = WriteLock(Path(sys.argv[1]))
+lock.acquire()
+print("held", flush=True)
+time.sleep(60)
+"""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,18 +44,13 @@ def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
         MMError(E_IO): if another process (a daemon that does not answer, a stuck
             writer) keeps it longer, naming its pid.
     """
-    lock = WriteLock(root)
-    deadline = time.monotonic() + (LOCK_WAIT_S if wait_s is None else wait_s)
-    while True:
-        try:
-            lock.acquire(blocking=False)
-            break
-        except LockHeld as held:
-            if time.monotonic() >= deadline:
-                who = f"pid {held.holder_pid}" if held.holder_pid else "another process"
-                raise MMError(ErrorCode.E_IO, f"the memory root is locked by {who} (an mmd daemon that does not "
-                                              f"answer?); stop it or wait, then retry") from None
-            time.sleep(0.02)
+    lock = WriteLock(root, timeout_s=LOCK_WAIT_S if wait_s is None else wait_s)
+    try:
+        lock.acquire()
+    except LockHeld as held:
+        who = f"pid {held.holder_pid}" if held.holder_pid else "another process"
+        raise MMError(ErrorCode.E_IO, f"the memory root is locked by {who} (an mmd daemon that does not "
+                                      f"answer?); stop it or wait, then retry") from None
     try:
         yield
     finally:

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import itertools
 import os
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -93,7 +94,8 @@ class LockHeld(MMError):
 
     def __init__(self, path: Path, holder_pid: int | None) -> None:
         who = f"pid {holder_pid}" if holder_pid else "another process"
-        super().__init__(ErrorCode.E_IO, f"{path} is held by {who}", details=str(path))
+        super().__init__(ErrorCode.E_IO, f"{path} is held by {who} (a running mmd owns this root?)",
+                         details=str(path))
         self.holder_pid = holder_pid
 
 
@@ -105,15 +107,16 @@ class WriteLock:
     root twice through two ``WriteLock`` objects (the second would block).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, timeout_s: float | None = None) -> None:
         self.path = lock_path(root)
+        self.timeout_s = timeout_s
         self._fd: int | None = None
 
     def acquire(self, blocking: bool = True) -> None:
-        """Take the lock, waiting for it unless ``blocking`` is False.
+        """Take the lock, waiting for it (at most ``timeout_s`` seconds, if set) unless ``blocking`` is False.
 
         Raises:
-            LockHeld: if ``blocking`` is False and another process holds it.
+            LockHeld: if another process holds it and ``blocking`` is False or the timeout passed.
             MMError(E_IO): if the lock file cannot be created.
         """
         try:
@@ -122,7 +125,7 @@ class WriteLock:
         except OSError as error:
             raise MMError(ErrorCode.E_IO, f"open {self.path} failed: {error.strerror}") from error
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            self._lock(fd, blocking)
         except BlockingIOError:
             os.close(fd)
             raise LockHeld(self.path, self._read_pid()) from None
@@ -132,6 +135,21 @@ class WriteLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
+
+    def _lock(self, fd: int, blocking: bool) -> None:
+        """flock ``fd``; raises BlockingIOError when it stays held (not blocking, or past the timeout)."""
+        if not blocking or self.timeout_s is None:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            return
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.02)
 
     def release(self) -> None:
         """Release the lock (the file stays, as lock files do)."""

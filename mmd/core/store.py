@@ -28,7 +28,10 @@ from .snapshot import orphan_files, parse_index_text, read_note_file
 from .text import byte_length, js_trim, normalize_line, parse_tags, validate_topic
 from .uri import uri_for
 
-__all__ = ["MemoryStore"]
+__all__ = ["LOCK_TIMEOUT_S", "MemoryStore"]
+
+LOCK_TIMEOUT_S = 30.0
+"""How long a write waits for another writer's lock, in seconds, before it fails with E_IO."""
 
 _LINE_BREAKS = ("\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c")
 
@@ -40,7 +43,7 @@ class MemoryStore:
         options: the validated options.
         now_iso: the clock, returning ISO-8601 UTC with milliseconds (``updated`` of writes).
         lock: a context manager factory serializing writers; by default the
-            root's :class:`WriteLock`. A process that already holds the lock
+            root's :class:`WriteLock`, waited for at most :data:`LOCK_TIMEOUT_S`. A process that already holds the lock
             for its whole life (the daemon) passes ``contextlib.nullcontext``.
     """
 
@@ -49,7 +52,7 @@ class MemoryStore:
         self.options = options
         self.root = options.root
         self._now_iso = now_iso
-        self._lock = lock or (lambda: WriteLock(self.root))
+        self._lock = lock or (lambda: WriteLock(self.root, timeout_s=LOCK_TIMEOUT_S))
         self._state: IndexState | None = None
         self._header = index_header(memory_id=options.memory_id, index_lines=options.index_lines,
                                     index_bytes=options.index_bytes)
