@@ -38,7 +38,7 @@ async def test_garbage_requests_get_json_rpc_errors_and_the_daemon_serves_on(dae
              "E_INVALID"),
             (b'{"jsonrpc": "2.0", "id": 15, "method": "memory.search", "params": {"query": " "}}', -32602,
              "E_INVALID"),
-            (b'{"jsonrpc": "2.0", "id": 16, "method": "queue.list"}', -32000, "E_UNAVAILABLE"),
+            (b'{"jsonrpc": "2.0", "id": 16, "method": "queue.get", "params": {"id": 0}}', -32602, "E_INVALID"),
             (b'[' * 100_000, -32700, "E_PARSE"),
             (rb'{"jsonrpc": "2.0", "id": 17, "method": "memory.write", "params": {"topic": "x", "content": "\ud800"}}',
              -32602, "E_INVALID"),

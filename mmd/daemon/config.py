@@ -83,6 +83,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("nudge.intervalMs", "--nudge-interval-ms", "int", 1_800_000, "nudge period, in milliseconds"),
     Option("lang", "--lang", "str", "auto", "guide language: auto | en | zh"),
     Option("daemon.sessions", "--sessions", "path", None, "agent session logs (default $DSH_HOME/sessions)"),
+    Option("daemon.ingest", "--ingest", "bool", True, "watch the sessions folder and fill the review queue"),
+    Option("daemon.sessionIdleSeconds", "--session-idle-seconds", "int", 300,
+           "quiet time after which a followed agent session counts as ended (session-end nudge), seconds"),
     Option("daemon.rpc", "--rpc", "endpoint", None, "RPC endpoint (default ipc://<runtime>/mmd/<key>.rpc)"),
     Option("daemon.pub", "--pub", "endpoint", None, "event endpoint (default ipc://<runtime>/mmd/<key>.pub)"),
     Option("daemon.sessionTtlMs", "--session-ttl-ms", "int", 1_800_000, "idle time before a session expires, ms"),
@@ -104,7 +107,9 @@ class Config:
 
     Attributes:
         memory: the memory options (root, caps, search, nudge).
-        sessions_dir: agent session logs folder (ingestion; unused until it lands).
+        sessions_dir: agent session logs folder (ingestion).
+        ingest: watch ``sessions_dir`` and fill the review queue.
+        session_idle_s: quiet time before a followed agent session counts as ended, seconds.
         rpc_endpoint, pub_endpoint: ZeroMQ endpoints (``ipc://`` or ``tcp://``).
         session_ttl_ms: idle time after which a session expires, milliseconds.
         heartbeat_ms: ``daemon/heartbeat`` period, milliseconds.
@@ -121,6 +126,8 @@ class Config:
 
     memory: MemoryOptions
     sessions_dir: Path
+    ingest: bool
+    session_idle_s: int
     rpc_endpoint: str
     pub_endpoint: str
     session_ttl_ms: int
@@ -203,6 +210,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     return Config(
         memory=memory,
         sessions_dir=sessions,
+        ingest=raw["daemon.ingest"],
+        session_idle_s=raw["daemon.sessionIdleSeconds"],
         rpc_endpoint=rpc,
         pub_endpoint=pub,
         session_ttl_ms=raw["daemon.sessionTtlMs"],

@@ -1,11 +1,13 @@
 """The daemon's life, read top to bottom: startup, serve until a signal, shutdown in reverse.
 
-Startup order: the root's lock, (the database, when ingestion lands), the
-first snapshot, the watcher, the scheduler, then the PUB and ROUTER sockets;
-``READY=1`` goes to systemd last. Shutdown runs in reverse: stop taking
-requests, finish the in-flight ones, close the sockets, remove the ipc files,
-stop the scheduler and the watcher, release the lock. Signal handlers only
-queue the signal; the serve loop acts on it.
+Startup order: the root's lock, the state database (review queue, ingest
+cursors), the first snapshot, the root watcher and the session-log ingestion
+worker, the scheduler, then the PUB and ROUTER sockets; ``READY=1`` goes to
+systemd last (the backfill of old logs runs on after it). Shutdown runs in
+reverse: stop taking requests, finish the in-flight ones, close the sockets,
+remove the ipc files, stop the scheduler, the ingestion worker and the
+watcher, close the database, release the lock. Signal handlers only queue the
+signal; the serve loop acts on it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import dataclasses
 import logging
 import os
 import signal
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,13 +31,16 @@ from mmd.core.memory import nudge_report
 
 from .config import Config, ConfigError
 from .events import Publisher
+from .ingest import AddedBatch, Ingestor
 from .logs import setup_logging
 from .methods import Methods
 from .notify import Notifier
+from .queue import ReviewQueue
 from .revision import Revision
 from .rpc import RpcServer
 from .scheduler import Schedule
 from .state import MemoryState
+from .statedb import SchemaError, StateDB
 from .watcher import Watcher
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_FORCED", "EXIT_LOCKED", "EXIT_OK", "HANDLED_SIGNALS", "Daemon"]
@@ -62,7 +68,8 @@ LINGER_MS = 1000
 """Longest wait to flush replies and events when the sockets close, milliseconds."""
 HARD_MAX_FRAME_FACTOR = 16
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
-RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir")
+RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
+                "ingest")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -83,6 +90,10 @@ class Daemon:
         self.started_at: str | None = None
         self.lock: WriteLock | None = None
         self.state: MemoryState | None = None
+        self.db: StateDB | None = None
+        self.queue: ReviewQueue | None = None
+        self.ingestor: Ingestor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.publisher: Publisher | None = None
         self.watcher: Watcher | None = None
         self.schedule: Schedule | None = None
@@ -110,7 +121,7 @@ class Daemon:
                           f"{who} already serves this root (lock {error.details})")
                 await self.shutdown()
                 return EXIT_LOCKED
-            except (MMError, OSError, zmq.ZMQError) as error:
+            except (MMError, OSError, zmq.ZMQError, sqlite3.Error, SchemaError) as error:
                 log.error("daemon.startup_failed error=%r", str(error))
                 await self.shutdown()
                 return EXIT_FAILURE
@@ -150,34 +161,49 @@ class Daemon:
             LockHeld: if another process holds ``<root>/.mmd/lock``.
             MMError: if the root cannot be created or its MEMORY.md is not mm v1.
             OSError / zmq.ZMQError: if a socket folder or endpoint cannot be used.
+            sqlite3.Error / SchemaError: if ``.mmd/state.db`` cannot be opened or is from a newer mmd.
         """
         cfg = self.config
+        self._loop = asyncio.get_running_loop()
         # 1. lock: the root must exist to hold its .mmd/lock
         await asyncio.to_thread(cfg.root.mkdir, parents=True, exist_ok=True)
         self.lock = WriteLock(cfg.root)
         self.lock.acquire(blocking=False)
-        # 2. snapshot (creating MEMORY.md and memories/ if missing)
         self.state = state = MemoryState(cfg.memory)
         self.publisher = Publisher(None, state.now_iso)
         state.on_change = self._on_change
+        # 2. the state database: review queue and ingest cursors
+        if cfg.ingest:
+            self.db = StateDB(cfg.root)
+            await asyncio.to_thread(self.db.open)
+            self.queue = ReviewQueue(self.db, state.now_iso)
+            await asyncio.to_thread(self.queue.refresh_counts)
+        # 3. snapshot (creating MEMORY.md and memories/ if missing)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
         self.started_at = state.now_iso()
-        # 3. watcher (it catches up on edits made since the load)
+        # 4. watchers: the root (it catches up on edits made since the load), then the session logs
         self.watcher = Watcher(cfg.root, state.refresh)
         await self.watcher.start()
-        # 4. scheduler
+        if self.queue is not None:
+            self.ingestor = Ingestor(
+                cfg.sessions_dir, self.queue, notes=lambda: state.current if state.revision else None,
+                write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
+                idle_s=cfg.session_idle_s, on_added=self._from_worker(self._queue_added),
+                on_session_end=self._from_worker(self._session_ended))
+            self.ingestor.start()
+        # 5. scheduler
         self.schedule = Schedule({"nudge": self._nudge_job, "heartbeat": self._heartbeat_job,
                                   "expire": self._expire_job, "watchdog": self.notifier.watchdog})
         self.schedule.start(self._periods_ms(cfg))
-        # 5. sockets: PUB first so the first write's event has somewhere to go
+        # 6. sockets: PUB first so the first write's event has somewhere to go
         self._context = zmq.Context()
         if cfg.curve_secret_key is not None and cfg.curve_clients_dir is not None:
             self._start_authenticator(cfg.curve_clients_dir)
         pub = self._socket(zmq.PUB, cfg.pub_endpoint)
         self.publisher.socket = pub
         router = self._socket(zmq.ROUTER, cfg.rpc_endpoint)
-        methods = Methods(state, self._status, self.publisher.publish)
+        methods = Methods(state, self._status, self.publisher.publish, self.queue)
         self.rpc = RpcServer(router, methods, cfg.max_request_bytes)
         self.rpc.start()
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
@@ -246,14 +272,41 @@ class Daemon:
                                          "added": revision.added, "updated": revision.updated,
                                          "removed": revision.removed})
 
+    @property
+    def queue_pending(self) -> int:
+        """Pending review-queue candidates (0 when ingestion is off)."""
+        return self.queue.pending if self.queue is not None else 0
+
     def _nudge_job(self) -> None:
         assert self.state is not None
         report = nudge_report(self.state.current, 0, self.state.now_iso())
-        self._publish("memory/nudge", {**report, "reason": "schedule", "queuePending": 0})
+        self._publish("memory/nudge", {**report, "reason": "schedule", "queuePending": self.queue_pending})
 
     def _heartbeat_job(self) -> None:
         assert self.state is not None
-        self._publish("daemon/heartbeat", {"revision": self.state.revision, "queuePending": 0})
+        self._publish("daemon/heartbeat", {"revision": self.state.revision, "queuePending": self.queue_pending})
+
+    def _from_worker(self, handler: Callable[..., None]) -> Callable[..., None]:
+        """``handler`` made callable from the ingestion thread: it runs on the loop (events belong there)."""
+
+        def call(*args: Any) -> None:
+            if self._loop is not None and not self._loop.is_closed():
+                try:
+                    self._loop.call_soon_threadsafe(handler, *args)
+                except RuntimeError:  # the loop closed meanwhile: the daemon is gone, so is the event
+                    pass
+
+        return call
+
+    def _queue_added(self, batch: AddedBatch) -> None:
+        self._publish("queue/added", {"ids": batch.ids, "sessionId": batch.session_id, "source": batch.file})
+
+    def _session_ended(self, session_id: str, path: str) -> None:
+        """A followed agent session went quiet with its lock released: a ``session-end`` nudge."""
+        assert self.state is not None
+        report = nudge_report(self.state.current, 0, self.state.now_iso())
+        self._publish("memory/nudge", {**report, "reason": "session-end", "queuePending": self.queue_pending,
+                                       "sessionId": session_id, "source": path})
 
     def _expire_job(self) -> None:
         assert self.state is not None
@@ -263,7 +316,9 @@ class Daemon:
     def _status(self) -> dict[str, Any]:
         return {"startedAt": self.started_at, "lang": self.config.lang,
                 "endpoints": {"rpc": self.config.rpc_endpoint, "pub": self.config.pub_endpoint},
-                "queue": None,
+                "queue": dict(self.queue.counts) if self.queue else None,
+                "ingest": {**self.ingestor.health, "backfill": dict(self.ingestor.health["backfill"])}
+                if self.ingestor else None,
                 "watcher": dict(self.watcher.health) if self.watcher else None,
                 "events": {"seq": self.publisher.seq if self.publisher else 0},
                 "requests": self.rpc.requests if self.rpc else 0}
@@ -300,6 +355,8 @@ class Daemon:
             except MMError as error:
                 log.error("config.reload_failed error=%r", str(error))
         self.schedule.apply(self._periods_ms(new))
+        if self.ingestor is not None:
+            self.ingestor.idle_s = new.session_idle_s
         if self.rpc is not None:
             self.rpc.max_request_bytes = new.max_request_bytes
         log.info("config.reloaded file=%s", new.config_file)
@@ -315,11 +372,15 @@ class Daemon:
         await self._drain_requests()
         # 2. close the sockets (flushing replies and the last events), remove the ipc files
         await self._close_sockets()
-        # 3. scheduler, watcher
+        # 3. scheduler, ingestion worker (it finishes its current slice), watcher, database
         if self.schedule is not None:
             self.schedule.shutdown()
+        if self.ingestor is not None:
+            await asyncio.to_thread(self.ingestor.stop)
         if self.watcher is not None:
             await self.watcher.stop()
+        if self.db is not None:
+            self.db.close()
         # 4. the lock last: no write can be running now
         if self.lock is not None:
             self.lock.release()

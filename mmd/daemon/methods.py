@@ -23,10 +23,15 @@ from mmd.core.memory import nudge_report, search_snapshot
 from mmd.core.snapshot import Snapshot
 from mmd.core.text import validate_topic
 
-from .protocol import DaemonCode, JsonRpc, OpenResult, RpcError
+from .protocol import CandidateJson, DaemonCode, JsonRpc, OpenResult, QueueAcceptResult, QueueListResult, RpcError
+from .queue import ReviewQueue
 from .state import MemoryState
 
-__all__ = ["PARAMS", "Methods"]
+__all__ = ["PARAMS", "QUEUE_LIST_MAX", "Methods"]
+
+QUEUE_LIST_MAX = 1000
+"""Largest ``queue.list`` page."""
+_QUEUE_STATUSES = ("pending", "accepted", "rejected", "all")
 
 _STR, _INT, _BOOL = (str,), (int,), (bool,)
 _TAGS = (str, list)
@@ -48,10 +53,10 @@ PARAMS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "memory.digest": {"text": (_STR, False), "file": (_STR, False), "maxItems": (_INT, False),
                       "topicHint": (_STR, False)},
     "memory.nudge": {"sessionId": (_STR, False)},
-    "queue.list": {"status": (_STR, False), "limit": (_INT, False)},
+    "queue.list": {"status": (_STR, False), "limit": (_INT, False), "offset": (_INT, False)},
     "queue.get": {"id": ((str, int), True)},
     "queue.accept": {"id": ((str, int), True), "topic": (_STR, False), "content": (_STR, False),
-                     "summary": (_STR, False), "tags": (_TAGS, False)},
+                     "summary": (_STR, False), "tags": (_TAGS, False), "ifRevision": (_INT, False)},
     "queue.reject": {"id": ((str, int), True), "reason": (_STR, False)},
     "daemon.status": {},
 }
@@ -110,15 +115,16 @@ class Methods:
         state: the memory state.
         status: returns the daemon-level part of ``daemon.status`` (pid, endpoints, watcher…).
         publish: sends an event (``topic, payload``).
-        queue_pending: the review queue's pending count (0 until ingestion lands).
+        queue: the review queue, or None when ingestion is off (``queue.*`` then answer ``E_UNAVAILABLE``).
     """
 
     def __init__(self, state: MemoryState, status: Callable[[], dict[str, Any]],
-                 publish: Callable[[str, dict[str, Any]], Any], queue_pending: Callable[[], int] = lambda: 0) -> None:
+                 publish: Callable[[str, dict[str, Any]], Any], queue: ReviewQueue | None = None) -> None:
         self.state = state
         self._status = status
         self._publish = publish
-        self._queue_pending = queue_pending
+        self._queue = queue
+        self._deciding = asyncio.Lock()
         self.inline: dict[str, Callable[[dict[str, Any]], Any]] = {
             "memory.open": self.open, "memory.close": self.close, "memory.reload": self.reload,
             "memory.index": self.index, "memory.read": self.read, "memory.list": self.list,
@@ -127,7 +133,8 @@ class Methods:
         self.awaited: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "memory.search": self.search, "memory.budget": self.budget, "memory.write": self.write,
             "memory.delete": self.delete, "memory.digest": self.digest,
-            **{name: self.queue for name in PARAMS if name.startswith("queue.")},
+            "queue.list": self.queue_list, "queue.get": self.queue_get, "queue.accept": self.queue_accept,
+            "queue.reject": self.queue_reject,
         }
 
     # --- sessions -------------------------------------------------------------------------------
@@ -148,7 +155,7 @@ class Methods:
         """``memory.close {sessionId}`` → ``{ok, sessionId, pendingWrites}``; publishes a ``session-end`` nudge."""
         session = self.state.close_session(p["sessionId"])
         report = nudge_report(self.state.current, session.pending_writes, self.state.now_iso())
-        self._publish("memory/nudge", {**report, "reason": "session-end", "queuePending": self._queue_pending(),
+        self._publish("memory/nudge", {**report, "reason": "session-end", "queuePending": self.queue_pending(),
                                        "sessionId": session.session_id})
         return {"ok": True, "sessionId": session.session_id, "pendingWrites": session.pending_writes}
 
@@ -267,18 +274,113 @@ class Methods:
             digest_mod.digest, text=p.get("text"), file=file, max_items=p.get("maxItems"),
             topic_hint=p.get("topicHint"), default_write_budget=o.default_write_budget, dsh_home=o.dsh_home)
 
-    async def queue(self, p: dict[str, Any]) -> Any:
-        """``queue.*``: the review queue is not served yet.
+    # --- the review queue -----------------------------------------------------------------------
+
+    def queue_pending(self) -> int:
+        """Pending candidates (0 when ingestion is off)."""
+        return self._queue.pending if self._queue is not None else 0
+
+    def _review_queue(self) -> ReviewQueue:
+        if self._queue is None:
+            raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_UNAVAILABLE,
+                           "the review queue is off in this daemon (started with --no-ingest)")
+        return self._queue
+
+    async def _candidate(self, p: dict[str, Any]) -> CandidateJson:
+        """The candidate named by ``p["id"]`` (an integer, or a string of digits).
 
         Raises:
-            RpcError(E_UNAVAILABLE): always, until ingestion lands.
+            RpcError(E_INVALID): for an id that is not a positive integer.
+            RpcError(E_NOT_FOUND): if no candidate has that id.
         """
-        raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_UNAVAILABLE,
-                       "the review queue is not available in this daemon yet")
+        raw = p["id"]
+        digits = isinstance(raw, str) and raw.isascii() and raw.isdigit()
+        cid = raw if isinstance(raw, int) else int(raw) if digits else -1
+        if cid < 1:
+            raise _invalid(f"id must be a positive integer, not {raw!r}")
+        found = await asyncio.to_thread(self._review_queue().get, cid)
+        if found is None:
+            raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_NOT_FOUND, f"no candidate {cid} in the review queue")
+        return found
+
+    async def queue_list(self, p: dict[str, Any]) -> QueueListResult:
+        """``queue.list {status?, limit?, offset?}`` → ``{candidates, total, pending, offset, limit}``, oldest first.
+
+        ``status``: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``; ``limit`` 1–1000
+        (default 100); ``total`` counts every candidate with that status.
+
+        Raises:
+            RpcError(E_INVALID): for another status, a limit out of range or a negative offset.
+        """
+        q = self._review_queue()
+        status, limit, offset = p.get("status", "pending"), p.get("limit", 100), p.get("offset", 0)
+        if status not in _QUEUE_STATUSES:
+            raise _invalid(f"queue.list: status must be one of {', '.join(_QUEUE_STATUSES)}")
+        if not 1 <= limit <= QUEUE_LIST_MAX or offset < 0:
+            raise _invalid(f"queue.list: limit must be 1..{QUEUE_LIST_MAX} and offset at least 0")
+        page, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset)
+        return {"candidates": page, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
+
+    async def queue_get(self, p: dict[str, Any]) -> CandidateJson:
+        """``queue.get {id}`` → the candidate.
+
+        Raises:
+            RpcError(E_INVALID | E_NOT_FOUND): as :meth:`_candidate`.
+        """
+        return await self._candidate(p)
+
+    async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult:
+        """``queue.accept {id, topic?, summary?, tags?, content?, ifRevision?}`` → ``{ok, candidate, write}``.
+
+        Writes the candidate (``topic``, ``summary``, ``tags`` and ``content`` override its own) through
+        ``memory.write``, so budgets hold: an over-budget write is ``ok: false`` with the usage in
+        ``write``, and the candidate stays pending. On success it becomes ``accepted``.
+
+        Raises:
+            RpcError(E_INVALID | E_NOT_FOUND): as :meth:`_candidate`.
+            RpcError(E_DECIDED): if the candidate was already accepted or rejected.
+            RpcError(E_CONFLICT), MMError(E_INVALID | E_IO): as ``memory.write``; the candidate stays pending.
+        """
+        q = self._review_queue()
+        async with self._deciding:
+            cand = await self._candidate(p)
+            if cand["status"] != "pending":
+                raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_DECIDED,
+                               f"candidate {cand['id']} is already {cand['status']}", status=cand["status"])
+            write = {"topic": p.get("topic", cand["topic"]), "content": p.get("content", cand["body"]),
+                     "summary": p.get("summary", cand["summary"]), "tags": p.get("tags"),
+                     "ifRevision": p.get("ifRevision")}
+            outcome = await self.write({k: v for k, v in write.items() if v is not None})
+            if not outcome.get("ok"):
+                return {"ok": False, "candidate": cand, "write": outcome}
+            written = {"topic": outcome["topic"], "revision": outcome["revision"]}
+            decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
+            return {"ok": True, "candidate": decided or cand, "write": outcome}
+
+    async def queue_reject(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``queue.reject {id, reason?}`` → ``{ok: true, candidate}``; rejecting a rejected candidate is a no-op.
+
+        A rejected candidate never comes back: ingestion drops it by identity for good.
+
+        Raises:
+            RpcError(E_INVALID | E_NOT_FOUND): as :meth:`_candidate`.
+            RpcError(E_DECIDED): if the candidate was accepted.
+        """
+        q = self._review_queue()
+        async with self._deciding:
+            cand = await self._candidate(p)
+            if cand["status"] == "rejected":
+                return {"ok": True, "candidate": cand}
+            if cand["status"] != "pending":
+                raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_DECIDED,
+                               f"candidate {cand['id']} is already {cand['status']}", status=cand["status"])
+            decided = await asyncio.to_thread(q.decide, cand["id"], "rejected", reason=p.get("reason"))
+            return {"ok": True, "candidate": decided or cand}
 
     # --- daemon ---------------------------------------------------------------------------------
 
     def status(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``daemon.status {}`` → ``{version, pid, root, revision, sessions, startedAt, endpoints, queue, watcher}``."""
+        """``daemon.status {}`` → ``{version, pid, root, revision, sessions, startedAt, endpoints, queue, ingest,
+        watcher, events, requests}``; ``queue`` counts candidates per status."""
         return {"version": __version__, "pid": os.getpid(), "root": str(self.state.options.root),
                 "revision": self.state.revision, "sessions": len(self.state.sessions), **self._status()}

@@ -23,6 +23,8 @@ from typing import Any, NotRequired, TypedDict
 from mmd.core.errors import ErrorCode, MMError
 
 __all__ = [
+    "CandidateJson",
+    "CandidateSource",
     "ChangedEvent",
     "ChangedItem",
     "DaemonCode",
@@ -31,6 +33,9 @@ __all__ = [
     "JsonRpc",
     "NudgeEvent",
     "OpenResult",
+    "QueueAcceptResult",
+    "QueueAddedEvent",
+    "QueueListResult",
     "Request",
     "Response",
     "RpcError",
@@ -65,7 +70,11 @@ class DaemonCode(enum.StrEnum):
     E_CONFLICT = "E_CONFLICT"
     """``ifRevision`` did not match the current revision; ``data.revision`` is the current one."""
     E_UNAVAILABLE = "E_UNAVAILABLE"
-    """The method exists in the contract but is not served yet (the review queue)."""
+    """The method exists in the contract but is not served by this daemon (ingestion turned off)."""
+    E_NOT_FOUND = "E_NOT_FOUND"
+    """No review-queue candidate has that id."""
+    E_DECIDED = "E_DECIDED"
+    """The candidate was already accepted or rejected; ``data.status`` says which."""
     E_NO_SESSION = "E_NO_SESSION"
     """Unknown, closed or expired ``sessionId``."""
     E_TOO_LARGE = "E_TOO_LARGE"
@@ -150,13 +159,18 @@ class ChangedEvent(TypedDict):
 
 
 class NudgeEvent(TypedDict):
-    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``)."""
+    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``).
+
+    A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
+    agent's DSH session whose log went quiet with its lock released (then ``source`` is the log's path).
+    """
 
     seq: int
     at: str
     reason: str
     queuePending: int
     sessionId: NotRequired[str]
+    source: NotRequired[str]
     pendingWrites: int
     noteCount: int
     indexOverBudget: bool
@@ -171,6 +185,67 @@ class HeartbeatEvent(TypedDict):
     at: str
     revision: int
     queuePending: int
+
+
+class CandidateSource(TypedDict):
+    """Where a candidate came from: ``file`` is the log's absolute path; ``sessionId``, ``seq`` and
+    ``messageId`` are null for logs that are not DSH; ``kind`` is ``user`` | ``assistant`` |
+    ``compaction`` (DSH text) or ``text`` | ``session-log`` (other logs, as the mm digest classifies them)."""
+
+    sessionId: str | None
+    file: str
+    seq: int | None
+    messageId: str | None
+    kind: str
+
+
+class CandidateJson(TypedDict):
+    """A review-queue candidate. ``kind``/``topic``/``summary``/``body``/``chars``/``overBudget`` are the mm
+    digest candidate (mm v1 §9); ``status`` is ``pending`` | ``accepted`` | ``rejected``; times are
+    ISO-8601 UTC; ``written`` is the note an acceptance wrote (``{topic, revision}``)."""
+
+    id: int
+    status: str
+    kind: str
+    topic: str
+    summary: str
+    body: str
+    chars: int
+    overBudget: bool
+    source: CandidateSource
+    createdAt: str
+    decidedAt: NotRequired[str]
+    reason: NotRequired[str]
+    written: NotRequired[dict[str, Any]]
+
+
+class QueueListResult(TypedDict):
+    """``queue.list`` → one page (oldest first), how many match the status filter, and how many are pending."""
+
+    candidates: list[CandidateJson]
+    total: int
+    pending: int
+    offset: int
+    limit: int
+
+
+class QueueAcceptResult(TypedDict):
+    """``queue.accept`` → ``ok`` is the write's; ``write`` is the ``memory.write`` outcome (a budget
+    failure keeps the candidate pending and carries ``usage``)."""
+
+    ok: bool
+    candidate: CandidateJson
+    write: dict[str, Any]
+
+
+class QueueAddedEvent(TypedDict):
+    """``queue/added``: after each ingestion batch that added candidates; ``source`` is the log's path."""
+
+    seq: int
+    at: str
+    ids: list[int]
+    sessionId: str | None
+    source: str
 
 
 _MM_TO_RPC = {ErrorCode.E_INVALID: JsonRpc.INVALID_PARAMS}

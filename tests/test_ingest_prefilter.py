@@ -1,0 +1,31 @@
+"""The ingestion's cheap pre-test never hides a candidate the mm digest rules would find."""
+
+from __future__ import annotations
+
+import random
+
+from mmd.core.digest import distill
+from mmd.daemon.harvest import may_hold_candidates
+from mmd.sessions import read_session
+from tests.conftest import shared_path
+
+PIECES = ["memo", "MEMO", "Memo", "remember", "REMEMBER", "ſummary", "Summary", "conclusion", "CONCLUſION", "记忆",
+          "记住", "总结", "结论", ":", "：", "##", "###", "#", " ", "\t", "\n", "\r\n", "mm:", "mm://a/b", "mm:topic-1",
+          "x", "body text", "-", "\u2028", "İ", "K"]
+
+
+def test_every_text_with_a_candidate_passes_the_pre_test() -> None:
+    rng = random.Random(11)
+    for _ in range(20_000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 12)))
+        if distill(text)["candidates"]:
+            assert may_hold_candidates(text), repr(text)
+
+
+def test_the_sample_messages_with_candidates_pass_and_plain_prose_does_not() -> None:
+    for log in sorted(shared_path("sessions").rglob("session*.jsonl")):
+        for record in read_session(log).records:
+            if distill(record.text)["candidates"]:
+                assert may_hold_candidates(record.text), record
+    assert not may_hold_candidates("Let me look at what the plan says: the DB instance.")
+    assert may_hold_candidates("OK, pin it.\n记住：prod 的任何 apply 都要先在 staging 跑一遍。")

@@ -1,0 +1,109 @@
+"""The review queue through mmctl: ``mmctl queue list|show|accept|reject`` and the MCP queue tools.
+
+The daemon ingests a copy of ``../shared/sessions`` (the sample DSH logs), so
+the queue holds real candidates; the tests skip visibly without the samples,
+or when the daemon cannot run or serves no queue.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mmctl import Client, MmctlError
+from mmctl.cli import main
+
+from .conftest import SHARED
+
+
+@pytest.fixture
+def queued(start_daemon, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A daemon whose review queue holds the samples' candidates."""
+    samples = SHARED / "sessions"
+    if not samples.is_dir():
+        pytest.skip(f"no sample session logs at {samples}")
+    try:
+        import mmd.daemon.main  # noqa: F401
+    except ImportError as error:
+        pytest.skip(f"the daemon is not importable yet: {error}")
+    shutil.copytree(samples, tmp_path / "sessions")
+    try:
+        daemon = start_daemon("--heartbeat-ms", "200")
+    except AssertionError as error:
+        pytest.skip(f"the daemon did not start: {str(error)[:500]}")
+    deadline = time.monotonic() + 20
+    with Client(daemon.root, env=daemon.env) as client:
+        while time.monotonic() < deadline:
+            try:
+                if client.queue_list()["pending"] > 0:
+                    return daemon
+            except MmctlError as error:
+                pytest.skip(f"this daemon serves no review queue: {error}")
+            time.sleep(0.1)
+    pytest.fail("no candidate reached the review queue")
+
+
+def cli(daemon: Any, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([*argv, "--root", str(daemon.root)], env=dict(daemon.env), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_queue_list_shows_an_aligned_table_and_json_pages(queued) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = cli(queued, "queue", "list", "--limit", "3")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("3 of ") and "pending" in lines[0]
+    assert lines[2].split() == ["id", "status", "kind", "topic", "chars", "summary"]
+    page = json.loads(cli(queued, "queue", "list", "--json", "--limit", "2", "--offset", "1")[1])
+    assert (len(page["candidates"]), page["offset"], page["limit"]) == (2, 1, 2)
+
+
+def test_show_accept_and_reject_decide_candidates(queued) -> None:  # type: ignore[no-untyped-def]
+    page = json.loads(cli(queued, "queue", "list", "--json")[1])
+    first, second = page["candidates"][:2]
+    code, out, _ = cli(queued, "queue", "show", str(first["id"]))
+    assert code == 0 and out.rstrip().endswith(first["body"].rstrip()) and "status" in out
+    code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--topic", "from-queue")
+    assert (code, out) == (0, f"accepted {first['id']}: created mm://local/from-queue\n")
+    assert cli(queued, "read", "from-queue", "--json")[1] and json.loads(
+        cli(queued, "read", "from-queue", "--json")[1])["body"] == first["body"]
+    code, out, _ = cli(queued, "queue", "reject", str(second["id"]), "--reason", "not durable", "--json")
+    assert code == 0 and json.loads(out)["candidate"]["status"] == "rejected"
+    code, _, err = cli(queued, "queue", "accept", str(second["id"]))
+    assert code == 1 and "already rejected" in err
+    code, _, err = cli(queued, "queue", "show", "99999")
+    assert code == 1 and "no candidate 99999" in err
+
+
+def test_an_over_budget_accept_keeps_the_candidate_pending_and_exits_1(queued) -> None:  # type: ignore[no-untyped-def]
+    cid = json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"][0]["id"]
+    code, out, err = cli(queued, "queue", "accept", str(cid), "--content", "x" * 5000)
+    assert code == 1 and out == "" and err.startswith("mmctl: not accepted: content exceeds its write budget")
+    assert json.loads(cli(queued, "queue", "show", str(cid), "--json")[1])["status"] == "pending"
+
+
+async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # type: ignore[no-untyped-def]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(queued.root)],
+                                   env=dict(queued.env))
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.call_tool("mem_queue_list", {"limit": 2})
+            assert not listed.is_error and listed.structured_content is not None
+            first, second = listed.structured_content["candidates"]
+            assert first["body"] in listed.content[0].text  # type: ignore[union-attr]
+            accepted = await session.call_tool("mem_queue_accept", {"id": str(first["id"]), "topic": "via-mcp"})
+            assert not accepted.is_error and accepted.structured_content["ok"] is True  # type: ignore[index]
+            assert "created mm://local/via-mcp" in accepted.content[0].text  # type: ignore[union-attr]
+            rejected = await session.call_tool("mem_queue_reject", {"id": str(second["id"])})
+            assert not rejected.is_error
+            again = await session.call_tool("mem_queue_reject", {"id": str(first["id"])})
+            assert again.is_error and "already accepted" in again.content[0].text  # type: ignore[union-attr]

@@ -1,0 +1,125 @@
+"""The review queue over RPC: list, get, accept (through memory.write, budgets hold), reject for good.
+
+Runs the real daemon on a temp copy of ``../shared/sessions`` (skipped visibly without it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.test_ingest_helpers import (
+    PAYMENTS,
+    backfilled,
+    call,
+    candidates,
+    copy_samples,
+    error_code,
+    user_message,
+    wait_until,
+)
+
+
+def test_queue_list_pages_filters_and_checks_its_params(start_daemon, tmp_path: Path) -> None:
+    copy_samples(tmp_path / "sessions")
+    daemon = start_daemon()
+    backfilled(daemon)
+    page = call(daemon, "queue.list", {"limit": 7, "offset": 7})
+    assert (page["total"], page["pending"], page["offset"], page["limit"]) == (30, 30, 7, 7)
+    assert [c["id"] for c in page["candidates"]] == list(range(8, 15))
+    assert call(daemon, "queue.list")["total"] == 30  # pending by default
+    assert call(daemon, "queue.list", {"status": "rejected"}) == {"candidates": [], "total": 0, "pending": 30,
+                                                                 "offset": 0, "limit": 100}
+    assert call(daemon, "queue.get", {"id": "3"}) == call(daemon, "queue.get", {"id": 3})
+    assert error_code(daemon, "queue.list", {"status": "done"}) == "E_INVALID"
+    assert error_code(daemon, "queue.list", {"limit": 0}) == "E_INVALID"
+    assert error_code(daemon, "queue.get", {"id": "x"}) == error_code(daemon, "queue.get", {"id": "²"}) == "E_INVALID"
+    assert error_code(daemon, "queue.get", {"id": 999}) == "E_NOT_FOUND"
+    assert error_code(daemon, "queue.accept", {"id": 999}) == "E_NOT_FOUND"
+
+
+def test_accept_writes_the_note_through_memory_write_with_overrides(start_daemon, tmp_path: Path) -> None:
+    copy_samples(tmp_path / "sessions")
+    daemon = start_daemon()
+    backfilled(daemon)
+    first = call(daemon, "queue.get", {"id": 1})
+    out = call(daemon, "queue.accept", {"id": 1, "topic": "state-bucket-region", "tags": ["terraform", "aws"]})
+    assert out["ok"] and out["write"]["ok"] and out["write"]["action"] == "created"
+    assert out["candidate"]["status"] == "accepted" and out["candidate"]["decidedAt"].endswith("Z")
+    assert out["candidate"]["written"] == {"topic": "state-bucket-region", "revision": out["write"]["revision"]}
+    note = call(daemon, "memory.read", {"topic": "state-bucket-region"})
+    assert note["body"] == first["body"] and note["summary"] == first["summary"]
+    assert note["tags"] == ["terraform", "aws"]
+    # summary and content may be overridden too; an accepted candidate cannot be decided again
+    out = call(daemon, "queue.accept", {"id": 2, "topic": "rds-replacement", "summary": "why RDS was replaced",
+                                        "content": "Engine version drift forces replacement."})
+    assert out["ok"] and call(daemon, "memory.read", {"topic": "rds-replacement"})["summary"] == "why RDS was replaced"
+    assert error_code(daemon, "queue.accept", {"id": 1}) == "E_DECIDED"
+    assert error_code(daemon, "queue.reject", {"id": 1}) == "E_DECIDED"
+    st = call(daemon, "daemon.status")
+    assert st["queue"] == {"pending": 28, "accepted": 2, "rejected": 0, "total": 30}
+    assert [c["id"] for c in candidates(daemon, "accepted")] == [1, 2]
+
+
+def test_a_budget_failure_leaves_the_candidate_pending_with_the_usage(start_daemon, tmp_path: Path) -> None:
+    copy_samples(tmp_path / "sessions")
+    daemon = start_daemon("--default-write-budget", "60")
+    backfilled(daemon)
+    # the digest cut bodies to the 60-code-point budget; an edited content over it is refused as a result
+    over = [c for c in candidates(daemon) if c["overBudget"]]
+    assert over and all(c["chars"] == 60 for c in over)
+    out = call(daemon, "queue.accept", {"id": over[0]["id"], "topic": "too-long", "content": "x" * 61})
+    assert out["ok"] is False and out["write"]["code"] == "E_WRITE_BUDGET_EXCEEDED"
+    assert out["write"]["usage"]["overflow"] == 1 and out["candidate"]["status"] == "pending"
+    assert call(daemon, "queue.get", {"id": over[0]["id"]})["status"] == "pending"
+    assert call(daemon, "memory.read", {"topic": "too-long"}) is None
+    assert call(daemon, "queue.accept", {"id": over[0]["id"], "topic": "short-enough"})["ok"]
+    # an ifRevision that is not current is a conflict, and the candidate stays pending
+    assert error_code(daemon, "queue.accept", {"id": 3, "topic": "x", "ifRevision": 1}) == "E_CONFLICT"
+    assert call(daemon, "queue.get", {"id": 3})["status"] == "pending"
+
+
+def test_a_rejected_candidate_never_comes_back(start_daemon, tmp_path: Path) -> None:
+    sessions = copy_samples(tmp_path / "sessions")
+    daemon = start_daemon()
+    backfilled(daemon)
+    out = call(daemon, "queue.reject", {"id": 14, "reason": "already in AGENTS.md"})
+    assert out["ok"] and out["candidate"]["status"] == "rejected"
+    assert out["candidate"]["reason"] == "already in AGENTS.md"
+    assert call(daemon, "queue.reject", {"id": 14})["candidate"]["status"] == "rejected"  # idempotent
+    # the log is replaced (say, a migration rewrote it) and read again, the daemon restarts: still rejected
+    log = sessions / PAYMENTS
+    base = call(daemon, "daemon.status")["ingest"]["bytesRead"]
+    copy = log.with_name("rewrite.bin")
+    copy.write_bytes(log.read_bytes())
+    os.replace(copy, log)
+    wait_until(lambda: call(daemon, "daemon.status")["ingest"]["bytesRead"] >= base + log.stat().st_size,
+               what="the replaced log read again")
+    daemon.stop()
+    daemon.start()
+    backfilled(daemon)
+    assert [c["id"] for c in candidates(daemon, "rejected")] == [14]
+    assert call(daemon, "queue.list")["total"] == 29 and len(candidates(daemon)) == 30
+
+
+def test_candidates_equal_to_an_existing_note_are_not_queued(start_daemon, tmp_path: Path) -> None:
+    sessions = copy_samples(tmp_path / "sessions")
+    daemon = start_daemon()
+    backfilled(daemon)
+    note = {"topic": "webhooks", "content": "Rotate the webhook secret  every 90 days."}
+    assert call(daemon, "memory.write", note)["ok"]
+    log = sessions / PAYMENTS
+    with open(log, "ab") as f:
+        f.write(user_message(83, "MEMO: Rotate the webhook secret every 90 days.\nMEMO: Keep webhook logs 30 days.",
+                             "m-notes"))
+    got = wait_until(lambda: (c := candidates(daemon)) and len(c) > 30 and c, what="the appended message")
+    assert [c["body"] for c in got[30:]] == ["Keep webhook logs 30 days."]
+
+
+def test_without_ingestion_the_queue_methods_say_so(start_daemon, tmp_path: Path) -> None:
+    copy_samples(tmp_path / "sessions")
+    daemon = start_daemon("--no-ingest")
+    st = call(daemon, "daemon.status")
+    assert st["queue"] is None and st["ingest"] is None
+    assert error_code(daemon, "queue.list", {}) == "E_UNAVAILABLE"
+    assert not (daemon.root / ".mmd" / "state.db").exists()
