@@ -24,12 +24,14 @@ from tests.test_ingest_helpers import (
 )
 
 OTHER_EXPECTED = [
-    ("agent-log.jsonl", "summary", "summary-1", "the flaky test was a timezone bug.", "session-log"),
-    ("config.json", "explicit", "memo-1", 'the staging DB is reset nightly at 02:00 UTC"', "text"),
-    ("huge.jsonl", "explicit", "memo-1", "after the huge line", "session-log"),
-    ("notes.md", "explicit", "memo-1", "the CI cache key includes the lockfile hash.", "text"),
+    ("agent-log.jsonl", "summary", "the-flaky-test-was-a-timezone", "the flaky test was a timezone bug.",
+     "session-log"),
+    ("config.json", "explicit", "the-staging-db-is-reset-nightly", 'the staging DB is reset nightly at 02:00 UTC"',
+     "text"),
+    ("huge.jsonl", "explicit", "after-the-huge-line", "after the huge line", "session-log"),
+    ("notes.md", "explicit", "the-ci-cache-key-includes-the", "the CI cache key includes the lockfile hash.", "text"),
     ("notes.md", "heading", "deploy-window", "Fridays are frozen; deploys resume Monday 09:00 UTC.", "text"),
-    ("session.jsonl", "explicit", "memo-1", "a DSH name without a DSH header", "session-log"),
+    ("session.jsonl", "explicit", "a-dsh-name-without-a-dsh", "a DSH name without a DSH header", "session-log"),
 ]
 
 

@@ -29,3 +29,16 @@ def test_the_sample_messages_with_candidates_pass_and_plain_prose_does_not() -> 
                 assert may_hold_candidates(record.text), record
     assert not may_hold_candidates("Let me look at what the plan says: the DB instance.")
     assert may_hold_candidates("OK, pin it.\n记住：prod 的任何 apply 都要先在 staging 跑一遍。")
+
+
+def test_numbered_candidates_get_topics_of_their_own() -> None:
+    from mmd.daemon.harvest import proposed_topic
+
+    first = proposed_topic("explicit", "memo-1", "the state bucket lives in eu-west-1")
+    second = proposed_topic("explicit", "memo-1", "run tests with make test-fast")
+    assert first == "the-state-bucket-lives-in-eu" and second == "run-tests-with-make-test-fast"
+    cjk = proposed_topic("explicit", "memo-1", "以后金额一律用整数分")
+    assert cjk.startswith("memo-") and cjk != proposed_topic("explicit", "memo-1", "不要用浮点数")
+    assert proposed_topic("summary", "summary-2", "部署") .startswith("summary-")
+    assert proposed_topic("uri", "conventions", "x y z") == "conventions"
+    assert proposed_topic("heading", "root-cause", "a b c") == "root-cause"

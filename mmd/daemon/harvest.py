@@ -16,6 +16,7 @@ events (``on_added`` does, through the daemon's loop).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
@@ -26,6 +27,7 @@ from typing import Any, cast
 
 from mmd.core.digest import digest, distill
 from mmd.core.snapshot import Snapshot
+from mmd.core.text import slug_for_topic
 from mmd.sessions import (
     ExtractState,
     LogCursor,
@@ -91,6 +93,29 @@ def may_hold_candidates(text: str) -> bool:
     return False
 
 
+_NUMBERED = re.compile(r"(memo|summary)-\d+", re.ASCII)
+_TOPIC_WORDS = 6
+
+
+def proposed_topic(kind: str, topic: str, body: str) -> str:
+    """The topic a candidate is proposed under.
+
+    The digest rules number ``explicit`` and ``summary`` candidates per text
+    (``memo-1``, ``summary-1``), so every message proposes the same topics and
+    accepting two of them would overwrite one note with the other. Those get a
+    topic from the body's first words instead (``memo-<8 hex of the body>``
+    when no ASCII slug can be made, e.g. for CJK text); other topics stay.
+    """
+    match = _NUMBERED.fullmatch(topic)
+    if kind not in ("explicit", "summary") or match is None:
+        return topic
+    words = re.findall(r"[A-Za-z0-9]+", body)[:_TOPIC_WORDS]
+    slug = slug_for_topic(" ".join(words)) if len(words) >= 2 else None
+    if slug is not None:
+        return slug[:48].rstrip("-._")
+    return f"{match.group(1)}-{hashlib.sha256(body.encode()).hexdigest()[:8]}"
+
+
 def _settled(state: ExtractState) -> bool:
     """False while a seeded v2+ log's inherited prefix is not settled: such a read must not stop early."""
     h = state.header
@@ -152,7 +177,8 @@ class Harvester:
         else:
             result = distill(text, default_write_budget=budget)
         notes = self._note_body_keys()
-        return [NewCandidate(c["kind"], c["topic"], c["summary"], c["body"], c["chars"], c["overBudget"], **source)
+        return [NewCandidate(c["kind"], proposed_topic(c["kind"], c["topic"], c["body"]), c["summary"], c["body"],
+                             c["chars"], c["overBudget"], **source)
                 for c in result["candidates"] if body_key(c["body"]) not in notes]
 
     def _commit(self, t: TrackedLog, candidates: list[NewCandidate], cursor_json: dict[str, Any]) -> None:
