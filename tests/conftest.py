@@ -55,3 +55,9 @@ def start_daemon(tmp_path: Path):  # type: ignore[no-untyped-def]
 def daemon(start_daemon):  # type: ignore[no-untyped-def]
     """One running daemon on ``tmp_path/root`` with a 200 ms heartbeat."""
     return start_daemon("--heartbeat-ms", "200")
+
+
+@pytest.fixture
+def mmd(daemon):  # type: ignore[no-untyped-def]
+    """The running daemon, under the name the mmctl tests use (see ``daemon``)."""
+    return daemon

@@ -21,19 +21,6 @@ from mmctl import (
 from mmctl.events import Event, SeqTracker, decode_event
 
 
-@pytest.fixture
-def mmd(start_daemon):  # type: ignore[no-untyped-def]
-    """A running daemon (200 ms heartbeat), or a visible skip when there is none to run."""
-    try:
-        import mmd.daemon.main  # noqa: F401
-    except ImportError as error:
-        pytest.skip(f"the daemon is not importable yet: {error}")
-    try:
-        return start_daemon("--heartbeat-ms", "200")
-    except AssertionError as error:
-        pytest.skip(f"the daemon did not start: {str(error)[:500]}")
-
-
 def test_every_method_answers(mmd) -> None:  # type: ignore[no-untyped-def]
     with Client(mmd.root, env=mmd.env) as c:
         assert c.status()["root"] == str(mmd.root)

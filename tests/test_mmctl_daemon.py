@@ -28,18 +28,6 @@ ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 """Time-dependent fields (README "Time-dependent fields"): the daemon writes with its own clock."""
 
 
-@pytest.fixture
-def mmd(start_daemon):  # type: ignore[no-untyped-def]
-    """A running daemon (200 ms heartbeat), or a visible skip when there is none to run."""
-    try:
-        import mmd.daemon.main  # noqa: F401
-    except ImportError as error:
-        pytest.skip(f"the daemon is not importable yet: {error}")
-    try:
-        return start_daemon("--heartbeat-ms", "200")
-    except AssertionError as error:
-        pytest.skip(f"the daemon did not start: {str(error)[:500]}")
-
 
 def cli(daemon: Any, *argv: str, root: bool = True, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """``mmctl *argv`` in-process, in the daemon's environment, on its root."""

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from mmd.core.guide import guide_text
@@ -101,18 +100,6 @@ async def test_the_tools_over_stdio_without_a_daemon(tmp_path: Path) -> None:
 
     await _session(root, env, test)
 
-
-@pytest.fixture
-def mmd(start_daemon):  # type: ignore[no-untyped-def]
-    """A running daemon, or a visible skip when there is none to run."""
-    try:
-        import mmd.daemon.main  # noqa: F401
-    except ImportError as error:
-        pytest.skip(f"the daemon is not importable yet: {error}")
-    try:
-        return start_daemon("--heartbeat-ms", "200")
-    except AssertionError as error:
-        pytest.skip(f"the daemon did not start: {str(error)[:500]}")
 
 
 async def test_the_tools_over_stdio_through_a_daemon_session(mmd) -> None:  # type: ignore[no-untyped-def]
