@@ -106,7 +106,7 @@ def test_over_budget_write_exits_1_and_prints_the_outcome(mm) -> None:  # type: 
     assert r.json["usage"]["overflow"] == 10
     text = mm("write", "big", "--content", "x" * 20, "--budget", "10")
     assert text.code == 1 and text.out == ""
-    assert text.err == "mmctl: content exceeds its write budget; compress it to fit (see usage)\n"
+    assert text.err.startswith("mmctl: content exceeds its write budget; compress it to fit (see usage)\n  body 20/10")
     assert not (mm.root / "memories" / "big.md").exists()
 
 
@@ -233,3 +233,12 @@ def test_doctor_finds_malformed_notes_and_an_over_budget_index_and_fixes_neither
     assert sorted(p.name for p in (mm.root / "memories").iterdir()) == before
     text = mm("doctor").out
     assert "malformed: memories/odd.md is not an mm v1 note" in text and "consolidate it" in text
+
+
+def test_a_refused_write_prints_its_figures_under_the_message(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
+    r = mm("write", "a", "--content", "x" * 12, "--budget", "10")
+    assert r.code == 1 and r.out == ""
+    message, figures = r.err.splitlines()
+    assert message == "mmctl: content exceeds its write budget; compress it to fit (see usage)"
+    assert figures.startswith("  body 12/10 chars (2 over), note 0/65536 bytes, index 9/200 lines")

@@ -97,3 +97,13 @@ async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # ty
             assert not rejected.is_error
             again = await session.call_tool("mem_queue_reject", {"id": str(first["id"])})
             assert again.is_error and "already accepted" in again.content[0].text  # type: ignore[union-attr]
+
+
+def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = cli(queued, "queue", "list", "--json")
+    first = json.loads(out)["candidates"][0]
+    assert cli(queued, "write", first["topic"], "--content", "mine")[0] == 0
+    code, _, err = cli(queued, "queue", "accept", str(first["id"]))
+    assert code == 1 and "already has a note" in err and "replace" in err
+    code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--replace")
+    assert code == 0 and out.startswith(f"accepted {first['id']}: updated")

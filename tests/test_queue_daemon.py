@@ -123,3 +123,27 @@ def test_without_ingestion_the_queue_methods_say_so(start_daemon, tmp_path: Path
     assert st["queue"] is None and st["ingest"] is None
     assert error_code(daemon, "queue.list", {}) == "E_UNAVAILABLE"
     assert not (daemon.root / ".mmd" / "state.db").exists()
+
+
+def test_accept_never_overwrites_a_note_unless_asked(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A candidate whose topic already has a note is refused (E_EXISTS) until accepted with replace."""
+    from tests.test_daemon_helpers import sync_call
+    from tests.test_ingest_helpers import backfilled, call, candidates, user_message
+
+    sessions = tmp_path / "sessions" / "--p--" / "s-1"
+    sessions.mkdir(parents=True)
+    header = (b'{"type":"session","version":4,"id":"s-1","createdAt":1790787873424,"isSeeded":false,'
+              b'"delegationDepth":0}\n')
+    prompt = user_message(1, "mm:deploy-region we ship from eu-west-1", "m1")
+    (sessions / "session.v4.jsonl").write_bytes(header + prompt)
+    daemon = start_daemon()
+    backfilled(daemon)
+    (cand,) = candidates(daemon)
+    assert cand["topic"] == "deploy-region"
+    assert call(daemon, "memory.write", {"topic": "deploy-region", "content": "hand-written, keep me"})["ok"]
+    refused = sync_call(daemon.rpc, "queue.accept", {"id": cand["id"]})["error"]
+    assert refused["data"] == {"code": "E_EXISTS", "topic": "deploy-region", "uri": "mm://local/deploy-region"}
+    assert call(daemon, "memory.read", {"topic": "deploy-region"})["body"] == "hand-written, keep me"
+    assert call(daemon, "queue.get", {"id": cand["id"]})["status"] == "pending"
+    elsewhere = call(daemon, "queue.accept", {"id": cand["id"], "topic": "deploy-region-eu"})
+    assert elsewhere["ok"] and elsewhere["candidate"]["status"] == "accepted"

@@ -244,15 +244,18 @@ class Methods:
 
     def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
                      summary: str | None = None, tags: str | Sequence[str] | None = None,
-                     if_revision: int | None = None) -> Any:
+                     if_revision: int | None = None, replace: bool = False) -> Any:
         """``queue.accept`` → ``{ok, candidate, write}``: the candidate (fields overridden) goes through
         ``memory.write``, so budgets hold; a refused write is ``ok: false`` and the candidate stays pending.
+        A topic that already has a note is overwritten only with ``replace``.
 
         Raises:
-            RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already decided. ConflictError: stale revision.
+            RpcError(E_NOT_FOUND | E_DECIDED | E_EXISTS): no such candidate, already decided, or the topic
+                has a note and ``replace`` is false. ConflictError: stale revision.
         """
         return self._call("queue.accept", {"id": candidate_id, "topic": topic, "content": content,
-                                           "summary": summary, "tags": tags, "ifRevision": if_revision})
+                                           "summary": summary, "tags": tags, "ifRevision": if_revision,
+                                           "replace": replace or None})
 
     def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
         """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["VALUELESS", "Args", "UsageError", "js_number", "parse_args"]
 
-VALUELESS = frozenset({"--json", "--all", "--fix"})
+VALUELESS = frozenset({"--json", "--all", "--fix", "--replace"})
 """Flags that never take the next word as their value (the reference's two, plus ``--fix``)."""
 
 _JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \

@@ -50,7 +50,7 @@ Beyond the reference CLI:
   mmctl status [--root PATH] [--json]                      the daemon's state (needs the daemon)
   mmctl queue list [--status S] [--limit N] [--offset N] [--json]   the review queue (needs the daemon)
   mmctl queue show <id> [--json]
-  mmctl queue accept <id> [--topic T] [--content C] [--summary S] [--tags T] [--json]
+  mmctl queue accept <id> [--topic T] [--content C] [--summary S] [--tags T] [--replace] [--json]
   mmctl queue reject <id> [--reason R] [--json]
   mmctl watch [--topic T] [--count N] [--json]             print events as they come (needs the daemon)
   mmctl nudge [--root PATH] [--json]                       the nudge report

@@ -112,7 +112,8 @@ def cmd_queue(ctx: Ctx) -> int:
         return EXIT_OK
     if sub == "accept":
         result = client.queue_accept(cid, topic=a.text("--topic"), content=a.text("--content"),
-                                     summary=a.text("--summary"), tags=a.text("--tags"))
+                                     summary=a.text("--summary"), tags=a.text("--tags"),
+                                     replace=a.flag("--replace"))
     else:
         result = client.queue_reject(cid, reason=a.text("--reason"))
     if ctx.json:

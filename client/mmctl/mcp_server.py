@@ -155,7 +155,8 @@ DESCRIPTIONS = {
     "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs. status: "
                       "pending (default) | accepted | rejected.",
     "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
-                        "content, summary and tags override the candidate's.",
+                        "content, summary and tags override the candidate's. A topic that already has a note "
+                        "is refused unless replace is true.",
     "mem_queue_reject": "Reject a review-queue candidate, with an optional reason.",
 }
 """Tool name → the description the model reads."""
@@ -258,10 +259,10 @@ class MemoryTools:
         return _result("\n".join(lines) + "\n", {"ok": True, "candidates": items})
 
     async def mem_queue_accept(self, id: str, topic: str | None = None, content: str | None = None,
-                               summary: str | None = None,
-                               tags: str | None = None) -> Annotated[CallToolResult, QueueOut]:
+                               summary: str | None = None, tags: str | None = None,
+                               replace: bool = False) -> Annotated[CallToolResult, QueueOut]:
         result = await self._queue("accept", candidate_id=_candidate_id(id), topic=topic, content=content,
-                                   summary=summary, tags=tags)
+                                   summary=summary, tags=tags, replace=replace)
         write = result.get("write") or {}
         if result.get("ok"):
             text = f"accepted {id}: {write.get('action')} {write.get('uri')}"

@@ -85,7 +85,16 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.write(f"{outcome['action']} {outcome['uri']}\n")
     else:
         ctx.error(outcome["message"])
+        ctx.err.write(usage_figures(outcome["usage"]))
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
+
+
+def usage_figures(usage: dict[str, Any]) -> str:
+    """The figures of a refused write, indented under its message (text mode; ``--json`` has them all)."""
+    index = usage["index"]
+    return (f"  body {usage['bodyChars']}/{usage['writeBudget']} chars ({usage['overflow']} over), "
+            f"note {usage['noteBytes']}/{usage['noteMaxBytes']} bytes, "
+            f"index {index['lines']}/{index['lineCap']} lines, {index['bytes']}/{index['byteCap']} bytes\n")
 
 
 def cmd_read(ctx: Ctx) -> int:

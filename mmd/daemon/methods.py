@@ -56,7 +56,8 @@ PARAMS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "queue.list": {"status": (_STR, False), "limit": (_INT, False), "offset": (_INT, False)},
     "queue.get": {"id": ((str, int), True)},
     "queue.accept": {"id": ((str, int), True), "topic": (_STR, False), "content": (_STR, False),
-                     "summary": (_STR, False), "tags": (_TAGS, False), "ifRevision": (_INT, False)},
+                     "summary": (_STR, False), "tags": (_TAGS, False), "ifRevision": (_INT, False),
+                     "replace": (_BOOL, False)},
     "queue.reject": {"id": ((str, int), True), "reason": (_STR, False)},
     "daemon.status": {},
 }
@@ -330,15 +331,18 @@ class Methods:
         return await self._candidate(p)
 
     async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult:
-        """``queue.accept {id, topic?, summary?, tags?, content?, ifRevision?}`` → ``{ok, candidate, write}``.
+        """``queue.accept {id, topic?, summary?, tags?, content?, ifRevision?, replace?}`` → ``{ok, candidate, write}``.
 
         Writes the candidate (``topic``, ``summary``, ``tags`` and ``content`` override its own) through
         ``memory.write``, so budgets hold: an over-budget write is ``ok: false`` with the usage in
-        ``write``, and the candidate stays pending. On success it becomes ``accepted``.
+        ``write``, and the candidate stays pending. On success it becomes ``accepted``. A topic that
+        already has a note is only overwritten with ``replace: true``; the check and the write are one
+        compare-and-set on the revision, so a note created meanwhile is never overwritten either.
 
         Raises:
             RpcError(E_INVALID | E_NOT_FOUND): as :meth:`_candidate`.
             RpcError(E_DECIDED): if the candidate was already accepted or rejected.
+            RpcError(E_EXISTS): if the topic has a note and ``replace`` is not true; the candidate stays pending.
             RpcError(E_CONFLICT), MMError(E_INVALID | E_IO): as ``memory.write``; the candidate stays pending.
         """
         q = self._review_queue()
@@ -347,9 +351,20 @@ class Methods:
             if cand["status"] != "pending":
                 raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_DECIDED,
                                f"candidate {cand['id']} is already {cand['status']}", status=cand["status"])
-            write = {"topic": p.get("topic", cand["topic"]), "content": p.get("content", cand["body"]),
+            topic = p.get("topic", cand["topic"])
+            if_revision = p.get("ifRevision")
+            if not p.get("replace"):
+                latest = self.state.current
+                existing = latest.note(topic)
+                if existing is not None:
+                    raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_EXISTS,
+                                   f"{existing.uri} already has a note; accept with replace to overwrite it, "
+                                   f"or give another topic", topic=topic, uri=existing.uri)
+                if if_revision is None:
+                    if_revision = latest.revision
+            write = {"topic": topic, "content": p.get("content", cand["body"]),
                      "summary": p.get("summary", cand["summary"]), "tags": p.get("tags"),
-                     "ifRevision": p.get("ifRevision")}
+                     "ifRevision": if_revision}
             outcome = await self.write({k: v for k, v in write.items() if v is not None})
             if not outcome.get("ok"):
                 return {"ok": False, "candidate": cand, "write": outcome}

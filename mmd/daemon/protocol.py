@@ -75,6 +75,8 @@ class DaemonCode(enum.StrEnum):
     """No review-queue candidate has that id."""
     E_DECIDED = "E_DECIDED"
     """The candidate was already accepted or rejected; ``data.status`` says which."""
+    E_EXISTS = "E_EXISTS"
+    """Accepting would overwrite the note ``data.topic`` (``data.uri``); pass ``replace`` or another topic."""
     E_NO_SESSION = "E_NO_SESSION"
     """Unknown, closed or expired ``sessionId``."""
     E_TOO_LARGE = "E_TOO_LARGE"
