@@ -321,7 +321,7 @@ class Session:
             args += ["--root", str(self.root)]
         env = {k: v for k, v in os.environ.items() if k not in ("DSH_MEMORY_ROOT", "MMCTL_NO_DAEMON")}
         env.update(self.env(), MMCTL_NOW=iso_ms(self.now), MMCTL_FTS5="1" if self.fts5 else "0",
-                   XDG_RUNTIME_DIR=str(self.base / "run"))
+                   XDG_RUNTIME_DIR=str(self.base / "run"), XDG_CONFIG_HOME=str(self.base / "config"))
         env.update({k: fill(str(v)) for k, v in op.get("env", {}).items()})
         proc = subprocess.run([sys.executable, "-m", "mmctl", *args], env=env, cwd=self.base, capture_output=True,
                               timeout=60)

@@ -242,3 +242,25 @@ def test_a_refused_write_prints_its_figures_under_the_message(mm) -> None:  # ty
     message, figures = r.err.splitlines()
     assert message == "mmctl: content exceeds its write budget; compress it to fit (see usage)"
     assert figures.startswith("  body 12/10 chars (2 over), note 0/65536 bytes, index 9/200 lines")
+
+
+def test_the_config_file_sets_the_root_and_the_memory_options(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """mmctl reads mmd's config file, so direct commands see the memory as the daemon configured it."""
+    configured = tmp_path / "configured-root"
+    (tmp_path / ".config" / "mmd").mkdir(parents=True)
+    (tmp_path / ".config" / "mmd" / "config.toml").write_text(
+        f'root = "{configured}"\nmemoryId = "work"\nindexLines = 20\ndefaultWriteBudget = 50\n')
+    assert mm("write", "a", "--content", "x", root_flag=False).out == "created mm://work/a\n"
+    assert (configured / "memories" / "a.md").exists() and not mm.root.exists()
+    budget = mm("budget", "--json", root_flag=False).json
+    assert (budget["memoryId"], budget["index"]["lineCap"]) == ("work", 20)
+    refused = mm("write", "b", "--content", "y" * 51, root_flag=False)
+    assert refused.code == 1 and "  body 51/50 chars (1 over)" in refused.err
+    assert mm("uri", "a").out == "mm://work/a\n"  # --root picks the root; the options still come from the file
+
+
+def test_a_bad_config_file_is_reported_with_its_path(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / ".config" / "mmd").mkdir(parents=True)
+    (tmp_path / ".config" / "mmd" / "config.toml").write_text("indexLines = 0\n")
+    r = mm("write", "a", "--content", "x")
+    assert r.code == 1 and "config.toml" in r.err and "indexLines must be a positive integer" in r.err

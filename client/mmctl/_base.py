@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mmd.core.config_file import configured_root
 from mmd.core.endpoints import endpoints_for
-from mmd.core.paths import resolve_root
 
 from .errors import BudgetError
 
@@ -85,11 +85,11 @@ class Target:
     @classmethod
     def resolve(cls, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
                 pub_endpoint: str | None = None, env: Mapping[str, str] | None = None) -> Target:
-        """Endpoints given explicitly, else derived from the root (resolved as mm v1 §2 does)."""
+        """Endpoints given explicitly, else derived from the root (``--root``, the config file's, or mm v1 §2)."""
         environ = os.environ if env is None else env
         if endpoint is not None:
             return cls(endpoint, pub_endpoint or "", None if root is None else os.fspath(root))
-        resolved = resolve_root(root, environ)
+        resolved = configured_root(None if root is None else os.fspath(root), environ)
         derived = endpoints_for(resolved, environ)
         return cls(derived.rpc, pub_endpoint or derived.pub, str(resolved))
 

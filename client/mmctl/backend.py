@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmd.core.clock import Clock
+from mmd.core.config_file import config_path, memory_options
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.endpoints import endpoints_for, ipc_path
 from mmd.core.errors import ErrorCode, MMError
@@ -74,8 +75,12 @@ class Direct:
     fts5: bool | None = None
 
     def options(self) -> MemoryOptions:
-        """The memory options: the reference CLI's defaults on the resolved root."""
-        return MemoryOptions.create(root=self.root, env=self.env)
+        """The memory options of mmd's config file (the reference CLI's defaults without one) on the root.
+
+        Raises:
+            MMError(E_INVALID): naming the config file, if it holds a bad value.
+        """
+        return memory_options(self.root, self.env, config_path(None, self.env))
 
     def memory(self, *, search: bool = False, options: MemoryOptions | None = None) -> Memory:
         """``Memory.ensure`` on the root (created if missing, as the reference CLI does).

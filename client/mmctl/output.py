@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mmd.core.clock import Clock, system_clock
-from mmd.core.paths import resolve_root
+from mmd.core.config_file import configured_root
 
 from .args import Args
 
@@ -108,8 +108,8 @@ class Ctx:
         return root if root else None
 
     def root(self) -> Path:
-        """The resolved memory root (mm v1 §2)."""
-        return resolve_root(self.root_flag(), self.env)
+        """The resolved memory root: ``--root``, else the config file's ``root``, else mm v1 §2."""
+        return configured_root(self.root_flag(), self.env)
 
     # --- printing -------------------------------------------------------------------------------
 

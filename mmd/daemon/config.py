@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmd.core.config_file import config_path, read_config
 from mmd.core.endpoints import endpoints_for
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions, is_js_integer
@@ -231,37 +232,21 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
 
 def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | None, dict[str, Any]]:
     """The config file's path and its keys flattened to dotted names; ({}, None) when there is none."""
-    if explicit is not None:
-        path = _path(explicit, env)
-    else:
-        base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
-        path = Path(base) / "mmd" / "config.toml"
-        if not path.is_file():
-            return None, {}
+    path = config_path(explicit, env)
+    if path is None:
+        return None, {}
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
+        data = read_config(path)
     except FileNotFoundError:
         raise ConfigError("--config", str(path), "file not found") from None
     except OSError as error:
         raise ConfigError("--config", str(path), f"cannot be read: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError("--config", str(path), f"is not valid TOML: {error}") from None
-    flat: dict[str, Any] = {}
-    _flatten(data, "", flat)
-    for key, value in flat.items():
+    for key, value in data.items():
         if key not in _BY_KEY:
             raise ConfigError(key, value, f"unknown key in {path}")
-    return path, flat
-
-
-def _flatten(table: Mapping[str, Any], prefix: str, out: dict[str, Any]) -> None:
-    for key, value in table.items():
-        dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and dotted not in _BY_KEY:
-            _flatten(value, dotted + ".", out)
-        else:
-            out[dotted] = value
+    return path, data
 
 
 def _from_flag(opt: Option, value: Any) -> Any:
