@@ -25,7 +25,7 @@ def test_systemd_unit_is_notify_with_watchdog_and_this_installation_command(tmp_
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed here")
 def test_systemd_analyze_verifies_the_unit(tmp_path: Path) -> None:
     path = tmp_path / "mmd.service"
-    path.write_text(service.render_unit(service.daemon_command()))
+    path.write_text(service.render_unit(service.daemon_command(), {"DSH_HOME": "/a b/$x%y"}))
     result = subprocess.run(["systemd-analyze", "verify", "--user", str(path)], capture_output=True, text=True,
                             env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)})
     problems = [line for line in result.stderr.splitlines() if "mmd.service" in line]
@@ -82,3 +82,15 @@ def test_the_repository_systemd_folder_shows_the_shipped_templates() -> None:
     repo = Path(__file__).resolve().parent.parent
     for name in ("mmd.service", "mmd.plist"):
         assert (repo / "systemd" / name).read_text() == service._template(name)
+
+
+def test_install_keeps_the_installing_environment_and_honours_xdg_config_home(tmp_path: Path) -> None:
+    env = {"DSH_HOME": "/data/dsh home", "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "PATH": "/bin"}
+    steps = service.plan("install", platform="linux", home=tmp_path, uid=1000, env=env)
+    assert steps.path == tmp_path / "cfg" / "systemd" / "user" / "mmd.service"
+    assert steps.text is not None
+    assert 'Environment="DSH_HOME=/data/dsh home"\n' in steps.text
+    assert f'Environment=XDG_CONFIG_HOME={tmp_path / "cfg"}\n' in steps.text and "PATH" not in steps.text
+    mac = service.plan("install", platform="darwin", home=tmp_path, uid=501, env=env)
+    assert mac.text is not None
+    assert plistlib.loads(mac.text.encode())["EnvironmentVariables"]["DSH_HOME"] == "/data/dsh home"

@@ -22,6 +22,8 @@ __all__ = ["ServicePlan", "main", "plan", "render_plist", "render_unit"]
 
 UNIT_NAME = "mmd.service"
 AGENT_LABEL = "local.mmd"
+CARRIED_ENV = ("DSH_HOME", "DSH_MEMORY_ROOT", "XDG_CONFIG_HOME")
+"""Variables the installing shell had that decide the daemon's root and config; the unit keeps them."""
 
 
 def _template(name: str) -> str:
@@ -33,17 +35,21 @@ def daemon_command(extra: Sequence[str] = ()) -> list[str]:
     return [sys.executable, "-m", "mmd.daemon.main", *extra]
 
 
-def render_unit(command: Sequence[str]) -> str:
-    """The systemd user unit with ``ExecStart`` set to ``command`` (quoted for systemd)."""
+def render_unit(command: Sequence[str], environment: Mapping[str, str] | None = None) -> str:
+    """The systemd user unit with ``ExecStart`` set to ``command`` and ``Environment=`` lines (quoted for systemd)."""
     exec_line = " ".join(_systemd_quote(arg) for arg in command)
-    return _template("mmd.service").replace("@EXEC@", exec_line)
+    env_lines = "".join(f"Environment={_systemd_quote(f'{k}={v}')}\n" for k, v in (environment or {}).items())
+    return _template("mmd.service").replace("@ENVIRONMENT@", env_lines).replace("@EXEC@", exec_line)
 
 
-def render_plist(command: Sequence[str], log_dir: Path) -> str:
-    """The launchd agent running ``command``, logging to ``log_dir/mmd.log``."""
+def render_plist(command: Sequence[str], log_dir: Path, environment: Mapping[str, str] | None = None) -> str:
+    """The launchd agent running ``command`` with ``environment``, logging to ``log_dir/mmd.log``."""
     from xml.sax.saxutils import escape
 
+    pairs = "".join(f"\n    <key>{escape(k)}</key>\n    <string>{escape(v)}</string>"
+                    for k, v in (environment or {}).items())
     text = _template("mmd.plist").replace("@LOGDIR@", escape(str(log_dir)))
+    text = text.replace("@ENVIRONMENT@", pairs + ("\n  " if pairs else ""))
     program = "\n    ".join(f"<string>{escape(arg)}</string>" for arg in command)
     head, _, rest = text.partition("<string>@PYTHON@</string>")
     rest = rest.split("</array>", 1)[1]
@@ -67,13 +73,18 @@ class ServicePlan:
 
 
 def plan(action: str, *, platform: str, home: Path, uid: int, extra: Sequence[str] = (),
-         start: bool = True) -> ServicePlan:
+         start: bool = True, env: Mapping[str, str] | None = None) -> ServicePlan:
     """The steps of ``action`` (``install`` | ``uninstall`` | ``status``) for ``platform`` (``sys.platform``).
+
+    ``env`` is the installing environment: :data:`CARRIED_ENV` variables set there go into the unit,
+    and ``$XDG_CONFIG_HOME`` places the systemd unit (``~/.config`` otherwise).
 
     Raises:
         ValueError: for an unknown action or a platform with neither systemd nor launchd.
     """
     command = daemon_command(extra)
+    environ = env or {}
+    carried = {k: environ[k] for k in CARRIED_ENV if environ.get(k)}
     if platform == "darwin":
         path = home / "Library" / "LaunchAgents" / f"{AGENT_LABEL}.plist"
         domain = f"gui/{uid}"
@@ -82,10 +93,10 @@ def plan(action: str, *, platform: str, home: Path, uid: int, extra: Sequence[st
             "uninstall": [["launchctl", "bootout", f"{domain}/{AGENT_LABEL}"]],
             "status": [["launchctl", "print", f"{domain}/{AGENT_LABEL}"]],
         }
-        text = render_plist(command, home / "Library" / "Logs" / "mmd")
+        text = render_plist(command, home / "Library" / "Logs" / "mmd", carried)
         manager = "launchd"
     elif platform.startswith("linux"):
-        path = home / ".config" / "systemd" / "user" / UNIT_NAME
+        path = Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "systemd" / "user" / UNIT_NAME
         systemctl = ["systemctl", "--user"]
         steps = {
             "install": [[*systemctl, "daemon-reload"],
@@ -93,7 +104,7 @@ def plan(action: str, *, platform: str, home: Path, uid: int, extra: Sequence[st
             "uninstall": [[*systemctl, "disable", "--now", UNIT_NAME], [*systemctl, "daemon-reload"]],
             "status": [[*systemctl, "status", "--no-pager", UNIT_NAME]],
         }
-        text = render_unit(command)
+        text = render_unit(command, carried)
         manager = "systemd"
     else:
         raise ValueError(f"no user service manager known for platform {platform!r} (systemd or launchd)")
@@ -156,7 +167,7 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     home = Path(env.get("HOME") or Path.home())
     try:
         steps = plan(args.action, platform=sys.platform, home=home, uid=os.getuid(), extra=extra,
-                     start=not args.no_start)
+                     start=not args.no_start, env=env)
     except ValueError as error:
         print(f"mmd service: {error}", file=sys.stderr)
         return 2
