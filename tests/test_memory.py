@@ -287,3 +287,14 @@ lock.acquire()
 print("held", flush=True)
 time.sleep(60)
 """
+
+
+def test_a_fifo_in_place_of_a_note_is_missing_and_does_not_hang_the_load(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    memory = make(root)
+    assert memory.write("alpha", "x")["ok"] and memory.write("beta", "y")["ok"]
+    (root / "memories" / "alpha.md").unlink()
+    os.mkfifo(root / "memories" / "alpha.md")
+    memory.reload()
+    alpha, beta = memory.read_topic("alpha"), memory.read_topic("beta")
+    assert alpha is not None and alpha.missing_file and beta is not None and beta.body == "y"

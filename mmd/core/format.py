@@ -134,15 +134,14 @@ def safe_rel_path(rel: object) -> str:
     """
     if not isinstance(rel, str) or not rel:
         raise MMError(ErrorCode.E_PARSE, "file path must be a non-empty relative path")
-    quoted = _quote(rel)
     if "\\" in rel:
-        raise MMError(ErrorCode.E_PARSE, f"file path must use POSIX separators (no backslash): {quoted}")
+        raise MMError(ErrorCode.E_PARSE, f"file path must use POSIX separators (no backslash): {_quote(rel)}")
     if rel.startswith("/") or _DRIVE.match(rel):
-        raise MMError(ErrorCode.E_PARSE, f"file path must be relative, got {quoted}")
+        raise MMError(ErrorCode.E_PARSE, f"file path must be relative, got {_quote(rel)}")
     if ".." in rel.split("/"):
-        raise MMError(ErrorCode.E_PARSE, f"file path must not traverse directories: {quoted}")
+        raise MMError(ErrorCode.E_PARSE, f"file path must not traverse directories: {_quote(rel)}")
     if "\x00" in rel:
-        raise MMError(ErrorCode.E_PARSE, f"file path must not contain NUL: {quoted}")
+        raise MMError(ErrorCode.E_PARSE, f"file path must not contain NUL: {_quote(rel)}")
     return rel
 
 

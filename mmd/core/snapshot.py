@@ -111,18 +111,25 @@ def read_note_file(root: Path, rel: str, guard: RootGuard | None = None) -> str 
             file holds invalid UTF-8 or NUL bytes, or is larger than 16 MiB.
         MMError(E_INVALID): if its title or ``mm-topic`` is not a topic slug.
     """
-    full = root.joinpath(*safe_rel_path(rel).split("/"))
-    try:
-        st = os.stat(full)
+    full = os.path.join(root, *safe_rel_path(rel).split("/"))
+    try:  # O_NONBLOCK: a FIFO in the way must not hang the load
+        fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    if not (guard or RootGuard(root)).contains(full):
-        raise MMError(ErrorCode.E_PARSE, f"{rel} leads outside the memory root; not read", details=rel)
-    if st.st_size > MAX_NOTE_READ_BYTES:
-        raise MMError(ErrorCode.E_PARSE, f"{rel} is {st.st_size} bytes, over the 16 MiB read limit", details=rel)
-    data = full.read_bytes()
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if not (guard or RootGuard(root)).contains(Path(full)):
+            raise MMError(ErrorCode.E_PARSE, f"{rel} leads outside the memory root; not read", details=rel)
+        if st.st_size > MAX_NOTE_READ_BYTES:
+            raise MMError(ErrorCode.E_PARSE, f"{rel} is {st.st_size} bytes, over the 16 MiB read limit", details=rel)
+        chunks = []
+        while chunk := os.read(fd, max(st.st_size, 1 << 16)):
+            chunks.append(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
