@@ -84,3 +84,21 @@ async def test_concurrent_writes_in_one_session_each_get_their_own_result(daemon
         assert len({a["result"]["revision"] for a in answers}) == 20
     finally:
         client.close()
+
+
+def test_every_revision_is_journaled_in_the_state_database(start_daemon) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import sqlite3
+
+    from tests.test_daemon_helpers import sync_call
+
+    daemon = start_daemon("--no-ingest")
+    assert sync_call(daemon.rpc, "memory.write", {"topic": "alpha", "content": "one"})["result"]["ok"]
+    assert sync_call(daemon.rpc, "memory.delete", {"topic": "alpha"})["result"]["ok"]
+    daemon.stop()
+    db = sqlite3.connect(daemon.root / ".mmd" / "state.db")
+    rows = [(action, json.loads(detail)) for action, detail in
+            db.execute("SELECT action, detail FROM journal ORDER BY id")]
+    assert [a for a, _ in rows] == ["memory.write", "memory.delete"]
+    assert [d["added"][0]["topic"] for a, d in rows if a == "memory.write"] == ["alpha"]
+    assert rows[1][1]["removed"] == [{"topic": "alpha"}] and rows[1][1]["revision"] == rows[0][1]["revision"] + 1

@@ -172,10 +172,10 @@ class Daemon:
         self.state = state = MemoryState(cfg.memory)
         self.publisher = Publisher(None, state.now_iso)
         state.on_change = self._on_change
-        # 2. the state database: review queue and ingest cursors
+        # 2. the state database: the journal, and with ingestion the review queue and ingest cursors
+        self.db = StateDB(cfg.root)
+        await asyncio.to_thread(self.db.open)
         if cfg.ingest:
-            self.db = StateDB(cfg.root)
-            await asyncio.to_thread(self.db.open)
             self.queue = ReviewQueue(self.db, state.now_iso)
             await asyncio.to_thread(self.queue.refresh_counts)
         # 3. snapshot (creating MEMORY.md and memories/ if missing)
@@ -268,9 +268,14 @@ class Daemon:
     def _on_change(self, revision: Revision, cause: str) -> None:
         log.info("memory.changed revision=%d cause=%s added=%d updated=%d removed=%d", revision.snapshot.revision,
                  cause, len(revision.added), len(revision.updated), len(revision.removed))
-        self._publish("memory/changed", {"revision": revision.snapshot.revision, "cause": cause,
-                                         "added": revision.added, "updated": revision.updated,
-                                         "removed": revision.removed})
+        change = {"revision": revision.snapshot.revision, "cause": cause, "added": revision.added,
+                  "updated": revision.updated, "removed": revision.removed}
+        if self.db is not None:
+            try:
+                self.db.journal(revision.snapshot.loaded_at, f"memory.{cause}", change)
+            except sqlite3.Error as error:  # the journal is a record; the change itself already landed
+                log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
+        self._publish("memory/changed", change)
 
     @property
     def queue_pending(self) -> int:

@@ -10,7 +10,9 @@ Tables (schema version 1)::
 
     candidates  the review queue: one row per candidate ever seen (the whole history)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
-    journal     every change the daemon made through the queue (accept, reject)
+    journal     every change the daemon saw or made: each new revision of the memory
+                (``memory.write`` / ``memory.delete`` / ``memory.external`` / ``memory.config``)
+                and each queue decision (``queue.accept`` / ``queue.reject``)
 
 Never: reads session logs or memory files, or touches a socket.
 """
@@ -153,6 +155,17 @@ class StateDB:
         with self._guard:
             self._all.append(conn)
         return conn
+
+    def journal(self, at: str, action: str, detail: dict[str, Any], candidate_id: int | None = None) -> None:
+        """Append one journal row (``detail`` stored as JSON).
+
+        Raises:
+            sqlite3.Error: if the row cannot be written.
+        """
+        conn = self.conn()
+        with conn:
+            conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, ?, ?, ?)",
+                         (at, action, candidate_id, json.dumps(detail, ensure_ascii=False)))
 
     def close(self) -> None:
         """Close every connection (call once no thread uses the database any more)."""
