@@ -122,7 +122,11 @@ def test_without_ingestion_the_queue_methods_say_so(start_daemon, tmp_path: Path
     st = call(daemon, "daemon.status")
     assert st["queue"] is None and st["ingest"] is None
     assert error_code(daemon, "queue.list", {}) == "E_UNAVAILABLE"
-    assert not (daemon.root / ".mmd" / "state.db").exists()
+    import sqlite3  # the database holds the journal only: no log was read, no candidate made
+
+    db = sqlite3.connect(daemon.root / ".mmd" / "state.db")
+    assert db.execute("SELECT COUNT(*) FROM candidates").fetchone() == (0,)
+    assert db.execute("SELECT COUNT(*) FROM cursors").fetchone() == (0,)
 
 
 def test_accept_never_overwrites_a_note_unless_asked(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
