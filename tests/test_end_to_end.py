@@ -71,8 +71,11 @@ async def test_mmd_digests_real_logs_into_a_queue_that_mmctl_reviews(start_daemo
         assert read.returncode == 0, read.stderr
         assert json.loads(read.stdout)["body"] == chosen["body"]
 
-        _, nudge = await events.wait_for(lambda t, p: t == "memory/nudge", timeout_s=10)
-        assert nudge["reason"] == "schedule" and nudge["queuePending"] == len(queue)  # one accepted, one added
+        # The accept's memory/changed goes out before the queue counts move; a nudge in between still
+        # says 31, so wait for the first scheduled nudge that counts one accepted and one added.
+        _, nudge = await events.wait_for(lambda t, p: t == "memory/nudge" and p["queuePending"] == len(queue),
+                                         timeout_s=10)
+        assert nudge["reason"] == "schedule"
     finally:
         events.close()
 
