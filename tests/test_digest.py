@@ -19,8 +19,6 @@ from mmd.core.digest import (
 )
 from mmd.core.errors import ErrorCode, MMError
 
-VECTORS = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "vectors"
-
 
 def kinds(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     """``(topic, kind, body)`` of every candidate."""
@@ -391,45 +389,3 @@ def test_bom_before_a_session_log_still_flattens_the_first_record(home: Path, tm
     result = digest(file=path, dsh_home=home)
     assert result["sourceKind"] == "session-log"
     assert bodies_of(result) == ["first"]
-
-
-# --- conformance vectors: distill and text-only digest ops ----------------------------------------
-
-# No op of these kinds deviates from the reference: the BOM and sessions/ folder deviations only
-# show with files, which the vectors' text-only ops do not use.
-
-
-def _vector_ops(*names: str) -> list[Any]:
-    if not VECTORS.is_dir():
-        return []
-    found = []
-    for path in sorted(VECTORS.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        case = data["case"]
-        for i, (op, want) in enumerate(zip(case["ops"], data["expected"]["results"], strict=True)):
-            if op["op"] in names and "file" not in op and not case.get("setup_home_files"):
-                found.append(pytest.param(case["config"], op, want, id=f"{path.stem}#{i}"))
-    return found
-
-
-@pytest.mark.skipif(not VECTORS.is_dir(), reason="../shared/conformance/vectors is absent")
-@pytest.mark.parametrize(("config", "op", "want"), _vector_ops("distill", "digest"))
-def test_vector_distill_and_text_digest_ops(
-    config: dict[str, Any], op: dict[str, Any], want: dict[str, Any], home: Path
-) -> None:
-    if op["op"] == "distill":
-        got = distill(
-            op["text"],
-            max_items=op.get("maxItems"),
-            topic_hint=op.get("topicHint"),
-            default_write_budget=op.get("defaultWriteBudget"),
-        )
-    else:
-        got = digest(
-            text=op.get("text"),
-            max_items=op.get("maxItems"),
-            topic_hint=op.get("topicHint"),
-            default_write_budget=config["defaultWriteBudget"],
-            dsh_home=home,
-        )
-    assert got == want["result"]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import random
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +21,6 @@ from mmd.core.search import (
     tokenize,
 )
 
-VECTORS = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "vectors"
 MOJIBAKE = "\u00e2\u20ac\u00a6"  # the reference's broken ellipsis "â€¦"
 
 needs_fts5 = pytest.mark.skipif(not fts5_available(), reason="this Python's sqlite3 has no FTS5")
@@ -488,44 +485,3 @@ def test_fts5_index_after_close_returns_no_rows() -> None:
 def test_fts5_accepts_lone_surrogates_in_notes() -> None:
     with Fts5Index([note("odd", body="x \ud800 y")]) as index:
         assert topics(index.search("x", 10, 160)) == ["odd"]
-
-
-# --- conformance vectors: the pure ops of this module ---------------------------------------------
-
-# Ops whose expected value differs from ours on purpose (see the module docstring of mmd.core.search):
-# - make_snippet: expected values holding the mojibake ellipsis "â€¦" (ours is "…" and fits the cap);
-# - tokenize: texts with kana, hangul, astral Han, other non-ASCII letters/digits, or NFKC changes.
-# The current vectors carry no make_snippet or tokenize op; search ops go through the Memory
-# facade and are checked by tests/test_conformance.py.
-
-
-def _vector_ops(*names: str) -> list[Any]:
-    """``pytest.param(op, want, id="<vector>#<index>")`` for every op named ``names``."""
-    if not VECTORS.is_dir():
-        return []
-    found = []
-    for path in sorted(VECTORS.glob("*.json")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        for i, (op, want) in enumerate(zip(data["case"]["ops"], data["expected"]["results"], strict=True)):
-            if op["op"] in names:
-                found.append(pytest.param(op, want, id=f"{path.stem}#{i}"))
-    return found
-
-
-def _reference_tokens_only(text: str) -> bool:
-    return all(ord(ch) < 128 or 0x3400 <= ord(ch) <= 0x9FFF for ch in text)
-
-
-@pytest.mark.skipif(not VECTORS.is_dir(), reason="../shared/conformance/vectors is absent")
-@pytest.mark.parametrize(("op", "want"), _vector_ops("choose_engine", "tokenize", "make_snippet"))
-def test_vector_pure_search_ops(op: dict[str, Any], want: dict[str, Any]) -> None:
-    if op["op"] == "choose_engine":
-        assert choose_engine(op["requested"], op["fts5Available"]) == want["result"]
-    elif op["op"] == "tokenize":
-        if not _reference_tokens_only(op["text"]):
-            pytest.skip("deviation: our tokenizer reads kana/hangul/astral Han/Unicode letters")
-        assert tokenize(op["text"]) == want["result"]
-    else:
-        if MOJIBAKE in want["result"]:
-            pytest.skip("deviation: the reference's snippet holds the mojibake ellipsis")
-        assert make_snippet(op["haystack"], op["needle"], op["maxChars"]) == want["result"]
