@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from mmd.core.clock import Clock
 from mmd.core.config_file import config_path, memory_options
 from mmd.core.durable import LockHeld, WriteLock
-from mmd.core.endpoints import endpoints_for, ipc_path
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import Memory
 from mmd.core.options import MemoryOptions
@@ -120,6 +119,8 @@ class Daemon:
 
 def find_daemon(root: Path, env: Mapping[str, str], timeout_ms: int = PROBE_TIMEOUT_MS) -> Daemon | None:
     """The daemon owning ``root``, or None when its socket file is absent or nobody answers in ``timeout_ms``."""
+    from mmd.core.endpoints import endpoints_for, ipc_path  # a one-shot read never looks for the daemon
+
     endpoints = endpoints_for(root, env)
     path = ipc_path(endpoints.rpc)
     if path is not None and not _listening(path):

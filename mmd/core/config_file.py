@@ -12,7 +12,6 @@ daemon's own under ``[daemon]``.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,8 +45,10 @@ def read_config(path: Path) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError, OSError: if it cannot be read.
-        tomllib.TOMLDecodeError: if it is not TOML.
+        ValueError (tomllib.TOMLDecodeError): if it is not TOML.
     """
+    import tomllib  # only when there is a file: most runs have none
+
     with open(path, "rb") as fh:
         data = tomllib.load(fh)
     flat: dict[str, Any] = {}
@@ -73,7 +74,7 @@ def memory_options(root: str | None, env: Mapping[str, str], path: Path | None) 
     if path is not None:
         try:
             flat = read_config(path)
-        except (OSError, tomllib.TOMLDecodeError) as error:
+        except (OSError, ValueError) as error:
             raise MMError(ErrorCode.E_INVALID, f"config file {path}: {error}") from None
     kwargs = {arg: flat[key] for key, arg in MEMORY_KEYS.items() if key in flat}
     file_root = flat.get("root")
@@ -95,7 +96,7 @@ def configured_root(explicit: str | None, env: Mapping[str, str]) -> Path:
         if path is not None:
             try:
                 root = read_config(path).get("root")
-            except (OSError, tomllib.TOMLDecodeError):
+            except (OSError, ValueError):
                 root = None
             if isinstance(root, str) and root.strip():
                 explicit = root
