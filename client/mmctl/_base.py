@@ -74,6 +74,27 @@ class Curve:
         sock.curve_secretkey = self.secret
 
 
+def connect(sock: Any, endpoint: str, curve: Curve | None) -> Any:
+    """Set up a client socket (DEALER or SUB; pyzmq sync or asyncio) and connect it to ``endpoint``.
+
+    No linger on close, a 50 ms reconnect interval (a restarted daemon is found at once),
+    CURVE when given; a DEALER also queues only to a connected peer (``IMMEDIATE``) and a
+    SUB takes every topic (filtering happens in the client, so ``seq`` gaps mean lost events).
+    """
+    import zmq
+
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.setsockopt(zmq.RECONNECT_IVL, 50)
+    if sock.type == zmq.DEALER:
+        sock.setsockopt(zmq.IMMEDIATE, 1)
+    elif sock.type == zmq.SUB:
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+    if curve is not None:
+        curve.apply(sock)
+    sock.connect(endpoint)
+    return sock
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     """Where a daemon listens: its ``rpc`` and ``pub`` endpoints and the ``root`` they derive from (or None)."""

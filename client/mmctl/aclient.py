@@ -27,6 +27,7 @@ from ._base import (
     Post,
     SessionMethods,
     Target,
+    connect,
     decode_reply,
     encode_request,
     refused_while_stopping,
@@ -87,13 +88,7 @@ class AsyncClient(Methods):
 
     def _socket(self) -> zmq.asyncio.Socket:
         if self._sock is None:
-            sock = self._ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.IMMEDIATE, 1)
-            sock.setsockopt(zmq.RECONNECT_IVL, 50)
-            if self.curve is not None:
-                self.curve.apply(sock)
-            sock.connect(self.target.rpc)
+            sock = connect(self._ctx.socket(zmq.DEALER), self.target.rpc, self.curve)
             self._sock = sock
             self._reader = asyncio.ensure_future(self._read(sock))
         return self._sock
@@ -171,13 +166,7 @@ class AsyncClient(Methods):
             topics: topic prefixes to keep (every topic is received, so gaps mean lost events).
             timeout_ms: stop after this long without a kept event (None: wait forever).
         """
-        sock = self._ctx.socket(zmq.SUB)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.RECONNECT_IVL, 50)
-        sock.setsockopt(zmq.SUBSCRIBE, b"")
-        if self.curve is not None:
-            self.curve.apply(sock)
-        sock.connect(self.target.pub)
+        sock = connect(self._ctx.socket(zmq.SUB), self.target.pub, self.curve)
         tracker = SeqTracker()
         keep = tuple(topics)
         try:

@@ -31,6 +31,7 @@ from ._base import (
     Post,
     SessionMethods,
     Target,
+    connect,
     decode_reply,
     encode_request,
     refused_while_stopping,
@@ -85,14 +86,7 @@ class Client(Methods):
 
     def _socket(self) -> zmq.Socket[bytes]:
         if self._sock is None:
-            sock = self._ctx.socket(zmq.DEALER)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.IMMEDIATE, 1)
-            sock.setsockopt(zmq.RECONNECT_IVL, 50)
-            if self.curve is not None:
-                self.curve.apply(sock)
-            sock.connect(self.target.rpc)
-            self._sock = sock
+            self._sock = connect(self._ctx.socket(zmq.DEALER), self.target.rpc, self.curve)
         return self._sock
 
     def call(self, method: str, params: Mapping[str, Any] | None = None, *, timeout_ms: int | None = None) -> Any:
@@ -191,14 +185,7 @@ class Subscription:
 
     def __init__(self, ctx: zmq.Context[Any], endpoint: str, topics: tuple[str, ...] | list[str],
                  timeout_ms: int | None, curve: Curve | None = None) -> None:
-        self.sock = ctx.socket(zmq.SUB)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.RECONNECT_IVL, 50)
-        if curve is not None:
-            curve.apply(self.sock)
-        # Every topic is received and filtered here, so seq gaps mean lost events, not filtered ones.
-        self.sock.setsockopt(zmq.SUBSCRIBE, b"")
-        self.sock.connect(endpoint)
+        self.sock = connect(ctx.socket(zmq.SUB), endpoint, curve)
         self.topics = tuple(topics)
         self.timeout_ms = timeout_ms
         self.tracker = SeqTracker()
