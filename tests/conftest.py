@@ -9,6 +9,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+SAMPLES = SHARED / "sessions"
+"""The real DSH session logs (a ``$DSH_HOME/sessions`` layout); read-only."""
+needs_samples = pytest.mark.skipif(
+    not SAMPLES.is_dir(), reason=f"real DSH samples not present at {SAMPLES} (../shared beside the checkout)")
 
 
 def shared_path(*parts: str) -> Path:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -21,16 +20,13 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mmctl import Client
 from mmctl.cli import main
 
-from .conftest import SHARED
+from .test_ingest_helpers import copy_samples
 
 
 @pytest.fixture
 def queued(start_daemon, tmp_path: Path):  # type: ignore[no-untyped-def]
     """A daemon whose review queue holds the samples' candidates."""
-    samples = SHARED / "sessions"
-    if not samples.is_dir():
-        pytest.skip(f"no sample session logs at {samples}")
-    shutil.copytree(samples, tmp_path / "sessions")
+    copy_samples(tmp_path / "sessions")
     daemon = start_daemon("--heartbeat-ms", "200")
     deadline = time.monotonic() + 20
     with Client(daemon.root, env=daemon.env) as client:

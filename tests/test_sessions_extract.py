@@ -27,11 +27,9 @@ from mmd.sessions import (
     read_session,
 )
 
+from .conftest import needs_samples, shared_path
+
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "sessions"
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason=f"real DSH samples not present at {SHARED} (../shared beside the checkout)"
-)
 
 U, A, C = RecordKind.USER, RecordKind.ASSISTANT, RecordKind.COMPACTION
 
@@ -126,10 +124,9 @@ FIXTURE_LAST_SEQ = {V0: 33, V2: 15, V4: 25}
 
 @pytest.fixture()
 def real(tmp_path: Path) -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"real DSH samples not present at {SHARED} (../shared beside the checkout)")
+    src = shared_path("sessions")
     dst = tmp_path / "sessions"
-    shutil.copytree(SHARED, dst)
+    shutil.copytree(src, dst)
     for path in dst.rglob("*"):
         path.chmod(0o755 if path.is_dir() else 0o644)
     return dst
@@ -173,7 +170,7 @@ def read_in_pieces(path: Path, data: bytes, cuts: list[int]) -> tuple[list[TextR
 # ---- the real samples ------------------------------------------------------------------------------------
 
 
-@needs_shared
+@needs_samples
 @pytest.mark.parametrize("rel", [INFRA, PREVIEW, PAYMENTS, LEGACY])
 def test_real_sample_yields_exactly_its_model_visible_text(real: Path, rel: str) -> None:
     result = read_session(real / rel)
@@ -187,7 +184,7 @@ def test_real_sample_yields_exactly_its_model_visible_text(real: Path, rel: str)
             assert decoy not in record.text, (record.seq, decoy)
 
 
-@needs_shared
+@needs_samples
 def test_real_compaction_is_emitted_once_and_matches_its_checkpoint(real: Path) -> None:
     lines = (real / PAYMENTS).read_bytes().splitlines(keepends=True)
     summary_line = next(i for i, line in enumerate(lines) if b'"type":"compaction/summary"' in line)
@@ -201,7 +198,7 @@ def test_real_compaction_is_emitted_once_and_matches_its_checkpoint(real: Path) 
     assert full[0].text.startswith("## Primary Request and Intent") and full[0].text.endswith("float for money.")
 
 
-@needs_shared
+@needs_samples
 @pytest.mark.parametrize("rel", [INFRA, PREVIEW, PAYMENTS])
 def test_real_sample_read_line_by_line_gives_the_same_records_once(real: Path, rel: str) -> None:
     data = (real / rel).read_bytes()
@@ -213,7 +210,7 @@ def test_real_sample_read_line_by_line_gives_the_same_records_once(real: Path, r
     assert cursor.last_seq == REAL_LAST_SEQ[rel]
 
 
-@needs_shared
+@needs_samples
 @pytest.mark.parametrize("rel", [INFRA, PREVIEW, PAYMENTS, LEGACY])
 def test_real_sample_as_zstd_frames_gives_identical_records(real: Path, rel: str) -> None:
     plain = (real / rel).read_bytes()
@@ -224,7 +221,7 @@ def test_real_sample_as_zstd_frames_gives_identical_records(real: Path, rel: str
     assert result.cursor.log.compressed and result.cursor.log.offset == packed.stat().st_size
 
 
-@needs_shared
+@needs_samples
 def test_real_zstd_with_truncated_last_frame_gives_the_prefix(real: Path) -> None:
     plain = (real / PAYMENTS).read_bytes()
     rows = plain.splitlines(keepends=True)

@@ -34,11 +34,9 @@ from mmd.sessions import (
     session_identity,
 )
 
+from .conftest import SAMPLES, needs_samples
+
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "sessions"
-needs_shared = pytest.mark.skipif(
-    not SHARED.is_dir(), reason=f"real DSH samples not present at {SHARED} (../shared beside the checkout)"
-)
 
 HEADER = b'{"type":"session","version":4,"id":"s","createdAt":1,"isSeeded":false,"delegationDepth":0}\n'
 
@@ -156,9 +154,9 @@ def test_scan_lists_newest_generations_and_other_logs_only(tmp_path: Path) -> No
     assert scan_sessions(tmp_path / "absent") == []
 
 
-@needs_shared
+@needs_samples
 def test_scan_of_the_real_samples_finds_their_four_logs() -> None:
-    found = [p.path.relative_to(SHARED).as_posix() for p in scan_sessions(SHARED)]
+    found = [p.path.relative_to(SAMPLES).as_posix() for p in scan_sessions(SAMPLES)]
     assert found == [
         "--Users-mei-src-infra--/session-5a1e8c3d-7b20-4c9e-a6f1-0d8b3e2c9f57/session.jsonl",
         "--dsh-workspace--/preview-architecture-review/session.v3.jsonl",
@@ -167,9 +165,9 @@ def test_scan_of_the_real_samples_finds_their_four_logs() -> None:
     ]
 
 
-@needs_shared
+@needs_samples
 def test_real_sample_folders_match_their_headers_through_the_escaping() -> None:
-    for info in scan_sessions(SHARED):
+    for info in scan_sessions(SAMPLES):
         header = read_header(info.path)
         assert header is not None
         assert project_dir_name(header.get("cwd")) == info.path.parent.parent.name
