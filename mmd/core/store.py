@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -23,8 +24,8 @@ from .format import index_header, join_index, safe_rel_path, serialize_note
 from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
-from .paths import DETAIL_DIR, INDEX_NAME, detail_rel, inside_root
-from .snapshot import orphan_files, parse_index_text, read_note_file
+from .paths import DETAIL_DIR, INDEX_NAME, RootGuard, detail_rel, inside_root
+from .snapshot import MalformedNote, orphan_files, parse_index_text, read_note_checked
 from .text import byte_length, js_trim, normalize_line, parse_tags, validate_topic
 from .uri import uri_for
 
@@ -236,17 +237,16 @@ class MemoryStore:
         entries = state.entries
         per_topic: list[dict[str, Any]] = []
         dangling = total_chars = total_bytes = 0
-        malformed: list[dict[str, str]] = []
+        malformed: list[MalformedNote] = []
+        guard = RootGuard(self.root)
         for entry in sorted(entries, key=lambda e: e.topic):
-            size = _file_size(self.root, entry.file)
+            size = _file_size(self.root, entry.file, guard)
             if size is None:
                 dangling += 1
             else:
-                try:
-                    read_note_file(self.root, entry.file)
-                except MMError as error:
-                    malformed.append({"topic": entry.topic, "file": entry.file, "code": error.code.value,
-                                      "message": error.message})
+                _, problem = read_note_checked(self.root, entry, guard)
+                if problem is not None:
+                    malformed.append(problem)
             write_budget = entry.write_budget if entry.write_budget > 0 else o.default_write_budget
             total_chars += entry.body_chars
             total_bytes += size or 0
@@ -265,12 +265,12 @@ class MemoryStore:
         }
 
 
-def _file_size(root: Path, rel: str) -> int | None:
+def _file_size(root: Path, rel: str, guard: RootGuard) -> int | None:
     """On-disk size in bytes of a regular file inside the root, else None."""
     path = root.joinpath(*rel.split("/"))
     with contextlib.suppress(OSError):
         st = path.stat()
-        if os.path.isfile(path) and inside_root(root, path):
+        if stat.S_ISREG(st.st_mode) and guard.contains(path):
             return st.st_size
     return None
 
