@@ -129,7 +129,7 @@ class _Session:
                 draft.seen += 1
                 if utterance not in draft.evidence:
                     draft.evidence.append(utterance)
-                draft.score = max(draft.score, self._base(rule, utterance, weight)) + 0.15
+                draft.score = max(draft.score, self._base(rule, utterance, weight)) + (0.15 if draft.seen <= 4 else 0.0)
                 return
         self.words.append(words)
         self.by_utterance.setdefault(turn, []).append(len(self.drafts))

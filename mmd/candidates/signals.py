@@ -85,7 +85,8 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:always|never|nev[ae]r)\b", r"\bdo(?:n'?t| not)\s+(?:ever\s+)?\w+", r"\bmust(?:n'?t| not)?\b",
         r"\bshould(?:n'?t| not)\s+\w+", r"\bmake sure\b",
         r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b", r"不要", r"务必", r"必须", r"别再", r"永远", r"总是")),
-    Rule("human-should", "rule", 0.7, ("human",), _rx(r"\bshould\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该")),
+    Rule("human-should", "rule", 0.7, ("human",), _rx(
+        r"\bshould\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该")),
     Rule("human-preference", "preference", 0.85, ("human",), _rx(
         r"\bi(?:'d| would)? (?:rather|prefer)\b", r"\bprefer\b", r"\brather than\b",
         r"\bi (?:want|need|like)\b", r"\bi'?d like\b", r"\bi would like\b",
@@ -146,7 +147,7 @@ _REQUEST = re.compile(
 _STANDING = re.compile(
     r"\b(?:always|never|must|don'?t|do not|should(?:n'?t| not)|from now on|every time|instead)\b|以后|不要|务必",
     re.IGNORECASE)
-_WORD = re.compile(r"[^\W\d_]{2,}|[\u4e00-\u9fff]")
+_WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
 
 
 def quiet(statement: Statement, who: str) -> bool:
