@@ -85,7 +85,7 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:always|never|nev[ae]r)\b", r"\bdo(?:n'?t| not)\s+(?:ever\s+)?\w+", r"\bmust(?:n'?t| not)?\b",
         r"\bshould(?:n'?t| not)\s+\w+", r"\bmake sure\b",
         r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b", r"不要", r"务必", r"必须", r"别再", r"永远", r"总是")),
-    Rule("human-should", "rule", 0.7, ("human",), _rx(
+    Rule("human-should", "rule", 0.6, ("human",), _rx(
         r"\bshould\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该")),
     Rule("human-preference", "preference", 0.85, ("human",), _rx(
         r"\bi(?:'d| would)? (?:rather|prefer)\b", r"\bprefer\b", r"\brather than\b",
