@@ -122,6 +122,11 @@ RULES: tuple[Rule, ...] = (
     Rule("assistant-decision", "decision", 0.55, ("assistant",), _rx(
         r"\bwe'?ll use\b", r"\bi'?ll use\b", r"\bdecided\b", r"\bis now\b", r"\bnow (?:uses|prompts|runs)\b",
         r"\bsince\b.*\b(?:so|we|i)\b", r"\bbecause\b", r"\bconstraint\b")),
+    # "Good catch — <what is true now>": the finding after the user's correction
+    Rule("assistant-acknowledged", "fact", 0.7, ("assistant",), re.compile(
+        r"^(?:(?:good|great|nice|fair) (?:catch|thinking|point|question|call)|"
+        r"you'?re (?:absolutely |completely |totally )?(?:right|correct)(?: to \w+)?)"
+        r"\s*[—–:-]\s*\S+(?:\s+\S+){3}", re.IGNORECASE)),
     # --- compaction summaries: durable sections, one candidate a bullet ----------------------
     Rule("summary-error-fix", "pitfall", 0.8, ("summary",), _rx(_ANY), ("errors and fixes", "problem solving")),
     Rule("summary-user-feedback", "preference", 0.8, ("summary",), _rx(_ANY), ("user feedback",)),
@@ -130,6 +135,7 @@ RULES: tuple[Rule, ...] = (
 )
 """The built-in rules, most specific first within each channel."""
 
+_ACKNOWLEDGED = next(rule for rule in RULES if rule.name == "assistant-acknowledged")
 _QUESTION_WORDS = re.compile(
     r"^(?:why|what|how|where|which|who|when|is|are|do|does|did|can you|could you|would you|will you)\b",
     re.IGNORECASE)
@@ -164,7 +170,7 @@ def quiet(statement: Statement, who: str) -> bool:
         return True
     if text.endswith(":") or _TOOL_TEXT.search(text):
         return True
-    if who == "assistant" and _PROGRESS.match(text):
+    if who == "assistant" and _PROGRESS.match(text) and not _ACKNOWLEDGED.pattern.search(text):
         return True
     return who == "summary" and bool(_NONE.match(text))
 
@@ -184,7 +190,9 @@ def strength(statement: Statement, who: str) -> float:
 
     One more rule of the same channel that also fires adds 0.15; a reason given ("because",
     "otherwise", "so that") adds 0.1; a question (ends with ``?``) halves it; a request for
-    the task at hand ("let's …", "can we …", "please …") without a standing-rule word counts 0.7.
+    the task at hand ("let's …", "can we …", "please …") without a standing-rule word counts 0.7;
+    a summary bullet with a standing-rule word ("always", "never") adds 0.2; an assistant
+    statement that opens its reply adds 0.2, one that names code in backticks 0.1.
     """
     text = statement.text
     others = sum(1 for rule in RULES if who in rule.who and rule.pattern.search(text)) if who != "summary" else 1
@@ -195,6 +203,12 @@ def strength(statement: Statement, who: str) -> float:
         value *= 0.5
     if who == "human" and _REQUEST.match(text) and not _STANDING.search(text):
         value *= 0.7
+    if who == "summary" and _STANDING.search(text):
+        value += 0.2
+    if who == "assistant" and statement.index == 0:
+        value += 0.2  # a diagnosis opens the reply that follows the investigation
+    if who == "assistant" and "`" in text:
+        value += 0.1  # names the code it is about
     return value
 
 
