@@ -42,6 +42,8 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("Fixed by passing the flag to the renderer so the text stays plain.", "assistant-fix"),
     ("The hook doesn't receive any session context from stdin.", "assistant-pitfall"),
     ("We'll use the thread pool since the default one is shared.", "assistant-decision"),
+    ("You're right — the exporter writes to stdout in dev only.", "assistant-acknowledged"),
+    ("Good catch - the second call reads the stale value.", "assistant-acknowledged"),
 ])
 def test_assistant_findings_fire(text: str, rule: str) -> None:
     assert rule_of(text, "assistant") == rule
@@ -56,6 +58,10 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
     ("Run the build and tell me what you see.", "human"),        # a one-off request
     ("src/app.py:12: error: never call this", "human"),          # pasted tool output
     ("Here is what I found in the logs:", "human"),              # a lead-in
+    ("You're absolutely right!", "assistant"),                   # an acknowledgment with nothing after it
+    ("Good point, I will look at it.", "assistant"),
+    ("The issue is that I need to make the helper work with blocks.", "assistant"),  # a plan, not a finding
+    ("I don't think that matters here at all", "human"),         # a hedge, not a rule
 ])
 def test_look_alikes_stay_quiet(text: str, who: str) -> None:
     assert rule_of(text, who) is None
@@ -81,6 +87,13 @@ def test_summary_rules_read_durable_sections_only() -> None:
 def test_human_rules_do_not_read_the_assistant_and_back() -> None:
     assert rule_of("always use uv run to launch python code", "assistant") is None
     assert rule_of("The root cause is the cache key that ignores tenants.", "human") is None
+
+
+def test_a_request_for_the_task_at_hand_weighs_less_than_a_standing_rule() -> None:
+    request = strength(one("let's see if the cache makes it faster"), "human")
+    wish = strength(one("I'd like to write a viewer for these logs"), "human")
+    standing = strength(one("let's never cache the tenant list"), "human")
+    assert request < standing and wish < standing
 
 
 def test_strength_halves_a_question_and_lifts_a_reason() -> None:

@@ -82,7 +82,8 @@ RULES: tuple[Rule, ...] = (
         r"\bfrom now on\b", r"\bgoing forward\b", r"\bin (?:the )?future\b", r"\bnext time\b",
         r"\bevery time\b", r"以后", r"今后", r"每次")),
     Rule("human-standing-rule", "rule", 0.9, ("human",), _rx(
-        r"\b(?:always|never|nev[ae]r)\b", r"\bdo(?:n'?t| not)\s+(?:ever\s+)?\w+", r"\bmust(?:n'?t| not)?\b",
+        r"\b(?:always|never)\b", r"\bmust(?:n'?t| not)?\b",
+        r"\bdo(?:n'?t| not)\s+(?!think|know|understand|see|get|mind|care|remember|believe|recall)(?:ever\s+)?\w+",
         r"\bshould(?:n'?t| not)\s+\w+", r"\bmake sure\b",
         r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b", r"不要", r"务必", r"必须", r"别再", r"永远", r"总是")),
     Rule("human-should", "rule", 0.6, ("human",), _rx(
@@ -149,10 +150,11 @@ _TOOL_TEXT = re.compile(r"\S+\.\w+:\d+\b|\b\w+(?:Error|Exception|Warning): |^[$>
 _REASON = re.compile(r"\b(?:because|otherwise|so that|since|as long as|due to)\b|因为|否则", re.IGNORECASE)
 _REQUEST = re.compile(
     r"^(?:\w+,? )?(?:let'?s|lets|can (?:we|you|i)|could (?:we|you)|please|pls|would you|try|go ahead|"
-    r"okay,? so|ok,? so|so can)\b", re.IGNORECASE)
+    r"okay,? so|ok,? so|so can|i(?:'d| would)? (?:like|want) to)\b", re.IGNORECASE)
 _STANDING = re.compile(
     r"\b(?:always|never|must|don'?t|do not|should(?:n'?t| not)|from now on|every time|instead)\b|以后|不要|务必",
     re.IGNORECASE)
+_PLAN = re.compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b", re.IGNORECASE)
 _WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
 
 
@@ -172,6 +174,8 @@ def quiet(statement: Statement, who: str) -> bool:
         return True
     if who == "assistant" and _PROGRESS.match(text) and not _ACKNOWLEDGED.pattern.search(text):
         return True
+    if who == "assistant" and _PLAN.search(text):
+        return True
     return who == "summary" and bool(_NONE.match(text))
 
 
@@ -190,7 +194,8 @@ def strength(statement: Statement, who: str) -> float:
 
     One more rule of the same channel that also fires adds 0.15; a reason given ("because",
     "otherwise", "so that") adds 0.1; a question (ends with ``?``) halves it; a request for
-    the task at hand ("let's …", "can we …", "please …") without a standing-rule word counts 0.7;
+    the task at hand ("let's …", "can we …", "please …", "I'd like to …") without a standing-rule word
+    counts 0.6;
     a summary bullet with a standing-rule word ("always", "never") adds 0.2; an assistant
     statement that opens its reply adds 0.2, one that names code in backticks 0.1.
     """
@@ -202,7 +207,7 @@ def strength(statement: Statement, who: str) -> float:
     if text.rstrip(" *_`)").endswith("?"):
         value *= 0.5
     if who == "human" and _REQUEST.match(text) and not _STANDING.search(text):
-        value *= 0.7
+        value *= 0.6
     if who == "summary" and _STANDING.search(text):
         value += 0.2
     if who == "assistant" and statement.index == 0:
