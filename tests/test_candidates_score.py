@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmd.candidates.score import MIN_SCORE, budget, select
+from mmd.candidates.score import MIN_SCORE, Draft, budget, select
 from mmd.sources.base import Position, Utterance
 
 
@@ -82,3 +82,14 @@ def test_sessions_are_capped_separately() -> None:
     drafts = select(a + b, per_session=1)
     visible = [d.evidence[0].session_id for d in drafts if d.visible]
     assert sorted(visible) == ["a", "b"]
+
+
+def test_a_finding_the_session_later_disproves_sinks() -> None:
+    finding = say("assistant", "The root cause is that the cache key ignores the tenant id in the lookup.", 1)
+    later = say("assistant", "I was wrong: the cache key and the tenant id are fine, the lookup times out.", 3)
+    other = say("assistant", "The report renders in dark mode now, as it did before the change.", 3)
+
+    def score_of(drafts: list[Draft]) -> float:
+        return next(d.score for d in drafts if d.evidence[0] is finding)
+
+    assert score_of(select([finding, later])) < score_of(select([finding, other]))

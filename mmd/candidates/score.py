@@ -3,8 +3,14 @@
 Owns: :class:`Draft` (a candidate before it reaches the queue: rule, kind, score, visible,
 summary, body, evidence), :func:`select` (utterances -> drafts, the function the daemon pipeline
 calls), :func:`budget` (how many a session shows) and the signals across turns that re-rank
-(an acknowledged correction, a fact carried into a later summary, repetition). Issue 13
-"Score, cap, hide".
+(an acknowledged correction, a finding later disproved, a fact carried into a later summary,
+repetition). Issue 13 "Score, cap, hide".
+
+Score = rule weight × :data:`WHO_FACTOR` × :func:`~mmd.candidates.signals.strength`, plus 0.15
+a repetition (up to three), 0.2 an acknowledged correction, 0.1 carried into a later summary,
+minus 0.3 disproved; a second draft of one utterance ranks ×0.6. Recency was measured
+(±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files,
+so it is not a term; ``bench/queue_quality.py`` is the measure.
 
 Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
 applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
@@ -35,6 +41,11 @@ _ACK = re.compile(
     re.IGNORECASE)
 # a block a tool wrapped around or put before what the person typed (<system_instruction>…)
 _INJECTED = re.compile(r"<([a-z][\w-]*)(?:\s[^>]*)?>[\s\S]*?</\1>", re.IGNORECASE)
+_DISPROVED = re.compile(
+    r"\b(?:i was wrong|that was wrong|my (?:earlier|previous|first) (?:diagnosis|assumption|theory|guess)|"
+    r"(?:wasn'?t|was not|isn'?t|is not) (?:actually )?the (?:real |root )?(?:cause|issue|problem)|"
+    r"(?:disproves?|rules? out|contrary to) (?:my|the|what i)|that (?:theory|hypothesis) (?:is|was) wrong)\b",
+    re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]{3,}|[\u4e00-\u9fff]{2}")
 _MAX_BUDGET = 8
 _CONTEXT = 300
@@ -154,8 +165,20 @@ class _Session:
                     self.add(rule, statement, _with_context(statement, statements), utterance, turn,
                              strength(statement, utterance.who))
 
+    def _disproved(self) -> None:
+        """An assistant finding the session later calls wrong ("that wasn't the cause") sinks."""
+        for turn, utterance in enumerate(self.utterances):
+            if utterance.who not in ("assistant", "human") or not _DISPROVED.search(utterance.text):
+                continue
+            words = _key_words(utterance.text)
+            for at, indices in self.by_utterance.items():
+                for i in indices if at < turn else ():
+                    draft = self.drafts[i]
+                    if draft.evidence[0].who == "assistant" and len(self.words[i] & words) >= 3:
+                        draft.score -= 0.3
+
     def cross_turn(self) -> None:
-        """Re-rank: a correction the assistant acknowledges, a statement carried into a summary."""
+        """Re-rank: an acknowledged correction, a disproved finding, a statement carried into a summary."""
         last_human: int | None = None
         for turn, utterance in enumerate(self.utterances):
             if utterance.who == "human":
@@ -165,6 +188,7 @@ class _Session:
                 for i in self.by_utterance.get(last_human, []) + self.by_utterance.get(turn, []):
                     self.drafts[i].score += 0.2
                 last_human = None
+        self._disproved()
         summaries = [(turn, _key_words(u.text)) for turn, u in enumerate(self.utterances) if u.who == "summary"]
         for turn, indices in self.by_utterance.items():
             later = [words for at, words in summaries if at > turn]
