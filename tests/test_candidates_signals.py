@@ -25,6 +25,8 @@ def rule_of(text: str, who: str, section: str = "") -> str | None:
     ("don't use the browser tool to read web pages", "human-standing-rule"),
     ("不要在没有我同意的情况下提交代码", "human-standing-rule"),
     ("务必在合并之前跑完全部测试", "human-standing-rule"),
+    ("提交信息一律用英文写，描述可以用中文", "human-standing-rule"),
+    ("the repo is managed with poetry, so run the suite through it", "human-should"),
     ("I'd rather have one file per team than a single report", "human-preference"),
     ("we prefer tabs over spaces in the makefiles", "human-preference"),
     ("no, use the fetch tool to read that page", "human-correction"),
@@ -43,6 +45,10 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("The hook doesn't receive any session context from stdin.", "assistant-pitfall"),
     ("We'll use the thread pool since the default one is shared.", "assistant-decision"),
     ("You're right — the exporter writes to stdout in dev only.", "assistant-acknowledged"),
+    ("The parser doesn't accept a leading minus, so the caller strips it.", "assistant-pitfall"),
+    ("The settings module defaults to production, which needs a secret key.", "assistant-pitfall"),
+    ("报错的根本原因是缓存键里没有租户编号", "assistant-root-cause"),
+    ("空列表时求和返回的是空值而不是零，所以要写默认值", "assistant-pitfall"),
     ("Good catch - the second call reads the stale value.", "assistant-acknowledged"),
 ])
 def test_assistant_findings_fire(text: str, rule: str) -> None:
@@ -94,6 +100,12 @@ def test_a_request_for_the_task_at_hand_weighs_less_than_a_standing_rule() -> No
     wish = strength(one("I'd like to write a viewer for these logs"), "human")
     standing = strength(one("let's never cache the tenant list"), "human")
     assert request < standing and wish < standing
+
+
+def test_something_said_of_the_moment_weighs_less() -> None:
+    one_off = strength(one("don't push yet, I will review the diff tomorrow"), "human")
+    standing = strength(one("don't push to the release branch, I review every diff"), "human")
+    assert one_off < standing
 
 
 def test_strength_halves_a_question_and_lifts_a_reason() -> None:

@@ -85,9 +85,12 @@ RULES: tuple[Rule, ...] = (
         r"\b(?:always|never)\b", r"\bmust(?:n'?t| not)?\b",
         r"\bdo(?:n'?t| not)\s+(?!think|know|understand|see|get|mind|care|remember|believe|recall)(?:ever\s+)?\w+",
         r"\bshould(?:n'?t| not)\s+\w+", r"\bmake sure\b",
-        r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b", r"不要", r"务必", r"必须", r"别再", r"永远", r"总是")),
+        r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b",
+        r"不要", r"务必", r"必须", r"别再", r"永远", r"总是", r"一律", r"一定要", r"千万")),
     Rule("human-should", "rule", 0.6, ("human",), _rx(
-        r"\bshould\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该")),
+        r"\bshould\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该",
+        r"\bso (?:run|use|keep|always|never|make sure|don'?t)\b",
+        r"\bkeep (?:\w+ )?(?:small|short|in sync|consistent)\b")),
     Rule("human-preference", "preference", 0.85, ("human",), _rx(
         r"\bi(?:'d| would)? (?:rather|prefer)\b", r"\bprefer\b", r"\brather than\b",
         r"\bi (?:want|need|like)\b", r"\bi'?d like\b", r"\bi would like\b",
@@ -111,15 +114,17 @@ RULES: tuple[Rule, ...] = (
     Rule("assistant-root-cause", "pitfall", 0.75, ("assistant",), _rx(
         r"\broot cause\b", r"\bthe (?:real |actual )?(?:issue|problem|bug|culprit) (?:is|was)\b",
         r"\bhappens because\b", r"\bcaused by\b", r"\bturns out\b", r"\bthe reason (?:is|was)\b",
-        r"\bis (?:nearly )?empty because\b", r"\bcame from\b", r"\bmasking\b")),
+        r"\bis (?:nearly )?empty because\b", r"\bcame from\b", r"\bmasking\b",
+        r"根本原因", r"原因是", r"问题在于", r"是因为")),
     Rule("assistant-fix", "pitfall", 0.7, ("assistant",), _rx(
         r"\bfixed by\b", r"\bthe fix (?:is|was)\b", r"\bfixed (?:it|this) by\b", r"\bworks? around\b")),
     Rule("assistant-pitfall", "pitfall", 0.6, ("assistant",), _rx(
         r"\b(?:doesn'?t|does not|won'?t|can'?t|cannot|never|isn'?t|is not|aren'?t) "
-        r"(?:work|catch|complete|support|resolve|emit|receive|create|run|affect|apply)\w*\b",
+        r"(?:work|catch|complete|support|resolve|emit|receive|create|run|affect|apply|accept|handle|allow|"
+        r"include|parse|match|exist|persist|trigger|fire|propagate)\w*\b", r"\bdefaults? to\b",
         r"\bsilently\b", r"\bhard-?coded\b", r"\bonly (?:goes|works|contains|applies|runs)\b",
         r"\bexplicitly requires\b", r"\brequires? (?:a|an|the)\b", r"\bnot (?:a|an) \w+ you\b",
-        r"\*\*not\*\*")),
+        r"\*\*not\*\*", r"而不是", r"不支持", r"不会", r"否则")),
     Rule("assistant-decision", "decision", 0.55, ("assistant",), _rx(
         r"\bwe'?ll use\b", r"\bi'?ll use\b", r"\bdecided\b", r"\bis now\b", r"\bnow (?:uses|prompts|runs)\b",
         r"\bsince\b.*\b(?:so|we|i)\b", r"\bbecause\b", r"\bconstraint\b")),
@@ -154,6 +159,9 @@ _REQUEST = re.compile(
 _STANDING = re.compile(
     r"\b(?:always|never|must|don'?t|do not|should(?:n'?t| not)|from now on|every time|instead)\b|以后|不要|务必",
     re.IGNORECASE)
+# said of this moment only: "don't push yet", "for now", "tomorrow"
+_ONE_OFF = re.compile(r"\b(?:yet|for now|tomorrow|tonight|today|right now|this time|at the moment|for the moment)\b|"
+                      r"暂时|先不|今天|明天", re.IGNORECASE)
 _PLAN = re.compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b", re.IGNORECASE)
 _WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
 
@@ -196,6 +204,7 @@ def strength(statement: Statement, who: str) -> float:
     "otherwise", "so that") adds 0.1; a question (ends with ``?``) halves it; a request for
     the task at hand ("let's …", "can we …", "please …", "I'd like to …") without a standing-rule word
     counts 0.6;
+    something said of the moment only ("yet", "for now", "tomorrow") counts 0.6;
     a summary bullet with a standing-rule word ("always", "never") adds 0.2; an assistant
     statement that opens its reply adds 0.2, one that names code in backticks 0.1.
     """
@@ -207,6 +216,8 @@ def strength(statement: Statement, who: str) -> float:
     if text.rstrip(" *_`)").endswith("?"):
         value *= 0.5
     if who == "human" and _REQUEST.match(text) and not _STANDING.search(text):
+        value *= 0.6
+    if _ONE_OFF.search(text):
         value *= 0.6
     if who == "summary" and _STANDING.search(text):
         value += 0.2
