@@ -124,7 +124,7 @@ RULES: tuple[Rule, ...] = (
         r"include|parse|match|exist|persist|trigger|fire|propagate)\w*\b", r"\bdefaults? to\b",
         r"\bsilently\b", r"\bhard-?coded\b", r"\bonly (?:goes|works|contains|applies|runs)\b",
         r"\bexplicitly requires\b", r"\brequires? (?:a|an|the)\b", r"\bnot (?:a|an) \w+ you\b",
-        r"\*\*not\*\*", r"而不是", r"不支持", r"不会", r"否则")),
+        r"\*\*not\b", r"而不是", r"不支持", r"不会", r"否则")),
     Rule("assistant-decision", "decision", 0.55, ("assistant",), _rx(
         r"\bwe'?ll use\b", r"\bi'?ll use\b", r"\bdecided\b", r"\bis now\b", r"\bnow (?:uses|prompts|runs)\b",
         r"\bsince\b.*\b(?:so|we|i)\b", r"\bbecause\b", r"\bconstraint\b")),
