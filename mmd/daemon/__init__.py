@@ -8,5 +8,5 @@ ROUTER loop), ``events`` (the PUB socket), ``watcher`` (external edits),
 ``scheduler`` (nudges, heartbeat, expiry, watchdog), ``notify`` (systemd),
 ``logs`` (stderr lines), ``lifecycle`` (startup and shutdown) and ``main``
 (the ``mmd`` console script). Where the sockets live is
-:mod:`mmd.core.endpoints`, shared with the client.
+:mod:`mmd.wire.endpoints`, shared with the client.
 """
