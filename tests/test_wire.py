@@ -177,3 +177,10 @@ def test_one_attempt_decides_resends_and_retries_for_both_clients() -> None:
         Attempt.result(conflict)
     assert stale.value.revision == 3
     assert Attempt.result({"id": 1, "result": 5}, lambda r: r + 1) == 6
+
+
+def test_the_error_codes_are_the_schemas() -> None:
+    from mmd.core.errors import ErrorCode
+
+    listed = set(RPC["errorData"]["properties"]["code"]["enum"])
+    assert {c.value for c in DaemonCode} | {c.value for c in ErrorCode} == listed
