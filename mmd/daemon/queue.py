@@ -1,7 +1,7 @@
 """The review queue: candidate memories waiting for a person (or an agent) to accept or reject them.
 
 Owns: the candidates' rows in the state database (:mod:`.statedb`), their
-identity for deduplication, their wire shape (:class:`~.protocol.CandidateJson`)
+identity for deduplication, their wire shape (:class:`~mmd.wire.protocol.CandidateJson`)
 and the status changes ``pending → accepted | rejected`` with a journal row
 each. A candidate's identity is :func:`candidate_key` — a hash of its kind,
 topic and whitespace-normalized body, never of its seq or file — kept for the
@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .protocol import CandidateJson
+from mmd.wire.protocol import CandidateJson
+
 from .statedb import CursorRow, StateDB
 
 __all__ = ["STATUSES", "NewCandidate", "ReviewQueue", "body_key", "candidate_key"]
