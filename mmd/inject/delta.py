@@ -43,6 +43,7 @@ __all__ = ["ClientView", "Injection", "Prepared", "content_hash", "plan_injectio
 
 HASH_CHARS = 12
 """Length of a content hash, in hex digits."""
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def content_hash(summary: str, tags: Sequence[str], body: str) -> str:
@@ -53,7 +54,7 @@ def content_hash(summary: str, tags: Sequence[str], body: str) -> str:
     triples share an input. The entry's ``updated`` time is not hashed: a
     rewrite with the same text is no change.
     """
-    data = json.dumps([summary, list(tags), body], ensure_ascii=False, separators=(",", ":"))
+    data = _JSON.encode([summary, list(tags), body])
     return hashlib.sha256(data.encode("utf-8")).hexdigest()[:HASH_CHARS]
 
 
@@ -235,11 +236,12 @@ def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, to
     reminded = {t: d for t, d in view.reminded.items() if t in current}
     if old != current:
         rank = prep.rank
-        added = sorted(current.keys() - old.keys(), key=rank.__getitem__)
-        changed = {t for t, _ in current.items() - old.items()}
-        updated = sorted(changed.difference(added), key=rank.__getitem__)
-        removed = sorted(old.keys() - current.keys())
-        unchanged = len(current) - len(added) - len(updated)
+        changed = sorted((t for t, h in current.items() if old.get(t) != h), key=rank.__getitem__)
+        added = [t for t in changed if t not in old]
+        updated = [t for t in changed if t in old]
+        unchanged = len(current) - len(changed)
+        gone = len(old) - (unchanged + len(updated))  # topics of the view that are no longer current
+        removed = sorted(t for t in old if t not in current) if gone else []
         text = _delta_text(prep, added, updated, removed, unchanged, max_bytes)
         return Injection("delta", text, tuple(added), tuple(updated), tuple(removed), unchanged, (),
                          ClientView(current, reminded))
