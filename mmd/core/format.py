@@ -294,7 +294,7 @@ def with_review_after(entry_body: str, review_after: str) -> str:
 
     The line goes first; every other body line is kept in order. An empty
     ``review_after`` only removes the old lines. The value is not validated here
-    (``mmd.inject.due`` resolves and checks dates); it must be one line.
+    (``mmd.core.review_date`` resolves and checks dates); it must be one line.
 
     Raises:
         MMError(E_INVALID): if ``review_after`` holds a line break.

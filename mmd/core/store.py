@@ -126,7 +126,7 @@ class MemoryStore:
             tags: comma-separated; None keeps the current ones.
             updated: ISO timestamp to record; default now.
             review_after: the topic's review date: ``YYYY-MM-DD`` or a relative ``3m``/``2w``/``10d``
-                resolved against today (UTC, this store's clock) by :func:`mmd.inject.due.resolve_review_after`;
+                resolved against today (UTC, this store's clock) by :func:`mmd.core.review_date.resolve_review_after`;
                 stored as the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes it; None keeps it.
 
         Returns:
@@ -197,7 +197,7 @@ class MemoryStore:
         """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""
         if value == "":
             return ""
-        from ..inject.due import resolve_review_after  # stdlib-only; loaded only by writes that set a date
+        from .review_date import resolve_review_after  # loaded only by writes that set a date
 
         return resolve_review_after(value, date.fromisoformat(self._now_iso()[:10])).isoformat()
 
