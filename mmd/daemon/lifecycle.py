@@ -322,8 +322,7 @@ class Daemon:
         return {"startedAt": self.started_at, "lang": self.config.lang,
                 "endpoints": {"rpc": self.config.rpc_endpoint, "pub": self.config.pub_endpoint},
                 "queue": dict(self.queue.counts) if self.queue else None,
-                "ingest": {**self.ingestor.health, "backfill": dict(self.ingestor.health["backfill"])}
-                if self.ingestor else None,
+                "ingest": self.ingestor.health.to_json() if self.ingestor else None,
                 "watcher": dict(self.watcher.health) if self.watcher else None,
                 "events": {"seq": self.publisher.seq if self.publisher else 0},
                 "requests": self.rpc.requests if self.rpc else 0}
