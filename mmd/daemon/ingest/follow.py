@@ -70,7 +70,7 @@ class Ingestor:
         notes: the current memory snapshot (None before the first load): candidates equal to a note are skipped.
         write_budget: the default write budget (code points) the digest cuts bodies to.
         exclude: the daemon's own paths (the memory root) never read even when inside the folder.
-        idle_s: quiet seconds after which a followed DSH session counts as ended.
+        idle_s: quiet seconds after which a followed session log counts as ended.
         on_added: called (in the worker thread) after each slice that added candidates.
         on_session_end: called (in the worker thread) with ``(session id, log path)`` once per ended session.
         monotonic: the clock for idleness, seconds.
