@@ -8,5 +8,9 @@ ROUTER loop), ``events`` (the PUB socket), ``watcher`` (external edits),
 ``scheduler`` (nudges, heartbeat, expiry, watchdog), ``notify`` (systemd),
 ``logs`` (stderr lines), ``lifecycle`` (startup and shutdown) and ``main``
 (the ``mmd`` console script). Where the sockets live is
-:mod:`mmd.core.endpoints`, shared with the client.
+:mod:`mmd.core.endpoints`, shared with the client. Session logs reach the
+review queue through ``ingest`` (``follow``: one thread over the source
+folders; ``harvest``: slice → :mod:`mmd.candidates` → one transaction),
+``queue`` and ``statedb``; which files are logs and how they read is
+:mod:`mmd.sources`' business, never this package's.
 """

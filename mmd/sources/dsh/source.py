@@ -78,6 +78,6 @@ class DshSource:
         utterances = [
             Utterance(_WHO[rec.kind], rec.text, self.name, rec.session_id, project, None,
                       Position(path, seq=rec.seq, uuid=rec.message_id))
-            for rec in r.records if rec.text.strip()]
+            for rec in r.records if rec.text and not rec.text.isspace()]
         return Slice(utterances, r.cursor.to_json(), r.consumed, r.more, bool(r.restarted),
                      session_id, project, r.warnings)
