@@ -1,7 +1,7 @@
 """The review queue: candidate memories waiting for a person (or an agent) to accept or reject them.
 
 Owns: the candidates' rows in the state database (:mod:`.statedb`), their
-wire shape (:class:`~.protocol.CandidateJson`) and the status changes
+wire shape (:class:`~mmd.wire.protocol.CandidateJson`) and the status changes
 ``pending → accepted | rejected`` with a journal row each. A candidate's
 identity is :func:`mmd.candidates.candidate_key` — a hash of its kind, topic
 and whitespace-normalized body, never of its seq or file — kept for the
@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mmd.candidates import NewCandidate
+from mmd.wire.protocol import CandidateJson
 
-from .protocol import CandidateJson
 from .statedb import CursorRow, StateDB
 
 __all__ = ["STATUSES", "ReviewQueue"]

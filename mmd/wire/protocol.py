@@ -1,17 +1,21 @@
-"""The wire: JSON-RPC 2.0 request/response shapes, event payloads, and the one error mapping.
+"""The wire: JSON-RPC 2.0 framing, the daemon's error codes and error, and the messages' shapes.
 
 Every RPC message is one JSON object in the last frame of a ZeroMQ message.
 Errors carry ``data.code``, an mm code (``E_INVALID``, ``E_PARSE``, …) or one
-of the daemon's own (:class:`DaemonCode`); :func:`error_object` is the only
-place an exception becomes a JSON-RPC error. Budget overruns are never errors:
-they are ``{ok: false, …}`` results (mm v1 §6). This module never touches a
-socket.
+of the daemon's own (:class:`DaemonCode`). Budget overruns are never errors:
+they are ``{ok: false, …}`` results (mm v1 §6). The daemon's domain raises the
+transport-neutral :class:`DaemonError`; the one mapping to a JSON-RPC error
+object is ``mmd.daemon.rpc.error_object`` (a later HTTP surface maps to a
+status). This module never touches a socket and imports only the standard
+library and :mod:`mmd.core.errors`.
 
 Errors raised inside the daemon::
 
     Exception
-     ├── MMError        (mmd.core) mapped by its code; E_INVALID → -32602
-     └── RpcError       a JSON-RPC error with an explicit JSON-RPC code and data.code
+     ├── MMError          (mmd.core) an mm error: code (ErrorCode), message, details
+     ├── DaemonError      code (DaemonCode or ErrorCode.E_INVALID), message, data
+     │    └── UnknownMethod  no such method (JSON-RPC -32601)
+     └── FrameError       the frame is not a JSON-RPC 2.0 request (JSON-RPC only: rpc_code, request_id)
 """
 
 from __future__ import annotations
@@ -20,30 +24,25 @@ import enum
 import json
 from typing import Any, NotRequired, TypedDict
 
-from mmd.core.errors import ErrorCode, MMError
+from mmd.core.errors import ErrorCode
 
 __all__ = [
     "CandidateJson",
     "CandidateSource",
-    "ChangedEvent",
-    "ChangedItem",
     "DaemonCode",
+    "DaemonError",
     "ErrorObject",
-    "HeartbeatEvent",
+    "FrameError",
     "JsonRpc",
-    "NudgeEvent",
     "OpenResult",
     "QueueAcceptResult",
-    "QueueAddedEvent",
     "QueueListResult",
     "Request",
     "Response",
-    "RpcError",
+    "UnknownMethod",
     "encode",
-    "error_object",
-    "error_response",
     "parse_request",
-    "result_response",
+    "reply",
 ]
 
 
@@ -89,19 +88,47 @@ class DaemonCode(enum.StrEnum):
     """An unexpected failure inside the daemon."""
 
 
-class RpcError(Exception):
-    """Raised by the daemon's method handlers for a JSON-RPC error that is not an mm error.
+class DaemonError(Exception):
+    """Raised by the daemon's domain (state, review, methods) for a failure that is not an mm error.
+
+    Transport-neutral: it names what went wrong, never how a transport says it.
 
     Args:
-        rpc_code: the JSON-RPC code.
-        code: the ``data.code`` (a :class:`DaemonCode` or ``ErrorCode`` value).
+        code: the ``data.code`` (a :class:`DaemonCode`, or ``ErrorCode.E_INVALID`` for bad params).
         message: a sentence for people.
-        extra: more ``data`` members (``revision`` for a conflict).
+        data: more ``data`` members (``revision`` for ``E_CONFLICT``, ``status`` for ``E_DECIDED``,
+            ``topic`` and ``uri`` for ``E_EXISTS``).
     """
 
-    def __init__(self, rpc_code: JsonRpc, code: str, message: str, **extra: Any) -> None:
+    def __init__(self, code: DaemonCode | ErrorCode, message: str, **data: Any) -> None:
         super().__init__(message)
-        self.rpc_code, self.code, self.message, self.extra = rpc_code, str(code), message, extra
+        self.code, self.message, self.data = str(code.value), message, data
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class UnknownMethod(DaemonError):
+    """Raised by ``check_params`` for a method name that is not in ``METHODS`` (code ``E_INVALID``)."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(ErrorCode.E_INVALID, f"unknown method {method!r}")
+
+
+class FrameError(Exception):
+    """Raised when a frame is not a JSON-RPC 2.0 request the daemon can serve (JSON-RPC framing only).
+
+    Args:
+        rpc_code: the JSON-RPC code (-32700, -32600 or -32602).
+        code: the ``data.code`` (``E_PARSE``, ``E_INVALID`` or ``E_TOO_LARGE``).
+        message: a sentence for people.
+        request_id: the request's id when one could be read, else None.
+    """
+
+    def __init__(self, rpc_code: JsonRpc, code: DaemonCode | ErrorCode, message: str,
+                 request_id: str | int | None = None) -> None:
+        super().__init__(message)
+        self.rpc_code, self.code, self.message, self.request_id = rpc_code, str(code.value), message, request_id
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -139,54 +166,6 @@ class OpenResult(TypedDict):
     sessionId: str
     revision: int
     loadedAt: str
-
-
-class ChangedItem(TypedDict):
-    """A topic in ``memory/changed``; ``sha256`` (hex) of the note body, absent for removed topics."""
-
-    topic: str
-    sha256: NotRequired[str]
-
-
-class ChangedEvent(TypedDict):
-    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``external`` | ``config``."""
-
-    seq: int
-    at: str
-    revision: int
-    cause: str
-    added: list[ChangedItem]
-    updated: list[ChangedItem]
-    removed: list[ChangedItem]
-
-
-class NudgeEvent(TypedDict):
-    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``).
-
-    A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
-    agent's DSH session whose log went quiet with its lock released (then ``source`` is the log's path).
-    """
-
-    seq: int
-    at: str
-    reason: str
-    queuePending: int
-    sessionId: NotRequired[str]
-    source: NotRequired[str]
-    pendingWrites: int
-    noteCount: int
-    indexOverBudget: bool
-    needsCommit: bool
-    suggestedActions: list[str]
-
-
-class HeartbeatEvent(TypedDict):
-    """``daemon/heartbeat``: every ``daemon.heartbeatMs``."""
-
-    seq: int
-    at: str
-    revision: int
-    queuePending: int
 
 
 class CandidateSource(TypedDict):
@@ -240,64 +219,33 @@ class QueueAcceptResult(TypedDict):
     write: dict[str, Any]
 
 
-class QueueAddedEvent(TypedDict):
-    """``queue/added``: after each ingestion batch that added candidates; ``source`` is the log's path."""
-
-    seq: int
-    at: str
-    ids: list[int]
-    sessionId: str | None
-    source: str
-
-
-_MM_TO_RPC = {ErrorCode.E_INVALID: JsonRpc.INVALID_PARAMS}
-
-
-def error_object(exc: BaseException) -> ErrorObject:
-    """The JSON-RPC error for any exception a handler raised (the one mapping).
-
-    ``MMError`` keeps its code in ``data.code`` (and ``details`` in ``data.details``);
-    ``E_INVALID`` maps to -32602, every other mm code to -32000. ``RpcError``
-    maps as it says. Anything else is a daemon bug: -32603 with ``E_INTERNAL``.
-    """
-    if isinstance(exc, RpcError):
-        return {"code": int(exc.rpc_code), "message": exc.message, "data": {"code": exc.code, **exc.extra}}
-    if isinstance(exc, MMError):
-        data: dict[str, Any] = {"code": exc.code.value}
-        if exc.details is not None:
-            data["details"] = exc.details
-        return {"code": int(_MM_TO_RPC.get(exc.code, JsonRpc.SERVER_ERROR)), "message": exc.message, "data": data}
-    return {"code": int(JsonRpc.INTERNAL_ERROR), "message": f"internal error: {type(exc).__name__}",
-            "data": {"code": DaemonCode.E_INTERNAL.value}}
-
-
 def parse_request(frame: bytes) -> tuple[Any, str, dict[str, Any], bool]:
     """Decode one request frame into ``(id, method, params, wants_reply)``.
 
     ``params`` may be omitted (``{}``); positional (array) params are refused.
 
     Raises:
-        RpcError(-32700 / E_PARSE): if the frame is not UTF-8 JSON.
-        RpcError(-32600 / E_INVALID): if it is not a JSON-RPC 2.0 request object;
-            ``extra["id"]`` carries the id when one could be read.
+        FrameError(-32700 / E_PARSE): if the frame is not UTF-8 JSON.
+        FrameError(-32600 or -32602 / E_INVALID): if it is not a JSON-RPC 2.0 request object;
+            ``request_id`` carries the id when one could be read.
     """
     try:
         message = json.loads(frame)
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise RpcError(JsonRpc.PARSE_ERROR, ErrorCode.E_PARSE, "request is not valid JSON") from None
+        raise FrameError(JsonRpc.PARSE_ERROR, ErrorCode.E_PARSE, "request is not valid JSON") from None
     if not isinstance(message, dict):
-        raise RpcError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, "request must be a JSON object")
+        raise FrameError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, "request must be a JSON object")
     rid = message.get("id")
     if not (rid is None or isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
-        raise RpcError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, "id must be a string, an integer or null")
+        raise FrameError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, "id must be a string, an integer or null")
     if message.get("jsonrpc") != "2.0":
-        raise RpcError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, 'jsonrpc must be "2.0"', id=rid)
+        raise FrameError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, 'jsonrpc must be "2.0"', rid)
     method = message.get("method")
     if not isinstance(method, str):
-        raise RpcError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, "method must be a string", id=rid)
+        raise FrameError(JsonRpc.INVALID_REQUEST, ErrorCode.E_INVALID, "method must be a string", rid)
     params = message.get("params", {})
     if not isinstance(params, dict):
-        raise RpcError(JsonRpc.INVALID_PARAMS, ErrorCode.E_INVALID, "params must be an object", id=rid)
+        raise FrameError(JsonRpc.INVALID_PARAMS, ErrorCode.E_INVALID, "params must be an object", rid)
     return rid, method, params, "id" in message
 
 
@@ -309,11 +257,8 @@ def encode(message: Any) -> bytes:
         return json.dumps(message, separators=(",", ":")).encode()
 
 
-def result_response(rid: Any, result: Any) -> bytes:
-    """An encoded success response."""
+def reply(rid: Any, *, result: Any = None, error: ErrorObject | None = None) -> bytes:
+    """An encoded response: the ``error`` object when given, else the ``result``."""
+    if error is not None:
+        return encode({"jsonrpc": "2.0", "id": rid, "error": error})
     return encode({"jsonrpc": "2.0", "id": rid, "result": result})
-
-
-def error_response(rid: Any, exc: BaseException) -> bytes:
-    """An encoded error response for ``exc`` (see :func:`error_object`)."""
-    return encode({"jsonrpc": "2.0", "id": rid, "error": error_object(exc)})

@@ -3,8 +3,8 @@
 ``ipc://<runtime>/mmd/<key>.rpc`` and ``…/<key>.pub``, where ``<runtime>`` is
 ``$XDG_RUNTIME_DIR``, else the ``0700`` folder ``/tmp/mmd-<uid>``, and
 ``<key>`` is the first 16 hex digits of the SHA-256 of the root's real path.
-It lives in the core so that the client can import it without the daemon: it uses
-the standard library only and creates nothing unless :func:`ensure_private_dir` is called.
+Part of the wire contract, so that the client finds the daemon without importing it:
+it uses the standard library only and creates nothing unless :func:`ensure_private_dir` is called.
 """
 
 from __future__ import annotations
