@@ -6,9 +6,12 @@ when the machine allows it (root), and skip visibly otherwise.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +20,7 @@ import pytest
 from mmctl.cli import main
 
 from mmd.core import Memory, MemoryOptions, MMError
-from mmd.core.health import case_twins, loose_modes
+from mmd.core.health import case_twins, loose_modes, remove_stale_temp_files, stale_temp_files
 from mmd.core.paths import INDEX_NAME
 
 NOW = "2026-01-02T03:04:05.000Z"
@@ -46,6 +49,12 @@ def hand_root(root: Path, index: str, notes: dict[str, str]) -> None:
     (root / INDEX_NAME).write_text(index)
     for topic, body in notes.items():
         (root / "memories" / f"{topic}.md").write_text(note(topic, body))
+
+
+def tree(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``root`` but ``.mmd/``: its bytes and mode (temp files included)."""
+    return {p.relative_to(root).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+            for p in sorted(root.rglob("*")) if p.is_file() and ".mmd" not in p.parts}
 
 
 def cli(root: Path, *argv: str) -> tuple[int, str, str]:
@@ -310,3 +319,103 @@ def test_a_broken_note_read_by_topic_is_an_error_while_the_rest_serves(tmp_path:
     exit_code, out, err = cli(root, "read", "alpha")
     assert exit_code == 1 and out == "" and "alpha" in err
     assert cli(root, "read", "beta")[0] == 0
+
+
+# --------------------------------------------------------------------------- full disk: all or nothing
+
+
+@pytest.fixture
+def tiny_fs(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 512 KiB tmpfs mounted on a temp folder (needs root; skips visibly otherwise)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tiny tmpfs needs root; the rename double below covers the index step")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k,mode=0700", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"mount -t tmpfs refused here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(mount: Path, leave_bytes: int) -> Path:
+    """Fill the file system, then free ``leave_bytes`` (whole pages)."""
+    filler = mount / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 4096) == 4096:
+            pass
+    except OSError as error:
+        assert error.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    os.truncate(filler, filler.stat().st_size // 4096 * 4096 - leave_bytes)
+    return filler
+
+
+def test_a_full_disk_leaves_both_files_as_before_and_no_orphan_note(tiny_fs: Path) -> None:
+    root = tiny_fs / "root"
+    memory = make(root, index_bytes=10**6, index_lines=10**4)
+    for i in range(40):
+        assert memory.write(f"topic-{i:02}", f"body {i}", summary="s" * 300)["ok"]
+    assert (root / INDEX_NAME).stat().st_size > 3 * 4096
+    before = tree(root)
+    filler = fill(tiny_fs, 4096)  # room for a note's temp file, not for the index's
+    for topic in ("topic-07", "brand-new"):
+        with pytest.raises(MMError) as info:
+            memory.write(topic, "the body that did not fit")
+        assert info.value.code == "E_IO"
+        assert tree(root) == before
+    assert memory.reload().read_topic("topic-07").body == "body 7"  # type: ignore[union-attr]
+    assert memory.read_topic("brand-new") is None and not (root / "memories" / "brand-new.md").exists()
+    filler.unlink()
+    assert memory.write("topic-07", "fits now")["ok"]
+    assert memory.reload().read_topic("topic-07").body == "fits now"  # type: ignore[union-attr]
+
+
+def test_a_failed_index_rename_puts_the_previous_note_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    memory = make(root)
+    assert memory.write("alpha", "old body")["ok"]
+    os.chmod(root / "memories" / "alpha.md", 0o640)
+    before = tree(root)
+    real_replace = os.replace
+
+    def replace(src: str, dst: str, **kwargs: object) -> None:
+        if dst == INDEX_NAME:
+            raise OSError(errno.EIO, "Input/output error")
+        real_replace(src, dst, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "replace", replace)
+    for topic in ("alpha", "beta"):
+        with pytest.raises(MMError) as info:
+            memory.write(topic, "new body")
+        assert info.value.code == "E_IO"
+        assert tree(root) == before
+    assert stat.S_IMODE((root / "memories" / "alpha.md").stat().st_mode) == 0o640
+
+
+# --------------------------------------------------------------------------- crashed writers' temp files
+
+
+def test_temp_files_of_a_crashed_writer_are_reported_and_removed_live_ones_kept(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    memory = make(root)
+    assert memory.write("alpha", "a")["ok"]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid, live_pid = int(dead.stdout), os.getpid()
+    names = {f"memories/.alpha.md.{dead_pid}.3.0badc0de.tmp": dead_pid, f".MEMORY.md.{dead_pid}.4.12ab.tmp": dead_pid,
+             f".mmd/.state.json.{dead_pid}.1.ff.tmp": dead_pid, f"memories/.beta.md.{live_pid}.9.abcd.tmp": live_pid}
+    for rel in names:
+        (root / rel).write_text("partial")
+    (root / "memories" / ".not-ours.tmp").write_text("kept")
+    found = stale_temp_files(root)
+    assert {t["path"]: (t["pid"], t["alive"]) for t in found} == {
+        rel: (pid, pid == live_pid) for rel, pid in names.items()}
+    removed = remove_stale_temp_files(root)
+    assert removed == sorted(rel for rel, pid in names.items() if pid == dead_pid)
+    assert [t["path"] for t in stale_temp_files(root)] == [f"memories/.beta.md.{live_pid}.9.abcd.tmp"]
+    assert (root / "memories" / ".not-ours.tmp").exists() and memory.reload().read_topic("alpha") is not None
