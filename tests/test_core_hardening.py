@@ -142,6 +142,21 @@ def test_a_note_swapped_for_a_symlink_in_a_loop_is_never_served(tmp_path: Path) 
     assert bodies <= {"inside", ""}
 
 
+def test_an_index_symlinked_outside_the_root_is_refused_and_never_written_through(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    memory = make(root)
+    outside = tmp_path / "outside.md"
+    outside.write_text(HEADER + entry("secret"))
+    (root / INDEX_NAME).unlink()
+    (root / INDEX_NAME).symlink_to(outside)
+    with pytest.raises(MMError) as info:
+        memory.reload()
+    assert info.value.code == "E_PARSE" and "symlink" in info.value.message
+    with pytest.raises(MMError):
+        memory.write("alpha", "body")
+    assert outside.read_text() == HEADER + entry("secret")
+
+
 # --------------------------------------------------------------------------- the door
 
 BREAKS = ["\n", "\r", "\x0b", "\x0c", "\x85", "\u2028", "\u2029", "\x00", "\ud800"]

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import ErrorCode, MMError
-from .paths import DETAIL_DIR
+from .paths import DETAIL_DIR, INDEX_NAME
 
 __all__ = [
     "DIR_MODE",
@@ -32,7 +32,9 @@ __all__ = [
     "make_folders",
     "note_parts",
     "note_problem",
+    "opened_folder",
     "prepare_file",
+    "read_index_bytes",
     "read_note_bytes",
     "remove_in",
     "temp_name",
@@ -173,6 +175,36 @@ def read_note_bytes(root: Path, rel: str) -> tuple[bytes, int] | None:
         while chunk := os.read(fd, max(st.st_size, 1 << 16)):
             chunks.append(chunk)
         return b"".join(chunks), st.st_size
+    finally:
+        os.close(fd)
+
+
+def read_index_bytes(root: Path) -> bytes:
+    """MEMORY.md's bytes (b"" when absent), opened with ``O_NOFOLLOW`` like every note.
+
+    Raises:
+        MMError(E_PARSE): if MEMORY.md is a symlink (never followed) or not a regular file.
+        MMError(E_IO): if it cannot be read.
+    """
+    path = root / INDEX_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return b""
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise MMError(ErrorCode.E_PARSE, f"{path} is a symlink; the index is never followed",
+                          details=str(path)) from None
+        raise MMError(ErrorCode.E_IO, f"read {path} failed: {error.strerror}", details=str(path)) from error
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise MMError(ErrorCode.E_PARSE, f"{path} is not a regular file", details=str(path))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"read {path} failed: {error.strerror}", details=str(path)) from error
     finally:
         os.close(fd)
 

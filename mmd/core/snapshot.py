@@ -23,8 +23,8 @@ from .errors import ErrorCode, MMError
 from .format import entry_problems, parse_index, parse_note, safe_rel_path
 from .model import IndexEntry, Note
 from .options import MemoryOptions
-from .paths import DETAIL_DIR, INDEX_NAME, RootGuard
-from .rootfs import MAX_NOTE_READ_BYTES, read_note_bytes
+from .paths import DETAIL_DIR, INDEX_NAME
+from .rootfs import MAX_NOTE_READ_BYTES, read_index_bytes, read_note_bytes
 from .text import js_trim
 from .uri import uri_for
 
@@ -73,14 +73,10 @@ def read_index_text(root: Path) -> str:
     """MEMORY.md's text ('' when absent), UTF-8 with replacement characters as Node reads it.
 
     Raises:
+        MMError(E_PARSE): if MEMORY.md is a symlink or not a regular file (see :func:`.rootfs.read_index_bytes`).
         MMError(E_IO): if the file exists but cannot be read.
     """
-    try:
-        return (root / INDEX_NAME).read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return ""
-    except OSError as error:
-        raise MMError(ErrorCode.E_IO, f"read {root / INDEX_NAME} failed: {error.strerror}") from error
+    return read_index_bytes(root).decode("utf-8", "replace")
 
 
 def parse_live_index(root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry, ...]]:
@@ -134,11 +130,8 @@ def read_note_sized(root: Path, rel: str) -> tuple[str, int] | None:
     return (parse_note(text).body if js_trim(text) else ""), size
 
 
-def read_note_file(root: Path, rel: str, guard: RootGuard | None = None) -> str | None:
-    """The body of the note at ``rel``, or None when it is missing; raises as :func:`read_note_sized`.
-
-    ``guard`` is accepted for older callers and not needed: nothing below the root is followed.
-    """
+def read_note_file(root: Path, rel: str) -> str | None:
+    """The body of the note at ``rel``, or None when it is missing; raises as :func:`read_note_sized`."""
     read = read_note_sized(root, rel)
     return None if read is None else read[0]
 
@@ -228,8 +221,7 @@ class Snapshot:
         }
 
 
-def read_note_checked(root: Path, entry: IndexEntry,
-                      guard: RootGuard | None = None) -> tuple[str | None, MalformedNote | None]:
+def read_note_checked(root: Path, entry: IndexEntry) -> tuple[str | None, MalformedNote | None]:
     """An entry's body as a snapshot holds it: ``(body or None when missing, the problem if malformed)``.
 
     A malformed note (see :func:`read_note_file`) gives ``("", problem)``; nothing is raised.

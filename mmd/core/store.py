@@ -24,7 +24,7 @@ from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel
-from .rootfs import make_folders, note_parts, note_problem, opened_folder, prepare_file, remove_in
+from .rootfs import make_folders, note_parts, note_problem, opened_folder, prepare_file, read_index_bytes, remove_in
 from .snapshot import MalformedNote, malformed_entries, orphan_files, parse_index_text, read_note_sized
 from .text import byte_length, check_line_field, check_text_field, js_trim, normalize_line, parse_tags, validate_topic
 from .uri import uri_for
@@ -60,15 +60,10 @@ class MemoryStore:
         """MEMORY.md as on disk now, parsed again only when its bytes changed (see :mod:`.index_state`).
 
         Raises:
-            MMError(E_PARSE): naming the file, if it is not mm v1.
+            MMError(E_PARSE): naming the file, if it is not mm v1, is a symlink or not a regular file.
             MMError(E_IO): if it cannot be read.
         """
-        try:
-            data = (self.root / INDEX_NAME).read_bytes()
-        except FileNotFoundError:
-            data = b""
-        except OSError as error:
-            raise MMError(ErrorCode.E_IO, f"read {self.root / INDEX_NAME} failed: {error.strerror}") from error
+        data = read_index_bytes(self.root)
         state = self._state
         if state is None or state.data != data:
             text, entries = parse_index_text(data.decode("utf-8", "replace"), self.root, self.options.memory_id)
