@@ -434,3 +434,44 @@ def test_temp_files_of_a_crashed_writer_are_reported_and_removed_live_ones_kept(
     assert removed == sorted(rel for rel, pid in names.items() if pid == dead_pid)
     assert [t["path"] for t in stale_temp_files(root)] == [f"memories/.beta.md.{live_pid}.9.abcd.tmp"]
     assert (root / "memories" / ".not-ours.tmp").exists() and memory.reload().read_topic("alpha") is not None
+
+
+# --------------------------------------------------------------------------- through a real daemon
+
+
+@pytest.mark.timeout(60)
+async def test_the_daemon_inherits_the_door_and_the_case_check(daemon) -> None:  # type: ignore[no-untyped-def]
+    from .test_daemon_helpers import Client, RpcFailure
+
+    client = Client(daemon.rpc)
+    try:
+        assert (await client.call("memory.write", {"topic": "Deploy", "content": "first"}))["ok"]
+        refused = [
+            ({"topic": "alpha", "content": "a\u0000b"}, "E_INVALID"),
+            ({"topic": "alpha", "content": "body", "summary": "page\u000cbreak"}, "E_INVALID"),
+            ({"topic": "alpha", "content": "body", "tags": "a\u2028b"}, "E_INVALID"),
+            ({"topic": "deploy", "content": "second"}, "E_CONFLICT"),
+        ]
+        for params, code in refused:
+            with pytest.raises(RpcFailure) as info:
+                await client.call("memory.write", params)
+            assert info.value.code == code, params
+        assert sorted(p.name for p in (daemon.root / "memories").iterdir()) == ["Deploy.md"]
+        assert (await client.call("memory.write", {"topic": "alpha", "content": "fine"}))["ok"]
+    finally:
+        client.close()
+
+
+def test_budget_and_doctor_agree_on_a_note_symlinked_outside_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    memory = make(root)
+    assert memory.write("alpha", "inside")["ok"]
+    secret = tmp_path / "secret.md"
+    secret.write_text(note("alpha", "outside secret"))
+    (root / "memories" / "alpha.md").unlink()
+    (root / "memories" / "alpha.md").symlink_to(secret)
+    anomalies = memory.budget()["anomalies"]
+    assert anomalies["danglingEntries"] == 0
+    assert [(p["topic"], p["code"]) for p in anomalies["malformedNotes"]] == [("alpha", "E_PARSE")]
+    code, out, err = cli(root, "doctor", "--json")
+    assert code != 0 and "malformed" in out + err and "alpha" in out + err
