@@ -109,12 +109,18 @@ def test_a_memories_folder_swapped_for_a_symlink_is_neither_read_nor_written_thr
     assert sorted(p.name for p in outside.iterdir()) == ["alpha.md"]
 
 
-def test_a_note_swapped_for_a_symlink_in_a_loop_is_never_served(tmp_path: Path) -> None:
+def alpha_and_a_secret(tmp_path: Path) -> tuple[Path, Memory, Path]:
+    """A root holding note ``alpha`` ("inside") and a note-shaped file outside it ("outside secret")."""
     root = tmp_path / "root"
     memory = make(root)
     assert memory.write("alpha", "inside")["ok"]
     secret = tmp_path / "secret.md"
     secret.write_text(note("alpha", "outside secret"))
+    return root, memory, secret
+
+
+def test_a_note_swapped_for_a_symlink_in_a_loop_is_never_served(tmp_path: Path) -> None:
+    root, memory, secret = alpha_and_a_secret(tmp_path)
     path = root / "memories" / "alpha.md"
     real, link = root / "memories" / "real.tmp", root / "memories" / "link.tmp"
     real.write_bytes(path.read_bytes())
@@ -463,11 +469,7 @@ async def test_the_daemon_inherits_the_door_and_the_case_check(daemon) -> None: 
 
 
 def test_budget_and_doctor_agree_on_a_note_symlinked_outside_the_root(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    memory = make(root)
-    assert memory.write("alpha", "inside")["ok"]
-    secret = tmp_path / "secret.md"
-    secret.write_text(note("alpha", "outside secret"))
+    root, memory, secret = alpha_and_a_secret(tmp_path)
     (root / "memories" / "alpha.md").unlink()
     (root / "memories" / "alpha.md").symlink_to(secret)
     anomalies = memory.budget()["anomalies"]

@@ -3,8 +3,14 @@
 Every operation here works on the LIVE files, never on a snapshot, and every
 write runs under the root's write lock: read MEMORY.md, check the budgets in
 the spec's order (write budget, detail file cap, index caps), then write the
-detail file and the index with :func:`durable.atomic_write`. An over-budget
-write returns ``{"ok": False, ...}`` with usage and touches nothing.
+detail file and the index all or nothing (both temp files prepared before either
+is renamed; see :meth:`MemoryStore._write_both`). An over-budget write returns
+``{"ok": False, ...}`` with usage and touches nothing.
+
+What a reader could not read back is refused at the door (``E_INVALID``: NUL and
+lone surrogates anywhere, line breaks in summary/tags/updated); a new topic that
+differs from an indexed one only by case is ``E_CONFLICT``. Files are opened only
+through :mod:`.rootfs` (never following a symlink below the root).
 """
 
 from __future__ import annotations
