@@ -297,6 +297,18 @@ def test_a_hand_edited_summary_blocks_no_other_write_and_no_delete(tmp_path: Pat
     assert [e.topic for e in memory.snapshot.entries] == ["beta"]
 
 
+@pytest.mark.parametrize("char", ["\x0c", "\x0b", "\x85"], ids=["FF", "VT", "NEL"])
+def test_a_write_of_the_hand_edited_topic_itself_folds_its_kept_fields(tmp_path: Path, char: str) -> None:
+    root = tmp_path / "root"
+    hand_root(root, HEADER + entry("alpha", summary=f"page one{char}page two").replace(
+        "- **tags:** ", f"- **tags:** x{char}y, z"), {"alpha": "a"})
+    memory = make(root)
+    assert memory.write("alpha", "new body")["ok"]
+    alpha = memory.reload().snapshot.entries[0]
+    assert (alpha.summary, alpha.tags) == ("page one page two", ("x-y", "z"))
+    assert "malformedEntries" not in memory.snapshot.anomalies
+
+
 @pytest.mark.parametrize("eol", ["\n", "\r\n", "\r", "mixed"])
 def test_every_line_ending_parses_without_losing_an_entry_or_a_line(tmp_path: Path, eol: str) -> None:
     root = tmp_path / "root"

@@ -32,7 +32,16 @@ from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel
 from .rootfs import make_folders, note_parts, note_problem, opened_folder, prepare_file, read_index_bytes, remove_in
 from .snapshot import MalformedNote, malformed_entries, orphan_files, parse_index_text, read_note_sized
-from .text import byte_length, check_line_field, check_text_field, js_trim, normalize_line, parse_tags, validate_topic
+from .text import (
+    byte_length,
+    check_line_field,
+    check_text_field,
+    fold_line_breaks,
+    js_trim,
+    normalize_line,
+    parse_tags,
+    validate_topic,
+)
 from .uri import uri_for
 
 __all__ = ["LOCK_TIMEOUT_S", "MemoryStore"]
@@ -200,8 +209,11 @@ class MemoryStore:
             entry = IndexEntry(
                 topic=topic,
                 memory_id=o.memory_id,
-                summary=normalize_line(summary if summary is not None else existing.summary if existing else ""),
-                tags=tuple(parse_tags(tags)) if tags is not None else (existing.tags if existing else ()),
+                # a kept hand-edited field loses its line breaks here, once, instead of blocking the write
+                summary=normalize_line(summary if summary is not None else
+                                       fold_line_breaks(existing.summary) if existing else ""),
+                tags=tuple(parse_tags(tags if tags is not None else
+                                      fold_line_breaks(", ".join(existing.tags)) if existing else "")),
                 file=file,
                 updated=updated if updated is not None else self._now_iso(),
                 body_chars=body_chars,

@@ -25,6 +25,7 @@ __all__ = [
     "count_chars",
     "count_lines",
     "first_line",
+    "fold_line_breaks",
     "js_trim",
     "measure",
     "normalize_line",
@@ -150,6 +151,11 @@ def check_line_field(name: str, value: str) -> str:
         raise MMError(ErrorCode.E_INVALID, f"{name} must be a single line without U+{ord(bad.group()):04X} "
                                            f"(at code point {bad.start()})", details=name)
     return value
+
+
+def fold_line_breaks(value: str) -> str:
+    """``value`` with each character :func:`check_line_field` refuses turned into a space."""
+    return _LINE_BREAKING.sub(" ", value)
 
 
 def slug_for_topic(value: str) -> str | None:
