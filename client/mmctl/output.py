@@ -148,7 +148,7 @@ class Ctx:
         """The daemon, or a :class:`Failure` saying that ``command`` needs one and how to start it."""
         found = self.daemon()
         if found is None:
-            from mmd.core.endpoints import endpoints_for
+            from mmd.wire.endpoints import endpoints_for
 
             rpc = endpoints_for(self.root(), self.env).rpc
             raise Failure(f"`{command}` needs the mmd daemon, and none answers for {self.root()} (at {rpc}); "

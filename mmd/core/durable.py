@@ -31,11 +31,12 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data`` atomically and durably (temp, fsync, rename, fsync folder).
 
     A symlink at ``path`` is replaced by a regular file; its target is never written.
-    A replaced regular file keeps its mode; a new one is 0600 (whatever the umask).
+    A replaced regular file keeps its mode; a new one gets ``mode`` (default 0600),
+    whatever the umask.
 
     Raises:
         MMError(E_IO): if any step fails; the temp file is removed and ``path`` is untouched.
@@ -43,7 +44,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            prepared = prepare_file(dfd, path.name, data)
+            prepared = prepare_file(dfd, path.name, data, new_mode=mode)
             try:
                 prepared.commit()
             finally:

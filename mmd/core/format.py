@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ErrorCode, MMError
-from .model import DEFAULT_MEMORY_ID, FORMAT_VERSION, IndexEntry
+from .model import DEFAULT_MEMORY_ID, FORMAT_VERSION, REVIEW_AFTER_KEY, REVIEW_AFTER_LINE, IndexEntry
 from .text import JS_WS, byte_length, count_lines, js_trim, parse_tags, validate_topic
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "safe_rel_path",
     "serialize_index",
     "serialize_note",
+    "with_review_after",
 ]
 
 # JavaScript's `.` stops at these; `$` without the m flag is the end of input.
@@ -339,6 +340,24 @@ def entry_block(entry: IndexEntry, strict: bool = True) -> str:
         lines += ["", *entry.entry_body.split("\n")]
     lines.append("")
     return "\n".join(lines)
+
+
+def with_review_after(entry_body: str, review_after: str) -> str:
+    """``entry_body`` with its ``- **review-after:**`` lines replaced by one holding ``review_after``.
+
+    The line goes first; every other body line is kept in order. An empty
+    ``review_after`` only removes the old lines. The value is not validated here
+    (``mmd.core.review_date`` resolves and checks dates); it must be one line.
+
+    Raises:
+        MMError(E_INVALID): if ``review_after`` holds a line break.
+    """
+    if _LINE_BREAK.search(review_after):
+        raise MMError(ErrorCode.E_INVALID, f"review date must be a single line: {_quote(review_after)}")
+    kept = [line for line in entry_body.split("\n") if not REVIEW_AFTER_LINE.match(line)]
+    if review_after:
+        kept.insert(0, f"- **{REVIEW_AFTER_KEY}:** {review_after}")
+    return js_trim("\n".join(kept))
 
 
 def serialize_note(*, topic: str, memory_id: str, file: str, body: str) -> str:

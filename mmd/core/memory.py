@@ -205,7 +205,8 @@ class Memory:
         return sorted(self.snapshot.notes, key=lambda n: n.topic)
 
     def write(self, topic: str, content: Any, **kwargs: Any) -> dict[str, Any]:
-        """Write through :meth:`MemoryStore.write`; adds ``pendingWrites`` to a success."""
+        """Write through :meth:`MemoryStore.write` (``budget``, ``summary``, ``tags``, ``updated``,
+        ``review_after``); adds ``pendingWrites`` to a success."""
         self.snapshot  # noqa: B018 - a write needs a loaded session, as in the reference
         outcome = self.store.write(topic, content, **kwargs)
         if outcome["ok"]:

@@ -256,17 +256,18 @@ class PreparedFile:
         self.previous = None
 
 
-def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = False) -> PreparedFile:
+def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = False,
+                 new_mode: int = FILE_MODE) -> PreparedFile:
     """Write ``data`` to a temp file beside ``name`` in the folder ``dfd`` and fsync it.
 
     The temp file gets the mode of the regular file it will replace, else
-    :data:`FILE_MODE` (set with ``fchmod``, so the umask does not matter). With
+    ``new_mode`` (default :data:`FILE_MODE`; set with ``fchmod``, so the umask does not matter). With
     ``keep_previous`` a hard link to the current file is made, for :meth:`PreparedFile.restore`.
 
     Raises:
         OSError: if any step fails (ENOSPC included); nothing is left behind then.
     """
-    mode = FILE_MODE
+    mode = new_mode
     exists = False
     with contextlib.suppress(FileNotFoundError):
         st = os.stat(name, dir_fd=dfd, follow_symlinks=False)

@@ -19,13 +19,14 @@ import errno
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from .budget import IndexUsage, budget_pct, index_usage
 from .durable import WriteLock, atomic_write
 from .errors import BudgetCode, ErrorCode, MMError
-from .format import header_extras, index_header, join_index, serialize_note
+from .format import header_extras, index_header, join_index, serialize_note, with_review_after
 from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
@@ -158,7 +159,8 @@ class MemoryStore:
         return index_usage(text, self.options.index_lines, self.options.index_bytes, size)
 
     def write(self, topic: str, content: Any, *, budget: Any = None, summary: str | None = None,
-              tags: str | None = None, updated: str | None = None) -> dict[str, Any]:
+              tags: str | None = None, updated: str | None = None,
+              review_after: str | None = None) -> dict[str, Any]:
         """Create or replace ``topic`` (mm v1 §6). Budget failures are returned, not raised.
 
         Args:
@@ -169,6 +171,9 @@ class MemoryStore:
             summary: one line (whitespace folded); None keeps the current one.
             tags: comma-separated; None keeps the current ones.
             updated: ISO timestamp to record; default now.
+            review_after: the topic's review date: ``YYYY-MM-DD`` or a relative ``3m``/``2w``/``10d``
+                resolved against today (UTC, this store's clock) by :func:`mmd.core.review_date.resolve_review_after`;
+                stored as the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes it; None keeps it.
 
         Returns:
             ``{ok: True, topic, uri, action: created|updated, usage}`` or
@@ -177,13 +182,15 @@ class MemoryStore:
 
         Raises:
             MMError(E_INVALID): for a bad topic; NUL or a lone surrogate in any text;
-                a line break (CR, LF, VT, FF, NEL, U+2028, U+2029) in summary, tags or updated.
+                a line break (CR, LF, VT, FF, NEL, U+2028, U+2029) in summary, tags or updated;
+                a ``review_after`` that is not a date nor a relative span (prose is refused).
             MMError(E_CONFLICT): for a new topic differing from an indexed one only by case.
             MMError(E_PARSE): if the live MEMORY.md is not mm v1 (it is never overwritten then).
             MMError(E_IO): if the files cannot be written; neither file is then torn.
         """
         topic = validate_topic(topic)
         _check_door(content, summary=summary, tags=tags, updated=updated)
+        review_line = None if review_after is None else self._review_date(review_after)
         o = self.options
         with self._lock():
             state = self.live_state()
@@ -220,6 +227,8 @@ class MemoryStore:
                 write_budget=write_budget,
                 entry_body=existing.entry_body if existing else "",
             )
+            if review_line is not None:
+                entry = entry.replace(entry_body=with_review_after(entry.entry_body, review_line))
             after = self._next_state(state, topic, entry)
             usage["index"] = after.usage
             if usage["index"]["overBudget"]:
@@ -230,6 +239,14 @@ class MemoryStore:
             self._write_both(f"{topic}.md", note_text.encode(), after)
         return {"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
                 "action": "updated" if existing else "created", "usage": usage}
+
+    def _review_date(self, value: object) -> str:
+        """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""
+        if value == "":
+            return ""
+        from .review_date import resolve_review_after  # loaded only by writes that set a date
+
+        return resolve_review_after(value, date.fromisoformat(self._now_iso()[:10])).isoformat()
 
     def _write_usage(self, body_chars: int, write_budget: int, note_bytes: int,
                      index: IndexUsage) -> dict[str, Any]:

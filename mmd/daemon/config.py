@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from mmd.core.config_file import config_path, read_config
-from mmd.core.endpoints import endpoints_for
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions, is_js_integer
 from mmd.core.paths import dsh_home, expand_path
+from mmd.wire.endpoints import endpoints_for
 
 __all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args"]
 
