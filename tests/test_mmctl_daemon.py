@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mmctl.cli import main
+from mmctl.cli.main import main
 
 from .conftest import SHARED
 

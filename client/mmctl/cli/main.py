@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TextIO
 
-from mmd.core.clock import Clock, parse_iso_ms, system_clock
 from mmd.core.errors import MMError
 
-from .args import UsageError, parse_args
+from ..pins import pinned_clock, pinned_fts5
 from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure
+from .parser import UsageError, parse_args
 
 __all__ = ["COMMANDS", "HELP", "main"]
 
@@ -65,46 +65,24 @@ the files itself under the root's lock. Exit codes: 0 done, 1 failed, 2 usage er
 """
 
 
-def _reference(name: str) -> Callable[[Ctx], int]:
-    def run(ctx: Ctx) -> int:
-        from . import reference
-
-        return int(getattr(reference, f"cmd_{name}")(ctx))
-
-    return run
-
-
-def _extra(name: str) -> Callable[[Ctx], int]:
-    def run(ctx: Ctx) -> int:
-        from . import extra
-
-        return int(getattr(extra, f"cmd_{name}")(ctx))
-
-    return run
-
-
-COMMANDS: dict[str, Callable[[Ctx], int]] = {
-    **{name: _reference(name) for name in ("init", "write", "read", "list", "search", "budget", "digest",
-                                           "delete", "uri")},
-    **{name: _extra(name) for name in ("status", "queue", "watch", "nudge", "guide", "doctor", "mcp")},
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("init", "write", "read", "list", "search", "budget", "digest", "delete", "uri"), "reference"),
+    "status": "status", "watch": "status", "queue": "queue", "nudge": "guide", "guide": "guide", "doctor": "doctor",
 }
-"""Command name → handler returning the exit code (modules import lazily: ``read`` stays light)."""
+"""Command name → the module of ``mmctl.cli`` whose ``cmd_<name>`` runs it (imported lazily: ``read`` stays light).
+``mcp`` is not here: it runs :func:`mmctl.mcp.server.serve`."""
 
 
-def _clock(env: Mapping[str, str]) -> Clock:
-    pinned = env.get("MMCTL_NOW", "").strip()
-    if not pinned:
-        return system_clock
-    try:
-        moment = parse_iso_ms(pinned)
-    except ValueError:
-        raise UsageError(f"MMCTL_NOW must be an ISO-8601 time (got {pinned!r})") from None
-    return lambda: moment
+def _run(command: str, ctx: Ctx) -> int:
+    """Run ``command`` (a key of :data:`COMMANDS`, or ``mcp``); returns its exit code."""
+    if command == "mcp":
+        from ..mcp.server import serve
 
+        return serve(ctx.root_flag(), ctx.args.text("--lang") or "en", ctx.env)
+    from importlib import import_module
 
-def _fts5(env: Mapping[str, str]) -> bool | None:
-    value = env.get("MMCTL_FTS5", "").strip().lower()
-    return {"0": False, "false": False, "1": True, "true": True}.get(value)
+    module = import_module(f"{__package__}.{COMMANDS[command]}")
+    return int(getattr(module, f"cmd_{command}")(ctx))
 
 
 def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
@@ -121,15 +99,17 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
     ctx = Ctx(args, environ, stdout or sys.stdout, stderr or sys.stderr)
     command = args.positionals[0] if args.positionals else None
     try:
-        ctx.now = _clock(environ)
-        ctx.fts5 = _fts5(environ)
+        try:
+            ctx.now = pinned_clock(environ)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        ctx.fts5 = pinned_fts5(environ)
         if command in (None, "help", "--help", "-h"):
             ctx.write(HELP)
             return EXIT_OK
-        handler = COMMANDS.get(command)
-        if handler is None:
+        if command not in COMMANDS and command != "mcp":
             raise UsageError(f"unknown command: {command}\n{HELP}")
-        return handler(ctx)
+        return _run(command, ctx)
     except UsageError as error:
         ctx.error(error.message)
         return EXIT_USAGE
@@ -147,7 +127,7 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
     except BrokenPipeError:
         return EXIT_FAILED
     except Exception as error:  # noqa: BLE001 - a person gets one line, not a traceback
-        from .errors import MmctlError
+        from ..errors import MmctlError
 
         if isinstance(error, MmctlError):
             ctx.error(error.message)

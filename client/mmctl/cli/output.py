@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mmd.core.clock import Clock, system_clock
 from mmd.core.config_file import configured_root
 
-from .args import Args
+from .parser import Args
 
 if TYPE_CHECKING:
-    from .backend import Daemon, Direct
+    from ..backend import Daemon, Direct
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "js_json"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "aligned", "js_json"]
 
 EXIT_OK = 0
 """The command did what was asked."""
@@ -62,6 +62,22 @@ def js_json(value: Any) -> str:
     except UnicodeEncodeError:  # a lone surrogate: JSON.stringify escapes those
         text = json.dumps(_plain(value), separators=(",", ":"))
     return text
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_flat(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return ", ".join(_flat(v) for v in value) or "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "-" if value is None or value == "" else str(value)
+
+
+def aligned(rows: list[tuple[str, Any]]) -> str:
+    """``key  value`` lines with the values in one column; nested values are flattened to ``k=v, …``."""
+    width = max((len(k) for k, _ in rows), default=0)
+    return "".join(f"{k.ljust(width)}  {_flat(v)}\n" for k, v in rows)
 
 
 def _utf8(stream: TextIO) -> TextIO:
@@ -131,17 +147,17 @@ class Ctx:
 
     def direct(self) -> Direct:
         """The files, worked on by this process."""
-        from .backend import Direct
+        from ..backend import Direct
 
         return Direct(self.root_flag(), self.env, self.now, self.fts5)
 
     def daemon(self) -> Daemon | None:
         """The daemon owning the root, if one answers (looked for once per call)."""
         if self._daemon is False:
-            from .backend import find_daemon
+            from ..backend import find_daemon
+            from ..pins import wants_daemon
 
-            off = self.env.get("MMCTL_NO_DAEMON", "") in ("1", "true")
-            self._daemon = None if off else find_daemon(self.root(), self.env)
+            self._daemon = find_daemon(self.root(), self.env) if wants_daemon(self.env) else None
         return self._daemon  # type: ignore[return-value]
 
     def need_daemon(self, command: str) -> Daemon:

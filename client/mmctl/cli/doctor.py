@@ -23,7 +23,7 @@ from mmd.core.text import TOPIC_RE
 
 from .output import EXIT_FAILED, EXIT_OK, Ctx
 
-__all__ = ["diagnose", "run_doctor"]
+__all__ = ["cmd_doctor", "diagnose"]
 
 
 def _problem(kind: str, message: str, fixable: bool = False, **where: str) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def _adopt(ctx: Ctx, memory: Memory, problem: dict[str, Any]) -> dict[str, Any]:
     return {"file": problem["file"], "done": True, "message": f"indexed as {outcome['uri']}"}
 
 
-def run_doctor(ctx: Ctx) -> int:
+def cmd_doctor(ctx: Ctx) -> int:
     """``doctor [--fix] [--json]``: exit 0 when nothing is left to fix, 1 otherwise."""
     fix = ctx.args.flag("--fix")
     direct = ctx.direct()

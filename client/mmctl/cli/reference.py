@@ -12,8 +12,9 @@ from typing import Any
 
 from mmd.core.errors import ErrorCode, MMError
 
-from .args import UsageError
+from ..render import budget_lines
 from .output import EXIT_FAILED, EXIT_OK, Ctx
+from .parser import UsageError
 
 __all__ = ["cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
            "cmd_uri", "cmd_write", "write_via_daemon"]
@@ -45,7 +46,7 @@ def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> 
     daemon = ctx.daemon()
     if daemon is None:
         return None
-    from .errors import RpcError
+    from ..errors import RpcError
 
     try:
         outcome: dict[str, Any] = daemon.client.write(
@@ -169,27 +170,6 @@ def cmd_search(ctx: Ctx) -> int:
     return EXIT_OK
 
 
-def budget_lines(report: dict[str, Any]) -> list[str]:
-    """The reference's text form of a budget report."""
-    index, detail, anomalies = report["index"], report["detail"], report["anomalies"]
-    over = " — OVER BUDGET" if index["overBudget"] else ""
-    odd = ""
-    if anomalies["danglingEntries"] > 0 or anomalies["orphanFiles"]:
-        odd = f"\nanomalies: {anomalies['danglingEntries']} dangling, {len(anomalies['orphanFiles'])} orphan"
-    return [
-        f"memory root: {report['root']}",
-        f"snapshot: {report['loadedAt']} ({report['pendingWrites']} pending write(s))",
-        f"index: {index['entries']} entries, {index['lines']}/{index['lineCap']} lines, "
-        f"{index['bytes']}/{index['byteCap']} bytes{over}",
-        f"notes: {detail['noteCount']}, {detail['totalBodyChars']} chars / {detail['totalBytes']} bytes "
-        f"(max {detail['maxBytes']}/file)",
-        f"search engine: {report['search']['engine']}{odd}",
-        "",
-        *(f"- {t['topic']}: {t['bodyChars']}/{t['writeBudget']} chars ({t['budgetUsedPct']}%)"
-          for t in report["perTopic"]),
-    ]
-
-
 def cmd_budget(ctx: Ctx) -> int:
     """``budget``: the live budget report."""
     report = ctx.direct().memory(search=True).budget()
@@ -224,7 +204,7 @@ def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
     daemon = ctx.daemon()
     if daemon is None:
         return None
-    from .errors import RpcError
+    from ..errors import RpcError
 
     try:
         raw = daemon.client.delete(topic)
