@@ -1,11 +1,12 @@
 """``mmctl doctor``: what is wrong with a memory root, and the mechanical repairs ``--fix`` may make.
 
-Problems found (mm v1 §5, §6): a missing root or index; dangling entries (an
+A folder that is not an mm root is refused as every read refuses it
+(``E_NOT_INITIALIZED``; only ``init`` and writes create a root). Problems
+found (mm v1 §5, §6): dangling entries (an
 index entry whose note file is missing); orphan files (``memories/*.md`` that
 no entry names); malformed notes; an index over its line or byte cap.
 
-``--fix`` only makes repairs that lose nothing: it creates a missing root or
-index, and indexes an orphan file under its own topic (its body kept, written
+``--fix`` only makes repairs that lose nothing: it indexes an orphan file under its own topic (its body kept, written
 through the daemon when one owns the root). It never deletes a file or an
 entry: dangling entries, malformed notes and an over-budget index need a
 decision, so doctor says which command makes it.
@@ -90,15 +91,10 @@ def _adopt(ctx: Ctx, memory: Memory, problem: dict[str, Any]) -> dict[str, Any]:
 def cmd_doctor(ctx: Ctx) -> int:
     """``doctor [--fix] [--json]``: exit 0 when nothing is left to fix, 1 otherwise."""
     fix = ctx.args.flag("--fix")
+    ctx.need_root()
     direct = ctx.direct()
     options = direct.options()
     fixed: list[dict[str, Any]] = []
-    if not (options.root / INDEX_NAME).is_file():
-        if not fix:
-            return _finish(ctx, str(options.root), [_problem(
-                "missing-root", f"no memory at {options.root}; `mmctl init` (or `mmctl doctor --fix`) creates it",
-                True, file=INDEX_NAME)], fixed)
-        fixed.append({"file": INDEX_NAME, "done": True, "message": "created the root and an empty index"})
     memory = direct.memory(options=options)
     _, problems = diagnose(memory)
     if fix and any(p["fixable"] for p in problems):

@@ -15,6 +15,7 @@ __all__ = ["cmd_guide", "cmd_nudge"]
 
 def cmd_nudge(ctx: Ctx) -> int:
     """``nudge``: the nudge report, from the daemon when one runs."""
+    ctx.need_root()
     daemon = ctx.daemon()
     report = daemon.client.nudge() if daemon is not None else ctx.direct().memory().nudge()
     if ctx.json:

@@ -13,7 +13,8 @@ This is the composition root of a CLI call: the only place that reads
 
 Exit codes: 0 done; 1 the operation failed (``ok: false``, not found, a broken
 file, no daemon); 2 usage error. The reference exits 1 for usage errors too;
-that and the ``mmctl:`` prefix of messages are our two listed deviations.
+that and the ``mmctl:`` prefix of messages are listed deviations (``tests/test_conformance.py``).
+Arguments are parsed by :mod:`.parser` (argparse, from one table of commands).
 """
 
 from __future__ import annotations
@@ -23,65 +24,24 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from mmd.core.errors import MMError
+from mmd.core.errors import ErrorCode, MMError
 
 from ..pins import pinned_clock, pinned_fts5
 from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure
-from .parser import UsageError, parse_args
+from .parser import COMMANDS, Args, Shown, UsageError, parse_args, usage_line
 
-__all__ = ["COMMANDS", "HELP", "main"]
-
-HELP = """\
-mmctl — Memory Standard Protocol CLI (client of the mmd daemon)
-
-Usage:
-  mmctl init [--root PATH] [--json]
-  mmctl write <topic> --content TEXT [--budget N] [--summary S] [--tags T] [--root PATH] [--json]
-  mmctl read [topic] [--all] [--root PATH] [--json]
-  mmctl list [--root PATH] [--json]
-  mmctl search <query> [--mode auto|scan|fts5] [--limit N] [--root PATH] [--json]
-  mmctl budget [--root PATH] [--json]
-  mmctl digest [--file PATH] [--text TEXT] [--max-items N] [--topic-hint S] [--root PATH] [--json]
-  mmctl delete <topic> [--root PATH] [--json]
-  mmctl uri <topic> [--root PATH]
-  mmctl help
-
-Beyond the reference CLI:
-  mmctl status [--root PATH] [--json]                      the daemon's state (needs the daemon)
-  mmctl queue list [--status S] [--limit N] [--offset N] [--json]   the review queue (needs the daemon)
-  mmctl queue show <id> [--json]
-  mmctl queue accept <id> [--topic T] [--content C] [--summary S] [--tags T] [--replace] [--json]
-  mmctl queue reject <id> [--reason R] [--json]
-  mmctl watch [--topic T] [--count N] [--json]             print events as they come (needs the daemon)
-  mmctl nudge [--root PATH] [--json]                       the nudge report
-  mmctl guide [--lang en|zh]                               the agents' guide to this memory
-  mmctl doctor [--fix] [--root PATH] [--json]              dangling entries, orphan files, malformed notes
-  mmctl mcp [--lang en|zh] [--root PATH]                   serve the MCP tools over stdio
-
-Topics are ASCII slugs (content may be any language). Budgets are deterministic:
-an over-budget write errors with usage metrics and never truncates.
-When an mmd daemon owns the root, writes go through it; otherwise mmctl writes
-the files itself under the root's lock. Exit codes: 0 done, 1 failed, 2 usage error.
-"""
-
-
-COMMANDS: dict[str, str] = {
-    **dict.fromkeys(("init", "write", "read", "list", "search", "budget", "digest", "delete", "uri"), "reference"),
-    "status": "status", "watch": "status", "queue": "queue", "nudge": "guide", "guide": "guide", "doctor": "doctor",
-}
-"""Command name → the module of ``mmctl.cli`` whose ``cmd_<name>`` runs it (imported lazily: ``read`` stays light).
-``mcp`` is not here: it runs :func:`mmctl.mcp.server.serve`."""
+__all__ = ["main"]
 
 
 def _run(command: str, ctx: Ctx) -> int:
-    """Run ``command`` (a key of :data:`COMMANDS`, or ``mcp``); returns its exit code."""
+    """Run ``command`` (a key of :data:`~.parser.COMMANDS`); returns its exit code."""
     if command == "mcp":
         from ..mcp.server import serve
 
         return serve(ctx.root_flag(), ctx.args.text("--lang") or "en", ctx.env)
     from importlib import import_module
 
-    module = import_module(f"{__package__}.{COMMANDS[command]}")
+    module = import_module(f"{__package__}.{COMMANDS[command].module}")
     return int(getattr(module, f"cmd_{command}")(ctx))
 
 
@@ -95,23 +55,24 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
         stdout, stderr: where to print (default the process's, written as UTF-8).
     """
     environ = os.environ if env is None else env
-    args = parse_args(sys.argv[1:] if argv is None else list(argv))
-    ctx = Ctx(args, environ, stdout or sys.stdout, stderr or sys.stderr)
-    command = args.positionals[0] if args.positionals else None
+    ctx = Ctx(Args(), environ, stdout or sys.stdout, stderr or sys.stderr)
     try:
+        ctx.args = parse_args(_arguments(sys.argv[1:] if argv is None else list(argv)))
+        command = ctx.args.positionals[0]
         try:
             ctx.now = pinned_clock(environ)
         except ValueError as error:
             raise UsageError(str(error)) from None
         ctx.fts5 = pinned_fts5(environ)
-        if command in (None, "help", "--help", "-h"):
-            ctx.write(HELP)
-            return EXIT_OK
-        if command not in COMMANDS and command != "mcp":
-            raise UsageError(f"unknown command: {command}\n{HELP}")
         return _run(command, ctx)
+    except Shown as shown:
+        ctx.write(shown.text)
+        return EXIT_OK
     except UsageError as error:
         ctx.error(error.message)
+        usage = error.usage or (usage_line(ctx.args.positionals[0]) if ctx.args.positionals else "")
+        if usage:
+            ctx.err.write(usage + "\n")
         return EXIT_USAGE
     except Failure as error:
         ctx.error(error.message)
@@ -140,6 +101,22 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
         else:
             ctx.error("this is a bug in mmctl; run again with MMCTL_DEBUG=1 for the traceback and report it")
         return EXIT_FAILED
+
+
+def _arguments(argv: list[str]) -> list[str]:
+    """``argv`` as text; an argument that is not valid UTF-8 (Python decodes it with surrogates) is refused.
+
+    Raises:
+        Failure: ``E_INVALID: argument N is not valid UTF-8 …`` (exit code 1), naming the bytes.
+    """
+    for number, word in enumerate(argv, 1):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = word.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise Failure(f"{ErrorCode.E_INVALID.value}: argument {number} is not valid UTF-8: {shown!r}; "
+                          "give text in UTF-8") from None
+    return argv
 
 
 def _hint(error: MMError) -> str:

@@ -11,10 +11,12 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mmd.core.clock import Clock, system_clock
 from mmd.core.config_file import configured_root
+from mmd.core.errors import ErrorCode
+from mmd.core.paths import INDEX_NAME
 
 from .parser import Args
 
@@ -97,8 +99,10 @@ class Ctx:
         fts5: forced FTS5 availability (``MMCTL_FTS5``) or None.
     """
 
-    def __init__(self, args: Args, env: Mapping[str, str], out: TextIO, err: TextIO) -> None:
+    def __init__(self, args: Args, env: Mapping[str, str], out: TextIO, err: TextIO,
+                 stdin: BinaryIO | None = None) -> None:
         self.args = args
+        self.stdin = stdin
         self.env = env
         self.out = _utf8(out)
         self.err = _utf8(err)
@@ -126,6 +130,48 @@ class Ctx:
     def root(self) -> Path:
         """The resolved memory root: ``--root``, else the config file's ``root``, else mm v1 §2."""
         return configured_root(self.root_flag(), self.env)
+
+    def root_origin(self) -> str:
+        """How :meth:`root` was resolved, in words: ``--root``, the config file, ``$DSH_MEMORY_ROOT``, ``$DSH_HOME``."""
+        if self.root_flag():
+            return "from --root"
+        from mmd.core.config_file import config_path, read_config
+
+        path = config_path(None, self.env)
+        if path is not None:
+            try:
+                configured = read_config(path).get("root")
+            except (OSError, ValueError):
+                configured = None
+            if isinstance(configured, str) and configured.strip():
+                return f"from the root in {path}"
+        if self.env.get("DSH_MEMORY_ROOT", "").strip():
+            return "from $DSH_MEMORY_ROOT"
+        if self.env.get("DSH_HOME", "").strip():
+            return "from $DSH_HOME/memory"
+        return "the default, ~/.dsh/memory"
+
+    def need_root(self) -> Path:
+        """The resolved root when it is an mm root (a folder holding MEMORY.md); reads never create one.
+
+        Raises:
+            Failure: ``E_NOT_INITIALIZED: no memory root at PATH (how it was resolved); …`` naming the fix.
+        """
+        root = self.root()
+        if (root / INDEX_NAME).is_file():
+            return root
+        what = "is a file, not a folder" if root.is_file() else \
+            f"has no {INDEX_NAME}" if root.is_dir() else "does not exist"
+        raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: no memory root at {root} ({self.root_origin()}): it "
+                      f"{what}; create one with `mmctl init --root {root}`, or give the right --root")
+
+    def stdin_bytes(self) -> bytes:
+        """All of stdin, as bytes (``--content -``)."""
+        if self.stdin is not None:
+            return self.stdin.read()
+        import sys
+
+        return sys.stdin.buffer.read()
 
     # --- printing -------------------------------------------------------------------------------
 
@@ -162,6 +208,7 @@ class Ctx:
 
     def need_daemon(self, command: str) -> Daemon:
         """The daemon, or a :class:`Failure` saying that ``command`` needs one and how to start it."""
+        self.need_root()
         found = self.daemon()
         if found is None:
             from mmd.core.endpoints import endpoints_for

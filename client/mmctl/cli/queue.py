@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import RpcError
 from ..render import candidates
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
@@ -52,35 +53,54 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
 
 
 def cmd_queue(ctx: Ctx) -> int:
-    """``queue list|show|accept|reject``: the review queue (needs the daemon)."""
+    """``queue list|show|accept|reject``: the review queue (needs the daemon).
+
+    ``accept`` and ``reject`` take one or more ids; each is decided and reported
+    on its own line (``--json``: one JSON line per id), and the exit code is 1
+    when any of them failed.
+    """
     sub = ctx.rest[0] if ctx.rest else "list"
-    if sub not in ("list", "show", "accept", "reject"):
-        raise UsageError(f"unknown queue command: {sub} (use list, show, accept or reject)")
-    if sub != "list" and len(ctx.rest) < 2:
+    ids = ctx.rest[1:]
+    if sub != "list" and not ids:
         raise UsageError(f"queue {sub} requires a candidate <id> (see `mmctl queue list`)")
+    if sub in ("list", "show") and len(ids) > (0 if sub == "list" else 1):
+        raise UsageError(f"queue {sub} takes {'no id' if sub == 'list' else 'one id'} (got {' '.join(ids)})")
     a = ctx.args
     limit, offset = a.integer("--limit"), a.integer("--offset")
+    content = None
+    if sub == "accept":
+        from .reference import body_text
+
+        content = body_text(ctx)
     client = ctx.need_daemon("queue").client
     if sub == "list":
         status = a.text("--status") or "pending"
         result = client.queue_list(status=status, limit=limit or None, offset=offset)
         ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status))
         return EXIT_OK
-    cid = _candidate_id(ctx.rest[1])
     if sub == "show":
-        result = client.queue_get(cid)
+        result = client.queue_get(_candidate_id(ids[0]))
         ctx.write(js_json(result) + "\n" if ctx.json else _show(result))
         return EXIT_OK
-    if sub == "accept":
-        result = client.queue_accept(cid, topic=a.text("--topic"), content=a.text("--content"),
-                                     summary=a.text("--summary"), tags=a.text("--tags"),
-                                     replace=a.flag("--replace"))
-    else:
-        result = client.queue_reject(cid, reason=a.text("--reason"))
-    if ctx.json:
-        ctx.print_json(result)
-    elif result.get("ok"):
-        ctx.write(_decided(sub, cid, result))
-    else:
-        ctx.error(_decided(sub, cid, result).rstrip("\n"))
-    return EXIT_OK if result.get("ok") else EXIT_FAILED
+    failed = 0
+    for raw in ids:
+        cid = _candidate_id(raw)
+        try:
+            if sub == "accept":
+                result = client.queue_accept(cid, topic=a.text("--topic"), content=content,
+                                             summary=a.text("--summary"), tags=a.text("--tags"),
+                                             replace=a.flag("--replace"))
+            else:
+                result = client.queue_reject(cid, reason=a.text("--reason"))
+        except RpcError as error:
+            result = {"ok": False, "id": cid, "error": {"code": error.code, "message": error.message}}
+        failed += not result.get("ok")
+        if ctx.json:
+            ctx.print_json(result)
+        elif result.get("ok"):
+            ctx.write(_decided(sub, cid, result))
+        elif "error" in result:
+            ctx.error(f"{sub} {cid}: {result['error']['message']}")
+        else:
+            ctx.error(_decided(sub, cid, result).rstrip("\n"))
+    return EXIT_FAILED if failed else EXIT_OK

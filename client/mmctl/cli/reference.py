@@ -13,10 +13,10 @@ from typing import Any
 from mmd.core.errors import ErrorCode, MMError
 
 from ..render import budget_lines
-from .output import EXIT_FAILED, EXIT_OK, Ctx
+from .output import EXIT_FAILED, EXIT_OK, Ctx, js_json
 from .parser import UsageError
 
-__all__ = ["cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
+__all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
            "cmd_uri", "cmd_write", "write_via_daemon"]
 
 
@@ -69,7 +69,7 @@ def _as_mm(error: Exception) -> MMError:
 def cmd_write(ctx: Ctx) -> int:
     """``write <topic> --content TEXT [--budget N] [--summary S] [--tags T]``."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
-    content = _need(ctx.args.text("--content"), "write requires --content TEXT")
+    content = _need(body_text(ctx), "write requires --content TEXT")
     budget = ctx.args.integer("--budget")
     try:
         outcome = write_via_daemon(ctx, topic, content, budget)
@@ -90,6 +90,32 @@ def cmd_write(ctx: Ctx) -> int:
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
 
 
+def body_text(ctx: Ctx) -> str | None:
+    """The body ``--content TEXT``, ``--content -`` (stdin) or ``--file PATH`` gives, or None without any.
+
+    Raises:
+        UsageError: for both ``--content`` and ``--file``.
+        Failure: for a file that cannot be read, or a body that is not UTF-8 (naming the byte offset).
+    """
+    from .output import Failure
+
+    content, file = ctx.args.text("--content"), ctx.args.text("--file")
+    if content is not None and file is not None:
+        raise UsageError("give the body once: --content TEXT, --content - (stdin) or --file PATH, not both")
+    if file is None and content != "-":
+        return content
+    where = "stdin" if file is None else file
+    try:
+        raw = ctx.stdin_bytes() if file is None else open(file, "rb").read()  # noqa: SIM115 - read whole at once
+    except OSError as error:
+        raise Failure(f"cannot read the body from {where}: {error.strerror or error}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Failure(f"the body from {where} is not UTF-8 (byte {error.start}); convert it to UTF-8 first") \
+            from None
+
+
 def usage_figures(usage: dict[str, Any]) -> str:
     """The figures of a refused write, indented under its message (text mode; ``--json`` has them all)."""
     index = usage["index"]
@@ -100,6 +126,7 @@ def usage_figures(usage: dict[str, Any]) -> str:
 
 def cmd_read(ctx: Ctx) -> int:
     """``read [topic] [--all]``: a note, the index, or the index with every note."""
+    ctx.need_root()
     memory = ctx.direct().memory()
     if ctx.rest:
         topic = ctx.rest[0]
@@ -138,6 +165,7 @@ def cmd_read(ctx: Ctx) -> int:
 
 def cmd_list(ctx: Ctx) -> int:
     """``list``: every topic, sorted."""
+    ctx.need_root()
     notes = ctx.direct().memory().list_notes()
     topics = [n.topic for n in notes]
     if ctx.json:
@@ -151,8 +179,11 @@ def cmd_list(ctx: Ctx) -> int:
 def cmd_search(ctx: Ctx) -> int:
     """``search <query> [--mode auto|scan|fts5] [--limit N]``."""
     query = _need(ctx.rest[0] if ctx.rest else None, "search requires a <query>")
+    if not query.strip():
+        raise UsageError("search requires a <query>: an empty query matches nothing; give words to look for")
     mode_arg = ctx.args.text("--mode") or "auto"
     limit = ctx.args.integer("--limit")
+    ctx.need_root()
     memory = ctx.direct().memory(search=True)
     mode = mode_arg if mode_arg in ("scan", "fts5") else "auto"
     result = memory.search(query, mode=mode, limit=limit if limit else None)
@@ -172,6 +203,7 @@ def cmd_search(ctx: Ctx) -> int:
 
 def cmd_budget(ctx: Ctx) -> int:
     """``budget``: the live budget report."""
+    ctx.need_root()
     report = ctx.direct().memory(search=True).budget()
     if ctx.json:
         ctx.print_json(report)
@@ -236,5 +268,7 @@ def cmd_delete(ctx: Ctx) -> int:
 def cmd_uri(ctx: Ctx) -> int:
     """``uri <topic>``: the topic's canonical URI (a bad topic escapes as an internal error, as in the reference)."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "uri requires a <topic>")
-    ctx.write(ctx.direct().memory().uri_for(topic) + "\n")
+    ctx.need_root()
+    uri = ctx.direct().memory().uri_for(topic)
+    ctx.write(js_json({"topic": topic, "uri": uri}) + "\n" if ctx.json else uri + "\n")
     return EXIT_OK

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .output import EXIT_OK, Ctx, aligned, js_json
+from .parser import UsageError
 
 __all__ = ["cmd_status", "cmd_watch"]
 
@@ -44,6 +45,12 @@ def cmd_watch(ctx: Ctx) -> int:
     """``watch [--topic T] [--count N] [--json]``: print events as they come, until Ctrl+C or N events."""
     count = ctx.args.integer("--count")
     topic = ctx.args.text("--topic")
+    if topic is not None:
+        from ..events import TOPICS
+
+        if not any(t.startswith(topic) for t in TOPICS):
+            raise UsageError(f"watch: --topic {topic!r} matches no event topic (use one of {', '.join(TOPICS)}, "
+                             "or a prefix such as memory/)")
     daemon = ctx.need_daemon("watch")
     seen = 0
     with daemon.client.subscribe([topic] if topic else []) as events:
