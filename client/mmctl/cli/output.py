@@ -135,16 +135,11 @@ class Ctx:
         """How :meth:`root` was resolved, in words: ``--root``, the config file, ``$DSH_MEMORY_ROOT``, ``$DSH_HOME``."""
         if self.root_flag():
             return "from --root"
-        from mmd.core.config_file import config_path, read_config
+        from mmd.core.config_file import config_path
+        from mmd.core.paths import resolve_root
 
-        path = config_path(None, self.env)
-        if path is not None:
-            try:
-                configured = read_config(path).get("root")
-            except (OSError, ValueError):
-                configured = None
-            if isinstance(configured, str) and configured.strip():
-                return f"from the root in {path}"
+        if configured_root(None, self.env) != resolve_root(None, self.env):
+            return f"from the root in {config_path(None, self.env)}"
         if self.env.get("DSH_MEMORY_ROOT", "").strip():
             return "from $DSH_MEMORY_ROOT"
         if self.env.get("DSH_HOME", "").strip():
