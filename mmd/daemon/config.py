@@ -282,7 +282,8 @@ def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | Non
         raise ConfigError("--config" if explicit is not None else str(path), str(path),
                           f"cannot be read: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(_toml_place(path, str(error)), None, f"not valid TOML: {error}") from None
+        why = str(error).split(" (at line ")[0]
+        raise ConfigError(_toml_place(path, str(error)), None, f"not valid TOML: {why}") from None
     for key, value in data.items():
         if key not in _BY_KEY:
             raise ConfigError(key, value, f"unknown key in {path}")
