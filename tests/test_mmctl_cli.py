@@ -272,3 +272,23 @@ def test_a_bad_config_file_is_reported_with_its_path(mm, tmp_path: Path) -> None
     (tmp_path / ".config" / "mmd" / "config.toml").write_text("indexLines = 0\n")
     r = mm("write", "a", "--content", "x")
     assert r.code == 1 and "config.toml" in r.err and "indexLines must be a positive integer" in r.err
+
+
+def test_a_direct_write_keeps_its_lock_in_the_roots_state_folder(mm) -> None:  # type: ignore[no-untyped-def]
+    """The ``state-folders`` deviation: a written root holds a ``.mmd/`` folder, which no read lists."""
+    assert mm("write", "a", "--content", "x").code == 0
+    assert (mm.root / ".mmd").is_dir()
+    assert mm("list").out == "a\n" and mm("doctor").code == 0
+
+
+def test_content_from_stdin_or_a_file_and_a_value_starting_with_dashes(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    body = tmp_path / "body.md"
+    body.write_text("from a file — ü\n", encoding="utf-8")
+    assert mm("write", "f", "--file", str(body), "--summary=--- draft").code == 0
+    note = mm("read", "f", "--json").json
+    assert (note["body"], note["summary"]) == ("from a file — ü", "--- draft")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["write", "s", "--content", "-", "--root", str(mm.root)], env={"HOME": str(tmp_path)},
+                stdout=out, stderr=err, stdin=io.BytesIO(b"from stdin\n"))
+    assert code == 0, err.getvalue()
+    assert mm("read", "s", "--json").json["body"] == "from stdin"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from mmd.core.errors import ErrorCode, MMError
 
@@ -46,16 +46,17 @@ def _run(command: str, ctx: Ctx) -> int:
 
 
 def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
-         stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+         stdout: TextIO | None = None, stderr: TextIO | None = None, stdin: BinaryIO | None = None) -> int:
     """Run one ``mmctl`` command; returns the exit code (the console script exits with it).
 
     Args:
         argv: the arguments after the program name (default ``sys.argv[1:]``).
         env: the environment (default ``os.environ``).
         stdout, stderr: where to print (default the process's, written as UTF-8).
+        stdin: where ``--content -`` reads the body (default the process's stdin, as bytes).
     """
     environ = os.environ if env is None else env
-    ctx = Ctx(Args(), environ, stdout or sys.stdout, stderr or sys.stderr)
+    ctx = Ctx(Args(), environ, stdout or sys.stdout, stderr or sys.stderr, stdin)
     try:
         ctx.args = parse_args(_arguments(sys.argv[1:] if argv is None else list(argv)))
         command = ctx.args.positionals[0]
