@@ -76,6 +76,8 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmctl", ["guide", "--json"], {}, 2, "mmctl: guide: unknown option --json", ""),
     ("mmctl", ["doctor", "--fix", "x"], {}, 2, "mmctl: doctor: unexpected argument 'x'", ""),
     ("mmctl", ["mcp", "--lang", "fr"], {}, 2, "mmctl: mcp: argument --lang: invalid choice: 'fr'", ""),
+    ("mmctl", ["completion"], {}, 2, "mmctl: completion requires a <shell>: bash, zsh or fish", ""),
+    ("mmctl", ["completion", "tcsh"], {}, 2, "mmctl: completion: argument SHELL: invalid choice: 'tcsh'", ""),
     ("mmctl", ["help", "frob"], {}, 2, "mmctl: help: unknown command 'frob'", ""),
     ("mmctl", ["nudge", "--json", "x"], {}, 2, "mmctl: nudge: unexpected argument 'x'", ""),
     ("mmctl", ["read", "--root", "{tmp}/typo"], {}, 1, _E, ""),

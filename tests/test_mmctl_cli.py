@@ -292,3 +292,15 @@ def test_content_from_stdin_or_a_file_and_a_value_starting_with_dashes(mm, tmp_p
                 stdout=out, stderr=err, stdin=io.BytesIO(b"from stdin\n"))
     assert code == 0, err.getvalue()
     assert mm("read", "s", "--json").json["body"] == "from stdin"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts_name_every_command_and_complete_topics_from_the_index(mm, shell: str) -> None:  # type: ignore[no-untyped-def]
+    from mmctl.cli.parser import COMMANDS
+
+    r = mm("completion", shell, root_flag=False)
+    assert r.code == 0 and all(name in r.out for name in COMMANDS)
+    assert "mmctl list 2>/dev/null" in r.out
+    if shell == "bash":
+        check = subprocess.run(["bash", "-n"], input=r.out, text=True, capture_output=True, timeout=30)
+        assert check.returncode == 0, check.stderr

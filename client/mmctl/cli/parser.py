@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "js_number", "parse_args",
-           "render_help", "usage_line"]
+__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments", "js_number",
+           "parse_args", "render_help", "usage_line"]
 
 _JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
             "\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -141,6 +141,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("doctor", "doctor", "dangling entries, orphan files, malformed notes, an over-budget index",
             options=(Opt("--fix", None, "repair what is marked fixable (never deletes)", "switch"),)),
     Command("mcp", "mcp", "serve the MCP tools over stdio", options=(_LANG,), json=False),
+    Command("completion", "completion", "print the shell completion script (topics complete from the index)",
+            (Pos("shell", "the shell", choices=("bash", "zsh", "fish")),), json=False,
+            epilog="bash: mmctl completion bash > ~/.local/share/bash-completion/completions/mmctl\n"
+                   "zsh:  mmctl completion zsh > ~/.zfunc/_mmctl\n"
+                   "fish: mmctl completion fish > ~/.config/fish/completions/mmctl.fish"),
     Command("help", "help", "help on mmctl or on one command", (Pos("command", "the command"),), json=False),
 )}
 """Every ``mmctl`` command, in the order ``mmctl --help`` lists them."""
@@ -230,7 +235,14 @@ def command_parser(command: Command) -> argparse.ArgumentParser:
     import argparse
 
     parser = _builder()(prog=f"{PROG} {command.name}", description=command.summary, epilog=command.epilog or None,
-                        allow_abbrev=False)
+                        allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return add_arguments(parser, command)
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: Command) -> argparse.ArgumentParser:
+    """Declare ``command``'s positionals and options (with ``--root`` and, if it prints a result, ``--json``)."""
+    import argparse
+
     for pos in command.positionals:
         parser.add_argument(pos.name, nargs="*" if pos.many else "?", help=pos.help, default=pos.default,
                             choices=pos.choices, metavar=pos.name.upper())
