@@ -41,8 +41,18 @@ def _describe(event: Any) -> str:
     return js_json(d)
 
 
+HEARTBEAT_MS = 5000
+"""The daemon's default ``daemon.heartbeatMs``: the interval assumed until two heartbeats show the real one."""
+MISSED_BEATS = 3
+"""Heartbeats missed in a row before ``watch`` says the daemon is gone."""
+
+
 def cmd_watch(ctx: Ctx) -> int:
-    """``watch [--topic T] [--count N] [--json]``: print events as they come, until Ctrl+C or N events."""
+    """``watch [--topic T] [--count N] [--json]``: print events as they come, until Ctrl+C or N events.
+
+    Says ``(the daemon is gone: …)`` on stderr after :data:`MISSED_BEATS` heartbeat
+    intervals without any event, and ``(the daemon is back)`` at the next event.
+    """
     count = ctx.args.integer("--count")
     topic = ctx.args.text("--topic")
     if topic is not None:
@@ -53,17 +63,52 @@ def cmd_watch(ctx: Ctx) -> int:
                              "or a prefix such as memory/)")
     daemon = ctx.need_daemon("watch")
     seen = 0
-    with daemon.client.subscribe([topic] if topic else []) as events:
-        for event in events:
-            if ctx.json:
-                ctx.print_json(event.to_json())
-            else:
-                if event.restarted:
-                    ctx.write("(the daemon restarted: resync with `mmctl list`)\n")
-                elif event.missed:
-                    ctx.write(f"(missed {event.missed} event(s))\n")
-                ctx.write(f"{event.data.get('at', '')}  #{event.seq:<5} {event.topic:<16} {_describe(event)}\n")
+    with daemon.client.subscribe([], timeout_ms=HEARTBEAT_MS) as events:
+        for event in _watched(ctx, events):
+            if topic and not event.topic.startswith(topic):
+                continue
+            _print_event(ctx, event)
             seen += 1
             if count and seen >= count:
                 break
     return EXIT_OK
+
+
+def _watched(ctx: Ctx, events: Any) -> Any:
+    """Every event of ``events``; says on stderr when the heartbeats stop and when they come back."""
+    import time
+
+    interval_ms, last, last_beat, gone = HEARTBEAT_MS, time.monotonic(), None, False
+    while True:
+        try:
+            event = next(events)
+        except StopIteration:
+            event = None
+        now = time.monotonic()
+        if event is None:
+            if not gone and (now - last) * 1000 >= MISSED_BEATS * interval_ms:
+                gone = True
+                ctx.error(f"the daemon is gone: no heartbeat for {MISSED_BEATS} intervals ({interval_ms} ms each); "
+                          "waiting for it to come back (Ctrl+C stops)")
+            continue
+        if gone:
+            gone = False
+            ctx.error("the daemon is back")
+        if event.topic == "daemon/heartbeat":
+            if last_beat is not None:
+                interval_ms = max(1, round((now - last_beat) * 1000))
+            last_beat = now
+            events.timeout_ms = interval_ms
+        last = now
+        yield event
+
+
+def _print_event(ctx: Ctx, event: Any) -> None:
+    if ctx.json:
+        ctx.print_json(event.to_json())
+        return
+    if event.restarted:
+        ctx.write("(the daemon restarted: resync with `mmctl list`)\n")
+    elif event.missed:
+        ctx.write(f"(missed {event.missed} event(s))\n")
+    ctx.write(f"{event.data.get('at', '')}  #{event.seq:<5} {event.topic:<16} {_describe(event)}\n")
