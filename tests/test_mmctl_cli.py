@@ -304,3 +304,27 @@ def test_completion_scripts_name_every_command_and_complete_topics_from_the_inde
     if shell == "bash":
         check = subprocess.run(["bash", "-n"], input=r.out, text=True, capture_output=True, timeout=30)
         assert check.returncode == 0, check.stderr
+
+
+def test_doctor_finds_what_the_files_show_and_fixes_only_a_dead_writers_temp_file(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "a", "--content", "x")
+    mm("write", "b", "--content", "y")
+    memories = mm.root / "memories"
+    (memories / "a.md").write_text("no header here\n")
+    (memories / ".b.md.999999999.1.abcdef01.tmp").write_text("half")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# c\n\nbody\n")
+    (memories / "c.md").symlink_to(outside)
+    index = mm.root / "MEMORY.md"
+    clean = index.read_text()
+    index.write_text(clean + "<<<<<<< HEAD\n=======\n>>>>>>> theirs\n")
+    kinds = {p["kind"]: p for p in mm("doctor", "--json").json["problems"]}
+    assert {"conflict-markers", "temp-file", "no-header", "outside-root"} <= set(kinds)
+    assert kinds["temp-file"]["fixable"] and not kinds["no-header"]["fixable"]
+    index.write_text(clean + "## Not A Slug\n")
+    r = mm("doctor", "--fix", "--json")
+    kinds = {p["kind"]: p for p in r.json["problems"]}
+    assert r.code == 1 and "index line" in kinds["unparsable-index"]["message"] and "temp-file" not in kinds
+    assert [f["done"] for f in r.json["fixed"]] == [True] and not (memories / ".b.md.999999999.1.abcdef01.tmp").exists()
+    assert (memories / "a.md").read_text() == "no header here\n" and outside.read_text() == "# c\n\nbody\n"
+    assert "internal error" not in mm("doctor").err
