@@ -97,6 +97,13 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
      "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/typo (from $DSH_MEMORY_ROOT)", ""),
     ("mmctl", ["read"], {"DSH_HOME": "{tmp}/nohome"}, 1,
      "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/nohome/memory (from $DSH_HOME/memory)", ""),
+    ("mmctl", ["write", "t", "--content", "x", "--root", "{tmp}/afile"], {}, 1,
+     "mmctl: the memory root {tmp}/afile (from --root) is a file, not a folder", ""),
+    ("mmctl", ["init", "--root", "{tmp}/typo/deeper"], {}, 1,
+     "mmctl: cannot create the memory root {tmp}/typo/deeper (from --root): its parent folder {tmp}/typo does not "
+     "exist", ""),
+    ("mmctl", ["init", "--root", "{tmp}/afile/x"], {}, 1,
+     "mmctl: cannot create the memory root {tmp}/afile/x (from --root): {tmp}/afile is a file, not a folder", ""),
     ("mmctl", ["--version"], {}, 0, "", f"mmctl {__version__}\n"),
     ("mmctl", ["help", "write"], {}, 0, "", "usage: mmctl write [-h]"),
     ("mmctl", ["write", "--help"], {}, 0, "", "usage: mmctl write [-h]"),

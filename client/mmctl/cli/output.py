@@ -168,6 +168,35 @@ class Ctx:
 
         return sys.stdin.buffer.read()
 
+    def creatable_root(self) -> Path:
+        """The resolved root, checked before ``init`` or a write creates it.
+
+        A root given with ``--root`` must have an existing parent (a typo makes no
+        folders); a configured or default root is created with its parents (mm v1 §2).
+
+        Raises:
+            Failure: naming the root, how it was resolved and the fix, for a root that is a file, a
+                missing parent (``--root`` only), or a parent that is not a writable folder.
+        """
+        root = self.root()
+        origin = self.root_origin()
+        if root.exists() and not root.is_dir():
+            raise Failure(f"the memory root {root} ({origin}) is a file, not a folder; give a folder")
+        if root.exists():
+            return root
+        parent = root.parent
+        existing = next((p for p in (parent, *parent.parents) if p.exists()), parent)
+        if not existing.is_dir():
+            raise Failure(f"cannot create the memory root {root} ({origin}): {existing} is a file, not a folder")
+        if self.root_flag() and not parent.is_dir():
+            raise Failure(f"cannot create the memory root {root} ({origin}): its parent folder {parent} does not "
+                          f"exist; create it first (`mkdir -p {parent}`) or fix the path")
+        import os
+
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise Failure(f"cannot create the memory root {root} ({origin}): {existing} is not writable")
+        return root
+
     # --- printing -------------------------------------------------------------------------------
 
     def write(self, text: str) -> None:

@@ -28,6 +28,7 @@ def _need(value: str | None, message: str) -> str:
 
 def cmd_init(ctx: Ctx) -> int:
     """``init``: create the root, ``memories/`` and an empty index if missing."""
+    ctx.creatable_root()
     memory = ctx.direct().memory()
     if ctx.json:
         ctx.print_json({"ok": True, "root": str(memory.root), "files": ["MEMORY.md", "memories/"]})
@@ -71,6 +72,7 @@ def cmd_write(ctx: Ctx) -> int:
     topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
     content = _need(body_text(ctx), "write requires --content TEXT")
     budget = ctx.args.integer("--budget")
+    ctx.creatable_root()
     try:
         outcome = write_via_daemon(ctx, topic, content, budget)
         if outcome is None:
@@ -251,6 +253,7 @@ def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
 def cmd_delete(ctx: Ctx) -> int:
     """``delete <topic>``: always allowed, even over budget."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "delete requires a <topic>")
+    ctx.creatable_root()
     try:
         outcome = _delete_via_daemon(ctx, topic)
         if outcome is None:
