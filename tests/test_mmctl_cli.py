@@ -328,3 +328,22 @@ def test_doctor_finds_what_the_files_show_and_fixes_only_a_dead_writers_temp_fil
     assert [f["done"] for f in r.json["fixed"]] == [True] and not (memories / ".b.md.999999999.1.abcdef01.tmp").exists()
     assert (memories / "a.md").read_text() == "no header here\n" and outside.read_text() == "# c\n\nbody\n"
     assert "internal error" not in mm("doctor").err
+
+
+@pytest.mark.parametrize("argv", [
+    ["read", "t", "--root", "r"], ["--root", "r", "read", "--all", "--json"], ["write", "t", "--content", "x y",
+    "--summary=--- d", "--budget", "0x10"], ["search", "q", "--mode", "scan", "--limit=3"], ["queue"],
+    ["queue", "reject", "1", "2", "--reason", "dup"], ["queue", "list", "--status", "all"], ["digest", "--text", ""],
+    ["watch", "--topic", "memory/", "--count", "2"], ["completion", "fish"], ["uri", "t", "--json"],
+])
+def test_the_quick_path_reads_a_plain_line_as_argparse_does(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from mmctl.cli import parser
+
+    def no_argparse(command: Any) -> Any:
+        raise AssertionError("the quick path built an argparse parser")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(parser, "command_parser", no_argparse)
+        quick = parse_args(argv)
+    monkeypatch.setattr(parser, "_plain_parse", lambda command, rest: None)
+    assert parse_args(argv) == quick

@@ -117,6 +117,7 @@ def cmd_doctor(ctx: Ctx) -> int:
     if fix and any(p["fixable"] for p in problems):
         fixed += [_adopt(ctx, memory, p) for p in problems if p["fixable"]]
         _, problems = diagnose(memory)
+        files = file_problems(options.root)  # an adopted orphan was rewritten with its header
     return _finish(ctx, str(options.root), files + problems, fixed)
 
 

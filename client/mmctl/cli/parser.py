@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -54,42 +53,43 @@ class Shown(Exception):
         self.text = text
 
 
-@dataclass(frozen=True)
 class Opt:
-    """An option: ``flag`` (``--content``), ``metavar`` (None for a switch), ``kind`` ``text``|``int``|``switch``."""
+    """An option: ``flag`` (``--content``), ``metavar`` (None for a switch), ``kind`` ``text``|``int``|``switch``,
+    ``choices``; ``bare_is_missing``: given with no value, it counts as absent (the command says what it needs).
 
-    flag: str
-    metavar: str | None
-    help: str
-    kind: str = "text"
-    choices: tuple[str, ...] | None = None
-    bare_is_missing: bool = False
-    """``--content`` with no value counts as absent (the command then says what it requires)."""
+    Plain classes, not dataclasses or NamedTuples: building those costs milliseconds at import, and every
+    one-shot ``mmctl read`` imports this table.
+    """
+
+    __slots__ = ("bare_is_missing", "choices", "flag", "help", "kind", "metavar")
+
+    def __init__(self, flag: str, metavar: str | None, help: str, kind: str = "text",
+                 choices: tuple[str, ...] | None = None, bare_is_missing: bool = False) -> None:
+        self.flag, self.metavar, self.help, self.kind = flag, metavar, help, kind
+        self.choices, self.bare_is_missing = choices, bare_is_missing
 
 
-@dataclass(frozen=True)
 class Pos:
-    """A positional: ``name`` (``topic``), ``many`` (any number of them), ``choices``, ``default``."""
+    """A positional: ``name`` (``topic``), ``help``, ``many`` (any number of them), ``choices``, ``default``."""
 
-    name: str
-    help: str
-    many: bool = False
-    choices: tuple[str, ...] | None = None
-    default: str | None = None
+    __slots__ = ("choices", "default", "help", "many", "name")
+
+    def __init__(self, name: str, help: str, many: bool = False, choices: tuple[str, ...] | None = None,
+                 default: str | None = None) -> None:
+        self.name, self.help, self.many, self.choices, self.default = name, help, many, choices, default
 
 
-@dataclass(frozen=True)
 class Command:
-    """One ``mmctl`` command: where it runs (module of ``mmctl.cli``), its one-line summary, its arguments."""
+    """One ``mmctl`` command: ``name``, the ``module`` of ``mmctl.cli`` that runs it, its one-line ``summary``,
+    its ``positionals`` and ``options``; ``json``: it takes ``--json``; ``reference``: a reference CLI command."""
 
-    name: str
-    module: str
-    summary: str
-    positionals: tuple[Pos, ...] = ()
-    options: tuple[Opt, ...] = ()
-    json: bool = True
-    reference: bool = False
-    epilog: str = ""
+    __slots__ = ("epilog", "json", "module", "name", "options", "positionals", "reference", "summary")
+
+    def __init__(self, name: str, module: str, summary: str, positionals: tuple[Pos, ...] = (),
+                 options: tuple[Opt, ...] = (), json: bool = True, reference: bool = False, epilog: str = "") -> None:
+        self.name, self.module, self.summary, self.positionals, self.options = name, module, summary, positionals, \
+            options
+        self.json, self.reference, self.epilog = json, reference, epilog
 
 
 ROOT = Opt("--root", "PATH", "the memory root (default: the config file's root, $DSH_MEMORY_ROOT, $DSH_HOME/memory)")
@@ -159,13 +159,21 @@ Exit codes: 0 done, 1 failed, 2 usage error. `mmctl help COMMAND` for more.
 """
 
 
-@dataclass
 class Args:
     """A parsed command line: ``flags`` maps ``--name`` to its string value or ``True``; ``positionals`` are
     ``[command, *its positionals]``."""
 
-    flags: dict[str, str | bool] = field(default_factory=dict)
-    positionals: list[str] = field(default_factory=list)
+    def __init__(self, flags: dict[str, str | bool] | None = None, positionals: list[str] | None = None) -> None:
+        self.flags: dict[str, str | bool] = flags if flags is not None else {}
+        self.positionals: list[str] = positionals if positionals is not None else []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Args) and (self.flags, self.positionals) == (other.flags, other.positionals)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Args(flags={self.flags!r}, positionals={self.positionals!r})"
 
     def text(self, name: str) -> str | None:
         """The flag's string value, or None when absent."""
@@ -297,6 +305,9 @@ def parse_args(argv: list[str]) -> Args:
     if command is None:
         raise UsageError(f"unknown command: {name}", f"usage: {PROG} COMMAND [ARGS]; commands: {', '.join(COMMANDS)}")
     rest = argv[:at] + argv[at + 1:]
+    quick = _plain_parse(command, rest) if name != "help" else None
+    if quick is not None:
+        return quick
     parser = command_parser(command)
     namespace = parser.parse_intermixed_args(rest)
     values = vars(namespace)
@@ -315,6 +326,62 @@ def parse_args(argv: list[str]) -> Args:
                 args.integer(opt.flag)
             except UsageError as error:
                 raise UsageError(error.message, " ".join(parser.format_usage().split())) from None
+    return args
+
+
+def _plain_parse(command: Command, rest: list[str]) -> Args | None:
+    """``rest`` parsed without argparse when it is plainly valid, else None (argparse then decides).
+
+    Plainly valid: only positionals that do not start with ``-``, known switches, known options as
+    ``--opt=value`` or ``--opt value`` (the value not starting with ``-``), within the positionals' count,
+    choices and integers of the table. argparse reads such a line the same way; a one-shot ``read`` then
+    never builds a parser.
+    """
+    options = {o.flag: o for o in (*command.options, ROOT, *((JSON,) if command.json else ()))}
+    args = Args(positionals=[command.name])
+    words: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if not word.startswith("-"):
+            words.append(word)
+        else:
+            name, eq, value = word.partition("=")
+            opt = options.get(name)
+            if opt is None or (opt.kind == "switch" and eq) or name in ("-h", "--help"):
+                return None
+            if opt.kind == "switch":
+                args.flags[name] = True
+            elif eq:
+                args.flags[name] = value
+            elif i + 1 < len(rest) and not rest[i + 1].startswith("-"):
+                i += 1
+                args.flags[name] = rest[i]
+            else:
+                return None
+            if opt.choices and args.flags[name] not in opt.choices:
+                return None
+        i += 1
+    return _place(command, words, args)
+
+
+def _place(command: Command, words: list[str], args: Args) -> Args | None:
+    """``words`` given to the command's positionals (None when they do not fit), then the integers checked."""
+    many = any(p.many for p in command.positionals)
+    if len(words) > len(command.positionals) and not many:
+        return None
+    for pos, word in zip(command.positionals, words, strict=False):
+        if pos.choices and not pos.many and word not in pos.choices:
+            return None
+    args.positionals += words
+    if not words and command.positionals and command.positionals[0].default is not None:
+        args.positionals.append(command.positionals[0].default)
+    try:
+        for opt in command.options:
+            if opt.kind == "int" and opt.flag in args.flags:
+                args.integer(opt.flag)  # argparse passes a bad integer too: the message is ours either way
+    except UsageError as error:
+        raise UsageError(error.message, usage_line(command.name)) from None
     return args
 
 
