@@ -248,7 +248,11 @@ def test_a_refused_write_prints_its_figures_under_the_message(mm) -> None:  # ty
     assert r.code == 1 and r.out == ""
     message, figures = r.err.splitlines()
     assert message == "mmctl: content exceeds its write budget; compress it to fit (see usage)"
-    assert figures.startswith("  body 12/10 chars (2 over), note 0/65536 bytes, index 9/200 lines")
+    from mmd.core.format import serialize_note
+
+    would = len(serialize_note(topic="a", memory_id="local", file="memories/a.md", body="x" * 12).encode())
+    assert figures.startswith(f"  body 12/10 chars (2 over), note {would}/65536 bytes, index 9/200 lines")
+    assert would > 12 and not (mm.root / "memories" / "a.md").exists()
 
 
 def test_the_config_file_sets_the_root_and_the_memory_options(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -347,3 +351,10 @@ def test_the_quick_path_reads_a_plain_line_as_argparse_does(argv: list[str], mon
         quick = parse_args(argv)
     monkeypatch.setattr(parser, "_plain_parse", lambda command, rest: None)
     assert parse_args(argv) == quick
+
+
+def test_deleting_a_dangling_entry_says_it_removed_the_entry(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "gone", "--content", "x")
+    (mm.root / "memories" / "gone.md").unlink()
+    assert mm("delete", "gone").out == "deleted gone: removed its index entry (the note file was already gone)\n"
+    assert mm("delete", "gone").out == "deleted gone: not found\n" and mm("list").out == "(no notes)\n"

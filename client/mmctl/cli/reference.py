@@ -88,7 +88,7 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.write(f"{outcome['action']} {outcome['uri']}\n")
     else:
         ctx.error(outcome["message"])
-        ctx.err.write(usage_figures(outcome["usage"]))
+        ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
 
 
@@ -116,6 +116,22 @@ def body_text(ctx: Ctx) -> str | None:
     except UnicodeDecodeError as error:
         raise Failure(f"the body from {where} is not UTF-8 (byte {error.start}); convert it to UTF-8 first") \
             from None
+
+
+def _as_written(ctx: Ctx, topic: str, content: str, usage: dict[str, Any]) -> dict[str, Any]:
+    """A refused write's usage with ``noteBytes`` as the note *would* have been (the outcome says 0: nothing
+    was written), in UTF-8 bytes of the serialized note (mm v1 §4)."""
+    if usage.get("noteBytes"):
+        return usage
+    from mmd.core.format import serialize_note
+    from mmd.core.paths import detail_rel
+
+    try:
+        memory_id = ctx.direct().options().memory_id
+    except MMError:
+        return usage
+    note = serialize_note(topic=topic, memory_id=memory_id, file=detail_rel(topic), body=content)
+    return {**usage, "noteBytes": len(note.encode("utf-8"))}
 
 
 def usage_figures(usage: dict[str, Any]) -> str:
@@ -264,8 +280,17 @@ def cmd_delete(ctx: Ctx) -> int:
     if ctx.json:
         ctx.print_json(outcome)
     else:
-        ctx.write(f"deleted {topic}: {'removed' if outcome['removed'] else 'not found'}\n")
+        ctx.write(f"deleted {topic}: {_deleted(outcome)}\n")
     return EXIT_OK
+
+
+def _deleted(outcome: dict[str, Any]) -> str:
+    """``removed``, ``not found``, or, for a dangling entry (a change without a file removed), what was removed."""
+    if outcome["removed"]:
+        return "removed"
+    if outcome.get("pendingWrites"):
+        return "removed its index entry (the note file was already gone)"
+    return "not found"
 
 
 def cmd_uri(ctx: Ctx) -> int:
