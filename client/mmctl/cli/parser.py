@@ -203,7 +203,8 @@ def render_help() -> str:
     """``mmctl --help``: the commands of :data:`COMMANDS`, one line each, and how the memory behaves."""
     def rows(reference: bool) -> str:
         chosen = [c for c in COMMANDS.values() if c.reference == reference]
-        return "".join(f"  {c.name:<9} {c.summary}\n" for c in chosen)
+        width = max(len(name) for name in COMMANDS)
+        return "".join(f"  {c.name:<{width}}  {c.summary}\n" for c in chosen)
 
     return (f"{PROG} — Memory Standard Protocol CLI (client of the mmd daemon)\n\n"
             f"Usage: {PROG} COMMAND [ARGS] [--root PATH] [--json]\n       {PROG} --version\n\n"
