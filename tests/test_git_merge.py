@@ -103,25 +103,32 @@ def test_a_side_that_is_not_mm_v1_is_refused_with_a_parse_error(tmp_path: Path) 
     assert getattr(caught.value, "code", None) == "E_PARSE"
 
 
+@pytest.mark.parametrize("theirs_newer", [False, True])
 def test_a_plain_git_merge_runs_the_driver_and_writes_no_conflict_markers(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                          monkeypatch: pytest.MonkeyPatch,
+                                                                          theirs_newer: bool) -> None:
     isolate_git(monkeypatch, tmp_path)
     root = GitRoot(tmp_path / "root")
     root.write("shared", "base text", updated=T1)
     git(root.path, "checkout", "-q", "-b", "other")
-    root.write("shared", "the other branch's text", updated=T2)
+    root.write("shared", "the other branch's text", updated=T4 if theirs_newer else T2)
     root.write("theirs-only", "added on the other branch", updated=T2)
     git(root.path, "checkout", "-q", "main")
     root.memory.reload()
-    root.write("shared", "main's newer text", updated=T3)
+    root.write("shared", "main's text", updated=T3)
     root.write("ours-only", "added on main", updated=T3)
     git(root.path, "merge", "-q", "--no-edit", "other")
     files = root.files()
     assert not any(b"<<<<<<<" in data or b">>>>>>>" in data for data in files.values())
-    assert set(root.bodies()) == {"shared", "ours-only", "theirs-only"}
-    assert root.bodies()["shared"] == "main's newer text"
-    records = drain_conflicts(root.path)
-    assert {(r["topic"], r["kind"]) for r in records} == {("shared", "both-changed")}
-    assert any(r.get("otherBody") == "the other branch's text" for r in records)
+    kept, other = ("the other branch's text", "main's text") if theirs_newer else ("main's text",
+                                                                                   "the other branch's text")
+    assert root.bodies() == {"shared": kept, "ours-only": "added on main", "theirs-only": "added on the other branch"}
+    memory = Memory.open(MemoryOptions.create(root=root.path))
+    note = memory.read_topic("shared")
+    assert note is not None and note.entry.body_chars == len(kept)  # index entry and note agree
+    (record,) = drain_conflicts(root.path)
+    assert (record["topic"], record["kind"], record["kept"]) == ("shared", "both-changed",
+                                                                 "theirs" if theirs_newer else "ours")
+    assert record["otherBody"] == other and sorted(record["paths"]) == ["MEMORY.md", "memories/shared.md"]
     assert drain_conflicts(root.path) == []  # drained once
     assert git(root.path, "status", "--porcelain") == ""

@@ -116,6 +116,7 @@ def test_an_unreachable_remote_keeps_every_local_revision_and_the_next_sync_reco
     result = sync(laptop.path).to_json()
     assert not result["ok"] and result["error"]["stage"] == "fetch" and not result["pushed"]
     assert result["committed"] is not None  # the uncommitted edit was committed before the network
+    assert git(laptop.path, "log", "-1", "--format=%s", result["committed"]) == "external edit note-0"
     assert git(laptop.path, "status", "--porcelain") == ""
     log = laptop.history.log(limit=100)
     assert [row["revisions"] for row in log[1:6]] == [[r] for r in reversed(heads)]

@@ -4,15 +4,18 @@ git runs ``<command> %O %A %B %P`` from the repository's top level
 (registered by :func:`~.repo.ensure_repo`) and expects the merged result in
 ``%A``. For MEMORY.md the result is :func:`~.merge.merge_index`: entries
 merged by topic, serialized exactly as a write would. For a note
-(``memories/<topic>.md``) changed on both sides, a driver cannot see the
-entries' ``updated``, so ours stays and theirs is kept as a conflict record.
-Every conflict is spooled as JSON under ``<root>/.mmd/git-conflicts/`` (git
+(``memories/<topic>.md``) changed on both sides, the driver reads the
+topic's entries at ``HEAD``, at the commit being merged (git names it in
+``GITHEAD_<id>`` during ``git merge`` / ``git pull``) and at their merge
+base, and keeps the version the same rule keeps (the newer ``updated``);
+where git names no such commit (rebase, cherry-pick) ours stays. The other
+version is kept as a conflict record. Every conflict is spooled as JSON under ``<root>/.mmd/git-conflicts/`` (git
 never tracks ``.mmd/``), where the daemon picks them up as ``conflict``
 review candidates (:func:`drain_conflicts`). The driver always leaves
 ``%A`` without conflict markers; it exits 0, or 1 (git then marks the path
 conflicted with ours in the file) when a side is not mm v1.
 
-mmd's own :func:`~.sync.sync` does not go through this driver: it merges
+mmd's own :func:`~.remote.sync` does not go through this driver: it merges
 whole topics (entry and note together, the newer ``updated`` winning).
 Owns: the driver's command line and the spool. Never does: commits.
 """
@@ -23,16 +26,18 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mmd.core.durable import atomic_write
 from mmd.core.errors import MMError
-from mmd.core.format import parse_note
+from mmd.core.format import parse_index, parse_note
+from mmd.core.model import IndexEntry
 from mmd.core.paths import INDEX_NAME, STATE_DIR
 
-from .merge import merge_index
+from .merge import Side, TopicVersion, decide, merge_index
+from .runner import Git, GitError
 
 __all__ = ["SPOOL_DIR", "drain_conflicts", "main", "merge_file", "spool_conflict"]
 
@@ -54,20 +59,29 @@ def spool_conflict(root: Path, record: dict[str, Any]) -> Path:
 
 
 def drain_conflicts(root: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read and remove the spooled conflict records, oldest first (unreadable ones are left in place)."""
+    """Read and remove the spooled conflict records, oldest first, one per topic and kind.
+
+    Returns:
+        ``[{topic, kind, kept, other, keptEntry?, otherEntry?, keptBody?, otherBody?, paths, source}]``;
+        unreadable files are left in place.
+    """
     folder = Path(root) / SPOOL_DIR
     try:
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
     except OSError:
         return []
-    out = []
+    by_topic: dict[tuple[str, str], dict[str, Any]] = {}
     for name in names:
         try:
-            out.append(json.loads((folder / name).read_text(encoding="utf-8")))
+            record = json.loads((folder / name).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
+        # The index and the note of one topic are merged by two driver runs: one record for both.
+        key = (str(record.get("topic")), str(record.get("kind")))
+        by_topic.setdefault(key, {}).update({k: v for k, v in record.items() if k != "path"})
+        by_topic[key].setdefault("paths", []).append(record.get("path"))
         (folder / name).unlink(missing_ok=True)
-    return out
+    return list(by_topic.values())
 
 
 def _read(path: str) -> str:
@@ -94,10 +108,41 @@ def merge_file(base_path: str, ours_path: str, theirs_path: str, rel: str, root:
         atomic_write(Path(ours_path), theirs.encode())
         return 0
     topic = parse_note(ours).topic or parse_note(theirs).topic or Path(rel).stem
-    spool_conflict(root, {"topic": topic, "kind": "both-changed", "kept": "ours", "other": "theirs", "path": rel,
-                          "keptBody": parse_note(ours).body, "otherBody": parse_note(theirs).body,
+    kept = _note_side(root, topic, (base, ours, theirs), os.environ)
+    kept_text, other_text = (theirs, ours) if kept == "theirs" else (ours, theirs)
+    if kept == "theirs":
+        atomic_write(Path(ours_path), theirs.encode())
+    spool_conflict(root, {"topic": topic, "kind": "both-changed", "kept": kept,
+                          "other": "ours" if kept == "theirs" else "theirs", "path": rel,
+                          "keptBody": parse_note(kept_text).body, "otherBody": parse_note(other_text).body,
                           "source": "git merge driver"})
     return 0
+
+
+def _note_side(root: Path, topic: str, texts: tuple[str, str, str], env: Mapping[str, str]) -> Side:
+    """Which version of a note changed on both sides stays: the one :func:`~.merge.decide` keeps.
+
+    The entries come from MEMORY.md at HEAD, at the one ``GITHEAD_<id>`` commit and at their merge
+    base; without exactly one such commit, or when git cannot tell, ours stays.
+    """
+    heads = [name[len("GITHEAD_"):] for name in env if name.startswith("GITHEAD_")]
+    if len(heads) != 1:
+        return "ours"
+    try:
+        git = Git(root, env)
+        base_commit = git.out("merge-base", "HEAD", heads[0])
+        entries = [_entry_at(git, commit, topic) for commit in (base_commit, "HEAD", heads[0])]
+    except (GitError, MMError):
+        return "ours"
+    versions = [TopicVersion(entry, text) for entry, text in zip(entries, texts, strict=True)]
+    return decide(topic, *versions)[1]
+
+
+def _entry_at(git: Git, commit: str, topic: str) -> IndexEntry | None:
+    done = git.run("show", f"{commit}:{INDEX_NAME}", check=False)
+    if done.returncode != 0:
+        return None
+    return next((e for e in parse_index(done.stdout.decode("utf-8", "replace")).entries if e.topic == topic), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

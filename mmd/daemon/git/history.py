@@ -112,7 +112,7 @@ class GitHistory:
         Args:
             revisions: the revision (or the batch of revisions of a group commit) the files hold.
             cause: what happened (``write``, ``delete``, ``external edit``, ``revert``, … see :data:`CAUSES`).
-            topics: the topics it touched, in order.
+            topics: the topics it touched, in order; empty: the notes whose files changed.
 
         Returns:
             The new commit's id (hex), or None if the files equal HEAD's.
@@ -123,6 +123,8 @@ class GitHistory:
         revs = [revisions] if isinstance(revisions, int) else list(revisions or ())
         try:
             self.git.run("add", "--all", "--", ".")
+            if not topics:
+                topics = self.staged_topics()
             done = self.git.run("commit", "--quiet", "-F", "-",
                                 input=commit_message(revs, cause, topics).encode(), env=self.identity, check=False)
             if done.returncode != 0:
@@ -132,6 +134,12 @@ class GitHistory:
             return self.git.out("rev-parse", "HEAD")
         except GitError as error:
             raise MMError(ErrorCode.E_IO, f"git commit in {self.root} failed: {error.stderr}") from error
+
+    def staged_topics(self) -> list[str]:
+        """Topics whose ``memories/<topic>.md`` differs between the index (staged) and HEAD, sorted."""
+        names = self.git.run("diff", "--cached", "--name-only", "--no-renames", "-z", "--", DETAIL_DIR,
+                             check=False).stdout.decode("utf-8", "replace").split("\0")
+        return sorted(n[len(DETAIL_DIR) + 1:-3] for n in names if n.endswith(".md") and n.count("/") == 1)
 
     def resolve(self, rev: str) -> str:
         """The commit id of ``rev``: ``r42`` (the newest commit recording revision 42) or any commit-ish.

@@ -31,7 +31,7 @@ from mmd.core.clock import parse_iso_ms
 from mmd.core.format import entry_block, parse_index, serialize_index
 from mmd.core.model import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_LINES, IndexEntry
 
-__all__ = ["IndexMerge", "Side", "TopicConflict", "TopicVersion", "merge_index", "merge_topics", "parse_caps"]
+__all__ = ["IndexMerge", "Side", "TopicConflict", "TopicVersion", "decide", "merge_index", "merge_topics", "parse_caps"]
 
 Side = Literal["ours", "theirs"]
 """Which version of a merge: ``ours`` (the local branch, git's ``%A``) or ``theirs`` (``%B``)."""
