@@ -28,7 +28,7 @@ def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[GitRoot, GitR
 
 def sync_ok(root: GitRoot) -> dict[str, object]:
     result = sync(root.path).to_json()
-    assert result["ok"], result
+    assert result["ok"], result["error"]
     assert result["pushed"] and result["ahead"] == 0 and result["behind"] == 0
     root.memory.reload()
     return result
@@ -151,3 +151,28 @@ def test_a_merged_index_over_its_caps_is_written_and_reported(tmp_path: Path,
     assert result["indexOverBudget"] is True
     assert set(box.bodies()) == {"one", "two"}
     assert not box.memory.write("three", "3")["ok"]  # writes stay refused until it fits
+
+
+def test_a_remote_that_moves_before_our_push_is_merged_again_and_both_rounds_are_reported(
+        pair: tuple[GitRoot, GitRoot, Path], tmp_path: Path) -> None:
+    laptop, box, _ = pair
+    box.write("shared", "box's version, older", updated=T1)
+    sync_ok(box)
+    box.write("late", "pushed by the hook while the laptop syncs", updated=T2)  # committed, not pushed yet
+    laptop.write("shared", "laptop's version, newer", updated=T3)
+    marker = tmp_path / "hook-ran"
+    hook = laptop.path / ".git" / "hooks" / "pre-push"
+    hook.write_text(f"#!/bin/sh\n[ -e '{marker}' ] && exit 0\ntouch '{marker}'\n"
+                    f"env -u GIT_DIR -u GIT_WORK_TREE -u GIT_INDEX_FILE git -C '{box.path}' push -q origin main\n")
+    hook.chmod(0o755)
+    result = sync_ok(laptop)  # the user's hook runs: the first push is refused, the second goes through
+    assert marker.exists() and result["merged"] == "merge"
+    assert [(c["topic"], c["kept"]) for c in result["conflicts"]] == [("shared", "ours")]
+    assert laptop.bodies() == {"shared": "laptop's version, newer", "late": "pushed by the hook while the laptop syncs"}
+    assert result["topics"] == ["late"]  # "shared" kept the local version: unchanged here
+
+
+def test_sync_refuses_a_branch_that_is_not_checked_out(pair: tuple[GitRoot, GitRoot, Path]) -> None:
+    laptop, _, _ = pair
+    result = sync(laptop.path, branch="elsewhere").to_json()
+    assert not result["ok"] and result["error"]["stage"] == "branch" and "main" in result["error"]["message"]

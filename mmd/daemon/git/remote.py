@@ -39,6 +39,9 @@ DEFAULT_REMOTE = "origin"
 PUSH_ATTEMPTS = 3
 """Fetch-merge-push rounds tried when the remote moved between our fetch and our push."""
 
+_REMOTE_MOVED = ("[rejected]", "fetch first", "non-fast-forward", "cannot lock ref")
+"""Signs in git push's message that the remote branch moved since our fetch (fetch, merge, push again)."""
+
 
 @dataclass
 class SyncResult:
@@ -224,16 +227,18 @@ def _integrate(history: GitHistory, result: SyncResult, theirs: str, ref: str,
     if ours is None or _is_ancestor(history, ours, theirs):
         target, tree = theirs, history.root_at(theirs).tree
         result.merged = "fast-forward"
-        result.topics = sorted(set(history.changed_topics(history.root_at(ours), history.root_at(theirs))))
+        topics = history.changed_topics(history.root_at(ours), history.root_at(theirs))
     else:
         done = git.run("merge-base", ours, theirs, check=False)
         base = done.stdout.decode().strip() or None
         target, tree, info = merge_commits(history, base, ours, theirs, remote_ref=f"{result.remote}/{result.branch}",
                                            options=options)
         result.merged = "merge"
-        result.conflicts = info["conflicts"]
-        result.topics = info["topics"]
+        # A second round (the remote moved before our push) adds to the first round's report.
+        result.conflicts += info["conflicts"]
+        topics = info["topics"]
         result.index_over_budget = info["indexOverBudget"]
+    result.topics = sorted(set(result.topics) | set(topics))
     old_tree = read_tree_of(history, ours)
     result.changed = sorted(set(result.changed) | set(checkout(git, old_tree, tree, target, ref, ours)))
 
@@ -268,7 +273,7 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
     Args:
         root: a root prepared by :func:`~.repo.ensure_repo`.
         remote: a remote NAME (``git remote``); none configured is not an error (``note`` says so).
-        branch: the branch on both sides (default: the current branch).
+        branch: the branch on both sides; it must be the checked-out one (default: it).
         options: the root's options, for the merged index's header (id and caps); default ours' header.
         lock: serializes the steps that change files or the branch against writers (default the
             root's :class:`~mmd.core.durable.WriteLock`; the daemon, which holds that lock, passes
@@ -285,16 +290,17 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
     path = Path(os.path.abspath(root))
     locked = lock or (lambda: WriteLock(path, timeout_s=LOCK_TIMEOUT_S))
     git = history.git
-    if branch is None:
-        branch = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.decode().strip() or None
-    result = SyncResult(remote, branch)
+    current = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.decode().strip() or None
+    result = SyncResult(remote, branch or current)
     stage = "commit"
     try:
         with locked():
             result.committed = history.commit([], "external edit", [])
-        if branch is None:
-            result.error = {"stage": "branch", "message": "HEAD is detached: sync needs a branch"}
+        if current is None or (branch is not None and branch != current):
+            why = "HEAD is detached" if current is None else f"the current branch is {current}, not {branch}"
+            result.error = {"stage": "branch", "message": f"{why}: sync works on the checked-out branch"}
             return result
+        branch = current
         if remote not in git.out("remote").split():
             result.note = f"no remote {remote!r} is configured: revisions are committed locally only"
             return result
@@ -315,7 +321,7 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
                 git.run("update-ref", f"refs/remotes/{remote}/{branch}", "HEAD")
                 break
             err = done.stderr.decode("utf-8", "replace")
-            if "[rejected]" not in err and "fetch first" not in err and "non-fast-forward" not in err:
+            if not any(sign in err for sign in _REMOTE_MOVED):
                 raise GitError(["push", remote], done.returncode, err)
         else:
             result.error = {"stage": "push", "message": "the remote kept moving: try again"}
