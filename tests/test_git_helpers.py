@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mmd.core import Memory, MemoryOptions
+from mmd.core.format import parse_index, parse_note, serialize_index, serialize_note
 from mmd.daemon.git import GitHistory, ensure_repo
 
 
@@ -74,6 +75,22 @@ class GitRoot:
         out = {"MEMORY.md": self.index_bytes()}
         out.update({f"memories/{p.name}": p.read_bytes() for p in sorted((self.path / "memories").glob("*.md"))})
         return out
+
+    def assert_reads_clean(self) -> None:
+        """The root reads under the reference's rules: MEMORY.md and every note re-serialize to their own
+        bytes, no entry lacks its note, no note lacks its entry, and no conflict marker is anywhere."""
+        text = self.index_bytes().decode()
+        parsed = parse_index(text)
+        o = self.memory.options
+        assert serialize_index(parsed.entries, memory_id=o.memory_id, index_lines=o.index_lines,
+                               index_bytes=o.index_bytes) == text
+        for entry in parsed.entries:
+            note = (self.path / entry.file).read_text(encoding="utf-8")
+            assert serialize_note(topic=entry.topic, memory_id=o.memory_id, file=entry.file,
+                                  body=parse_note(note).body) == note
+        anomalies = Memory.open(o).budget()["anomalies"]
+        assert anomalies["danglingEntries"] == 0 and anomalies["orphanFiles"] == [], anomalies
+        assert not any(b"<<<<<<<" in data or b">>>>>>>" in data for data in self.files().values())
 
     def bodies(self) -> dict[str, str]:
         """``{topic: note body}`` as a fresh reader of the files sees them."""

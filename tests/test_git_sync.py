@@ -34,10 +34,6 @@ def sync_ok(root: GitRoot) -> dict[str, object]:
     return result
 
 
-def no_markers(root: GitRoot) -> bool:
-    return not any(b"<<<<<<<" in data or b">>>>>>>" in data for data in root.files().values())
-
-
 def test_distinct_topics_written_on_both_converge_after_a_sync_on_each(pair: tuple[GitRoot, GitRoot, Path]) -> None:
     laptop, box, _ = pair
     laptop.write("deploy-region", "We deploy to us-east-1.", updated=T1)
@@ -50,6 +46,7 @@ def test_distinct_topics_written_on_both_converge_after_a_sync_on_each(pair: tup
     assert sync_ok(laptop)["merged"] == "fast-forward"
     assert laptop.files() == box.files()
     assert set(laptop.bodies()) == {"deploy-region", "oncall", "build-cache"}
+    laptop.assert_reads_clean()
     assert git(laptop.path, "status", "--porcelain") == "" and git(box.path, "status", "--porcelain") == ""
     assert sync_ok(box)["merged"] == "up-to-date"
 
@@ -73,7 +70,7 @@ def test_the_same_topic_written_on_both_ends_keeps_one_version_and_returns_the_o
     sync_ok(box)
     for root in (laptop, box):
         assert root.bodies() == {"deploy-region": "We deploy to eu-west-1 (laptop, newer)."}
-        assert no_markers(root)
+        root.assert_reads_clean()
     assert laptop.files() == box.files()
 
 
@@ -105,6 +102,7 @@ def test_a_delete_against_an_edit_keeps_the_edit_and_reports_the_delete(pair: tu
     sync_ok(first)
     for root in (laptop, box):
         assert root.bodies() == {"runbook": "Restart with systemctl --user.", "other": "stays"}
+        root.assert_reads_clean()
 
 
 def test_an_unreachable_remote_keeps_every_local_revision_and_the_next_sync_recovers(
