@@ -132,3 +132,13 @@ def test_a_plain_git_merge_runs_the_driver_and_writes_no_conflict_markers(tmp_pa
     assert record["otherBody"] == other and sorted(record["paths"]) == ["MEMORY.md", "memories/shared.md"]
     assert drain_conflicts(root.path) == []  # drained once
     assert git(root.path, "status", "--porcelain") == ""
+
+
+def test_the_same_note_written_on_both_ends_at_different_times_is_no_conflict(tmp_path: Path) -> None:
+    base = index_after(tmp_path / "b", [("deploy", "eu", T1)])
+    ours = index_after(tmp_path / "o", [("deploy", "us", T2)])
+    theirs = index_after(tmp_path / "t", [("deploy", "us", T3)])
+    merged = merge_index(base, ours, theirs, notes=({"deploy": "eu"}, {"deploy": "us"}, {"deploy": "us"}))
+    assert merged.conflicts == () and merged.entries[0].updated == T3
+    different = merge_index(base, ours, theirs, notes=({"deploy": "eu"}, {"deploy": "us"}, {"deploy": "US"}))
+    assert [c.kind for c in different.conflicts] == ["both-changed"]

@@ -10,7 +10,8 @@ header). The rule, for each topic:
 - changed differently on both (modify/modify, add/add) → the newer ``updated``
   wins in the files (a tie goes to the greater serialized version, so both
   machines merging pick the same one); the other version is returned as a
-  :class:`TopicConflict` (``kind: "both-changed"``);
+  :class:`TopicConflict` (``kind: "both-changed"``), unless it differs only
+  in ``updated`` (the same note written on both ends);
 - deleted on one side, edited on the other → the edit stays, and the delete is
   returned as a :class:`TopicConflict` (``kind: "delete-vs-edit"``).
 
@@ -158,7 +159,16 @@ def decide(topic: str, base: TopicVersion, ours: TopicVersion,
         return kept, kept_side, TopicConflict(topic, "delete-vs-edit", kept_side, kept, other, base)
     kept_side = "theirs" if _order_key(theirs) > _order_key(ours) else "ours"
     kept, other = (theirs, ours) if kept_side == "theirs" else (ours, theirs)
+    if _same_but_time(kept, other):
+        return kept, kept_side, None  # the same note written on both ends: nothing to review
     return kept, kept_side, TopicConflict(topic, "both-changed", kept_side, kept, other, base)
+
+
+def _same_but_time(kept: TopicVersion, other: TopicVersion) -> bool:
+    """Both versions hold the same note and entry but for ``updated``: the older loses nothing."""
+    if kept.note != other.note or kept.entry is None or other.entry is None:
+        return False
+    return other.entry.replace(updated=kept.entry.updated) == kept.entry
 
 
 def merge_topics(base: Mapping[str, TopicVersion], ours: Mapping[str, TopicVersion],
