@@ -186,3 +186,16 @@ def test_a_restore_is_a_new_write_and_history_keeps_every_revision(fifty: tuple[
     assert root.bodies()["topic-0"] == written[12][1]
     assert len(root.history.log(limit=1000)) == commits + 1
     assert root.history.resolve(f"r{revision}") == root.history.head()
+
+
+def test_mmd_state_tracked_before_is_untracked_and_kept_on_disk(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / ".mmd").mkdir(parents=True)
+    (root / ".mmd" / "state.db").write_bytes(b"queue")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "someone committed everything")
+    assert ".mmd" in ensure_repo(root).changed
+    GitHistory(root).commit(1, "write", [])
+    assert git(root, "ls-files", "--", ".mmd") == "" and (root / ".mmd" / "state.db").read_bytes() == b"queue"
+    assert ensure_repo(root).changed == ()

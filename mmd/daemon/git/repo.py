@@ -46,7 +46,8 @@ class RepoInfo:
         root: the root (= the repository's top level).
         created: ``git init`` ran in this call.
         branch: the current branch (None when HEAD is detached).
-        changed: files of the root this call created or amended (``.gitignore``, ``.gitattributes``).
+        changed: files of the root this call created or amended (``.gitignore``, ``.gitattributes``), and
+            ``.mmd`` when it was tracked and this call untracked it (its files stay).
         driver: the driver command line registered in ``.git/config``.
     """
 
@@ -131,6 +132,10 @@ def ensure_repo(root: str | os.PathLike[str], *, driver: Sequence[str] | None = 
                 f"repository's branch; move the root out of it, or make the root a repository of its own",
                 details=str(top))
         changed = []
+        if git.run("ls-files", "--", STATE_DIR).stdout.strip():
+            # Tracked before mmd managed the repository: untrack it (the files stay), never commit it again.
+            git.run("rm", "-r", "--cached", "--quiet", "--", STATE_DIR)
+            changed.append(STATE_DIR)
         if _ensure_lines(path / ".gitignore", IGNORE_LINES, "# mmd: its own state and temp files"):
             changed.append(".gitignore")
         if _ensure_lines(path / ".gitattributes", ATTRIBUTES_LINES, "# mmd: merge the memory by topic"):

@@ -6,7 +6,8 @@ cleaned of the variables that would point it at another repository
 inside a git hook), and turning its failures into :class:`GitError` values.
 The user's configuration, hooks and credentials apply: nothing here overrides
 them, except that git never prompts on a terminal (``GIT_TERMINAL_PROMPT=0``),
-since a daemon has none. Never does: merges, history, or any decision.
+since a daemon has none, and speaks untranslated (``LC_ALL=C``), since some of
+its messages are read. Never does: merges, history, or any decision.
 
 Errors::
 
@@ -79,7 +80,8 @@ class Git:
         for name in _SCRUBBED:
             base.pop(name, None)
         base["GIT_TERMINAL_PROMPT"] = "0"
-        base.setdefault("LC_ALL", "C")
+        # git's messages are matched ("nothing to commit", "couldn't find remote ref"): untranslated.
+        base["LC_ALL"] = "C"
         self.env = base
 
     def run(self, *args: str, check: bool = True, input: bytes | None = None,
