@@ -8,11 +8,13 @@ sync recovers; no sync ever leaves conflict markers or a root a fresh reader can
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from mmd.daemon.git import sync
+from mmd.daemon.git import repo_status, sync
 from tests.test_git_helpers import GitRoot, bare_remote, git, isolate_git
 
 T1, T2, T3 = (f"2026-02-0{d}T08:00:00.000Z" for d in (1, 2, 3))
@@ -174,3 +176,24 @@ def test_sync_refuses_a_branch_that_is_not_checked_out(pair: tuple[GitRoot, GitR
     laptop, _, _ = pair
     result = sync(laptop.path, branch="elsewhere").to_json()
     assert not result["ok"] and result["error"]["stage"] == "branch" and "main" in result["error"]["message"]
+
+
+def test_status_shows_the_branch_and_what_is_ahead_or_behind_without_the_network(
+        pair: tuple[GitRoot, GitRoot, Path]) -> None:
+    laptop, box, _ = pair
+    assert repo_status(laptop.path)["ahead"] is None  # never fetched
+    sync_ok(laptop)
+    laptop.write("one", "1")
+    laptop.write("two", "2")
+    (laptop.path / "memories" / "two.md").write_text("# two\n\nedited by hand\n")
+    status = repo_status(laptop.path)
+    assert status == {"branch": "main", "head": laptop.history.head(), "remote": "origin", "remoteConfigured": True,
+                      "ahead": 2, "behind": 0, "uncommitted": 1}
+    assert repo_status(box.path, remote="upstream")["remoteConfigured"] is False
+
+
+def test_the_merge_driver_git_starts_per_file_imports_no_sync_or_history() -> None:
+    code = "import sys, mmd.daemon.git.driver; print(' '.join(sorted(sys.modules)))"
+    modules = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    assert "mmd.daemon.git.driver" in modules
+    assert not {"mmd.daemon.git.remote", "mmd.daemon.git.history", "mmd.core.memory", "zmq"} & set(modules)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .driver import drain_conflicts
     from .history import GitHistory, commit_message
     from .merge import IndexMerge, TopicConflict, merge_index
-    from .remote import DEFAULT_REMOTE, SyncResult, sync
+    from .remote import DEFAULT_REMOTE, SyncResult, repo_status, sync
     from .repo import RepoInfo, default_driver_command, ensure_repo
     from .runner import GitError, GitMissing
 
@@ -25,7 +25,7 @@ _HOME = {
     "drain_conflicts": "driver", "GitHistory": "history", "commit_message": "history", "IndexMerge": "merge",
     "TopicConflict": "merge", "merge_index": "merge", "RepoInfo": "repo", "default_driver_command": "repo",
     "ensure_repo": "repo", "GitError": "runner", "GitMissing": "runner", "DEFAULT_REMOTE": "remote",
-    "SyncResult": "remote", "sync": "remote",
+    "SyncResult": "remote", "sync": "remote", "repo_status": "remote",
 }
 
 
@@ -49,5 +49,6 @@ __all__ = [
     "drain_conflicts",
     "ensure_repo",
     "merge_index",
+    "repo_status",
     "sync",
 ]

@@ -32,7 +32,7 @@ from .merge import TopicConflict, merge_index
 from .runner import NETWORK_TIMEOUT_S, GitError
 from .tree import TreeEntry, checkout, commit_tree, hash_blob, read_blobs, write_tree
 
-__all__ = ["DEFAULT_REMOTE", "PUSH_ATTEMPTS", "SyncResult", "conflict_record", "merge_commits", "sync"]
+__all__ = ["DEFAULT_REMOTE", "PUSH_ATTEMPTS", "SyncResult", "conflict_record", "merge_commits", "repo_status", "sync"]
 
 DEFAULT_REMOTE = "origin"
 """The remote name synced with when none is configured."""
@@ -343,3 +343,26 @@ def _ahead_behind(history: GitHistory, result: SyncResult) -> None:
     if done.returncode == 0:
         ahead, behind = done.stdout.decode().split()
         result.ahead, result.behind = int(ahead), int(behind)
+
+
+def repo_status(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE,
+                history: GitHistory | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What ``mmctl status`` shows of the repository, read locally (no network).
+
+    Returns:
+        ``{branch, head, remote, remoteConfigured, ahead, behind, uncommitted}``: ``ahead``/``behind``
+        count commits against ``refs/remotes/<remote>/<branch>`` as of the last fetch (None before
+        one); ``uncommitted`` counts files that differ from HEAD.
+
+    Raises:
+        GitMissing: if git is not on PATH.
+    """
+    history = history or GitHistory(root, env)
+    git = history.git
+    branch = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.decode().strip() or None
+    result = SyncResult(remote, branch, head=history.head())
+    _ahead_behind(history, result)
+    dirty = git.run("status", "--porcelain", "-z", "--untracked-files=all", check=False).stdout
+    return {"branch": branch, "head": result.head, "remote": remote,
+            "remoteConfigured": remote in git.out("remote").split(), "ahead": result.ahead,
+            "behind": result.behind, "uncommitted": len([r for r in dirty.split(b"\0") if r.strip()])}
