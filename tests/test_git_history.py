@@ -199,3 +199,15 @@ def test_mmd_state_tracked_before_is_untracked_and_kept_on_disk(tmp_path: Path) 
     GitHistory(root).commit(1, "write", [])
     assert git(root, "ls-files", "--", ".mmd") == "" and (root / ".mmd" / "state.db").read_bytes() == b"queue"
     assert ensure_repo(root).changed == ()
+
+
+def test_the_last_revision_is_read_back_from_the_newest_commit_naming_one(tmp_path: Path) -> None:
+    root = GitRoot(tmp_path / "root")  # its init commit records r1
+    assert root.history.last_revision() == 1
+    assert root.history.commit([7, 8], "write", []) is None  # nothing changed: no commit
+    assert root.history.last_revision() == 1
+    root.memory.write("deploy", "us")
+    root.history.commit([7, 8], "write", ["deploy"])
+    (root.path / "memories" / "deploy.md").write_text("# deploy\n\nby hand\n")
+    root.history.commit([], "external edit", [])  # names no revision
+    assert root.history.last_revision() == 8

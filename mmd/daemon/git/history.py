@@ -8,8 +8,9 @@ revert needs. Reverts and restores are NOT performed here: the daemon
 performs them as new writes under every budget, never as a history rewrite.
 Never commits ``.mmd/`` (``.gitignore``, see :mod:`.repo`). Never does: sync.
 
-Local revision numbers restart with each daemon, so ``r42`` means the NEWEST
-commit recording revision 42.
+Local revision numbers restart with each daemon unless it starts from
+:meth:`GitHistory.last_revision`, so ``r42`` means the NEWEST commit recording
+revision 42.
 """
 
 from __future__ import annotations
@@ -140,6 +141,16 @@ class GitHistory:
         names = self.git.run("diff", "--cached", "--name-only", "--no-renames", "-z", "--", DETAIL_DIR,
                              check=False).stdout.decode("utf-8", "replace").split("\0")
         return sorted(n[len(DETAIL_DIR) + 1:-3] for n in names if n.endswith(".md") and n.count("/") == 1)
+
+    def last_revision(self) -> int:
+        """The highest revision number the newest commit recording one names; 0 when none does.
+
+        A daemon that starts numbering at ``last_revision() + 1`` keeps ``r42`` unique in the root's history.
+        """
+        fmt = "%(trailers:key=Mmd-Revision,valueonly,separator=%x20)"
+        done = self.git.run("log", "-1", f"--format={fmt}", "--grep", "^Mmd-Revision:", check=False)
+        numbers = [int(r) for r in done.stdout.decode().split() if r.isdigit()]
+        return max(numbers, default=0)
 
     def resolve(self, rev: str) -> str:
         """The commit id of ``rev``: ``r42`` (the newest commit recording revision 42) or any commit-ish.
