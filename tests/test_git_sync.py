@@ -197,3 +197,19 @@ def test_the_merge_driver_git_starts_per_file_imports_no_sync_or_history() -> No
     modules = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     assert "mmd.daemon.git.driver" in modules
     assert not {"mmd.daemon.git.remote", "mmd.daemon.git.history", "mmd.core.memory", "zmq"} & set(modules)
+
+
+def test_a_delete_on_one_end_removes_the_note_on_the_other(pair: tuple[GitRoot, GitRoot, Path]) -> None:
+    laptop, box, _ = pair
+    laptop.write("stale", "to be removed", updated=T1)
+    laptop.write("kept", "stays", updated=T1)
+    sync_ok(laptop)
+    sync_ok(box)
+    box.write("box-only", "box adds", updated=T2)  # so the next sync is a real merge, not a fast-forward
+    laptop.delete("stale")
+    sync_ok(laptop)
+    result = sync_ok(box)
+    assert result["merged"] == "merge" and result["conflicts"] == [] and "memories/stale.md" in result["changed"]
+    assert not (box.path / "memories" / "stale.md").exists()
+    assert box.bodies() == {"kept": "stays", "box-only": "box adds"}
+    box.assert_reads_clean()
