@@ -98,6 +98,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("http.listen", "--http", "str", None,
+           "serve the review page at HOST:PORT, loopback only (127.0.0.1:0 = any free port); off by default"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -123,6 +125,7 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        http_listen: ``(host, port)`` of the review page (a loopback address; port 0 = any free one), or None.
     """
 
     memory: MemoryOptions
@@ -143,6 +146,7 @@ class Config:
     notify_socket: str | None
     watchdog_usec: int | None
     journal: bool
+    http_listen: tuple[str, int] | None = None
 
     @property
     def root(self) -> Path:
@@ -266,6 +270,7 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
+        http_listen=_http_listen(raw["http.listen"]),
     )
 
 
@@ -357,6 +362,29 @@ def _check_endpoint(key: str, endpoint: str, has_curve: bool) -> None:
                               "and daemon.curveClientKeysDir)")
     else:
         raise ConfigError(key, endpoint, "must start with ipc:// or tcp://")
+
+
+def _http_listen(raw: str | None) -> tuple[str, int] | None:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) of the review page, refused unless HOST is a loopback address.
+
+    The page is for the person at this machine: reach it from elsewhere through an SSH tunnel.
+    """
+    if raw is None:
+        return None
+    import ipaddress
+
+    host, sep, port = raw.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not port.isascii() or not port.isdigit() or int(port) > 65535:
+        raise ConfigError("http.listen", raw, "must be HOST:PORT, e.g. 127.0.0.1:8765 (port 0 = any free one)")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ConfigError("http.listen", raw, "the review page listens on a loopback address only (127.0.0.1, "
+                          "::1 or localhost); reach it from elsewhere through an SSH tunnel")
+    return ("127.0.0.1" if host == "localhost" else host), int(port)
 
 
 def _curve_keys(raw: str | None, env: Mapping[str, str]) -> tuple[bytes | None, bytes | None]:

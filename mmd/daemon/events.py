@@ -6,10 +6,15 @@ previous event's, starting at 1) and ``at`` (ISO-8601 UTC with milliseconds),
 so a subscriber sees what it missed and can resync with ``daemon.status``.
 PUB never blocks: a subscriber too slow to keep up loses events (and sees the
 gap in ``seq``). Publish only from the event loop's thread.
+
+In-process subscribers (the review page's Server-Sent Events) get the same
+messages, with the same ``seq``, on bounded :class:`asyncio.Queue` s: a full
+queue drops the event for that subscriber only, who sees the gap in ``seq``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable
@@ -20,7 +25,10 @@ import zmq
 from mmd.wire.events import TOPICS
 from mmd.wire.protocol import encode
 
-__all__ = ["Publisher"]
+__all__ = ["SUBSCRIBER_QUEUE", "Publisher"]
+
+SUBSCRIBER_QUEUE = 256
+"""Events an in-process subscriber may fall behind before it loses some (it sees the gap in ``seq``)."""
 
 log = logging.getLogger("mmd.events")
 
@@ -38,6 +46,20 @@ class Publisher:
         self._now_iso = now_iso
         self.seq = 0
         self._thread = threading.get_ident()
+        self._subscribers: set[asyncio.Queue[tuple[str, dict[str, Any]]]] = set()
+
+    def subscribe(self, maxsize: int = SUBSCRIBER_QUEUE) -> asyncio.Queue[tuple[str, dict[str, Any]]]:
+        """A new in-process subscriber: a queue of ``(topic, message)`` holding at most ``maxsize`` events.
+
+        Call :meth:`unsubscribe` with it when done (from the event loop's thread, as :meth:`publish`).
+        """
+        queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue(maxsize)
+        self._subscribers.add(queue)
+        return queue
+
+    def unsubscribe(self, queue: asyncio.Queue[tuple[str, dict[str, Any]]]) -> None:
+        """Stop feeding ``queue`` (unknown queues are ignored)."""
+        self._subscribers.discard(queue)
 
     def publish(self, topic: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Send ``payload`` under ``topic`` with the next ``seq`` and ``at`` added; returns what was sent.
@@ -60,6 +82,11 @@ class Publisher:
                 self.socket.send_multipart([topic.encode(), encode(message)], flags=zmq.NOBLOCK)
             except zmq.Again:
                 log.warning("event dropped topic=%s seq=%d", topic, self.seq)
+        for queue in self._subscribers:
+            try:
+                queue.put_nowait((topic, message))
+            except asyncio.QueueFull:
+                pass  # this subscriber is too slow: it sees the gap in seq
         return message
 
     def close(self, linger_ms: int = 500) -> None:

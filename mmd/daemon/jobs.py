@@ -118,7 +118,8 @@ class Jobs:
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, endpoints, queue, ingest, watcher,
-    events, requests}`` (``queue`` and ``ingest`` are null without ingestion)."""
+    events, requests, http}`` (``queue`` and ``ingest`` are null without ingestion; ``http`` is
+    ``{listen, url}`` of the review page, the url carrying this start's token, or null without ``--http``)."""
     queue, ingestor = running.review.queue, running.ingestor
     return {"startedAt": running.started_at, "lang": cfg.lang,
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
@@ -126,4 +127,5 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
             "ingest": ingestor.health.to_json() if ingestor else None,
             "watcher": dict(running.watcher.health),
             "events": {"seq": running.publisher.seq},
-            "requests": running.rpc.requests}
+            "requests": running.rpc.requests,
+            "http": running.web.status() if running.web is not None else None}

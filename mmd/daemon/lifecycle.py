@@ -8,6 +8,7 @@ undo on one :class:`contextlib.AsyncExitStack`, so shutdown runs in reverse by
 construction, after a partial startup too: stop taking requests, finish the
 in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
 the ingestion worker and the watcher, close the database, release the lock.
+With ``--http`` the review page (:mod:`.web`) starts last and stops first.
 The started parts are one :class:`Running`. Signal handlers only queue the
 signal; the serve loop acts on it. Jobs and event payloads are in :mod:`.jobs`.
 """
@@ -73,7 +74,7 @@ LINGER_MS = 1000
 HARD_MAX_FRAME_FACTOR = 16
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
-                "ingest")
+                "ingest", "http_listen")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -95,6 +96,8 @@ class Running:
     publisher: Publisher
     rpc: RpcServer
     started_at: str
+    web: Any = None
+    """The review page's server (:class:`.web.WebServer`) when started with ``--http``, else None."""
 
 
 class Daemon:
@@ -227,12 +230,21 @@ class Daemon:
         publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review), cfg.max_request_bytes)
+        methods = Methods(state, self._status, publisher.publish, review)
+        rpc = RpcServer(router, methods, cfg.max_request_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
+        # 7. the review page (only with --http; imported only then): it stops before the sockets close
+        web = None
+        if cfg.http_listen is not None:
+            from .web import WebServer
+
+            web = WebServer(cfg.http_listen, methods, publisher)
+            await web.start()
+            undo.push_async_callback(web.stop)
         rpc.start()
         # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
         undo.push_async_callback(self._drain_requests, rpc)
-        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, web)
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)

@@ -1,0 +1,174 @@
+"""The review page's POST actions: each one a method call, as RPC makes it, with its outcome told on the page.
+
+Owns: reading an action's form (after the CSRF check), the stale-page rule (a
+form carries ``rev``, the revision its page showed; the write methods get it as
+``ifRevision``, and a batch checks it once before its first item), and the
+outcome sentences (per item for a batch; a budget refusal with its figures,
+the candidate still pending). Never: writes a file itself, or decides anything
+the methods would not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mmd.core.errors import MMError
+from mmd.wire.protocol import DaemonCode, DaemonError
+
+from .security import check_csrf
+from .views import outcome_text
+
+if TYPE_CHECKING:
+    from ..methods import Methods
+    from .app import Page
+
+__all__ = ["Actions"]
+
+Call = Callable[["Methods", str, dict[str, Any]], Awaitable[Any]]
+
+
+def _text(form: Any, key: str) -> str | None:
+    """A form field's text, stripped; None when absent or blank."""
+    value = form.get(key)
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def _why(error: DaemonError | MMError) -> str:
+    if isinstance(error, DaemonError) and error.code == DaemonCode.E_CONFLICT.value:
+        return "the memory changed since this page was shown; nothing was changed — look again and retry"
+    return error.message
+
+
+class Actions:
+    """The POST routes of one page.
+
+    Args:
+        page: the page (its methods, gate and outcome store).
+        call: calls a method as RPC does (:func:`.app.call`).
+    """
+
+    def __init__(self, page: Page, call: Call) -> None:
+        self.page = page
+        self._call = call
+
+    async def _form(self, request: Request) -> tuple[Any, int | None]:
+        """The checked form and the revision its page showed (None when the form has none)."""
+        form = await request.form()
+        check_csrf(form.get("csrf"), self.page.gate)
+        raw = form.get("rev")
+        rev = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else None
+        return form, rev
+
+    def _done(self, form: Any, items: list[dict[str, Any]]) -> Response:
+        from .app import back_to
+
+        return back_to(form.get("back"), self.page.flash(items))
+
+    def _stale(self, rev: int | None) -> list[dict[str, Any]] | None:
+        current = self.page.methods.state.revision
+        if rev is not None and rev == current:
+            return None
+        return [{"ok": False, "stale": True,
+                 "text": f"This page was out of date (it showed revision {rev}, the memory is at {current}); "
+                         "nothing was changed. Here is the page as it is now."}]
+
+    async def _accept_one(self, params: dict[str, Any]) -> dict[str, Any]:
+        """One ``queue.accept``: ``{ok, text, id}``."""
+        cid = params["id"]
+        try:
+            result = await self._call(self.page.methods, "queue.accept", params)
+        except (DaemonError, MMError) as error:
+            return {"ok": False, "id": cid, "text": f"#{cid}: {_why(error)}"}
+        if not result["ok"]:
+            return {"ok": False, "id": cid, "text": f"#{cid} " + outcome_text(result["write"].get("topic") or
+                                                                           params.get("topic") or "", result["write"])}
+        return {"ok": True, "id": cid, "text": f"#{cid} accepted as {result['write']['topic']}"}
+
+    async def accept(self, request: Request) -> Response:
+        """``POST /queue/accept {id, topic?, summary?, tags?, body?, into?, rev}``.
+
+        With ``into`` (an existing topic) the candidate's body is appended to that note, which keeps
+        its summary and tags (``queue.accept`` with ``replace``); else topic, summary, tags and body
+        as edited on the page.
+        """
+        form, rev = await self._form(request)
+        cid = _text(form, "id") or ""
+        into = _text(form, "into")
+        params: dict[str, Any] = {"id": cid, "ifRevision": rev}
+        if into is not None:
+            existing = await self._call(self.page.methods, "memory.read", {"topic": into})
+            cand = await self._call(self.page.methods, "queue.get", {"id": cid})
+            if existing is None:
+                return self._done(form, [{"ok": False, "text": f"#{cid}: there is no note {into!r} any more"}])
+            body = _text(form, "body") or cand["body"]
+            params.update(topic=into, replace=True, summary=existing["summary"] or None,
+                          content=f"{existing['body'].rstrip()}\n\n{body}")
+        else:
+            params.update(topic=_text(form, "topic"), summary=_text(form, "summary"),
+                          tags=_text(form, "tags"), content=_text(form, "body"))
+        return self._done(form, [await self._accept_one(params)])
+
+    async def reject(self, request: Request) -> Response:
+        """``POST /queue/reject {id, reason?}``."""
+        form, _rev = await self._form(request)
+        cid = _text(form, "id") or ""
+        try:
+            await self._call(self.page.methods, "queue.reject", {"id": cid, "reason": _text(form, "reason")})
+        except (DaemonError, MMError) as error:
+            return self._done(form, [{"ok": False, "text": f"#{cid}: {_why(error)}"}])
+        return self._done(form, [{"ok": True, "text": f"#{cid} rejected"}])
+
+    async def batch(self, request: Request) -> Response:
+        """``POST /queue/batch {ids…, action: accept|reject, reason?, rev}``: each item on its own, each told."""
+        form, rev = await self._form(request)
+        ids = [i for i in form.getlist("ids") if isinstance(i, str) and i]
+        action = form.get("action")
+        if not ids or action not in ("accept", "reject"):
+            return self._done(form, [{"ok": False, "text": "Select candidates, then accept or reject them."}])
+        if action == "accept" and (stale := self._stale(rev)) is not None:
+            return self._done(form, stale)
+        items = []
+        for cid in ids:
+            if action == "accept":
+                items.append(await self._accept_one({"id": cid}))
+                continue
+            try:
+                await self._call(self.page.methods, "queue.reject", {"id": cid, "reason": _text(form, "reason")})
+                items.append({"ok": True, "id": cid, "text": f"#{cid} rejected"})
+            except (DaemonError, MMError) as error:
+                items.append({"ok": False, "id": cid, "text": f"#{cid}: {_why(error)}"})
+        done = sum(1 for i in items if i["ok"])
+        head = {"ok": done == len(items), "text": f"{action}: {done} of {len(items)} done"}
+        return self._done(form, [head, *items])
+
+    async def delete(self, request: Request) -> Response:
+        """``POST /memory/delete {topic, rev}`` (the page asked first, inline)."""
+        form, rev = await self._form(request)
+        topic = _text(form, "topic") or ""
+        try:
+            await self._call(self.page.methods, "memory.delete", {"topic": topic, "ifRevision": rev})
+        except (DaemonError, MMError) as error:
+            return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
+        return self._done(form, [{"ok": True, "text": f"{topic} deleted"}])
+
+    async def review_date(self, request: Request) -> Response:
+        """``POST /memory/review-date {topic, date, rev}``: set (``YYYY-MM-DD`` or ``3m``…) or clear (blank)."""
+        form, rev = await self._form(request)
+        topic = _text(form, "topic") or ""
+        when = _text(form, "date") or ""
+        try:
+            note = await self._call(self.page.methods, "memory.read", {"topic": topic})
+            if note is None:
+                return self._done(form, [{"ok": False, "text": f"there is no note {topic!r}"}])
+            outcome = await self._call(self.page.methods, "memory.write", {
+                "topic": topic, "content": note["body"], "ifRevision": rev, "reviewAfter": when})
+        except (DaemonError, MMError) as error:
+            return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
+        if not outcome["ok"]:
+            return self._done(form, [{"ok": False, "text": outcome_text(topic, outcome)}])
+        said = f"review date {when}" if when else "review date cleared"
+        return self._done(form, [{"ok": True, "text": f"{topic}: {said}"}])

@@ -1,0 +1,236 @@
+"""The review page's routes: ``Starlette(routes=[…], middleware=[…])`` over the daemon's method table.
+
+Owns: the pages (queue ``/``, memory ``/memory``, a note ``/note/{topic}``,
+status ``/status``), the live events ``/events``, two named static files, and
+the POST actions (accept, accept into a topic, reject, a batch, delete, review
+date). Every action calls the same methods as RPC (:func:`call`: params
+checked by :func:`mmd.wire.methods.check_params`, then the handler), so
+budgets, compare-and-set and the journal hold; a form carries the revision its
+page showed, and a revision that moved makes the action refused as *stale*
+instead of overwriting. An action answers ``303`` back to its page, whose next
+render shows the outcome (per item for a batch). Errors are pages with their
+status, never a traceback. Never: reads or writes a path given by a request
+(topics are validated slugs; static files are named in :data:`STATIC`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import OrderedDict
+from importlib.resources import files
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from mmd.core.errors import ErrorCode, MMError
+from mmd.wire.methods import METHODS, check_params
+from mmd.wire.protocol import DaemonCode, DaemonError
+
+from ..methods import Methods
+from .actions import Actions
+from .security import Gate, GateMiddleware, Refused
+from .sse import EventStreams
+from .views import CANDIDATE_GROUPS, ENTRY_GROUPS, candidate_groups, entry_groups, review_after_of
+
+__all__ = ["PAGE_SIZE", "STATIC", "Page", "back_to", "build_app", "call"]
+
+PAGE_SIZE = 100
+"""Candidates on one queue page."""
+STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
+"""The static files, by name (nothing else is served from the package)."""
+FLASHES_KEPT = 64
+"""Outcomes kept for the page after an action (oldest forgotten first)."""
+
+_STATUS_OF = {ErrorCode.E_INVALID.value: 400, DaemonCode.E_NOT_FOUND.value: 404, DaemonCode.E_UNAVAILABLE.value: 503,
+              DaemonCode.E_CONFLICT.value: 409}
+
+log = logging.getLogger("mmd.web")
+
+
+async def call(methods: Methods, name: str, params: dict[str, Any]) -> Any:
+    """Call ``name`` as RPC would: params checked against the wire's table, then its handler.
+
+    Raises:
+        DaemonError, MMError: as the method.
+    """
+    checked = check_params(name, params)
+    inline = methods.inline.get(name)
+    if inline is not None:
+        return inline(checked)
+    return await methods.awaited[name](checked)
+
+
+class Page:
+    """Renders the templates; keeps the outcomes of actions until their page shows them.
+
+    Args:
+        methods: the method table. gate: the page's gate (its CSRF token goes into every form).
+        events: the event streams (the status view lists the last events).
+    """
+
+    def __init__(self, methods: Methods, gate: Gate, events: EventStreams) -> None:
+        self.methods, self.gate, self.events = methods, gate, events
+        self.env = jinja2.Environment(loader=jinja2.PackageLoader("mmd.daemon.web", "templates"),
+                                      autoescape=True, trim_blocks=True, lstrip_blocks=True)
+        self.static = {name: (files("mmd.daemon.web") / "static" / name).read_bytes() for name in STATIC}
+        self.flashes: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._flash_ids = itertools.count(1)
+
+    def flash(self, items: list[dict[str, Any]]) -> str:
+        """Keep ``items`` (``{ok, text}``) for the next render; returns their id for the redirect."""
+        fid = str(next(self._flash_ids))
+        self.flashes[fid] = items
+        while len(self.flashes) > FLASHES_KEPT:
+            self.flashes.popitem(last=False)
+        return fid
+
+    def render(self, template: str, request: Request | None, http_status: int = 200, **values: Any) -> HTMLResponse:
+        """The template rendered with the common values (revision, CSRF token, outcomes to show)."""
+        return HTMLResponse(self.html(template, request, **values), status_code=http_status)
+
+    def html(self, template: str, request: Request | None, **values: Any) -> str:
+        """The template's HTML (what :meth:`render` sends)."""
+        fid = request.query_params.get("flash", "") if request is not None else ""
+        common = {"rev": self.methods.state.revision, "csrf": self.gate.csrf, "flash": self.flashes.get(fid, []),
+                  "path": request.url.path if request is not None else "/", "review_dates": _review_dates()}
+        return self.env.get_template(template).render(**common, **values)
+
+    def error_page(self, status: int, message: str) -> bytes:
+        """An error as a page (no traceback)."""
+        return self.env.get_template("error.html").render(status=status, message=message, rev=None,
+                                                          flash=[], path="").encode()
+
+    # --- pages -----------------------------------------------------------------------------------
+
+    async def queue(self, request: Request) -> Response:
+        """``GET /?group=project|session|kind&offset=N``: pending candidates by score, grouped."""
+        group = request.query_params.get("group", "project")
+        group = group if group in CANDIDATE_GROUPS else "project"
+        offset = _int(request.query_params.get("offset"), 0)
+        return self.render("queue.html", request, **await self.queue_values(group, offset))
+
+    async def queue_values(self, group: str, offset: int) -> dict[str, Any]:
+        """The queue template's values: ``{group, groups, page, topics, offset, unavailable}``."""
+        unavailable: str | None = None
+        try:
+            page = await call(self.methods, "queue.list", {"status": "pending", "limit": PAGE_SIZE, "offset": offset})
+        except DaemonError as error:
+            if error.code != DaemonCode.E_UNAVAILABLE.value:
+                raise
+            page, unavailable = {"candidates": [], "total": 0, "pending": 0}, error.message
+        topics = [e.topic for e in self.methods.state.current.entries]
+        return {"group": group, "groups": candidate_groups(page["candidates"], group), "page": page,
+                "topics": sorted(topics), "offset": offset, "page_size": PAGE_SIZE, "unavailable": unavailable,
+                "groupings": CANDIDATE_GROUPS}
+
+    async def memory(self, request: Request) -> Response:
+        """``GET /memory?group=tag|date|due&q=…``: the index grouped, budget meters, search results."""
+        group = request.query_params.get("group", "tag")
+        group = group if group in ENTRY_GROUPS else "tag"
+        index = await call(self.methods, "memory.index", {})
+        query = request.query_params.get("q", "").strip()
+        found = await call(self.methods, "memory.search", {"query": query}) if query else None
+        for entry in index["entries"]:
+            entry["reviewAfter"] = review_after_of(entry)
+        return self.render("memory.html", request, index=index, group=group, groupings=ENTRY_GROUPS,
+                           groups=entry_groups(index["entries"], group), query=query, found=found)
+
+    async def note(self, request: Request) -> Response:
+        """``GET /note/{topic}``: a note's full text (the topic is a validated slug, never a path)."""
+        note = await call(self.methods, "memory.read", {"topic": request.path_params["topic"]})
+        if note is None:
+            raise HTTPException(404, f"No note {request.path_params['topic']!r} in this memory.")
+        note["reviewAfter"] = review_after_of(note)
+        return self.render("note.html", request, note=note)
+
+    async def status(self, request: Request) -> Response:
+        """``GET /status``: the daemon, its sources and ingestion, revision, queue counts, the last events."""
+        status = await call(self.methods, "daemon.status", {})
+        return self.render("status.html", request, status=status, recent=list(reversed(self.events.recent)))
+
+    async def events_stream(self, request: Request) -> Response:
+        """``GET /events``: Server-Sent Events (see :mod:`.sse`)."""
+        return StreamingResponse(self.events.stream(), media_type="text/event-stream",
+                                 headers={"x-accel-buffering": "no"})
+
+    async def static_file(self, request: Request) -> Response:
+        """``GET /static/{name}``: one of :data:`STATIC`, else 404."""
+        name = request.path_params["name"]
+        if name not in STATIC:
+            raise HTTPException(404, "No such file.")
+        return Response(self.static[name], media_type=STATIC[name])
+
+
+def _review_dates() -> bool:
+    """Whether ``memory.write`` takes ``reviewAfter`` (the review-date form shows only then)."""
+    return "reviewAfter" in METHODS["memory.write"].params
+
+
+def _int(raw: str | None, default: int) -> int:
+    return int(raw) if raw is not None and raw.isascii() and raw.isdigit() else default
+
+
+def build_app(methods: Methods, gate: Gate, events: EventStreams) -> Starlette:
+    """The page's ASGI application behind its gate.
+
+    Args:
+        methods: the daemon's method table. gate: token, Host, Origin and CSRF checks.
+        events: the live event streams.
+    """
+    page = Page(methods, gate, events)
+    actions = Actions(page, call)
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        detail = exc.detail if isinstance(exc, HTTPException) else "Something went wrong."
+        return HTMLResponse(page.error_page(status, str(detail)), status_code=status)
+
+    async def domain_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, Refused):
+            return HTMLResponse(page.error_page(exc.status, exc.message), status_code=exc.status)
+        code = exc.code if isinstance(exc, DaemonError) else exc.code.value if isinstance(exc, MMError) else ""
+        message = exc.message if isinstance(exc, DaemonError | MMError) else "Something went wrong."
+        return HTMLResponse(page.error_page(_STATUS_OF.get(code, 500), message),
+                            status_code=_STATUS_OF.get(code, 500))
+
+    async def crash(request: Request, exc: Exception) -> Response:
+        log.exception("web.error path=%s", request.url.path, exc_info=exc)
+        return HTMLResponse(page.error_page(500, "Something went wrong; the daemon's log has the details."),
+                            status_code=500)
+
+    routes = [
+        Route("/", page.queue, methods=["GET"]),
+        Route("/memory", page.memory, methods=["GET"]),
+        Route("/note/{topic}", page.note, methods=["GET"]),
+        Route("/status", page.status, methods=["GET"]),
+        Route("/events", page.events_stream, methods=["GET"]),
+        Route("/static/{name}", page.static_file, methods=["GET"]),
+        Route("/queue/accept", actions.accept, methods=["POST"]),
+        Route("/queue/reject", actions.reject, methods=["POST"]),
+        Route("/queue/batch", actions.batch, methods=["POST"]),
+        Route("/memory/delete", actions.delete, methods=["POST"]),
+        Route("/memory/review-date", actions.review_date, methods=["POST"]),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(GateMiddleware, gate=gate, refused=lambda r: page.error_page(r.status, r.message))],
+        exception_handlers={HTTPException: http_error, Refused: domain_error, DaemonError: domain_error,
+                            MMError: domain_error, Exception: crash})
+
+
+def back_to(raw: object, flash: str) -> RedirectResponse:
+    """``303`` to the page the form came from (a local path only), with the outcome's id."""
+    path = raw if isinstance(raw, str) and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw \
+        else "/"
+    base, _, query = path.partition("?")
+    kept = [kv for kv in query.split("&") if kv and not kv.startswith("flash=") and not kv.startswith("token=")]
+    return RedirectResponse(f"{base}?{'&'.join([*kept, urlencode({'flash': flash})])}", status_code=303)
+

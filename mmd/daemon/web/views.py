@@ -1,0 +1,94 @@
+"""What the review page's templates show, built from the methods' JSON: groups, meters, outcome sentences.
+
+Owns: grouping candidates (by project, session or kind) and index entries (by
+tag, date or due date), the budget meters' figures, and the sentence a
+decision's outcome becomes (a budget refusal with its figures). Pure functions
+over JSON values: never calls a method, never reads a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import PurePath
+from typing import Any
+
+from mmd.core.model import REVIEW_AFTER_LINE
+
+__all__ = ["CANDIDATE_GROUPS", "ENTRY_GROUPS", "candidate_groups", "entry_groups", "outcome_text", "project_of",
+           "review_after_of"]
+
+CANDIDATE_GROUPS = ("project", "session", "kind")
+"""How the queue view groups candidates."""
+ENTRY_GROUPS = ("tag", "date", "due")
+"""How the memory view groups index entries."""
+
+
+def project_of(candidate: dict[str, Any]) -> str:
+    """The candidate's project: its own ``project`` field, else the log's project folder (DSH layout
+    ``<project>/<session>/<log>``), else ``"(unknown)"``."""
+    if candidate.get("project"):
+        return str(candidate["project"])
+    file = (candidate.get("source") or {}).get("file") or ""
+    parts = PurePath(file).parts
+    return parts[-3] if len(parts) >= 3 else "(unknown)"
+
+
+def _score(candidate: dict[str, Any]) -> float:
+    score = candidate.get("score")
+    return float(score) if isinstance(score, int | float) else 0.0
+
+
+def candidate_groups(candidates: Iterable[dict[str, Any]], by: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``[(group label, candidates)]``: candidates by score (highest first, then oldest), groups by their best.
+
+    Args:
+        by: one of :data:`CANDIDATE_GROUPS` (anything else groups by project).
+    """
+    keys: dict[str, Callable[[dict[str, Any]], str]] = {
+        "project": project_of,
+        "session": lambda c: str((c.get("source") or {}).get("sessionId") or "(no session)"),
+        "kind": lambda c: str(c.get("kind") or "(no kind)"),
+    }
+    key = keys.get(by, project_of)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cand in sorted(candidates, key=lambda c: (-_score(c), c["id"])):
+        groups.setdefault(key(cand), []).append(cand)
+    return sorted(groups.items(), key=lambda kv: (-_score(kv[1][0]), kv[1][0]["id"]))
+
+
+def review_after_of(entry: dict[str, Any]) -> str | None:
+    """The entry's ``- **review-after:**`` value from its ``entryBody`` (verbatim), or None."""
+    found = REVIEW_AFTER_LINE.search(entry.get("entryBody") or "")
+    return found.group(1) if found else None
+
+
+def entry_groups(entries: Iterable[dict[str, Any]], by: str) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``[(group label, entries)]`` of index entries (the ``memory.index`` JSON).
+
+    ``tag``: one group per tag (an entry shows under each of its tags; ``(untagged)`` last);
+    ``date``: by the day of ``updated``, newest first; ``due``: by review date, soonest first,
+    ``(no review date)`` last.
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    rows = list(entries)
+    if by == "date":
+        for e in sorted(rows, key=lambda e: e.get("updated") or "", reverse=True):
+            groups.setdefault((e.get("updated") or "")[:10] or "(no date)", []).append(e)
+        return list(groups.items())
+    if by == "due":
+        for e in sorted(rows, key=lambda e: (review_after_of(e) is None, review_after_of(e) or "", e["topic"])):
+            groups.setdefault(review_after_of(e) or "(no review date)", []).append(e)
+        return list(groups.items())
+    for e in sorted(rows, key=lambda e: e["topic"]):
+        for tag in e.get("tags") or ["(untagged)"]:
+            groups.setdefault(tag, []).append(e)
+    return sorted(groups.items(), key=lambda kv: (kv[0] == "(untagged)", kv[0]))
+
+
+def outcome_text(topic: str, write: dict[str, Any]) -> str:
+    """A refused write, in a sentence with its figures (characters are code points, sizes UTF-8 bytes)."""
+    usage = write.get("usage") or {}
+    if usage.get("overflow"):
+        return (f"{topic}: over budget — {usage.get('bodyChars')} characters against a write budget of "
+                f"{usage.get('writeBudget')} ({usage.get('overflow')} too many); nothing written, still pending")
+    return f"{topic}: not written — {write.get('message') or write.get('reason') or 'refused'}; still pending"

@@ -1,0 +1,187 @@
+"""The review page in a real headless Chromium (Debian's ``chromium``), against a real daemon.
+
+Each test fills the queue from ``tests/fixtures/web/sessions``, drives the page
+as a person would (Playwright, pointed at ``/usr/bin/chromium``: no browser is
+downloaded), then checks the files on disk and the queue in ``.mmd/state.db``.
+Screenshots of the queue and memory views go to ``test-artifacts/`` (not committed).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_ingest_helpers import call
+from tests.web_helpers import (
+    EXPECTED_TOPICS,
+    by_topic,
+    note_files,
+    queue_rows,
+    start_web_daemon,
+    tighten_budget,
+)
+
+CHROMIUM = Path(os.environ.get("MMD_TEST_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the test extra) is not installed")
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the module."""
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser context (no cookies) and page."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def flash_texts(page: Any) -> list[str]:
+    page.wait_for_selector("#flash")
+    return [str(t) for t in page.locator("#flash li").all_inner_texts()]
+
+
+def test_accept_with_an_edited_topic(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    cand = by_topic(daemon)["deploy-region"]
+    page.goto(url)
+    assert page.locator("article.candidate").count() == len(EXPECTED_TOPICS)
+    shot(page, "queue-view")
+    card = page.locator(f"#cand-{cand['id']}")
+    card.locator("details.accept summary").click()
+    card.locator("input[name=topic]").fill("deploy-eu")
+    card.locator("input[name=tags]").fill("ops, cloud")
+    card.locator("button.do-accept").click()
+    assert any("accepted as deploy-eu" in t for t in flash_texts(page))
+    assert page.locator(f"#cand-{cand['id']}").count() == 0
+    files = note_files(daemon)
+    assert "deploy-eu.md" in files and "eu-west-1" in files["deploy-eu.md"] and "deploy-region.md" not in files
+    assert call(daemon, "memory.read", {"topic": "deploy-eu"})["tags"] == ["ops", "cloud"]
+    rows = queue_rows(daemon)
+    assert rows["deploy-region"] == ("accepted", None, "deploy-eu")
+    assert sum(1 for r in rows.values() if r[0] == "pending") == len(EXPECTED_TOPICS) - 1
+
+
+def test_accept_into_an_existing_topic(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    assert call(daemon, "memory.write", {"topic": "testing", "content": "CI runs on every push.",
+                                         "summary": "how we test"})["ok"]
+    cand = by_topic(daemon)["test-command"]
+    page.goto(url)
+    card = page.locator(f"#cand-{cand['id']}")
+    card.locator("select[name=into]").select_option("testing")
+    card.locator("button.do-into").click()
+    assert any("accepted as testing" in t for t in flash_texts(page))
+    text = note_files(daemon)["testing.md"]
+    assert "CI runs on every push." in text and "make check" in text
+    assert "test-command.md" not in note_files(daemon)
+    assert "how we test" in (daemon.root / "MEMORY.md").read_text()
+    assert queue_rows(daemon)["test-command"] == ("accepted", None, "testing")
+
+
+def test_reject_with_a_reason(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    cand = by_topic(daemon)["code-style"]
+    page.goto(url)
+    card = page.locator(f"#cand-{cand['id']}")
+    card.locator(".reject-form input[name=reason]").fill("the linter says it already")
+    card.locator("button.do-reject").click()
+    assert any(f"#{cand['id']} rejected" in t for t in flash_texts(page))
+    assert queue_rows(daemon)["code-style"] == ("rejected", "the linter says it already", None)
+    assert note_files(daemon) == {}
+
+
+def test_a_batch_of_five_with_one_over_budget(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    tighten_budget(daemon, 100)
+    cands = by_topic(daemon)
+    chosen = ["api-auth", "api-errors", "api-paging", "api-rate", "big-notes"]
+    page.goto(url)
+    for topic in chosen:
+        page.locator(f"#cand-{cands[topic]['id']} input.pick").check()
+    page.locator("#batch-accept").click()
+    texts = flash_texts(page)
+    assert texts[0] == "accept: 4 of 5 done"
+    refused = [t for t in texts if f"#{cands['big-notes']['id']}" in t]
+    figures = f"{cands['big-notes']['chars']} characters against a write budget of 100"
+    assert refused and "over budget" in refused[0] and figures in refused[0]
+    assert page.locator("#flash li.failed").count() == 2  # the head line and the refused item
+    files = note_files(daemon)
+    assert {f"{t}.md" for t in chosen[:4]} <= set(files) and "big-notes.md" not in files
+    rows = queue_rows(daemon)
+    assert [rows[t][0] for t in chosen] == ["accepted"] * 4 + ["pending"]
+    assert page.locator(f"#cand-{cands['big-notes']['id']}").count() == 1
+
+
+def test_search_ranks_as_mmctl_search(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    for topic, body in (("tokens", "bearer tokens rotate weekly"), ("paging", "cursor tokens for paging"),
+                        ("style", "four spaces")):
+        assert call(daemon, "memory.write", {"topic": topic, "content": body})["ok"]
+    page.goto(url)
+    page.goto(url.split("?")[0] + "memory")
+    page.locator("#q").fill("tokens")
+    page.locator("#q").press("Enter")
+    page.wait_for_selector("#results")
+    shown = page.locator("#results li.match a").all_inner_texts()
+    expected = [m["topic"] for m in call(daemon, "memory.search", {"query": "tokens"})["matches"]]
+    assert shown == expected and set(shown) == {"tokens", "paging"}
+    assert set(note_files(daemon)) == {"tokens.md", "paging.md", "style.md"}
+    assert all(r[0] == "pending" for r in queue_rows(daemon).values())
+
+
+def test_delete_a_note_confirmed_inline(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    for topic in ("keep-me", "drop-me"):
+        assert call(daemon, "memory.write", {"topic": topic, "content": f"{topic} body", "tags": "demo"})["ok"]
+    page.goto(url)
+    page.goto(url.split("?")[0] + "memory")
+    shot(page, "memory-view")
+    entry = page.locator('li.entry[data-topic="drop-me"]')
+    entry.locator("details.delete summary").click()
+    page.on("dialog", lambda d: pytest.fail(f"a blocking dialog appeared: {d.message}"))
+    entry.locator("button.do-delete").click()
+    assert any("drop-me deleted" in t for t in flash_texts(page))
+    assert page.locator('li.entry[data-topic="drop-me"]').count() == 0
+    assert set(note_files(daemon)) == {"keep-me.md"}
+    assert "drop-me" not in (daemon.root / "MEMORY.md").read_text()
+    assert all(r[0] == "pending" for r in queue_rows(daemon).values())
+
+
+def test_the_page_updates_live_after_an_external_mmctl_write(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                              page: Any) -> None:
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    page.goto(url)
+    page.goto(url.split("?")[0] + "memory")
+    page.wait_for_selector("#live:not([hidden])")
+    page.evaluate("window.__sameDocument = true")
+    done = subprocess.run([sys.executable, "-m", "mmctl", "write", "from-terminal", "--content", "written outside",
+                           "--root", str(daemon.root)], env=daemon.env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    page.wait_for_selector('li.entry[data-topic="from-terminal"]', timeout=10_000)
+    assert page.evaluate("window.__sameDocument") is True  # updated in place, not reloaded
+    assert page.locator("#rev").inner_text() == str(call(daemon, "memory.index")["revision"])
+    assert note_files(daemon) == {"from-terminal.md": (daemon.root / "memories" / "from-terminal.md").read_text()}
+    assert all(r[0] == "pending" for r in queue_rows(daemon).values())
