@@ -339,6 +339,16 @@ class Methods:
         """
         return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
 
+    def queue_undo(self, candidate_id: str | int) -> Any:
+        """``queue.undo`` → ``{ok, candidate, reverted, revision?}``: the decision undone, the candidate pending
+        again; an acceptance's note is deleted (``reverted: "deleted"``) or its previous text restored.
+
+        Raises:
+            RpcError(E_NOT_FOUND | E_INVALID | E_CONFLICT): no such candidate, a pending one, or the note
+                changed since it was accepted.
+        """
+        return self._call(wire.QUEUE_UNDO.name, {"id": candidate_id})
+
 
 class SessionMethods(Methods):
     """A frozen-snapshot session: the same methods, each sent with this ``session_id``."""

@@ -260,6 +260,16 @@ class Methods:
         """
         return {"ok": True, "candidate": await self.review.reject(p["id"], reason=p.get("reason"))}
 
+    @handles(wire.QUEUE_UNDO)
+    async def queue_undo(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``queue.undo {id}`` → ``{ok: true, candidate, reverted, revision?}``: pending again, the note reverted.
+
+        Raises:
+            DaemonError(E_INVALID | E_NOT_FOUND | E_CONFLICT | E_UNAVAILABLE), MMError: as
+            :meth:`.review.Review.undo`.
+        """
+        return await self.review.undo(p["id"])
+
     # --- daemon ---------------------------------------------------------------------------------
 
     @handles(wire.DAEMON_STATUS)

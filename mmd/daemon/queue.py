@@ -2,7 +2,7 @@
 
 Owns: the candidates' rows in the state database (:mod:`.statedb`), their
 wire shape (:class:`~mmd.wire.protocol.CandidateJson`) and the status changes
-``pending → accepted | rejected`` with a journal row each. A candidate's
+``pending → accepted | rejected`` (and back, ``queue.undo``) with a journal row each. A candidate's
 identity is :func:`mmd.candidates.candidate_key` — a hash of its kind, topic
 and whitespace-normalized body, never of its seq or file — kept for the
 queue's whole history, so a log read again (after a shrink, a replaced file,
@@ -156,5 +156,33 @@ class ReviewQueue:
             conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, ?, ?, ?)",
                          (now, f"queue.{status[:-2] if status.endswith('ed') else status}", candidate_id,
                           json.dumps(detail, ensure_ascii=False)))
+        self.refresh_counts()
+        return self.get(candidate_id)
+
+    def last_acceptance(self, candidate_id: int) -> dict[str, Any]:
+        """The ``written`` detail the candidate's last ``queue.accept`` journal row kept (``{}`` when none)."""
+        row = self.db.conn().execute(
+            "SELECT detail FROM journal WHERE candidate_id = ? AND action = 'queue.accept' ORDER BY id DESC LIMIT 1",
+            (candidate_id,)).fetchone()
+        written = json.loads(row[0]).get("written") if row is not None else None
+        return written if isinstance(written, dict) else {}
+
+    def reopen(self, candidate_id: int, was: str) -> CandidateJson | None:
+        """Move a decided candidate (status ``was``) back to ``pending`` and journal it (``queue.undo``).
+
+        Returns:
+            The candidate after the change, or None when its status is not ``was`` (any more).
+        """
+        conn = self.db.conn()
+        now = self._now_iso()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            cur = conn.execute(
+                "UPDATE candidates SET status = 'pending', decided_at = NULL, reason = NULL, written_topic = NULL,"
+                " written_revision = NULL WHERE id = ? AND status = ?", (candidate_id, was))
+            if cur.rowcount != 1:
+                return None
+            conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.undo', ?, ?)",
+                         (now, candidate_id, json.dumps({"was": was})))
         self.refresh_counts()
         return self.get(candidate_id)

@@ -1,4 +1,4 @@
-"""The review use-cases: list, show, accept and reject review-queue candidates.
+"""The review use-cases: list, show, accept, reject and undo review-queue candidates.
 
 Owns: the decisions on candidates — an acceptance writes through the memory
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
@@ -13,7 +13,9 @@ worker thread.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 from mmd.core.errors import ErrorCode
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
@@ -128,6 +130,9 @@ class Review:
             if cand["status"] != "pending":
                 raise _decided(cand)
             topic = cand["topic"] if topic is None else topic
+            before = self.state.current.note(topic)
+            previous = None if before is None else {"body": before.body, "summary": before.entry.summary,
+                                                    "tags": list(before.entry.tags)}
             if not replace:
                 latest = self.state.current
                 existing = latest.note(topic)
@@ -142,7 +147,8 @@ class Review:
                 summary=cand["summary"] if summary is None else summary, tags=tags)
             if not outcome.get("ok"):
                 return {"ok": False, "candidate": cand, "write": outcome}
-            written = {"topic": outcome["topic"], "revision": outcome["revision"]}
+            written = {"topic": outcome["topic"], "revision": outcome["revision"], "previous": previous,
+                       "sha256": _body_hash(self.state.current.note(outcome["topic"]))}
             decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
             return {"ok": True, "candidate": decided or cand, "write": outcome}
 
@@ -165,6 +171,60 @@ class Review:
                 raise _decided(cand)
             decided = await asyncio.to_thread(q.decide, cand["id"], "rejected", reason=reason)
             return decided or cand
+
+
+    async def undo(self, raw_id: int | str) -> dict[str, Any]:
+        """Undo the candidate's decision: it is pending again; an acceptance's note is reverted first.
+
+        The note an acceptance created is deleted, the text (summary, tags) it replaced is restored,
+        both through the memory state with a compare-and-set on the revision; a note edited since
+        the acceptance is left alone and the undo refused.
+
+        Returns:
+            ``{ok: true, candidate, reverted: "deleted" | "restored" | null, revision?}``.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`; E_INVALID also for a
+                pending candidate (nothing to undo).
+            DaemonError(E_CONFLICT): if the note changed since it was accepted (``data.topic``).
+            MMError: as the state's write or delete.
+        """
+        q = self._queue()
+        async with self._deciding:
+            cand = await self.get(raw_id)
+            if cand["status"] == "pending":
+                raise DaemonError(ErrorCode.E_INVALID, f"candidate {cand['id']} is pending: there is nothing to undo")
+            out: dict[str, Any] = {"ok": True, "reverted": None}
+            if cand["status"] == "accepted":
+                out.update(await self._revert(await asyncio.to_thread(q.last_acceptance, cand["id"])))
+            reopened = await asyncio.to_thread(q.reopen, cand["id"], cand["status"])
+            return {**out, "candidate": reopened or await self.get(cand["id"])}
+
+    async def _revert(self, written: dict[str, Any]) -> dict[str, Any]:
+        """Revert the note an acceptance wrote (``written`` as journaled): ``{reverted, revision}``."""
+        topic = written.get("topic")
+        latest = self.state.current
+        note = latest.note(topic) if isinstance(topic, str) else None
+        if note is None:
+            return {"reverted": "deleted", "revision": latest.revision}
+        if written.get("sha256") != _body_hash(note):
+            raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri} changed since it was accepted; undo refused "
+                              "(edit or delete the note by hand)", topic=topic, revision=latest.revision)
+        previous = written.get("previous")
+        if not isinstance(previous, dict):
+            done = await self.state.delete(topic, if_revision=latest.revision)
+            return {"reverted": "deleted", "revision": done["revision"]}
+        done = await self.state.write(topic, previous["body"], if_revision=latest.revision,
+                                      summary=previous.get("summary", ""), tags=previous.get("tags") or [])
+        if not done.get("ok"):
+            raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri}: the previous text cannot be restored "
+                              f"({done.get('message')})", topic=topic, revision=latest.revision)
+        return {"reverted": "restored", "revision": done["revision"]}
+
+
+def _body_hash(note: Any) -> str | None:
+    """sha256 (hex) of a note's body, or None for no note."""
+    return hashlib.sha256(note.body.encode()).hexdigest() if note is not None else None
 
 
 def _decided(cand: CandidateJson) -> DaemonError:

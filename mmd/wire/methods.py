@@ -40,6 +40,7 @@ __all__ = [
     "QUEUE_GET",
     "QUEUE_LIST",
     "QUEUE_REJECT",
+    "QUEUE_UNDO",
     "SESSION_PARAM",
     "Method",
     "Param",
@@ -111,12 +112,13 @@ QUEUE_ACCEPT = Method("queue.accept", {
     "id": Param(_ID, True), "topic": Param(_STR), "content": Param(_STR), "summary": Param(_STR),
     "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_ID, True), "reason": Param(_STR)})
+QUEUE_UNDO = Method("queue.undo", {"id": Param(_ID, True)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
     MEMORY_WRITE, MEMORY_DELETE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT, QUEUE_REJECT,
-    DAEMON_STATUS)}
+    QUEUE_UNDO, DAEMON_STATUS)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}

@@ -1,0 +1,43 @@
+"""``queue.undo`` on a real daemon: the decision undone, the note reverted through the memory state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_ingest_helpers import call, error_code
+from tests.web_helpers import by_topic, note_files, queue_rows, start_web_daemon
+
+
+def test_undo_deletes_a_created_note_restores_a_replaced_one_and_refuses_an_edited_one(  # type: ignore[no-untyped-def]
+        start_daemon, tmp_path: Path) -> None:
+    daemon, _ = start_web_daemon(start_daemon, tmp_path)
+    cands = by_topic(daemon)
+    created = cands["deploy-region"]["id"]
+    assert call(daemon, "queue.accept", {"id": created})["ok"]
+    undone = call(daemon, "queue.undo", {"id": created})
+    assert undone["reverted"] == "deleted" and undone["candidate"]["status"] == "pending"
+    assert "deploy-region.md" not in note_files(daemon)
+    assert queue_rows(daemon)["deploy-region"] == ("pending", None, None)
+
+    assert call(daemon, "memory.write", {"topic": "ci", "content": "CI runs on push.", "summary": "ci",
+                                         "tags": "build"})["ok"]
+    before = note_files(daemon)["ci.md"]
+    replaced = cands["test-command"]["id"]
+    assert call(daemon, "queue.accept", {"id": replaced, "topic": "ci", "replace": True})["ok"]
+    assert "make check" in note_files(daemon)["ci.md"]
+    assert call(daemon, "queue.undo", {"id": replaced})["reverted"] == "restored"
+    assert note_files(daemon)["ci.md"] == before
+    assert call(daemon, "memory.read", {"topic": "ci"})["tags"] == ["build"]
+
+    edited = cands["release-day"]["id"]
+    assert call(daemon, "queue.accept", {"id": edited})["ok"]
+    assert call(daemon, "memory.write", {"topic": "release-day", "content": "edited by hand"})["ok"]
+    assert error_code(daemon, "queue.undo", {"id": edited}) == "E_CONFLICT"
+    assert note_files(daemon)["release-day.md"].strip().endswith("edited by hand")
+    assert queue_rows(daemon)["release-day"][0] == "accepted"
+
+    rejected = cands["code-style"]["id"]
+    call(daemon, "queue.reject", {"id": rejected, "reason": "dup"})
+    assert call(daemon, "queue.undo", {"id": rejected})["reverted"] is None
+    assert queue_rows(daemon)["code-style"] == ("pending", None, None)
+    assert error_code(daemon, "queue.undo", {"id": rejected}) == "E_INVALID"
