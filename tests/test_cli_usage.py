@@ -30,6 +30,9 @@ _E = "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/typo (from --root): it d
 ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmctl", ["--bogus"], {}, 2, "mmctl: unknown option --bogus", ""),
     ("mmctl", ["frob"], {}, 2, "mmctl: unknown command: frob", ""),
+    ("mmctl", ["ui", "x"], {}, 2, "mmctl: ui: unexpected argument 'x'", ""),
+    ("mmctl", ["review", "--min-score", "x"], {}, 2, 'mmctl: --min-score expects a non-negative integer (got "x")',
+     ""),
     ("mmctl", ["init", "--bogus"], {}, 2, "mmctl: init: unknown option --bogus", ""),
     ("mmctl", ["init", "extra"], {}, 2, "mmctl: init: unexpected argument 'extra'", ""),
     ("mmctl", ["write", "t", "--content", "x", "--bogus"], {}, 2, "mmctl: write: unknown option --bogus", ""),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["budget_lines", "candidates"]
+__all__ = ["budget_lines", "candidates", "cut", "table", "terminal_width"]
 
 
 def budget_lines(report: dict[str, Any]) -> list[str]:
@@ -37,3 +37,34 @@ def candidates(result: Any) -> list[dict[str, Any]]:
     """The candidates of a ``queue.list`` answer (``{candidates, total, pending, …}``; a bare list is taken as is)."""
     items = result.get("candidates") if isinstance(result, dict) else result
     return [c for c in items if isinstance(c, dict)] if isinstance(items, list) else []
+
+
+def terminal_width(default: int = 100) -> int:
+    """The terminal's width in columns (``$COLUMNS`` or the tty's), else ``default``."""
+    import shutil
+
+    return max(40, shutil.get_terminal_size((default, 24)).columns)
+
+
+def cut(text: Any, width: int) -> str:
+    """``text`` on one line (line breaks become spaces), cut to ``width`` code points with ``…`` when longer."""
+    one = " ".join(str(text).split())
+    return one if len(one) <= width else one[:max(0, width - 1)] + "…"
+
+
+def table(rows: list[tuple[Any, ...]], caps: tuple[int | None, ...], width: int | None = None) -> list[str]:
+    """Rows (the first is the header) as aligned columns two spaces apart, each cell cut with ``…``.
+
+    Args:
+        caps: the widest each column may be, in code points (None: no cap); the last column also
+            shrinks so that a line fits in ``width`` (never below 12).
+        width: the line width to fit (None: no fitting).
+    """
+    cells = [[cut(c, cap) if cap else cut(c, 10_000) for c, cap in zip(r, caps, strict=True)] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(caps))]
+    if width is not None and cells:
+        room = max(12, width - sum(widths[:-1]) - 2 * (len(widths) - 1))
+        for r in cells:
+            r[-1] = cut(r[-1], room)
+        widths[-1] = max(len(r[-1]) for r in cells)
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]

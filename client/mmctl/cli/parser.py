@@ -133,6 +133,16 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--replace", None, "accept: replace an existing note", "switch"),
              Opt("--reason", "R", "reject: why")),
             epilog="Each id of accept or reject is reported on its own line; the exit code is 1 if any failed."),
+    Command("review", "review", "review pending candidates one at a time, by score, with single keys (needs the "
+            "daemon)", options=(Opt("--project", "P", "only candidates from this project"),
+                                Opt("--agent", "A", "only candidates from this agent"),
+                                Opt("--min-score", "N", "only candidates scoring at least N", "int")), json=False,
+            epilog="Keys: a accept, e edit in $EDITOR then accept, i accept into an existing topic, r reject "
+                   "(a reason may follow),\ns skip, u undo the last decision (an accepted note is deleted or "
+                   "restored), q quit."),
+    Command("ui", "ui", "open the daemon's review page in the browser (needs `mmd --http`)",
+            options=(Opt("--print", None, "print the page's URL (with its token) instead of opening it", "switch"),),
+            json=False),
     Command("watch", "status", "print the daemon's events as they come (needs the daemon)",
             options=(Opt("--topic", "T", "only events whose topic starts with T"),
                      Opt("--count", "N", "stop after N events", "int"))),

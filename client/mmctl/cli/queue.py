@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import RpcError
-from ..render import candidates
+from ..render import candidates, table, terminal_width
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
@@ -23,11 +23,10 @@ def _queue_table(result: Any, status: str) -> str:
     head = f"{len(items)} of {total} {status} candidate(s)" + (f", {pending} pending" if pending is not None else "")
     if not items:
         return head + "\n"
-    rows = [("id", "status", "kind", "topic", "chars", "summary")]
-    rows += [(str(c.get("id", "")), str(c.get("status", "")), str(c.get("kind", "")), str(c.get("topic", "")),
-              str(c.get("chars", "")), str(c.get("summary", ""))[:72]) for c in items]
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join([*(r[i].ljust(widths[i]) for i in range(5)), r[5]]).rstrip() for r in rows]
+    rows: list[tuple[Any, ...]] = [("id", "status", "kind", "topic", "chars", "summary")]
+    rows += [(c.get("id", ""), c.get("status", ""), c.get("kind", ""), c.get("topic", ""), c.get("chars", ""),
+              c.get("summary", "")) for c in items]
+    lines = table(rows, (8, 9, 12, 32, 6, None), terminal_width())
     return head + ":\n\n" + "\n".join(lines) + "\n\n`mmctl queue show <id>` shows a body; accept or reject it.\n"
 
 

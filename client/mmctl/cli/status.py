@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..render import cut, terminal_width
 from .output import EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
@@ -21,8 +22,28 @@ def cmd_status(ctx: Ctx) -> int:
     if ctx.json:
         ctx.print_json(status)
     else:
-        ctx.write(aligned(list(status.items())))
+        rows = [(k, _readable(k, v)) for k, v in status.items()]
+        room = terminal_width() - max(len(k) for k, _ in rows) - 2
+        ctx.write(aligned([(k, v if k in _WHOLE else cut(v, room)) for k, v in rows]))
     return EXIT_OK
+
+
+_WHOLE = ("root", "endpoints", "http")
+"""Rows never cut: paths, endpoints and the page's URL are copied whole."""
+
+
+def _readable(key: str, value: Any) -> Any:
+    """A ``daemon.status`` member as a person reads it: counts ``pending 3 · accepted 1``, the page's URL."""
+    if key == "http" and isinstance(value, dict):
+        return value.get("url")
+    if key == "ingest" and isinstance(value, dict):
+        backfill = value.get("backfill") or {}
+        return (f"{value.get('phase')} · {value.get('filesTracked')} files · {value.get('bytesRead')} bytes · "
+                f"{value.get('candidatesAdded')} candidates · backfill {'done' if backfill.get('done') else 'running'}"
+                f" · {value.get('errors')} errors")
+    if isinstance(value, dict):
+        return " · ".join(f"{k} {v}" for k, v in value.items() if not isinstance(v, dict | list)) or "-"
+    return value
 
 
 def _describe(event: Any) -> str:

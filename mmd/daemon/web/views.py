@@ -9,33 +9,17 @@ over JSON values: never calls a method, never reads a file.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from pathlib import PurePath
 from typing import Any
 
+from mmd.candidates.labels import project_of, score_of
 from mmd.core.model import REVIEW_AFTER_LINE
 
-__all__ = ["CANDIDATE_GROUPS", "ENTRY_GROUPS", "candidate_groups", "entry_groups", "outcome_text", "project_of",
-           "review_after_of"]
+__all__ = ["CANDIDATE_GROUPS", "ENTRY_GROUPS", "candidate_groups", "entry_groups", "outcome_text", "review_after_of"]
 
 CANDIDATE_GROUPS = ("project", "session", "kind")
 """How the queue view groups candidates."""
 ENTRY_GROUPS = ("tag", "date", "due")
 """How the memory view groups index entries."""
-
-
-def project_of(candidate: dict[str, Any]) -> str:
-    """The candidate's project: its own ``project`` field, else the log's project folder (DSH layout
-    ``<project>/<session>/<log>``), else ``"(unknown)"``."""
-    if candidate.get("project"):
-        return str(candidate["project"])
-    file = (candidate.get("source") or {}).get("file") or ""
-    parts = PurePath(file).parts
-    return parts[-3] if len(parts) >= 3 else "(unknown)"
-
-
-def _score(candidate: dict[str, Any]) -> float:
-    score = candidate.get("score")
-    return float(score) if isinstance(score, int | float) else 0.0
 
 
 def candidate_groups(candidates: Iterable[dict[str, Any]], by: str) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -51,9 +35,9 @@ def candidate_groups(candidates: Iterable[dict[str, Any]], by: str) -> list[tupl
     }
     key = keys.get(by, project_of)
     groups: dict[str, list[dict[str, Any]]] = {}
-    for cand in sorted(candidates, key=lambda c: (-_score(c), c["id"])):
+    for cand in sorted(candidates, key=lambda c: (-score_of(c), c["id"])):
         groups.setdefault(key(cand), []).append(cand)
-    return sorted(groups.items(), key=lambda kv: (-_score(kv[1][0]), kv[1][0]["id"]))
+    return sorted(groups.items(), key=lambda kv: (-score_of(kv[1][0]), kv[1][0]["id"]))
 
 
 def review_after_of(entry: dict[str, Any]) -> str | None:

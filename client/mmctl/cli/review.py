@@ -1,0 +1,244 @@
+"""``mmctl review``: pending candidates one at a time in the terminal, decided with single keys.
+
+Keys: ``a`` accept, ``e`` edit then accept (``$VISUAL``/``$EDITOR`` on topic,
+summary, tags and body, like ``git commit``), ``i`` accept into an existing
+topic (its note gets the body appended), ``r`` reject (a reason may follow),
+``s`` skip, ``u`` undo the last decision (``queue.undo``: an accepted note is
+deleted or its previous text restored by the daemon, and the candidate is
+pending again), ``q`` quit. Candidates come by score (highest first), filtered
+by ``--project``, ``--agent`` and ``--min-score``. Colours only on a terminal
+and without ``NO_COLOR``; on a terminal a key needs no Enter, otherwise one
+key per line is read. Every decision is an RPC call (needs the daemon). Never:
+writes a memory file itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from mmd.candidates.labels import agent_of, project_of, score_of
+
+from ..errors import RpcError
+from ..render import cut, terminal_width
+from .output import EXIT_OK, Ctx
+
+__all__ = ["KEYS", "cmd_review", "edit_text", "parse_edited"]
+
+KEYS = "[a]ccept  [e]dit  [i]nto topic  [r]eject  [s]kip  [u]ndo  [q]uit"
+"""The prompt."""
+_PAGE = 1000
+
+
+def _pending(client: Any) -> list[dict[str, Any]]:
+    """Every pending candidate."""
+    out: list[dict[str, Any]] = []
+    while True:
+        page = client.queue_list(status="pending", limit=_PAGE, offset=len(out))
+        out.extend(page["candidates"])
+        if len(out) >= page["total"] or not page["candidates"]:
+            return out
+
+
+def edit_text(cand: dict[str, Any]) -> str:
+    """The text ``$EDITOR`` opens: ``topic:``, ``summary:``, ``tags:`` lines, a blank line, the body."""
+    return (f"topic: {cand.get('topic', '')}\nsummary: {cand.get('summary', '')}\ntags: {cand.get('tags', '') or ''}\n"
+            "# Edit the fields and the body below the blank line; lines starting with # are dropped.\n"
+            "# An empty body accepts nothing.\n\n" + str(cand.get("body", "")).rstrip("\n") + "\n")
+
+
+def parse_edited(text: str) -> dict[str, str]:
+    """``{topic, summary, tags, body}`` from :func:`edit_text`'s shape, as edited (``body`` may be empty)."""
+    head, _, body = text.partition("\n\n")
+    fields = {"topic": "", "summary": "", "tags": ""}
+    for line in head.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in fields and not line.startswith("#"):
+            fields[key.strip()] = value.strip()
+    kept = "\n".join(line for line in body.splitlines() if not line.startswith("#")).strip("\n")
+    return {**fields, "body": kept}
+
+
+def _run_editor(ctx: Ctx, text: str) -> str | None:
+    """``text`` after ``$VISUAL``/``$EDITOR`` (default ``vi``) edited it; None when the editor failed."""
+    import subprocess
+    import tempfile
+
+    editor = ctx.env.get("VISUAL") or ctx.env.get("EDITOR") or "vi"
+    with tempfile.NamedTemporaryFile("w", suffix=".mmd-review.txt", delete=False, encoding="utf-8") as f:
+        f.write(text)
+        path = f.name
+    try:
+        done = subprocess.run(["/bin/sh", "-c", f'{editor} "$1"', editor, path], env=dict(ctx.env), check=False)
+        if done.returncode != 0:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
+class _Screen:
+    """What the loop prints and reads: colours only on a terminal without ``NO_COLOR``."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.tty = sys.stdin.isatty() and ctx.stdin is None
+        self.colour = self.tty and ctx.out.isatty() and not ctx.env.get("NO_COLOR")
+        self.width = terminal_width()
+
+    def style(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.colour else text
+
+    def say(self, text: str) -> None:
+        self.ctx.write(text + "\n")
+        self.ctx.out.flush()
+
+    def key(self) -> str:
+        """One key: without Enter on a terminal, else the first character of the next line (EOF = quit)."""
+        self.ctx.out.write(f"{KEYS} > ")
+        self.ctx.out.flush()
+        if self.tty:
+            import termios
+            import tty
+
+            fd = sys.stdin.fileno()
+            old = termios.tcgetattr(fd)
+            try:
+                tty.setcbreak(fd)
+                ch = os.read(fd, 4).decode(errors="replace")[:1]
+            finally:
+                termios.tcsetattr(fd, termios.TCSADRAIN, old)
+            self.ctx.out.write(ch + "\n")
+            return ch.lower() or "q"
+        line = self.line("")
+        return (line.strip()[:1] or "?").lower() if line is not None else "q"
+
+    def line(self, prompt: str) -> str | None:
+        """A line of text (None at EOF)."""
+        if prompt:
+            self.ctx.out.write(prompt)
+            self.ctx.out.flush()
+        raw = self.ctx.stdin.readline().decode() if self.ctx.stdin is not None else sys.stdin.readline()
+        return raw.rstrip("\n") if raw else None
+
+    def show(self, cand: dict[str, Any], at: int, total: int) -> None:
+        meta = [str(cand.get("kind", "")), project_of(cand)]
+        if "score" in cand:
+            meta.append(f"score {cand['score']}")
+        if "seen" in cand:
+            meta.append(f"seen {cand['seen']}×")
+        self.say("")
+        self.say(self.style(f"[{at}/{total}] #{cand['id']} {cand.get('topic', '')}", "1") + " — "
+                 + cut(cand.get("summary", ""), max(20, self.width - 30)))
+        self.say(self.style("  " + " · ".join(meta), "2"))
+        for line in str(cand.get("body", "")).splitlines() or [""]:
+            self.say("  " + line)
+        for quote in cand.get("evidence") or []:
+            if isinstance(quote, dict):
+                said = cut(quote.get("quote") or quote.get("text") or "", self.width - 12)
+                self.say(self.style(f"  > {said} ({quote.get('agent', '?')}, {quote.get('at', '')})", "2"))
+        proposal = cand.get("proposal")
+        if isinstance(proposal, dict):
+            self.say(self.style(f"  proposal: {proposal.get('action', '')} {proposal.get('topic', '')}", "36"))
+
+
+def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: str) -> str | None:
+    """Run one decision key; returns ``"accepted"`` / ``"rejected"`` when the candidate was decided."""
+    cid = cand["id"]
+    try:
+        if key == "r":
+            reason = screen.line("reason (Enter for none): ")
+            client.queue_reject(cid, reason=(reason or "").strip() or None)
+            screen.say(screen.style(f"rejected #{cid}", "33"))
+            return "rejected"
+        params: dict[str, Any] = {}
+        if key == "e":
+            edited = _run_editor(ctx, edit_text(cand))
+            fields = parse_edited(edited) if edited is not None else {"body": ""}
+            if not fields["body"].strip():
+                screen.say("nothing accepted (the editor failed or the body is empty)")
+                return None
+            params = {"topic": fields["topic"] or None, "summary": fields["summary"] or None,
+                      "tags": fields["tags"] or None, "content": fields["body"]}
+        elif key == "i":
+            into = (screen.line("accept into which topic? ") or "").strip()
+            note = client.read(into) if into else None
+            if not isinstance(note, dict) or not note.get("topic"):
+                screen.say(f"no note {into!r}: nothing accepted")
+                return None
+            params = {"topic": into, "replace": True, "summary": note.get("summary") or None,
+                      "content": f"{str(note.get('body', '')).rstrip()}\n\n{cand.get('body', '')}"}
+        result = client.queue_accept(cid, **params)
+    except RpcError as error:
+        screen.say(screen.style(f"#{cid}: {error.message}", "31"))
+        return None
+    write = result.get("write") or {}
+    if not result.get("ok"):
+        usage = write.get("usage") or {}
+        screen.say(screen.style(f"#{cid} not accepted: {write.get('message', 'refused')} ({usage.get('bodyChars')}/"
+                                f"{usage.get('writeBudget')} chars); still pending — [e]dit to shorten it", "31"))
+        return None
+    screen.say(screen.style(f"accepted #{cid} as {write.get('topic')}", "32"))
+    return "accepted"
+
+
+def _filters(ctx: Ctx) -> Callable[[dict[str, Any]], bool]:
+    project, agent = ctx.args.text("--project"), ctx.args.text("--agent")
+    min_score = ctx.args.integer("--min-score")
+
+    def keep(c: dict[str, Any]) -> bool:
+        return ((project is None or project_of(c) == project) and (agent is None or agent_of(c) == agent)
+                and (min_score is None or score_of(c) >= min_score))
+
+    return keep
+
+
+def cmd_review(ctx: Ctx) -> int:
+    """``review [--project P] [--agent A] [--min-score N]``: the keyboard loop (see the module docstring)."""
+    client = ctx.need_daemon("review").client
+    todo = sorted(filter(_filters(ctx), _pending(client)), key=lambda c: (-score_of(c), c["id"]))
+    screen = _Screen(ctx)
+    decided: list[tuple[dict[str, Any], str]] = []
+    counts = {"accepted": 0, "rejected": 0, "skipped": 0, "undone": 0}
+    at = 0
+    if not todo:
+        screen.say("nothing to review")
+        return EXIT_OK
+    while at < len(todo):
+        cand = todo[at]
+        screen.show(cand, at + 1, len(todo))
+        key = screen.key()
+        if key == "q":
+            break
+        if key == "s":
+            counts["skipped"] += 1
+            at += 1
+        elif key == "u":
+            if not decided:
+                screen.say("nothing to undo")
+                continue
+            last, how = decided.pop()
+            try:
+                undone = client.queue_undo(last["id"])
+            except RpcError as error:
+                screen.say(screen.style(f"cannot undo #{last['id']}: {error.message}", "31"))
+                decided.append((last, how))
+                continue
+            counts[how] -= 1
+            counts["undone"] += 1
+            what = {"deleted": "; its note deleted", "restored": "; its note's previous text restored"}
+            screen.say(f"undone: #{last['id']} is pending again{what.get(undone.get('reverted'), '')}")
+            todo.insert(at, undone.get("candidate") or last)
+        elif key in ("a", "e", "i", "r"):
+            outcome = _decide(ctx, screen, client, cand, key)
+            if outcome is not None:
+                counts[outcome] += 1
+                decided.append((cand, outcome))
+                del todo[at]
+        else:
+            screen.say(f"unknown key {key!r}")
+    screen.say(", ".join(f"{v} {k}" for k, v in counts.items()))
+    return EXIT_OK

@@ -1,0 +1,101 @@
+"""``mmctl review`` through a pseudo-terminal (pexpect) and ``mmctl ui``, against a real daemon with ``--http``.
+
+The review keys go in one keystroke each (cbreak mode, as a person types them);
+the files on disk and the queue in ``.mmd/state.db`` are checked afterwards.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.web_helpers import note_files, queue_rows, request, start_web_daemon
+
+pexpect = pytest.importorskip("pexpect", reason="pexpect (the test extra) is not installed")
+
+FAKE_EDITOR = """\
+import sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+text = text.replace("topic: api-errors", "topic: api-error-format").rstrip("\\n") + " (edited in the editor)\\n"
+open(path, "w", encoding="utf-8").write(text)
+"""
+
+
+def test_review_accepts_edits_rejects_undoes_and_quits(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    daemon, _ = start_web_daemon(start_daemon, tmp_path)
+    editor = tmp_path / "fake_editor.py"
+    editor.write_text(FAKE_EDITOR)
+    env = {**daemon.env, "EDITOR": f"{sys.executable} {editor}", "NO_COLOR": "1", "COLUMNS": "100"}
+    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project=--home-dev-api--",
+                                           "--root", str(daemon.root)], env=env, encoding="utf-8", timeout=20)
+    try:
+        def at(topic: str) -> None:
+            child.expect(rf"\] #\d+ {topic} ")
+            child.expect_exact("[q]uit > ")
+
+        at("api-auth")
+        child.send("a")
+        child.expect("accepted #\\d+ as api-auth")
+        at("api-errors")
+        child.send("e")
+        child.expect("accepted #\\d+ as api-error-format")
+        at("api-paging")
+        child.send("r")
+        child.expect_exact("reason (Enter for none): ")
+        child.sendline("cursor paging is in the style guide")
+        child.expect("rejected #\\d+")
+        at("api-rate")
+        child.send("u")
+        child.expect("undone: #\\d+ is pending again")
+        at("api-paging")
+        child.send("u")
+        child.expect("undone: #\\d+ is pending again; its note deleted")
+        at("api-errors")
+        child.send("s")
+        at("api-paging")
+        child.send("s")
+        at("api-rate")
+        child.send("q")
+        child.expect("1 accepted, 0 rejected, 2 skipped, 2 undone")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert "\x1b[" not in (child.before or "")  # NO_COLOR: plain text
+    files = note_files(daemon)
+    assert set(files) == {"api-auth.md"} and "bearer tokens" in files["api-auth.md"]
+    rows = queue_rows(daemon)
+    assert rows["api-auth"] == ("accepted", None, "api-auth")
+    assert rows["api-errors"] == rows["api-paging"] == rows["api-rate"] == ("pending", None, None)
+    assert sum(1 for r in rows.values() if r[0] == "pending") == 9
+
+
+def test_review_without_a_terminal_reads_one_key_per_line(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    daemon, _ = start_web_daemon(start_daemon, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "mmctl", "review", "--root", str(daemon.root)], input="s\nr\n\nq\n",
+                          env=daemon.env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b[" not in done.stdout and "0 accepted, 1 rejected, 1 skipped, 0 undone" in done.stdout
+    assert sum(1 for r in queue_rows(daemon).values() if r[0] == "rejected") == 1
+
+
+def test_ui_print_gives_the_token_url_as_its_last_line(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "mmctl", "ui", "--print", "--root", str(daemon.root)],
+                          env=daemon.env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.splitlines()[-1]
+    assert printed == url and printed.startswith("http://127.0.0.1:") and "/?token=" in printed
+    status, _, page = request(printed, "/" + printed.split("/", 3)[3])
+    assert status == 200 and "Review queue" in page
+
+
+def test_ui_says_how_when_the_daemon_serves_no_page(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    daemon = start_daemon("--no-ingest")
+    done = subprocess.run([sys.executable, "-m", "mmctl", "ui", "--print", "--root", str(daemon.root)],
+                          env=daemon.env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "--http 127.0.0.1:0" in done.stderr and done.stdout == ""
