@@ -113,3 +113,24 @@ def test_a_non_loopback_listen_address_is_refused_at_start(tmp_path: Path, liste
     assert done.returncode == 2
     assert "http.listen" in done.stderr
     assert not (tmp_path / "root").exists()
+
+
+def test_the_config_file_key_is_read_and_checked_as_the_flag(tmp_path: Path) -> None:
+    from mmd.daemon.config import ConfigError, build_config
+
+    conf = tmp_path / "config.toml"
+    conf.write_text('[http]\nlisten = "127.0.0.1:0"\n')
+    env = {"HOME": str(tmp_path)}
+    assert build_config({"config": str(conf), "root": str(tmp_path / "r")}, env).http_listen == ("127.0.0.1", 0)
+    assert build_config({"root": str(tmp_path / "r")}, env).http_listen is None
+    conf.write_text('[http]\nlisten = "0.0.0.0:8080"\n')
+    with pytest.raises(ConfigError) as refused:
+        build_config({"config": str(conf), "root": str(tmp_path / "r")}, env)
+    assert refused.value.key == "http.listen" and "loopback" in refused.value.why
+
+
+def test_the_daemon_loads_the_web_stack_only_with_http() -> None:
+    probe = ("import sys, mmd.daemon.main, mmd.daemon.lifecycle; "
+             "print(sorted(m for m in ('starlette', 'uvicorn', 'jinja2', 'mmd.daemon.web') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
