@@ -1,0 +1,214 @@
+"""The FTS5 search engine (mm v1 §8, optional): the reference's SQLite FTS5 bm25 plus every scan match.
+
+Owns the in-memory SQLite FTS5 table of one snapshot, the reference's MATCH
+phrases, and how their bm25 combines with the scan engine's tokens
+(:class:`Fts5Index`). Never reads the disk, never passes query text to SQLite
+as syntax (every term is a quoted phrase), and never finds less than the scan
+engine. Deviation from the reference (``src/core/search.ts``): the reference
+matches only ``unicode61`` tokens, which keep a run of CJK characters and the
+letters glued to it whole, so it finds nothing for ``部署`` or for ``itgc`` in
+``重跑gen-itgc后``; here the scan engine's tokens match too (issue 17).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+from itertools import compress
+from typing import Any
+
+from . import bm25
+from .model import Note
+from .search import _COLUMN_CACHE_CELLS, _WS_SPLIT_RE, ScanIndex, _match_row, _result, tokenize
+from .text import js_trim
+
+__all__ = ["Fts5Index", "search_fts5"]
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _sqlite_text(value: str) -> str:
+    """``value`` with lone surrogates replaced by U+FFFD (sqlite3 cannot encode them)."""
+    return _SURROGATE_RE.sub("\ufffd", value)
+
+
+def _phrases(query: str) -> list[str]:
+    """The reference's FTS5 phrases: each whitespace term of ``query`` double-quoted, in order."""
+    return ['"' + _sqlite_text(t).replace('"', '""') + '"' for t in _WS_SPLIT_RE.split(js_trim(query)) if t]
+
+
+class Fts5Index:
+    """The FTS5 engine over one snapshot (mm v1 §8): the reference's bm25 plus every scan match.
+
+    Two indexes answer a query:
+
+    * the reference's SQLite table ``memfts(topic UNINDEXED, body)`` (default
+      ``unicode61`` tokenizer, ``body`` = ``"<topic> <summary> <tags> <body>"``),
+      queried with each whitespace term of the query as a quoted phrase, so
+      FTS5 syntax (quotes, ``-``, ``:``, ``*``, ``NEAR``, ``AND``/``OR``) is
+      plain text and a query never raises;
+    * the scan engine's token index (:class:`ScanIndex`: NFKC, Unicode
+      letter/digit runs, CJK unigrams + bigrams), scored with FTS5's bm25
+      formula over its weighted counts (:mod:`.bm25`).
+
+    A note matches when a reference phrase or a scan token of the query is in
+    it, so this engine never finds less than ``scan`` (nor than the reference).
+    Its score is the sum of: the reference phrases' bm25 contributions (exactly
+    the reference's score when nothing else applies); the non-ASCII scan
+    tokens' contributions (CJK grams, other scripts' words: what ``unicode61``
+    keeps glued to their neighbours); and, only for notes no reference phrase
+    matched, the ASCII scan tokens' contributions (``itgc`` inside
+    ``重跑gen-itgc后``, ``1`` of ``us-east-1``). Each phrase's and token's
+    contributions are computed once per snapshot and cached, so a query costs
+    a merge of cached columns. Thread-safe (one lock per index).
+
+    Args:
+        notes: the snapshot's notes.
+
+    Raises:
+        RuntimeError: if SQLite has no FTS5 (check :func:`fts5_available` first).
+    """
+
+    def __init__(self, notes: Sequence[Note]) -> None:
+        self._lock = threading.Lock()
+        self._notes: tuple[Note, ...] = tuple(notes)
+        self._scan = ScanIndex(self._notes)
+        self._cache: dict[str, list[float]] = {}
+        self._cells = 0
+        self._norms: list[float] | None = None
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        try:
+            db.execute("CREATE VIRTUAL TABLE memfts USING fts5(topic UNINDEXED, body)")
+        except sqlite3.Error as exc:
+            db.close()
+            raise RuntimeError("SQLite FTS5 unavailable") from exc
+        rows = (
+            (pos, _sqlite_text(n.topic),
+             _sqlite_text(" ".join([n.topic, n.entry.summary, " ".join(n.entry.tags), n.body])))
+            for pos, n in enumerate(self._notes)
+        )
+        with db:
+            db.executemany("INSERT INTO memfts(rowid, topic, body) VALUES (?, ?, ?)", rows)
+        self._db: sqlite3.Connection | None = db
+
+    @property
+    def notes(self) -> tuple[Note, ...]:
+        """The indexed notes, in the order given (a row's position is its rowid)."""
+        return self._notes
+
+    def _remember(self, key: str, column: list[float]) -> list[float]:
+        if self._cells + len(column) > _COLUMN_CACHE_CELLS:
+            self._cache.clear()
+            self._cells = 0
+        self._cache[key] = column
+        self._cells += len(column)
+        return column
+
+    def _phrase(self, phrase: str) -> list[float]:
+        """The reference phrase's bm25 contribution per row (``-bm25`` of the phrase alone); call locked."""
+        key = "p" + phrase
+        found = self._cache.get(key)
+        if found is None:
+            column = [0.0] * len(self._notes)
+            try:
+                if self._db is not None:
+                    for pos, rank in self._db.execute(
+                            "SELECT rowid, bm25(memfts) FROM memfts WHERE memfts MATCH ?", (phrase,)):
+                        column[pos] = -rank
+            except (sqlite3.Error, ValueError, OverflowError):
+                column = [0.0] * len(self._notes)
+            found = self._remember(key, column)
+        return found
+
+    def _token(self, token: str) -> list[float] | None:
+        """The scan token's bm25 contribution per row over the scan engine's weighted counts; call locked."""
+        key = "t" + token
+        found = self._cache.get(key)
+        if found is None:
+            freqs = self._scan.column(token)
+            if freqs is None:
+                return None
+            if self._norms is None:
+                self._norms = bm25.length_norms(self._scan.lengths())
+            found = self._remember(key, bm25.term_column(freqs, self._norms))
+        return found
+
+    def _scores(self, query: str) -> list[float]:
+        """The score of every row (0.0 = no match; see the class docstring); call locked."""
+        scores: list[float] | None = None
+        for phrase in _phrases(query):  # in query order: the sum is FTS5's own, bit for bit
+            part = self._phrase(phrase)
+            scores = part if scores is None else list(map(operator.add, scores, part))
+        referenced = scores
+        for token in dict.fromkeys(tokenize(query)):
+            column = self._token(token)
+            if column is None:
+                continue
+            if scores is None:
+                scores = column
+            elif referenced is None or not token.isascii():
+                scores = list(map(operator.add, scores, column))
+            else:  # an ASCII token counts only where no reference phrase matched
+                missed = [pos for pos in compress(range(len(column)), column) if not referenced[pos]]
+                if missed:
+                    scores = list(scores) if scores is referenced else scores
+                    for pos in missed:
+                        scores[pos] += column[pos]
+        return scores if scores is not None else []
+
+    def search(self, query: str, limit: int, max_snippet_chars: int) -> dict[str, Any]:
+        """Rank the notes for ``query`` (mm v1 §8): bm25 score descending (ties in note order).
+
+        Args:
+            query: free text.
+            limit: most matches returned (``>= 1``).
+            max_snippet_chars: snippet cap in code points (see :func:`.search.make_snippet`).
+
+        Returns:
+            The ``SearchResult`` dict with ``engine: "fts5"``; ``score`` is a
+            float > 0, ``total`` the number of matching notes (a superset of
+            ``scan``'s), ``truncated`` is ``total > len(matches)``. The snippet
+            centres on the first raw query term. Nothing is raised; after
+            :meth:`close` nothing matches.
+        """
+        with self._lock:
+            scores = self._scores(query) if self._db is not None else []
+            total = len(scores) - scores.count(0.0)
+            ranked = bm25.top_rows(scores, max(1, limit))
+        terms = _WS_SPLIT_RE.split(js_trim(query))
+        needle = terms[0] if terms else ""
+        return _result(query, "fts5", total, total > len(ranked), [
+            _match_row(self._notes[pos], score, needle, max_snippet_chars) for pos, score in ranked])
+
+    def close(self) -> None:
+        """Release the database; later queries return no rows."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            self._cache.clear()
+
+    def __enter__(self) -> Fts5Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def search_fts5(
+    index: Fts5Index, notes: Sequence[Note], query: str, limit: int, max_snippet_chars: int
+) -> dict[str, Any]:
+    """FTS5 search mapped onto the given notes (mm v1 §8); see :meth:`Fts5Index.search` for the result.
+
+    Args:
+        index: the snapshot's :class:`Fts5Index`.
+        notes: the notes to keep: matches whose topic is not among them are dropped (``total`` is the index's).
+        query, limit, max_snippet_chars: as for :meth:`Fts5Index.search`.
+    """
+    result = index.search(query, limit, max_snippet_chars)
+    kept = {note.topic for note in notes}
+    result["matches"] = [m for m in result["matches"] if m["topic"] in kept]
+    return result
