@@ -1,17 +1,15 @@
-"""Okapi BM25 arithmetic for the FTS5 engine (mm v1 §8): dense per-term columns, their sum, the top rows.
+"""Okapi BM25 arithmetic for the FTS5 engine (mm v1 §8): per-term contributions, the top rows.
 
 Owns the score maths the FTS5 engine needs beside SQLite: SQLite FTS5's own
 ``bm25()`` constants and formula (``ext/fts5/fts5_aux.c``) applied to the scan
 engine's weighted token counts, and picking the best rows of a score column.
 Never touches SQLite, notes or text: callers hand it numbers.
 
-A *column* is a list with one float per row position (0.0 where the term is
-absent). A term's *contribution* to a row is
+A *column* is a list with one float per row position (0.0 = no score). A term's *contribution* to a row is
 ``idf * (f * (K1 + 1)) / (f + K1 * (1 - B + B * D / avgdl))`` where ``f`` is the
 term's frequency in the row and ``D`` the row's length in tokens; a row's bm25
 score is the sum of its terms' contributions in query order (FTS5 returns it
-negated as ``rank``). All loops run in C (``map``), so a 20,000-row column costs
-well under a millisecond.
+negated as ``rank``). The loops run in C (``map``).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import operator
 from collections.abc import Sequence
 from itertools import compress, repeat
 
-__all__ = ["B", "K1", "idf", "length_norms", "term_column", "top_rows"]
+__all__ = ["B", "K1", "idf", "length_norms", "term_contributions", "top_rows"]
 
 K1 = 1.2
 """FTS5's bm25 term-frequency saturation ``k1``."""
@@ -45,19 +43,22 @@ def length_norms(lengths: Sequence[int]) -> list[float]:
     return [K1 * (1 - B + B * length / avgdl) for length in lengths]
 
 
-def term_column(freqs: Sequence[int], norms: Sequence[float]) -> list[float]:
-    """One term's bm25 contribution in every row.
+def term_contributions(rows: int, positions: Sequence[int], freqs: Sequence[int],
+                       norms: Sequence[float]) -> list[float]:
+    """One term's bm25 contribution to each row that holds it.
 
     Args:
-        freqs: the term's frequency per row position (0 = absent).
-        norms: :func:`length_norms` of the same rows (all > 0).
+        rows: how many rows the index has.
+        positions: the rows that hold the term (distinct).
+        freqs: the term's frequency in each of those rows (> 0), same order.
+        norms: :func:`length_norms` of all rows (all > 0), by position.
 
     Returns:
-        A column: the contribution per row, 0.0 where the term is absent.
+        The contributions, in ``positions``' order.
     """
-    hits = len(freqs) - freqs.count(0) if isinstance(freqs, list) else sum(1 for f in freqs if f)
-    weight = idf(len(freqs), hits)
-    ratio = map(operator.truediv, map(operator.mul, freqs, repeat(K1 + 1.0)), map(operator.add, freqs, norms))
+    weight = idf(rows, len(positions))
+    ratio = map(operator.truediv, map(operator.mul, freqs, repeat(K1 + 1.0)),
+                map(operator.add, freqs, map(norms.__getitem__, positions)))
     return list(map(operator.mul, repeat(weight), ratio))
 
 

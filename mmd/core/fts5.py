@@ -17,7 +17,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Sequence
-from itertools import compress
+from itertools import compress, repeat
 from typing import Any
 
 from . import bm25
@@ -76,7 +76,8 @@ class Fts5Index:
         self._lock = threading.Lock()
         self._notes: tuple[Note, ...] = tuple(notes)
         self._scan = ScanIndex(self._notes)
-        self._cache: dict[str, list[float]] = {}
+        self._phrase_columns: dict[str, list[float]] = {}
+        self._grams: dict[str, tuple[list[int], list[float]]] = {}
         self._cells = 0
         self._norms: list[float] | None = None
         db = sqlite3.connect(":memory:", check_same_thread=False)
@@ -99,65 +100,61 @@ class Fts5Index:
         """The indexed notes, in the order given (a row's position is its rowid)."""
         return self._notes
 
-    def _remember(self, key: str, column: list[float]) -> list[float]:
-        if self._cells + len(column) > _COLUMN_CACHE_CELLS:
-            self._cache.clear()
+    def _make_room(self, cells: int) -> None:
+        """Drop every cached column when ``cells`` more would pass the cap; call locked."""
+        if self._cells + cells > _COLUMN_CACHE_CELLS:
+            self._phrase_columns.clear()
+            self._grams.clear()
             self._cells = 0
-        self._cache[key] = column
-        self._cells += len(column)
-        return column
+        self._cells += cells
 
     def _phrase(self, phrase: str) -> list[float]:
         """The reference phrase's bm25 contribution per row (``-bm25`` of the phrase alone); call locked."""
-        key = "p" + phrase
-        found = self._cache.get(key)
+        found = self._phrase_columns.get(phrase)
         if found is None:
-            column = [0.0] * len(self._notes)
+            rows: dict[int, float] = {}
             try:
                 if self._db is not None:
-                    for pos, rank in self._db.execute(
-                            "SELECT rowid, bm25(memfts) FROM memfts WHERE memfts MATCH ?", (phrase,)):
-                        column[pos] = -rank
+                    sql = "SELECT rowid, -bm25(memfts) FROM memfts WHERE memfts MATCH ?"
+                    rows = dict(self._db.execute(sql, (phrase,)))
             except (sqlite3.Error, ValueError, OverflowError):
-                column = [0.0] * len(self._notes)
-            found = self._remember(key, column)
+                rows = {}
+            column = list(map(rows.get, range(len(self._notes)), repeat(0.0))) if rows else [0.0] * len(self._notes)
+            self._make_room(len(column))
+            self._phrase_columns[phrase] = found = column
         return found
 
-    def _token(self, token: str) -> list[float] | None:
-        """The scan token's bm25 contribution per row over the scan engine's weighted counts; call locked."""
-        key = "t" + token
-        found = self._cache.get(key)
+    def _token(self, token: str) -> tuple[list[int], list[float]]:
+        """The scan token's ``(positions, bm25 contributions)`` over the scan engine's weighted counts; call locked."""
+        found = self._grams.get(token)
         if found is None:
-            freqs = self._scan.column(token)
-            if freqs is None:
-                return None
+            positions, freqs = self._scan.postings(token)
             if self._norms is None:
                 self._norms = bm25.length_norms(self._scan.lengths())
-            found = self._remember(key, bm25.term_column(freqs, self._norms))
+            found = positions, bm25.term_contributions(len(self._notes), positions, freqs, self._norms)
+            self._make_room(len(positions))
+            self._grams[token] = found
         return found
 
     def _scores(self, query: str) -> list[float]:
         """The score of every row (0.0 = no match; see the class docstring); call locked."""
-        scores: list[float] | None = None
+        referenced: list[float] | None = None
         for phrase in _phrases(query):  # in query order: the sum is FTS5's own, bit for bit
             part = self._phrase(phrase)
-            scores = part if scores is None else list(map(operator.add, scores, part))
-        referenced = scores
+            referenced = part if referenced is None else list(map(operator.add, referenced, part))
+        if referenced is None:
+            return []
+        scores = referenced
         for token in dict.fromkeys(tokenize(query)):
-            column = self._token(token)
-            if column is None:
-                continue
-            if scores is None:
-                scores = column
-            elif referenced is None or not token.isascii():
-                scores = list(map(operator.add, scores, column))
-            else:  # an ASCII token counts only where no reference phrase matched
-                missed = [pos for pos in compress(range(len(column)), column) if not referenced[pos]]
-                if missed:
-                    scores = list(scores) if scores is referenced else scores
-                    for pos in missed:
-                        scores[pos] += column[pos]
-        return scores if scores is not None else []
+            positions, values = self._token(token)
+            missed = list(zip(positions, values, strict=True))
+            if token.isascii():  # an ASCII token counts only where no reference phrase matched
+                missed = list(compress(missed, map(operator.not_, map(referenced.__getitem__, positions))))
+            if missed:
+                scores = list(scores) if scores is referenced else scores
+                for pos, value in missed:
+                    scores[pos] += value
+        return scores
 
     def search(self, query: str, limit: int, max_snippet_chars: int) -> dict[str, Any]:
         """Rank the notes for ``query`` (mm v1 §8): bm25 score descending (ties in note order).
@@ -189,7 +186,8 @@ class Fts5Index:
             if self._db is not None:
                 self._db.close()
                 self._db = None
-            self._cache.clear()
+            self._phrase_columns.clear()
+            self._grams.clear()
 
     def __enter__(self) -> Fts5Index:
         return self

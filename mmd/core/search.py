@@ -240,12 +240,13 @@ class ScanIndex:
         notes: the snapshot's notes; the sequence is copied.
     """
 
-    __slots__ = ("_cache", "_data", "_lock", "_notes")
+    __slots__ = ("_cache", "_data", "_lock", "_notes", "_postings")
 
     def __init__(self, notes: Sequence[Note]) -> None:
         self._notes: tuple[Note, ...] = tuple(notes)
         self._data: _ScanData | None = None
         self._cache: dict[str, list[int]] = {}
+        self._postings: dict[str, list[int]] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -277,6 +278,30 @@ class ScanIndex:
     def lengths(self) -> list[int]:
         """Each note's length in weighted tokens (the sum of its weighted counts), by position."""
         return [sum(counts.values()) for counts in self._build().counts]
+
+    def postings(self, token: str) -> tuple[list[int], list[int]]:
+        """``(positions, weighted counts)`` of the notes that hold ``token``, positions ascending.
+
+        The first call inverts the whole index once (token -> positions); both lists are fresh.
+        """
+        data = self._build()
+        postings = self._postings
+        if postings is None:
+            with self._lock:
+                if self._postings is None:
+                    inverted: dict[str, list[int]] = {}
+                    get = inverted.get
+                    for pos, counts in enumerate(data.counts):
+                        for key in counts:
+                            found = get(key)
+                            if found is None:
+                                inverted[key] = [pos]
+                            else:
+                                found.append(pos)
+                    self._postings = inverted
+                postings = self._postings
+        positions = list(postings.get(token, ()))
+        return positions, list(map(dict.__getitem__, map(data.counts.__getitem__, positions), repeat(token)))
 
     def column(self, token: str) -> list[int] | None:
         """``token``'s weighted count in every note (by position), or None when no note has it.
