@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 from typing import Any
 
@@ -494,3 +495,21 @@ def test_fts5_index_after_close_returns_no_rows() -> None:
 def test_fts5_accepts_lone_surrogates_in_notes() -> None:
     with Fts5Index([note("odd", body="x \ud800 y")]) as index:
         assert topics(index.search("x", 10, 160)) == ["odd"]
+
+
+@needs_fts5
+def test_fts5_one_word_scores_equal_sqlites_bm25_bit_for_bit() -> None:
+    # one-word phrases are scored from the term's instances, not by bm25(): the figures must not move
+    rng = random.Random(5)
+    words = ["alpha", "Beta", "gamma", "delta", "x1", "42", "部署", "naïve", "us-east-1", "q"]
+    notes = [note(f"n{i:02d}", body=" ".join(rng.choices(words, k=rng.randint(0, 30))), summary=rng.choice(words),
+                  tags=tuple(rng.sample(words, 2))) for i in range(60)]
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE memfts USING fts5(topic UNINDEXED, body)")
+    db.executemany("INSERT INTO memfts VALUES (?, ?)", [
+        (n.topic, " ".join([n.topic, n.entry.summary, " ".join(n.entry.tags), n.body])) for n in notes])
+    with Fts5Index(notes) as index:
+        for word in ("alpha", "BETA", "gamma", "delta", "x1", "42", "q", "nothing"):
+            want = dict(db.execute("SELECT topic, -rank FROM memfts WHERE memfts MATCH ?", (f'"{word}"',)))
+            got = {m["topic"]: m["score"] for m in index.search(word, 100, 10)["matches"]}
+            assert got == want, word

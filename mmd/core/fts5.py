@@ -35,6 +35,21 @@ def _sqlite_text(value: str) -> str:
     return _SURROGATE_RE.sub("\ufffd", value)
 
 
+_ASCII_WORD = re.compile("[A-Za-z0-9]+")
+"""A term ``unicode61`` reads as one token, its lower case."""
+
+
+def _varint_sum(data: bytes) -> int:
+    """The sum of the SQLite varints in ``data`` (an FTS5 ``docsize`` record: tokens per column)."""
+    total = value = 0
+    for byte in data:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            total += value
+            value = 0
+    return total
+
+
 def _phrases(query: str) -> list[str]:
     """The reference's FTS5 phrases: each whitespace term of ``query`` double-quoted, in order."""
     return ['"' + _sqlite_text(t).replace('"', '""') + '"' for t in _WS_SPLIT_RE.split(js_trim(query)) if t]
@@ -80,6 +95,7 @@ class Fts5Index:
         self._grams: dict[str, tuple[list[int], list[float]]] = {}
         self._cells = 0
         self._norms: list[float] | None = None
+        self._reference_norms: list[float] | None = None
         db = sqlite3.connect(":memory:", check_same_thread=False)
         try:
             db.execute("CREATE VIRTUAL TABLE memfts USING fts5(topic UNINDEXED, body)")
@@ -93,6 +109,11 @@ class Fts5Index:
         )
         with db:
             db.executemany("INSERT INTO memfts(rowid, topic, body) VALUES (?, ?, ?)", rows)
+        try:  # each term's instances, to compute a one-word phrase's bm25 without bm25()
+            db.execute("CREATE VIRTUAL TABLE memvocab USING fts5vocab(memfts, instance)")
+            self._vocab = True
+        except sqlite3.Error:
+            self._vocab = False
         self._db: sqlite3.Connection | None = db
 
     @property
@@ -115,14 +136,35 @@ class Fts5Index:
             rows: dict[int, float] = {}
             try:
                 if self._db is not None:
-                    sql = "SELECT rowid, -bm25(memfts) FROM memfts WHERE memfts MATCH ?"
-                    rows = dict(self._db.execute(sql, (phrase,)))
+                    word = phrase[1:-1]
+                    if self._vocab and _ASCII_WORD.fullmatch(word):
+                        rows = self._word_contributions(self._db, word.lower())
+                    else:
+                        sql = "SELECT rowid, -bm25(memfts) FROM memfts WHERE memfts MATCH ?"
+                        rows = dict(self._db.execute(sql, (phrase,)))
             except (sqlite3.Error, ValueError, OverflowError):
                 rows = {}
             column = list(map(rows.get, range(len(self._notes)), repeat(0.0))) if rows else [0.0] * len(self._notes)
             self._make_room(len(column))
             self._phrase_columns[phrase] = found = column
         return found
+
+    def _word_contributions(self, db: sqlite3.Connection, term: str) -> dict[int, float]:
+        """``{rowid: contribution}`` of one ``unicode61`` term, from its instances: what ``-bm25()`` of the
+        phrase alone gives, bit for bit (same formula and operation order as ``fts5_aux.c``), at a third
+        of its cost; call locked."""
+        if self._reference_norms is None:
+            lengths = [0] * len(self._notes)
+            for rowid, sizes in db.execute("SELECT id, sz FROM memfts_docsize"):
+                lengths[rowid] = _varint_sum(sizes)
+            self._reference_norms = bm25.length_norms(lengths)
+        sql = "SELECT doc, COUNT(*) FROM memvocab WHERE term = ? GROUP BY doc"
+        hits = db.execute(sql, (term,)).fetchall()
+        if not hits:
+            return {}
+        positions, freqs = zip(*hits, strict=True)
+        values = bm25.term_contributions(len(self._notes), positions, freqs, self._reference_norms)
+        return dict(zip(positions, values, strict=True))
 
     def _token(self, token: str) -> tuple[list[int], list[float]]:
         """The scan token's ``(positions, bm25 contributions)`` over the scan engine's weighted counts; call locked."""
