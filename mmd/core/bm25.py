@@ -43,20 +43,19 @@ def length_norms(lengths: Sequence[int]) -> list[float]:
     return [K1 * (1 - B + B * length / avgdl) for length in lengths]
 
 
-def term_contributions(rows: int, positions: Sequence[int], freqs: Sequence[int],
+def term_contributions(weight: float, positions: Sequence[int], freqs: Sequence[int],
                        norms: Sequence[float]) -> list[float]:
-    """One term's bm25 contribution to each row that holds it.
+    """One term's bm25 contribution to each of the given rows.
 
     Args:
-        rows: how many rows the index has.
-        positions: the rows that hold the term (distinct).
+        weight: the term's :func:`idf`.
+        positions: rows that hold the term.
         freqs: the term's frequency in each of those rows (> 0), same order.
         norms: :func:`length_norms` of all rows (all > 0), by position.
 
     Returns:
         The contributions, in ``positions``' order.
     """
-    weight = idf(rows, len(positions))
     ratio = map(operator.truediv, map(operator.mul, freqs, repeat(K1 + 1.0)),
                 map(operator.add, freqs, map(norms.__getitem__, positions)))
     return list(map(operator.mul, repeat(weight), ratio))

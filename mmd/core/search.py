@@ -33,7 +33,7 @@ import re
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -279,10 +279,10 @@ class ScanIndex:
         """Each note's length in weighted tokens (the sum of its weighted counts), by position."""
         return [sum(counts.values()) for counts in self._build().counts]
 
-    def postings(self, token: str) -> tuple[list[int], list[int]]:
-        """``(positions, weighted counts)`` of the notes that hold ``token``, positions ascending.
+    def postings(self, token: str) -> list[int]:
+        """The positions (ascending) of the notes that hold ``token``; shared, never change the list.
 
-        The first call inverts the whole index once (token -> positions); both lists are fresh.
+        The first call inverts the whole index once (token -> positions).
         """
         data = self._build()
         postings = self._postings
@@ -300,8 +300,12 @@ class ScanIndex:
                                 found.append(pos)
                     self._postings = inverted
                 postings = self._postings
-        positions = list(postings.get(token, ()))
-        return positions, list(map(dict.__getitem__, map(data.counts.__getitem__, positions), repeat(token)))
+        return postings.get(token, [])
+
+    def counts(self, token: str, positions: Iterable[int]) -> list[int]:
+        """``token``'s weighted count in the notes at ``positions`` (each must hold it)."""
+        data = self._build()
+        return list(map(dict.__getitem__, map(data.counts.__getitem__, positions), repeat(token)))
 
     def column(self, token: str) -> list[int] | None:
         """``token``'s weighted count in every note (by position), or None when no note has it.
