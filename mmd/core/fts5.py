@@ -92,7 +92,7 @@ class Fts5Index:
         self._notes: tuple[Note, ...] = tuple(notes)
         self._scan = ScanIndex(self._notes)
         self._phrase_columns: dict[str, list[float]] = {}
-        self._grams: dict[str, list[tuple[int, float]]] = {}
+        self._grams: dict[str, tuple[list[int], list[float]]] = {}
         self._cells = 0
         self._norms: list[float] | None = None
         self._reference_norms: list[float] | None = None
@@ -167,25 +167,25 @@ class Fts5Index:
         values = bm25.term_contributions(weight, positions, freqs, self._reference_norms)
         return dict(zip(positions, values, strict=True))
 
-    def _token(self, token: str, referenced: list[float]) -> list[tuple[int, float]]:
-        """``(position, bm25 contribution)`` of the scan token over the scan engine's weighted counts, for the
-        rows it adds to: every row that holds it, or for an ASCII token those no reference phrase matched;
-        call locked."""
+    def _token(self, token: str, referenced: list[float]) -> tuple[list[int], list[float]]:
+        """``(positions, bm25 contributions)`` of the scan token over the scan engine's weighted counts, for
+        the rows it adds to: every row that holds it, or for an ASCII token those no reference phrase
+        matched; call locked."""
         if self._norms is None:
             self._norms = bm25.length_norms(self._scan.lengths())
         positions = self._scan.postings(token)
         if not positions:
-            return []
+            return positions, []
         weight = bm25.idf(len(self._notes), len(positions))
         if token.isascii():  # the reference's phrases already score almost all of its rows: no cache
             missed = list(compress(positions, map(operator.not_, map(referenced.__getitem__, positions))))
             values = bm25.term_contributions(weight, missed, self._scan.counts(token, missed), self._norms)
-            return list(zip(missed, values, strict=True))
+            return missed, values
         found = self._grams.get(token)
         if found is None:
             values = bm25.term_contributions(weight, positions, self._scan.counts(token, positions), self._norms)
             self._make_room(len(positions))
-            self._grams[token] = found = list(zip(positions, values, strict=True))
+            self._grams[token] = found = (positions, values)  # two flat lists: nothing for the GC to walk
         return found
 
     def _scores(self, query: str) -> list[float]:
@@ -198,10 +198,10 @@ class Fts5Index:
             return []
         scores = referenced
         for token in dict.fromkeys(tokenize(query)):
-            added = self._token(token, referenced)
-            if added:
+            positions, values = self._token(token, referenced)
+            if values:
                 scores = list(scores) if scores is referenced else scores
-                for pos, value in added:
+                for pos, value in zip(positions, values, strict=True):
                     scores[pos] += value
         return scores
 
