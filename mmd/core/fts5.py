@@ -171,18 +171,22 @@ class Fts5Index:
         """``(positions, bm25 contributions)`` of the scan token over the scan engine's weighted counts, for
         the rows it adds to: every row that holds it, or for an ASCII token those no reference phrase
         matched; call locked."""
-        if self._norms is None:
-            self._norms = bm25.length_norms(self._scan.lengths())
         positions = self._scan.postings(token)
-        if not positions:
-            return positions, []
-        weight = bm25.idf(len(self._notes), len(positions))
-        if token.isascii():  # the reference's phrases already score almost all of its rows: no cache
-            missed = list(compress(positions, map(operator.not_, map(referenced.__getitem__, positions))))
-            values = bm25.term_contributions(weight, missed, self._scan.counts(token, missed), self._norms)
-            return missed, values
+        if not token.isascii():
+            return self._gram(token, positions)
+        missed = list(map(operator.not_, map(referenced.__getitem__, positions)))
+        if not any(missed):  # the usual case for a Latin word: the reference's phrases scored every row
+            return [], []
+        positions, values = self._gram(token, positions)
+        return list(compress(positions, missed)), list(compress(values, missed))
+
+    def _gram(self, token: str, positions: list[int]) -> tuple[list[int], list[float]]:
+        """``(positions, bm25 contributions)`` of the scan token in every row that holds it (cached); call locked."""
         found = self._grams.get(token)
         if found is None:
+            if self._norms is None:
+                self._norms = bm25.length_norms(self._scan.lengths())
+            weight = bm25.idf(len(self._notes), len(positions))
             values = bm25.term_contributions(weight, positions, self._scan.counts(token, positions), self._norms)
             self._make_room(len(positions))
             self._grams[token] = found = (positions, values)  # two flat lists: nothing for the GC to walk
