@@ -513,3 +513,15 @@ def test_fts5_one_word_scores_equal_sqlites_bm25_bit_for_bit() -> None:
             want = dict(db.execute("SELECT topic, -rank FROM memfts WHERE memfts MATCH ?", (f'"{word}"',)))
             got = {m["topic"]: m["score"] for m in index.search(word, 100, 10)["matches"]}
             assert got == want, word
+
+
+def test_a_new_index_reads_changed_notes_afresh_and_reuses_unchanged_ones() -> None:
+    # the counts memo is keyed by the whole text: a rewritten body, summary or tag is never served stale
+    before = [note("a", body="alpha words", summary="first"), note("b", body="bravo", tags=("x",))]
+    assert topics(ScanIndex(before).search("alpha", 10, 40)) == ["a"]
+    after = [note("a", body="other words", summary="first"), note("b", body="bravo", tags=("y",))]
+    index = ScanIndex(after)
+    assert index.search("alpha", 10, 40)["total"] == 0
+    assert topics(index.search("other", 10, 40)) == ["a"]
+    assert index.search("x", 10, 40)["total"] == 0 and topics(index.search("y", 10, 40)) == ["b"]
+    assert topics(index.search("bravo words", 10, 40)) == ["a", "b"]
