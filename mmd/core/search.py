@@ -213,16 +213,17 @@ _COUNTS_MEMO: dict[tuple[str, str, tuple[str, ...], str], dict[str, int]] = {}
 Trigger: the daemon loads a new snapshot after every write, and the first search of each snapshot
 tokenized every note again (~30 us a note: 0.6 s at 20,000 topics). Why: between two snapshots nearly
 every note is unchanged. Outcome: an unchanged note reuses its counts; the memo starts over past
-:data:`_COUNTS_MEMO_NOTES` entries, so it holds about two snapshots' notes at most.
+:data:`_COUNTS_MEMO_NOTES` entries or twice the notes being indexed (most of its dicts are the live
+index's own).
 """
-_COUNTS_MEMO_NOTES = 200_000
-"""Most notes :data:`_COUNTS_MEMO` remembers before it starts over."""
+_COUNTS_MEMO_NOTES = 60_000
+"""Notes :data:`_COUNTS_MEMO` may remember beyond twice the notes of the index being built."""
 
 
 def _all_weighted_counts(notes: Sequence[Note], vocabulary: dict[str, str]) -> list[dict[str, int]]:
     """:func:`_weighted_counts` of every note (from :data:`_COUNTS_MEMO` when unchanged); fills ``vocabulary``."""
     memo = _COUNTS_MEMO
-    if len(memo) + len(notes) > _COUNTS_MEMO_NOTES:
+    if len(memo) > max(_COUNTS_MEMO_NOTES, 2 * len(notes)):
         memo.clear()
     out = []
     for note in notes:
