@@ -142,7 +142,7 @@ def fsync_floor(folder: Path, seconds: float) -> float:
 
 class Daemon:
     def __init__(self, base: Path, runtime: Path) -> None:
-        from mmd.core.endpoints import endpoints_for
+        from mmd.wire.endpoints import endpoints_for
 
         self.root = base / "root"
         self.env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "DSH_HOME": str(base / "dsh"),

@@ -41,7 +41,7 @@ import zstandard
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mmd.core.endpoints import endpoints_for  # noqa: E402
+from mmd.wire.endpoints import endpoints_for  # noqa: E402
 
 FLOOR_MB_S = 340.0
 RSS_TARGET_MIB = 60.0

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from mmd.core.endpoints import endpoint_key, endpoints_for, ensure_private_dir, runtime_dir
 from mmd.core.errors import ErrorCode, MMError
 from mmd.daemon.config import ConfigError, build_config, parse_args
-from mmd.daemon.protocol import DaemonCode, JsonRpc, RpcError, error_object, parse_request
+from mmd.daemon.rpc import error_object
+from mmd.wire.endpoints import endpoint_key, endpoints_for, ensure_private_dir, runtime_dir
+from mmd.wire.protocol import DaemonCode, DaemonError, FrameError, JsonRpc, parse_request
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -110,15 +111,17 @@ def test_one_function_maps_every_error_to_json_rpc() -> None:
     assert error_object(MMError(ErrorCode.E_INVALID, "bad topic", details="x")) == {
         "code": -32602, "message": "bad topic", "data": {"code": "E_INVALID", "details": "x"}}
     assert error_object(MMError(ErrorCode.E_PARSE, "broken"))["code"] == JsonRpc.SERVER_ERROR
-    conflict = RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_CONFLICT, "stale", revision=7)
-    assert error_object(conflict)["data"] == {"code": "E_CONFLICT", "revision": 7}
+    conflict = DaemonError(DaemonCode.E_CONFLICT, "stale", revision=7)
+    assert error_object(conflict) == {"code": -32000, "message": "stale", "data": {"code": "E_CONFLICT", "revision": 7}}
     assert error_object(KeyError("boom")) == {"code": -32603, "message": "internal error: KeyError",
                                               "data": {"code": "E_INTERNAL"}}
     assert parse_request(b'{"jsonrpc":"2.0","id":3,"method":"m"}') == (3, "m", {}, True)
     assert parse_request(b'{"jsonrpc":"2.0","method":"m","params":{"a":1}}') == (None, "m", {"a": 1}, False)
-    with pytest.raises(RpcError) as bad_id:
+    with pytest.raises(FrameError) as bad_id:
         parse_request(b'{"jsonrpc":"2.0","id":true,"method":"m"}')
     assert bad_id.value.rpc_code == JsonRpc.INVALID_REQUEST
+    assert error_object(bad_id.value) == {"code": -32600, "message": "id must be a string, an integer or null",
+                                          "data": {"code": "E_INVALID"}}
 
 
 def test_log_lines_are_one_event_each_and_carry_syslog_priorities_under_journald(

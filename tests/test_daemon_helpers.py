@@ -23,7 +23,7 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
-from mmd.core.endpoints import endpoints_for
+from mmd.wire.endpoints import endpoints_for
 
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0

@@ -33,6 +33,20 @@ def test_a_second_daemon_on_the_same_root_exits_naming_the_holder(start_daemon) 
     assert first.wait_ready()["pid"] == first.proc.pid
 
 
+def test_a_startup_that_fails_half_way_undoes_every_step_it_took(start_daemon, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    # lock, database, snapshot, watchers, ingestion and scheduler start; the PUB socket's folder is a file
+    failed = start_daemon("--pub", f"ipc://{blocker}/x.pub", wait=False)
+    assert failed.wait(30) == 1
+    err = failed.stderr()
+    assert "daemon.startup_failed" in err and "daemon.stopped" in err, err
+    assert not os.path.exists(failed.rpc[len("ipc://"):])  # the ROUTER never bound
+    # the lock and the database were released: the next daemon on the same root serves
+    again = start_daemon()
+    assert again.wait_ready()["root"] == str(again.root)
+
+
 def test_sockets_and_their_folder_are_user_only_and_removed_at_exit(daemon) -> None:
     assert stat.S_IMODE(os.stat(daemon.folder).st_mode) == 0o700
     for endpoint in (daemon.rpc, daemon.pub):

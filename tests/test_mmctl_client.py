@@ -112,7 +112,7 @@ async def test_async_client_pipelines_requests_and_sessions(mmd) -> None:  # typ
 
 async def test_async_events_and_reconnect(mmd) -> None:  # type: ignore[no-untyped-def]
     async with AsyncClient(mmd.root, env=mmd.env) as c:
-        events = c.events(["memory/changed", "daemon/heartbeat"], timeout_ms=5000)
+        events = c.subscribe(["memory/changed", "daemon/heartbeat"], timeout_ms=5000)
         await events.__anext__()
         await c.write("e", "x")
         async for event in events:

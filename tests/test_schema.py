@@ -1,7 +1,8 @@
 """The JSON Schemas in ``schema/`` against the real daemon's wire.
 
 Every schema must be a valid Draft 2020-12 schema that covers every method of
-:data:`mmd.daemon.methods.PARAMS` and every topic of :data:`mmd.daemon.events.TOPICS`.
+:data:`mmd.wire.methods.METHODS` and every topic of :data:`mmd.wire.events.TOPICS`
+(``tests/test_wire.py`` holds the wire's table and shapes against them in detail).
 Then a real ``mmd`` (subprocess) answers every method, error paths and both
 write outcomes included, and publishes every event topic; each reply's
 ``result`` (or error envelope) and each event payload must validate. A few
@@ -21,8 +22,8 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from mmd.daemon.events import TOPICS
-from mmd.daemon.methods import PARAMS
+from mmd.wire.events import TOPICS
+from mmd.wire.methods import METHODS
 from tests.test_daemon_helpers import DaemonProcess, Subscriber, sync_call
 from tests.test_ingest_helpers import dsh_line, user_message, wait_until
 
@@ -85,23 +86,6 @@ def _refs(node: Any) -> list[str]:
     if isinstance(node, list):
         return [r for v in node for r in _refs(v)]
     return []
-
-
-def test_the_rpc_schema_covers_every_method_and_mirrors_its_params() -> None:
-    defs = SCHEMAS["rpc.schema.json"]["$defs"]
-    for method, spec in PARAMS.items():
-        assert f"{method}.params" in defs and f"{method}.result" in defs, method
-        params = defs[f"{method}.params"]
-        assert params["additionalProperties"] is False, method
-        assert set(params["properties"]) == set(spec), method
-        assert set(params.get("required", [])) == {k for k, (_, required) in spec.items() if required}, method
-    listed = {d[:-len(".params")] for d in defs if d.endswith(".params")}
-    assert listed == set(PARAMS), "schema methods that the daemon does not serve"
-    # the request def ties each method name to its params
-    request = rpc_def("request")
-    for method in PARAMS:
-        assert request.is_valid({"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}) == (
-            not any(required for _, required in PARAMS[method].values())), method
 
 
 def test_the_events_schema_has_one_def_per_topic_each_with_seq_and_at() -> None:
@@ -260,7 +244,7 @@ def test_every_rpc_reply_matches_its_schema(start_daemon, tmp_path: Path) -> Non
     _memory_methods(wire, tmp_path)
     _queue_methods(wire)
     _error_paths(wire)
-    assert wire.covered == set(PARAMS), f"methods never validated: {sorted(set(PARAMS) - wire.covered)}"
+    assert wire.covered == set(METHODS), f"methods never validated: {sorted(set(METHODS) - wire.covered)}"
 
 
 def _memory_methods(wire: Wire, tmp_path: Path) -> None:

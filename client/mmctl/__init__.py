@@ -5,7 +5,9 @@ neither pyzmq nor the MCP SDK::
 
     from mmctl import Client, AsyncClient, MmctlError
 
-Errors: see :mod:`mmctl.errors` for the tree.
+Errors: see :mod:`mmctl.errors` for the tree. The library is the package root
+(``client``, ``aclient``, ``_base``, ``errors``, ``events``, ``backend``); method
+names, topics and error codes come from :mod:`mmd.wire`, never from the daemon.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 __all__ = [
     "AsyncClient",
     "AsyncSession",
+    "AsyncSubscription",
     "BudgetError",
     "Client",
     "ConflictError",
@@ -31,8 +34,8 @@ __all__ = [
 ]
 
 _WHERE = {
-    "AsyncClient": "aclient", "AsyncSession": "aclient", "Client": "client", "Session": "client",
-    "Subscription": "client", "Event": "events", "Curve": "_base", **{name: "errors" for name in (
+    "AsyncClient": "aclient", "AsyncSession": "aclient", "AsyncSubscription": "aclient", "Client": "client",
+    "Session": "client", "Subscription": "client", "Event": "events", "Curve": "_base", **{name: "errors" for name in (
         "BudgetError", "ConflictError", "DaemonUnavailable", "MmctlError", "NoSessionError", "RequestTimeout",
         "RpcError")},
 }

@@ -1,10 +1,12 @@
-"""What the sync and async clients share: the RPC method table, request/reply framing, endpoints.
+"""What the sync and async clients share: the typed methods, framing, the resend decision, endpoints.
 
-:class:`Methods` maps every method of DESIGN.md's table to a Python method
-that builds the params (None means "leave it out") and calls ``self._call``.
-:class:`~.client.Client` implements ``_call`` with blocking sockets and returns
-the result; :class:`~.aclient.AsyncClient` returns a coroutine of it. This
-module never touches a socket.
+:class:`Methods` maps every method of the wire's table (:data:`mmd.wire.methods.METHODS`)
+to a Python method that builds the params (None means "leave it out") and calls
+``self._call``. :class:`~.client.Client` implements ``_call`` with blocking sockets
+and returns the result; :class:`~.aclient.AsyncClient` returns a coroutine of it.
+Both ask one :class:`Attempt` whether to send again, so the resend and retry rules
+are written once, here; the twins add only I/O. Which methods are safe to resend
+and which take a session comes from the wire. This module never touches a socket.
 """
 
 from __future__ import annotations
@@ -16,22 +18,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from mmd.core.config_file import configured_root
-from mmd.core.endpoints import endpoints_for
+from mmd.wire import methods as wire
+from mmd.wire.endpoints import endpoints_for
+from mmd.wire.methods import METHODS, SESSION_PARAM
+from mmd.wire.protocol import DaemonCode
 
-from .errors import BudgetError
+from .errors import BudgetError, error_from_rpc
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Curve", "Methods",
+__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Attempt", "Curve", "Methods",
            "SessionMethods", "Target", "decode_reply", "encode_request", "refused_while_stopping", "start_hint"]
 
 DEFAULT_TIMEOUT_MS = 5000
 """How long a request waits for its answer, in milliseconds."""
 
-IDEMPOTENT = frozenset({"daemon.status", "memory.index", "memory.read", "memory.list", "memory.search",
-                        "memory.budget", "memory.digest", "memory.nudge", "queue.list", "queue.get"})
+IDEMPOTENT = frozenset(name for name, method in METHODS.items() if method.idempotent)
 """Methods safely sent again after a timeout (a daemon restart may have eaten the first request)."""
 
-SESSION_METHODS = frozenset({"memory.index", "memory.read", "memory.list", "memory.search", "memory.budget",
-                             "memory.write", "memory.delete", "memory.nudge", "memory.close", "memory.reload"})
+SESSION_METHODS = frozenset(name for name, method in METHODS.items() if method.takes_session)
 """Methods that take a ``sessionId``."""
 
 Post = Callable[[Any], Any] | None
@@ -136,7 +139,53 @@ def refused_while_stopping(reply: dict[str, Any]) -> bool:
     """Whether the daemon refused the request, unexecuted, because it is stopping: safe to send again."""
     error = reply.get("error")
     data = error.get("data") if isinstance(error, dict) else None
-    return isinstance(data, dict) and data.get("code") == "E_SHUTTING_DOWN"
+    return isinstance(data, dict) and data.get("code") == DaemonCode.E_SHUTTING_DOWN.value
+
+
+@dataclass(slots=True)
+class Attempt:
+    """The resend and retry decisions of one call, without I/O (httpx's split): the twins ask it after each try.
+
+    Two rules: a request that got no answer is sent once more only when its method is idempotent
+    (a daemon restart may have eaten it); a request a stopping daemon refused unexecuted
+    (``E_SHUTTING_DOWN``) may go again, whatever the method, to the next daemon, until the deadline.
+
+    Attributes:
+        deadline_s: the clock value (``time.monotonic()`` or the loop's time, seconds) after which
+            refused requests are no longer retried.
+        resends: resends left after a timeout (1 for idempotent methods, else 0).
+    """
+
+    deadline_s: float
+    resends: int
+
+    @classmethod
+    def start(cls, method: str, timeout_ms: int, now_s: float) -> Attempt:
+        """The decisions of a call of ``method`` starting at ``now_s`` with ``timeout_ms`` (milliseconds)."""
+        return cls(now_s + timeout_ms / 1000, 1 if method in IDEMPOTENT else 0)
+
+    def resend_after_timeout(self) -> bool:
+        """After a try got no answer: True to send again (and count it), False to raise the timeout."""
+        if self.resends == 0:
+            return False
+        self.resends -= 1
+        return True
+
+    def retry_pause_s(self, reply: dict[str, Any], now_s: float) -> float | None:
+        """After a reply: seconds to wait before sending again, or None when ``reply`` is the answer."""
+        return RESTART_RETRY_S if refused_while_stopping(reply) and now_s < self.deadline_s else None
+
+    @staticmethod
+    def result(reply: dict[str, Any], post: Post = None) -> Any:
+        """The answer's result (through ``post`` when given).
+
+        Raises:
+            RpcError (typed by ``data.code``): if the answer is an error.
+        """
+        if "error" in reply:
+            raise error_from_rpc(reply["error"])
+        result = reply.get("result")
+        return post(result) if post is not None else result
 
 
 def decode_reply(frame: bytes) -> dict[str, Any] | None:
@@ -168,23 +217,26 @@ class Methods:
 
     def status(self) -> Any:
         """``daemon.status`` → ``{version, pid, root, revision, sessions, …}``."""
-        return self._call("daemon.status", {})
+        return self._call(wire.DAEMON_STATUS.name, {})
 
     def open(self) -> Any:
         """``memory.open`` → ``{sessionId, revision, loadedAt}``: pin a frozen snapshot (prefer :meth:`session`)."""
-        return self._call("memory.open", {})
+        return self._call(wire.MEMORY_OPEN.name, {})
 
-    def close(self, session_id: str) -> Any:
-        """``memory.close`` → ``{ok, sessionId, pendingWrites}``. Raises NoSessionError if it is not open."""
-        return self._call("memory.close", {"sessionId": session_id})
+    def close_session(self, session_id: str) -> Any:
+        """``memory.close`` → ``{ok, sessionId, pendingWrites}``. Raises NoSessionError if it is not open.
+
+        (``close()`` / ``aclose()`` on a client release the client itself.)
+        """
+        return self._call(wire.MEMORY_CLOSE.name, {"sessionId": session_id})
 
     def reload(self, session_id: str) -> Any:
         """``memory.reload`` → ``{sessionId, revision, loadedAt}``: re-pin the session on the newest revision."""
-        return self._call("memory.reload", {"sessionId": session_id})
+        return self._call(wire.MEMORY_RELOAD.name, {"sessionId": session_id})
 
     def index(self, *, session_id: str | None = None) -> Any:
         """``memory.index`` → the index view ``{memoryId, root, loadedAt, lineCount, …, entries, revision}``."""
-        return self._call("memory.index", {"sessionId": session_id})
+        return self._call(wire.MEMORY_INDEX.name, {"sessionId": session_id})
 
     def read(self, topic: str | None = None, *, session_id: str | None = None) -> Any:
         """``memory.read`` → the note JSON, None when absent, or the index view without a topic.
@@ -192,11 +244,11 @@ class Methods:
         Raises:
             RpcError(E_INVALID): for a bad topic slug.
         """
-        return self._call("memory.read", {"topic": topic, "sessionId": session_id})
+        return self._call(wire.MEMORY_READ.name, {"topic": topic, "sessionId": session_id})
 
     def list(self, *, session_id: str | None = None) -> Any:
         """``memory.list`` → ``{notes: [note JSON, …]}`` sorted by topic."""
-        return self._call("memory.list", {"sessionId": session_id})
+        return self._call(wire.MEMORY_LIST.name, {"sessionId": session_id})
 
     def search(self, query: str, *, mode: str | None = None, limit: int | None = None,
                session_id: str | None = None) -> Any:
@@ -205,11 +257,12 @@ class Methods:
         Raises:
             RpcError(E_INVALID): for a blank query or a limit below 1.
         """
-        return self._call("memory.search", {"query": query, "mode": mode, "limit": limit, "sessionId": session_id})
+        return self._call(wire.MEMORY_SEARCH.name, {"query": query, "mode": mode, "limit": limit,
+                                                     "sessionId": session_id})
 
     def budget(self, *, session_id: str | None = None) -> Any:
         """``memory.budget`` → the live budget report (mm v1 §6)."""
-        return self._call("memory.budget", {"sessionId": session_id})
+        return self._call(wire.MEMORY_BUDGET.name, {"sessionId": session_id})
 
     def write(self, topic: str, content: str, *, summary: str | None = None, tags: str | Sequence[str] | None = None,
               budget: int | None = None, if_revision: int | None = None, session_id: str | None = None,
@@ -227,21 +280,21 @@ class Methods:
         """
         params = {"topic": topic, "content": content, "summary": summary, "tags": tags, "budget": budget,
                   "ifRevision": if_revision, "sessionId": session_id}
-        return self._call("memory.write", params, _check_write if check else None)
+        return self._call(wire.MEMORY_WRITE.name, params, _check_write if check else None)
 
     def delete(self, topic: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
         """``memory.delete`` → ``{ok, removed, topic, usage, revision}``; always allowed, even over budget."""
-        return self._call("memory.delete", {"topic": topic, "ifRevision": if_revision, "sessionId": session_id})
+        return self._call(wire.MEMORY_DELETE.name, {"topic": topic, "ifRevision": if_revision, "sessionId": session_id})
 
     def digest(self, *, text: str | None = None, file: str | None = None, max_items: int | None = None,
                topic_hint: str | None = None) -> Any:
         """``memory.digest`` → candidates ``{source, sourceKind, candidates, usage, note}``; never writes."""
-        return self._call("memory.digest", {"text": text, "file": file, "maxItems": max_items,
+        return self._call(wire.MEMORY_DIGEST.name, {"text": text, "file": file, "maxItems": max_items,
                                             "topicHint": topic_hint})
 
     def nudge(self, *, session_id: str | None = None) -> Any:
         """``memory.nudge`` → ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``."""
-        return self._call("memory.nudge", {"sessionId": session_id})
+        return self._call(wire.MEMORY_NUDGE.name, {"sessionId": session_id})
 
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
         """``queue.list`` → ``{candidates, total, pending, offset, limit}``, oldest first.
@@ -253,7 +306,7 @@ class Methods:
         Raises:
             RpcError(E_UNAVAILABLE): if the daemon runs without ingestion. RpcError(E_INVALID): bad status or range.
         """
-        return self._call("queue.list", {"status": status, "limit": limit, "offset": offset})
+        return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset})
 
     def queue_get(self, candidate_id: str | int) -> Any:
         """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.
@@ -261,7 +314,7 @@ class Methods:
         Raises:
             RpcError(E_NOT_FOUND): if there is no such candidate.
         """
-        return self._call("queue.get", {"id": candidate_id})
+        return self._call(wire.QUEUE_GET.name, {"id": candidate_id})
 
     def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
                      summary: str | None = None, tags: str | Sequence[str] | None = None,
@@ -274,7 +327,7 @@ class Methods:
             RpcError(E_NOT_FOUND | E_DECIDED | E_EXISTS): no such candidate, already decided, or the topic
                 has a note and ``replace`` is false. ConflictError: stale revision.
         """
-        return self._call("queue.accept", {"id": candidate_id, "topic": topic, "content": content,
+        return self._call(wire.QUEUE_ACCEPT.name, {"id": candidate_id, "topic": topic, "content": content,
                                            "summary": summary, "tags": tags, "ifRevision": if_revision,
                                            "replace": replace or None})
 
@@ -284,7 +337,7 @@ class Methods:
         Raises:
             RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already accepted.
         """
-        return self._call("queue.reject", {"id": candidate_id, "reason": reason})
+        return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
 
 
 class SessionMethods(Methods):
@@ -298,6 +351,6 @@ class SessionMethods(Methods):
 
     def _call(self, method: str, params: dict[str, Any], post: Post = None) -> Any:
         if method in SESSION_METHODS:
-            params = {**params, "sessionId": self.session_id}
+            params = {**params, SESSION_PARAM: self.session_id}
         return self._parent._call(method, params, post)
 

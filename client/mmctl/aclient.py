@@ -2,8 +2,9 @@
 
 Many requests may be in flight at once on its one DEALER socket: a reader
 task matches replies to waiting requests by ``id``. Timeouts, the error types,
-the retry of read-only requests lost in a daemon restart and ZeroMQ's own
-reconnect behave as in the sync client. Use it from one event loop.
+the resend and retry rules (one :class:`~._base.Attempt`) and ZeroMQ's own
+reconnect behave as in the sync client, and the verbs are the same:
+``aclose()`` for ``close()``, ``subscribe()`` on both. Use it from one event loop.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import asyncio
 import contextlib
 import itertools
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import zmq
 import zmq.asyncio
 
+from mmd.wire.methods import MEMORY_CLOSE, MEMORY_OPEN, SESSION_PARAM
+
 from ._base import (
     DEFAULT_TIMEOUT_MS,
-    IDEMPOTENT,
-    RESTART_RETRY_S,
+    Attempt,
     Curve,
     Methods,
     Post,
@@ -30,13 +32,12 @@ from ._base import (
     connect,
     decode_reply,
     encode_request,
-    refused_while_stopping,
     start_hint,
 )
-from .errors import DaemonUnavailable, NoSessionError, RequestTimeout, error_from_rpc
+from .errors import DaemonUnavailable, NoSessionError, RequestTimeout
 from .events import Event, SeqTracker, decode_event
 
-__all__ = ["AsyncClient", "AsyncSession"]
+__all__ = ["AsyncClient", "AsyncSession", "AsyncSubscription"]
 
 
 class AsyncClient(Methods):
@@ -47,8 +48,9 @@ class AsyncClient(Methods):
         async with AsyncClient(root) as client:
             async with client.session() as s:
                 await s.write("deploy", "us-east-1")
-            async for event in client.events(["memory/changed"]):
-                print(event.seq, event.data["revision"])
+            async with client.subscribe(["memory/changed"]) as events:
+                async for event in events:
+                    print(event.seq, event.data["revision"])
 
     Args: as :class:`~.client.Client`.
     """
@@ -111,24 +113,18 @@ class AsyncClient(Methods):
                     timeout_ms: int | None = None) -> Any:
         timeout = self.timeout_ms if timeout_ms is None else timeout_ms
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout / 1000
-        resends = 1 if method in IDEMPOTENT else 0
+        attempt = Attempt.start(method, timeout, loop.time())
         while True:
             try:
                 reply = await self._roundtrip(method, params, timeout)
-            except RequestTimeout:  # a restart may have eaten it: read-only requests go once more
-                if resends == 0:
-                    raise
-                resends -= 1
-                continue
-            if refused_while_stopping(reply) and loop.time() < deadline:
-                await asyncio.sleep(RESTART_RETRY_S)  # refused unexecuted: safe to send again
-                continue
-            break
-        if "error" in reply:
-            raise error_from_rpc(reply["error"])
-        result = reply.get("result")
-        return post(result) if post is not None else result
+            except RequestTimeout:
+                if attempt.resend_after_timeout():
+                    continue
+                raise
+            pause_s = attempt.retry_pause_s(reply, loop.time())
+            if pause_s is None:
+                return attempt.result(reply, post)
+            await asyncio.sleep(pause_s)
 
     async def _roundtrip(self, method: str, params: dict[str, Any], timeout_ms: int) -> dict[str, Any]:
         sock = self._socket()
@@ -158,29 +154,49 @@ class AsyncClient(Methods):
         """A frozen-snapshot session: ``async with client.session() as s:`` opens and closes it."""
         return AsyncSession(self)
 
-    async def events(self, topics: tuple[str, ...] | list[str] = (), *,
-                     timeout_ms: int | None = None) -> AsyncIterator[Event]:
-        """Events as they come (all topics when ``topics`` is empty), with ``seq`` gaps counted.
+    def subscribe(self, topics: tuple[str, ...] | list[str] = (), *,
+                  timeout_ms: int | None = None) -> AsyncSubscription:
+        """Subscribe to events (all topics when ``topics`` is empty); ``async for`` over the result.
 
-        Args:
-            topics: topic prefixes to keep (every topic is received, so gaps mean lost events).
-            timeout_ms: stop after this long without a kept event (None: wait forever).
+        Args: as :meth:`mmctl.Client.subscribe`.
         """
-        sock = connect(self._ctx.socket(zmq.SUB), self.target.pub, self.curve)
-        tracker = SeqTracker()
-        keep = tuple(topics)
-        try:
-            while True:
-                try:
-                    frames = await asyncio.wait_for(sock.recv_multipart(),
-                                                    None if timeout_ms is None else timeout_ms / 1000)
-                except TimeoutError:
-                    return
-                event = decode_event(frames, tracker)
-                if event is not None and (not keep or event.topic.startswith(keep)):
-                    yield event
-        finally:
-            sock.close(linger=0)
+        return AsyncSubscription(self._ctx, self.target.pub, topics, timeout_ms, self.curve)
+
+
+class AsyncSubscription:
+    """Events from the daemon's PUB socket as an async iterator of :class:`~.events.Event` (``seq`` gaps
+    counted); the twin of :class:`~.client.Subscription`, closed by ``aclose()`` or ``async with``."""
+
+    def __init__(self, ctx: zmq.asyncio.Context, endpoint: str, topics: tuple[str, ...] | list[str],
+                 timeout_ms: int | None, curve: Curve | None = None) -> None:
+        self.sock = connect(ctx.socket(zmq.SUB), endpoint, curve)
+        self.topics = tuple(topics)
+        self.timeout_ms = timeout_ms
+        self.tracker = SeqTracker()
+
+    def __aiter__(self) -> AsyncSubscription:
+        return self
+
+    async def __anext__(self) -> Event:
+        while True:
+            try:
+                frames = await asyncio.wait_for(self.sock.recv_multipart(),
+                                                None if self.timeout_ms is None else self.timeout_ms / 1000)
+            except TimeoutError:
+                raise StopAsyncIteration from None
+            event = decode_event(frames, self.tracker)
+            if event is not None and (not self.topics or event.topic.startswith(self.topics)):
+                return event
+
+    async def __aenter__(self) -> AsyncSubscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Unsubscribe and close the socket."""
+        self.sock.close(linger=0)
 
 
 class AsyncSession(SessionMethods):
@@ -200,13 +216,13 @@ class AsyncSession(SessionMethods):
 
     async def reopen(self) -> AsyncSession:
         """Pin a (new) snapshot: on entry, or after the session was lost in a daemon restart."""
-        opened = await self._parent._call("memory.open", {})
+        opened = await self._parent._call(MEMORY_OPEN.name, {})
         self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
         return self
 
     async def end(self) -> Any:
         """Close the session; one already gone is fine."""
         try:
-            return await self._parent._call("memory.close", {"sessionId": self.session_id})
+            return await self._parent._call(MEMORY_CLOSE.name, {SESSION_PARAM: self.session_id})
         except (NoSessionError, DaemonUnavailable):
             return None

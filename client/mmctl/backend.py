@@ -119,7 +119,8 @@ class Daemon:
 
 def find_daemon(root: Path, env: Mapping[str, str], timeout_ms: int = PROBE_TIMEOUT_MS) -> Daemon | None:
     """The daemon owning ``root``, or None when its socket file is absent or nobody answers in ``timeout_ms``."""
-    from mmd.core.endpoints import endpoints_for, ipc_path  # a one-shot read never looks for the daemon
+    from mmd.wire.endpoints import endpoints_for, ipc_path  # a one-shot read never looks for the daemon
+    from mmd.wire.methods import DAEMON_STATUS
 
     endpoints = endpoints_for(root, env)
     path = ipc_path(endpoints.rpc)
@@ -130,9 +131,9 @@ def find_daemon(root: Path, env: Mapping[str, str], timeout_ms: int = PROBE_TIME
 
     client = Client(root, endpoint=endpoints.rpc, pub_endpoint=endpoints.pub, timeout_ms=timeout_ms, env=env)
     try:
-        status = client.call("daemon.status", timeout_ms=timeout_ms)
+        status = client.call(DAEMON_STATUS.name, timeout_ms=timeout_ms)
     except MmctlError:
-        client.close_socket()
+        client.close()
         return None
     client.timeout_ms = max(timeout_ms, 10_000)
     return Daemon(client, status)

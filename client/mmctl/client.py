@@ -8,8 +8,8 @@ of queueing into the void: no daemon within the timeout is
 not answer is :class:`~.errors.RequestTimeout`. ZeroMQ reconnects by itself
 when a daemon comes back on the same endpoint; read-only requests lost in a
 restart are sent once more, and any request a stopping daemon refused unexecuted
-(``E_SHUTTING_DOWN``) is sent again until its timeout, to the next daemon.
-Not thread-safe: one client per thread.
+(``E_SHUTTING_DOWN``) is sent again until its timeout, to the next daemon
+(both decided by :class:`~._base.Attempt`). Not thread-safe: one client per thread.
 """
 
 from __future__ import annotations
@@ -17,15 +17,17 @@ from __future__ import annotations
 import itertools
 import os
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import zmq
 
+from mmd.wire.methods import MEMORY_CLOSE, MEMORY_OPEN, SESSION_PARAM
+
 from ._base import (
     DEFAULT_TIMEOUT_MS,
-    IDEMPOTENT,
-    RESTART_RETRY_S,
+    Attempt,
     Curve,
     Methods,
     Post,
@@ -34,10 +36,9 @@ from ._base import (
     connect,
     decode_reply,
     encode_request,
-    refused_while_stopping,
     start_hint,
 )
-from .errors import DaemonUnavailable, NoSessionError, RequestTimeout, error_from_rpc
+from .errors import DaemonUnavailable, NoSessionError, RequestTimeout
 from .events import Event, SeqTracker, decode_event
 
 __all__ = ["Client", "Session", "Subscription"]
@@ -76,13 +77,18 @@ class Client(Methods):
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close_socket()
+        self.close()
 
-    def close_socket(self) -> None:
-        """Close the socket (a later call opens a new one)."""
+    def close(self) -> None:
+        """Close the socket (a later call opens a new one); ``AsyncClient.aclose`` is the async twin."""
         if self._sock is not None:
             self._sock.close(linger=0)
             self._sock = None
+
+    def close_socket(self) -> None:
+        """Deprecated name of :meth:`close`."""
+        warnings.warn("Client.close_socket() is deprecated; use Client.close()", DeprecationWarning, stacklevel=2)
+        self.close()
 
     def _socket(self) -> zmq.Socket[bytes]:
         if self._sock is None:
@@ -102,24 +108,18 @@ class Client(Methods):
 
     def _call(self, method: str, params: dict[str, Any], post: Post = None, timeout_ms: int | None = None) -> Any:
         timeout = self.timeout_ms if timeout_ms is None else timeout_ms
-        deadline = time.monotonic() + timeout / 1000
-        resends = 1 if method in IDEMPOTENT else 0
+        attempt = Attempt.start(method, timeout, time.monotonic())
         while True:
             try:
                 reply = self._roundtrip(method, params, timeout)
-            except RequestTimeout:  # a restart may have eaten it: read-only requests go once more
-                if resends == 0:
-                    raise
-                resends -= 1
-                continue
-            if refused_while_stopping(reply) and time.monotonic() < deadline:
-                time.sleep(RESTART_RETRY_S)  # refused unexecuted: any method may go again, to the next daemon
-                continue
-            break
-        if "error" in reply:
-            raise error_from_rpc(reply["error"])
-        result = reply.get("result")
-        return post(result) if post is not None else result
+            except RequestTimeout:
+                if attempt.resend_after_timeout():
+                    continue
+                raise
+            pause_s = attempt.retry_pause_s(reply, time.monotonic())
+            if pause_s is None:
+                return attempt.result(reply, post)
+            time.sleep(pause_s)
 
     def _roundtrip(self, method: str, params: dict[str, Any], timeout_ms: int) -> dict[str, Any]:
         sock = self._socket()
@@ -169,13 +169,13 @@ class Session(SessionMethods):
     def end(self) -> Any:
         """Close the session (``memory.close``); a session already gone (daemon restarted) is fine."""
         try:
-            return self._parent._call("memory.close", {"sessionId": self.session_id})
+            return self._parent._call(MEMORY_CLOSE.name, {SESSION_PARAM: self.session_id})
         except (NoSessionError, DaemonUnavailable):
             return None
 
     def reopen(self) -> Session:
         """Pin a new snapshot after the session was lost (daemon restart, expiry)."""
-        opened = self._parent._call("memory.open", {})
+        opened = self._parent._call(MEMORY_OPEN.name, {})
         self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
         return self
 

@@ -13,12 +13,14 @@ Which base to catch::
 
 ``code`` is always a string: an mm code (``E_INVALID``, ``E_PARSE``, …), a
 budget code (``E_WRITE_BUDGET_EXCEEDED``, …) or a daemon code (``E_CONFLICT``,
-``E_UNAVAILABLE``, …). Nothing here touches a socket.
+``E_UNAVAILABLE``, …; :class:`mmd.wire.protocol.DaemonCode`). Nothing here touches a socket.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from mmd.wire.protocol import DaemonCode
 
 __all__ = [
     "BudgetError",
@@ -64,7 +66,7 @@ class DaemonUnavailable(MmctlError):
     """Raised when no daemon answers at the endpoint: none runs for this root, or it stopped."""
 
     def __init__(self, message: str, endpoint: str = "") -> None:
-        super().__init__("E_UNAVAILABLE", message, {"endpoint": endpoint} if endpoint else None)
+        super().__init__(DaemonCode.E_UNAVAILABLE.value, message, {"endpoint": endpoint} if endpoint else None)
         self.endpoint = endpoint
 
 
@@ -102,14 +104,16 @@ class BudgetError(MmctlError):
     """Raised by ``write(..., check=True)`` when the outcome is ``ok: false``; ``usage`` says by how much."""
 
 
-_BY_CODE: dict[str, type[RpcError]] = {"E_CONFLICT": ConflictError, "E_NO_SESSION": NoSessionError}
+_BY_CODE: dict[str, type[RpcError]] = {DaemonCode.E_CONFLICT.value: ConflictError,
+                                       DaemonCode.E_NO_SESSION.value: NoSessionError}
+"""The typed errors by ``data.code`` (the wire's :class:`~mmd.wire.protocol.DaemonCode`); others are RpcError."""
 
 
 def error_from_rpc(error: dict[str, Any]) -> RpcError:
     """The typed exception for a JSON-RPC error object ``{code, message, data: {code, …}}``."""
     data = error.get("data") if isinstance(error.get("data"), dict) else {}
     assert isinstance(data, dict)
-    code = str(data.get("code") or "E_INTERNAL")
+    code = str(data.get("code") or DaemonCode.E_INTERNAL.value)
     cls = _BY_CODE.get(code, RpcError)
     rpc_code = error.get("code")
     return cls(code, str(error.get("message", "")), data, rpc_code if isinstance(rpc_code, int) else -32000)

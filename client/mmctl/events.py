@@ -3,8 +3,8 @@
 The daemon numbers its events 1, 2, 3, … (DESIGN.md). A subscriber that sees
 ``seq`` jump knows it missed ``missed`` events (a slow reader, a reconnect);
 ``seq`` going back to a smaller number means the daemon restarted. Either way
-the subscriber should resync (``daemon.status``, ``memory.list``). Nothing
-here touches a socket.
+the subscriber should resync (``daemon.status``, ``memory.list``). The topics
+(``TOPICS``) are the wire's (:mod:`mmd.wire.events`). Nothing here touches a socket.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TOPICS", "Event", "SeqTracker", "decode_event"]
+from mmd.wire.events import TOPICS
 
-TOPICS = ("memory/nudge", "memory/changed", "queue/added", "daemon/heartbeat")
-"""Every event topic the daemon publishes."""
+__all__ = ["TOPICS", "Event", "SeqTracker", "decode_event"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,16 +190,23 @@ class Memory:
         }
 
     def read_topic(self, topic: str) -> Note | None:
-        """The snapshot's note for ``topic``, or None; raises MMError(E_INVALID) for a bad topic."""
+        """The snapshot's note for ``topic``, or None.
+
+        Raises:
+            MMError(E_INVALID): for a bad topic.
+            MMError(E_PARSE | E_INVALID | E_IO): if the note is broken (bad title,
+                invalid UTF-8, a symlink, ...): see :meth:`Snapshot.note_checked`.
+        """
         validate_topic(topic)
-        return self.snapshot.note(topic)
+        return self.snapshot.note_checked(topic)
 
     def list_notes(self) -> list[Note]:
         """Every note of the snapshot, sorted by topic (stable for duplicates)."""
         return sorted(self.snapshot.notes, key=lambda n: n.topic)
 
     def write(self, topic: str, content: Any, **kwargs: Any) -> dict[str, Any]:
-        """Write through :meth:`MemoryStore.write`; adds ``pendingWrites`` to a success."""
+        """Write through :meth:`MemoryStore.write` (``budget``, ``summary``, ``tags``, ``updated``,
+        ``review_after``); adds ``pendingWrites`` to a success."""
         self.snapshot  # noqa: B018 - a write needs a loaded session, as in the reference
         outcome = self.store.write(topic, content, **kwargs)
         if outcome["ok"]:

@@ -8,6 +8,7 @@ JSON output matches the reference byte for byte.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ __all__ = [
     "FORMAT_VERSION",
     "IndexEntry",
     "Note",
+    "REVIEW_AFTER_KEY",
+    "REVIEW_AFTER_LINE",
 ]
 
 FORMAT_VERSION = 1
@@ -40,6 +43,16 @@ DEFAULT_SEARCH_LIMIT = 10
 """Most matches one search returns."""
 DEFAULT_SNIPPET_CHARS = 160
 """Longest search snippet, in code points (ellipses included)."""
+
+REVIEW_AFTER_KEY = "review-after"
+"""The entry line ``- **review-after:** YYYY-MM-DD`` holding a topic's review date.
+
+mm v1 §3 keeps every unknown ``- **key:** value`` line of an entry verbatim in its
+body, so any compliant writer (the reference included) carries the date through
+writes of other topics; :meth:`IndexEntry.review_after` reads it back.
+"""
+REVIEW_AFTER_LINE = re.compile(r"^-[ \t]*\*\*review-after:\*\*[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+"""Matches a review date line (one line, or each line of a body with ``search``); group 1 is the value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +95,14 @@ class IndexEntry:
             "entryBody": self.entry_body,
         }
 
+    @property
+    def review_after(self) -> str | None:
+        """The first ``- **review-after:**`` value of the entry body, verbatim (unvalidated), or None."""
+        if "review-after" not in self.entry_body:
+            return None
+        match = REVIEW_AFTER_LINE.search(self.entry_body)
+        return match.group(1) if match else None
+
     def replace(self, **changes: Any) -> IndexEntry:
         """A copy with ``changes`` applied."""
         return dataclasses.replace(self, **changes)
@@ -106,6 +127,11 @@ class Note:
     @property
     def topic(self) -> str:
         return self.entry.topic
+
+    @property
+    def review_after(self) -> str | None:
+        """The entry's review date line value (see :attr:`IndexEntry.review_after`)."""
+        return self.entry.review_after
 
     def to_json(self) -> dict[str, Any]:
         """The reference's ``Note`` shape: the entry's keys, then uri, body, missingFile."""

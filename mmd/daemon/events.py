@@ -1,7 +1,7 @@
 """The event publisher: a ZeroMQ PUB socket sending multipart ``[topic, json]``.
 
-Topics (DESIGN.md): ``memory/nudge``, ``memory/changed``, ``queue/added``,
-``daemon/heartbeat``. Every payload carries ``seq`` (one more than the
+Topics and payloads are the wire's (:mod:`mmd.wire.events`: ``memory/nudge``,
+``memory/changed``, ``queue/added``, ``daemon/heartbeat``). Every payload carries ``seq`` (one more than the
 previous event's, starting at 1) and ``at`` (ISO-8601 UTC with milliseconds),
 so a subscriber sees what it missed and can resync with ``daemon.status``.
 PUB never blocks: a subscriber too slow to keep up loses events (and sees the
@@ -17,12 +17,10 @@ from typing import Any
 
 import zmq
 
-from .protocol import encode
+from mmd.wire.events import TOPICS
+from mmd.wire.protocol import encode
 
-__all__ = ["TOPICS", "Publisher"]
-
-TOPICS = ("memory/nudge", "memory/changed", "queue/added", "daemon/heartbeat")
-"""The event topics, as sent in the first frame (UTF-8)."""
+__all__ = ["Publisher"]
 
 log = logging.getLogger("mmd.events")
 
@@ -47,7 +45,7 @@ class Publisher:
         A full send queue drops the event (it still consumes its ``seq``).
 
         Raises:
-            ValueError: if ``topic`` is not one of :data:`TOPICS`.
+            ValueError: if ``topic`` is not one of :data:`mmd.wire.events.TOPICS`.
             RuntimeError: if called from another thread than the one that built the publisher
                 (ZeroMQ sockets are not thread-safe, and ``seq`` must stay gapless).
         """

@@ -3,16 +3,19 @@
 Startup order: the root's lock, the state database (review queue, ingest
 cursors), the first snapshot, the root watcher and the session-log ingestion
 worker, the scheduler, then the PUB and ROUTER sockets; ``READY=1`` goes to
-systemd last (the backfill of old logs runs on after it). Shutdown runs in
-reverse: stop taking requests, finish the in-flight ones, close the sockets,
-remove the ipc files, stop the scheduler, the ingestion worker and the
-watcher, close the database, release the lock. Signal handlers only queue the
-signal; the serve loop acts on it.
+systemd last (the backfill of old logs runs on after it). Each step pushes its
+undo on one :class:`contextlib.AsyncExitStack`, so shutdown runs in reverse by
+construction, after a partial startup too: stop taking requests, finish the
+in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
+the ingestion worker and the watcher, close the database, release the lock.
+The started parts are one :class:`Running`. Signal handlers only queue the
+signal; the serve loop acts on it. Jobs and event payloads are in :mod:`.jobs`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -25,25 +28,26 @@ from typing import Any
 import zmq
 
 from mmd.core.durable import LockHeld, WriteLock
-from mmd.core.endpoints import ensure_private_dir, ipc_path
 from mmd.core.errors import MMError
-from mmd.core.memory import nudge_report
+from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
 from .config import Config, ConfigError
 from .events import Publisher
-from .ingest import AddedBatch, Ingestor
+from .ingest import Ingestor
+from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
 from .methods import Methods
 from .notify import Notifier
 from .queue import ReviewQueue
-from .revision import Revision
+from .review import Review
 from .rpc import RpcServer
 from .scheduler import Schedule
 from .state import MemoryState
 from .statedb import SchemaError, StateDB
 from .watcher import Watcher
 
-__all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_FORCED", "EXIT_LOCKED", "EXIT_OK", "HANDLED_SIGNALS", "Daemon"]
+__all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_FORCED", "EXIT_LOCKED", "EXIT_OK", "HANDLED_SIGNALS", "Daemon",
+           "Running"]
 
 EXIT_OK = 0
 """Clean shutdown after SIGTERM/SIGINT."""
@@ -75,6 +79,24 @@ RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "cur
 log = logging.getLogger("mmd.daemon")
 
 
+@dataclasses.dataclass(slots=True)
+class Running:
+    """The parts of a daemon that finished starting (built once, as startup's last step).
+
+    ``ingestor`` is None when ingestion is off (``--no-ingest``), as ``review.queue`` is.
+    """
+
+    state: MemoryState
+    db: StateDB
+    review: Review
+    watcher: Watcher
+    ingestor: Ingestor | None
+    schedule: Schedule
+    publisher: Publisher
+    rpc: RpcServer
+    started_at: str
+
+
 class Daemon:
     """One daemon serving one root.
 
@@ -87,20 +109,9 @@ class Daemon:
         self.config = config
         self._reload_config = reload_config
         self.notifier = Notifier(config.notify_socket)
-        self.started_at: str | None = None
-        self.lock: WriteLock | None = None
-        self.state: MemoryState | None = None
-        self.db: StateDB | None = None
-        self.queue: ReviewQueue | None = None
-        self.ingestor: Ingestor | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.publisher: Publisher | None = None
-        self.watcher: Watcher | None = None
-        self.schedule: Schedule | None = None
-        self.rpc: RpcServer | None = None
-        self._context: zmq.Context[zmq.Socket[bytes]] | None = None
-        self._bound: list[str] = []
-        self._auth: Any = None
+        self.running: Running | None = None
+        """The started parts; None until startup finished."""
+        self._stack = contextlib.AsyncExitStack()
         self._signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
         self._stopping = False
         self._force = asyncio.Event()
@@ -152,10 +163,10 @@ class Daemon:
         """Ask the serve loop to shut down, as SIGTERM does."""
         self.handle_signal(signal.SIGTERM)
 
-    # --- startup --------------------------------------------------------------------------------
+    # --- startup: each step pushes its undo; shutdown pops them in reverse ---------------------------
 
     async def startup(self) -> None:
-        """Lock, snapshot, watcher, scheduler, sockets; then READY.
+        """Lock, state database, snapshot, watchers, scheduler, sockets; then READY.
 
         Raises:
             LockHeld: if another process holds ``<root>/.mmd/lock``.
@@ -163,66 +174,76 @@ class Daemon:
             OSError / zmq.ZMQError: if a socket folder or endpoint cannot be used.
             sqlite3.Error / SchemaError: if ``.mmd/state.db`` cannot be opened or is from a newer mmd.
         """
-        cfg = self.config
-        self._loop = asyncio.get_running_loop()
-        # 1. lock: the root must exist to hold its .mmd/lock
+        cfg, undo = self.config, self._stack
+        # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
         await asyncio.to_thread(cfg.root.mkdir, parents=True, exist_ok=True)
-        self.lock = WriteLock(cfg.root)
-        self.lock.acquire(blocking=False)
-        self.state = state = MemoryState(cfg.memory)
-        self.publisher = Publisher(None, state.now_iso)
-        state.on_change = self._on_change
+        lock = WriteLock(cfg.root)
+        lock.acquire(blocking=False)
+        undo.callback(lock.release)
+        state = MemoryState(cfg.memory)
+        publisher = Publisher(None, state.now_iso)
         # 2. the state database: the journal, and with ingestion the review queue and ingest cursors
-        self.db = StateDB(cfg.root)
-        await asyncio.to_thread(self.db.open)
-        if cfg.ingest:
-            self.queue = ReviewQueue(self.db, state.now_iso)
-            await asyncio.to_thread(self.queue.refresh_counts)
+        db = StateDB(cfg.root)
+        await asyncio.to_thread(db.open)
+        undo.callback(db.close)
+        queue = ReviewQueue(db, state.now_iso) if cfg.ingest else None
+        if queue is not None:
+            await asyncio.to_thread(queue.refresh_counts)
+        review = Review(state, queue)
+        jobs = Jobs(lambda: self.config, state, db, review, publisher)
+        state.on_change = jobs.on_change
         # 3. snapshot (creating MEMORY.md and memories/ if missing)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
-        self.started_at = state.now_iso()
-        # 4. watchers: the root (it catches up on edits made since the load), then the session logs
-        self.watcher = Watcher(cfg.root, state.refresh)
-        await self.watcher.start()
-        if self.queue is not None:
-            self.ingestor = Ingestor(
-                cfg.sessions_dir, self.queue, notes=lambda: state.current if state.revision else None,
+        started_at = state.now_iso()
+        # 4. watchers: the root (it catches up on edits made since the load), then the session logs;
+        #    at shutdown the ingestion worker finishes its current slice
+        watcher = Watcher(cfg.root, state.refresh)
+        await watcher.start()
+        undo.push_async_callback(watcher.stop)
+        ingestor = None
+        if queue is not None:
+            loop = asyncio.get_running_loop()
+            ingestor = Ingestor(
+                cfg.sessions_dir, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
-                idle_s=cfg.session_idle_s, on_added=self._from_worker(self._queue_added),
-                on_session_end=self._from_worker(self._session_ended))
-            self.ingestor.start()
+                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added),
+                on_session_end=from_worker(loop, jobs.session_ended))
+            ingestor.start()
+            undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
-        self.schedule = Schedule({"nudge": self._nudge_job, "heartbeat": self._heartbeat_job,
-                                  "expire": self._expire_job, "watchdog": self.notifier.watchdog})
-        self.schedule.start(self._periods_ms(cfg))
-        # 6. sockets: PUB first so the first write's event has somewhere to go
-        self._context = zmq.Context()
+        schedule = Schedule({"nudge": jobs.nudge, "heartbeat": jobs.heartbeat, "expire": jobs.expire,
+                             "watchdog": self.notifier.watchdog})
+        schedule.start(periods_ms(cfg))
+        undo.callback(schedule.shutdown)
+        # 6. sockets: PUB first so the first write's event has somewhere to go; at shutdown the ipc
+        #    files go once the context has terminated
+        context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        bound: list[str] = []
+        undo.callback(_remove_ipc_files, bound)
+        undo.push_async_callback(asyncio.to_thread, context.term)
         if cfg.curve_secret_key is not None and cfg.curve_clients_dir is not None:
-            self._start_authenticator(cfg.curve_clients_dir)
-        pub = self._socket(zmq.PUB, cfg.pub_endpoint)
-        self.publisher.socket = pub
-        router = self._socket(zmq.ROUTER, cfg.rpc_endpoint)
-        methods = Methods(state, self._status, self.publisher.publish, self.queue)
-        self.rpc = RpcServer(router, methods, cfg.max_request_bytes)
-        self.rpc.start()
+            undo.callback(_start_authenticator(context, cfg.curve_clients_dir).stop)
+        publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
+        undo.callback(lambda: publisher.close(self._linger_ms()))
+        router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review), cfg.max_request_bytes)
+        undo.callback(lambda: rpc.close(self._linger_ms()))
+        rpc.start()
+        # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
+        undo.push_async_callback(self._drain_requests, rpc)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at)
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)
 
-    def _start_authenticator(self, clients_dir: Path) -> None:
-        """ZAP: only clients whose public certificate is in ``clients_dir`` get through CURVE."""
-        from zmq.auth.thread import ThreadAuthenticator
+    def _socket(self, context: zmq.Context[zmq.Socket[bytes]], kind: int, endpoint: str,
+                bound: list[str]) -> zmq.Socket[bytes]:
+        """A bound socket: CURVE server when keys are set; ipc files user-only (0600 in a 0700 folder).
 
-        assert self._context is not None
-        self._auth = ThreadAuthenticator(self._context, log=logging.getLogger("mmd.auth"))
-        self._auth.start()
-        self._auth.configure_curve(domain="*", location=str(clients_dir))
-
-    def _socket(self, kind: int, endpoint: str) -> zmq.Socket[bytes]:
-        """A bound socket: CURVE server when keys are set; ipc files user-only (0600 in a 0700 folder)."""
-        assert self._context is not None
-        sock = self._context.socket(kind)
+        The endpoint is appended to ``bound`` once bound (its ipc file is removed at shutdown).
+        """
+        sock = context.socket(kind)
         sock.setsockopt(zmq.LINGER, LINGER_MS)
         if kind == zmq.ROUTER:
             sock.setsockopt(zmq.MAXMSGSIZE, self.config.max_request_bytes * HARD_MAX_FRAME_FACTOR)
@@ -247,92 +268,20 @@ class Daemon:
         except BaseException:
             sock.close(linger=0)
             raise
-        self._bound.append(endpoint)
+        bound.append(endpoint)
         return sock
 
-    # --- jobs and events ------------------------------------------------------------------------
-
-    @staticmethod
-    def _periods_ms(cfg: Config) -> dict[str, int | None]:
-        return {
-            "nudge": cfg.memory.nudge_interval_ms if cfg.memory.nudge_enabled else None,
-            "heartbeat": cfg.heartbeat_ms,
-            "expire": max(250, min(cfg.session_ttl_ms // 4, 60_000)),
-            "watchdog": cfg.watchdog_usec // 2000 if cfg.watchdog_usec and cfg.notify_socket else None,
-        }
-
-    def _publish(self, topic: str, payload: dict[str, Any]) -> None:
-        if self.publisher is not None:
-            self.publisher.publish(topic, payload)
-
-    def _on_change(self, revision: Revision, cause: str) -> None:
-        log.info("memory.changed revision=%d cause=%s added=%d updated=%d removed=%d", revision.snapshot.revision,
-                 cause, len(revision.added), len(revision.updated), len(revision.removed))
-        change = {"revision": revision.snapshot.revision, "cause": cause, "added": revision.added,
-                  "updated": revision.updated, "removed": revision.removed}
-        if self.db is not None:
-            try:
-                self.db.journal(revision.snapshot.loaded_at, f"memory.{cause}", change)
-            except sqlite3.Error as error:  # the journal is a record; the change itself already landed
-                log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
-        self._publish("memory/changed", change)
-
-    @property
-    def queue_pending(self) -> int:
-        """Pending review-queue candidates (0 when ingestion is off)."""
-        return self.queue.pending if self.queue is not None else 0
-
-    def _nudge_job(self) -> None:
-        assert self.state is not None
-        report = nudge_report(self.state.current, 0, self.state.now_iso())
-        self._publish("memory/nudge", {**report, "reason": "schedule", "queuePending": self.queue_pending})
-
-    def _heartbeat_job(self) -> None:
-        assert self.state is not None
-        self._publish("daemon/heartbeat", {"revision": self.state.revision, "queuePending": self.queue_pending})
-
-    def _from_worker(self, handler: Callable[..., None]) -> Callable[..., None]:
-        """``handler`` made callable from the ingestion thread: it runs on the loop (events belong there)."""
-
-        def call(*args: Any) -> None:
-            if self._loop is not None and not self._loop.is_closed():
-                try:
-                    self._loop.call_soon_threadsafe(handler, *args)
-                except RuntimeError:  # the loop closed meanwhile: the daemon is gone, so is the event
-                    pass
-
-        return call
-
-    def _queue_added(self, batch: AddedBatch) -> None:
-        self._publish("queue/added", {"ids": batch.ids, "sessionId": batch.session_id, "source": batch.file})
-
-    def _session_ended(self, session_id: str, path: str) -> None:
-        """A followed agent session went quiet with its lock released: a ``session-end`` nudge."""
-        assert self.state is not None
-        report = nudge_report(self.state.current, 0, self.state.now_iso())
-        self._publish("memory/nudge", {**report, "reason": "session-end", "queuePending": self.queue_pending,
-                                       "sessionId": session_id, "source": path})
-
-    def _expire_job(self) -> None:
-        assert self.state is not None
-        for sid in self.state.expire_sessions(self.config.session_ttl_ms / 1000):
-            log.info("session.expired session=%s", sid)
-
     def _status(self) -> dict[str, Any]:
-        return {"startedAt": self.started_at, "lang": self.config.lang,
-                "endpoints": {"rpc": self.config.rpc_endpoint, "pub": self.config.pub_endpoint},
-                "queue": dict(self.queue.counts) if self.queue else None,
-                "ingest": {**self.ingestor.health, "backfill": dict(self.ingestor.health["backfill"])}
-                if self.ingestor else None,
-                "watcher": dict(self.watcher.health) if self.watcher else None,
-                "events": {"seq": self.publisher.seq if self.publisher else 0},
-                "requests": self.rpc.requests if self.rpc else 0}
+        """The daemon-level part of ``daemon.status`` (requests are served only once running)."""
+        assert self.running is not None, "daemon.status before startup finished"
+        return status_payload(self.config, self.running)
 
     # --- SIGHUP ---------------------------------------------------------------------------------
 
     async def reload(self) -> None:
         """Re-read the config; apply what can change live, log and keep what needs a restart."""
-        if self._reload_config is None or self.state is None or self.schedule is None:
+        running = self.running
+        if self._reload_config is None or running is None:
             return
         self.notifier.reloading()
         try:
@@ -354,70 +303,60 @@ class Daemon:
         self.config = new
         setup_logging(new.log_level, new.journal)
         if memory != old.memory:
-            self.state.replace_options(memory)
+            running.state.replace_options(memory)
             try:
-                await self.state.load()
+                await running.state.load()
             except MMError as error:
                 log.error("config.reload_failed error=%r", str(error))
-        self.schedule.apply(self._periods_ms(new))
-        if self.ingestor is not None:
-            self.ingestor.idle_s = new.session_idle_s
-        if self.rpc is not None:
-            self.rpc.max_request_bytes = new.max_request_bytes
+        running.schedule.apply(periods_ms(new))
+        if running.ingestor is not None:
+            running.ingestor.idle_s = new.session_idle_s
+        running.rpc.max_request_bytes = new.max_request_bytes
         log.info("config.reloaded file=%s", new.config_file)
-        self.notifier.ready(f"serving {new.root} at revision {self.state.revision}")
+        self.notifier.ready(f"serving {new.root} at revision {running.state.revision}")
 
     # --- shutdown -------------------------------------------------------------------------------
 
     async def shutdown(self) -> None:
-        """Undo startup in reverse; safe after a partial startup."""
+        """Undo startup in reverse (the exit stack holds exactly the steps that started)."""
         self._stopping = True
         self.notifier.stopping()
-        # 1. stop taking requests and let the in-flight ones (writes included) finish
-        await self._drain_requests()
-        # 2. close the sockets (flushing replies and the last events), remove the ipc files
-        await self._close_sockets()
-        # 3. scheduler, ingestion worker (it finishes its current slice), watcher, database
-        if self.schedule is not None:
-            self.schedule.shutdown()
-        if self.ingestor is not None:
-            await asyncio.to_thread(self.ingestor.stop)
-        if self.watcher is not None:
-            await self.watcher.stop()
-        if self.db is not None:
-            self.db.close()
-        # 4. the lock last: no write can be running now
-        if self.lock is not None:
-            self.lock.release()
+        await self._stack.aclose()
         log.info("daemon.stopped")
 
-    async def _drain_requests(self) -> None:
+    def _linger_ms(self) -> int:
+        """How long closing sockets flush replies and events: none after a forced exit."""
+        return 0 if self._force.is_set() else LINGER_MS
+
+    async def _drain_requests(self, rpc: RpcServer) -> None:
         """Wait up to DRAIN_TIMEOUT_S for in-flight requests; a second SIGINT stops waiting."""
-        if self.rpc is None:
-            return
-        drain = asyncio.ensure_future(self.rpc.stop(DRAIN_TIMEOUT_S))
+        drain = asyncio.ensure_future(rpc.stop(DRAIN_TIMEOUT_S))
         force = asyncio.ensure_future(self._force.wait())
         await asyncio.wait({drain, force}, return_when=asyncio.FIRST_COMPLETED)
         force.cancel()
         if not drain.done():
             drain.cancel()
-            for task in list(self.rpc.tasks):
+            for task in list(rpc.tasks):
                 task.cancel()
-        cancelled = drain.result() if drain.done() and not drain.cancelled() else len(self.rpc.tasks)
+        cancelled = drain.result() if drain.done() and not drain.cancelled() else len(rpc.tasks)
         if cancelled:
             log.warning("daemon.requests_cancelled count=%d", cancelled)
 
-    async def _close_sockets(self) -> None:
-        linger = 0 if self._force.is_set() else LINGER_MS
-        if self.rpc is not None:
-            self.rpc.close(linger)
-        if self.publisher is not None:
-            self.publisher.close(linger)
-        if self._auth is not None:
-            self._auth.stop()
-        if self._context is not None:
-            await asyncio.to_thread(self._context.term)
-        for endpoint in self._bound:
-            path = ipc_path(endpoint)
-            if path is not None:
-                path.unlink(missing_ok=True)
+
+def _start_authenticator(context: zmq.Context[zmq.Socket[bytes]], clients_dir: Path) -> Any:
+    """ZAP: only clients whose public certificate is in ``clients_dir`` get through CURVE; returns the
+    started ``ThreadAuthenticator`` (stop it before the context terminates)."""
+    from zmq.auth.thread import ThreadAuthenticator
+
+    auth = ThreadAuthenticator(context, log=logging.getLogger("mmd.auth"))
+    auth.start()
+    auth.configure_curve(domain="*", location=str(clients_dir))
+    return auth
+
+
+def _remove_ipc_files(endpoints: list[str]) -> None:
+    """Remove the socket files of the bound ``ipc://`` endpoints (after the context terminated)."""
+    for endpoint in endpoints:
+        path = ipc_path(endpoint)
+        if path is not None:
+            path.unlink(missing_ok=True)

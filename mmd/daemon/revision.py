@@ -30,8 +30,7 @@ from mmd.core.snapshot import (
     read_note_checked,
 )
 from mmd.core.uri import uri_for
-
-from .protocol import ChangedItem
+from mmd.wire.events import ChangedItem
 
 __all__ = ["Fingerprints", "Revision", "diff_snapshots", "fingerprint_files", "load_revision", "patch_revision"]
 

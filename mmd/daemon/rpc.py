@@ -9,6 +9,7 @@ stalls the others. A client that stops reading loses its replies once its pipe
 is full (ROUTER drops, never blocks). Every request gets an answer: malformed
 JSON, a non-request, an unknown method, wrong params or a frame over
 ``max_request_bytes`` get a JSON-RPC error; no request can stop the loop.
+:func:`error_object` is the one place an exception becomes a JSON-RPC error.
 """
 
 from __future__ import annotations
@@ -19,12 +20,22 @@ from typing import Any
 
 import zmq
 
-from mmd.core.errors import MMError
+from mmd.core.errors import ErrorCode, MMError
+from mmd.wire.methods import check_params
+from mmd.wire.protocol import (
+    DaemonCode,
+    DaemonError,
+    ErrorObject,
+    FrameError,
+    JsonRpc,
+    UnknownMethod,
+    parse_request,
+    reply,
+)
 
-from .methods import Methods, check_params
-from .protocol import DaemonCode, JsonRpc, RpcError, error_response, parse_request, result_response
+from .methods import Methods
 
-__all__ = ["RpcServer"]
+__all__ = ["RpcServer", "error_object"]
 
 BATCH = 128
 """Most requests read per wake-up before yielding to other tasks."""
@@ -32,6 +43,33 @@ MAX_IN_FLIGHT = 4096
 """Most requests waiting on a task at once; more get ``E_BUSY`` at once (memory stays bounded)."""
 
 log = logging.getLogger("mmd.rpc")
+
+_RPC_CODES = {ErrorCode.E_INVALID.value: JsonRpc.INVALID_PARAMS}
+"""``data.code`` → JSON-RPC code where it is not -32000 (bad params, mm's or the daemon's)."""
+
+
+def error_object(exc: BaseException) -> ErrorObject:
+    """The JSON-RPC error for any exception a request raised (the one mapping).
+
+    ``FrameError`` keeps its own JSON-RPC code; ``UnknownMethod`` is -32601; ``DaemonError``
+    and ``MMError`` keep their code in ``data.code`` (an ``MMError``'s ``details`` in
+    ``data.details``), ``E_INVALID`` is -32602 and every other code -32000. Anything else is
+    a daemon bug: -32603 with ``E_INTERNAL``.
+    """
+    if isinstance(exc, FrameError):
+        return {"code": int(exc.rpc_code), "message": exc.message, "data": {"code": exc.code}}
+    if isinstance(exc, DaemonError):
+        rpc_code = JsonRpc.METHOD_NOT_FOUND if isinstance(exc, UnknownMethod) else \
+            _RPC_CODES.get(exc.code, JsonRpc.SERVER_ERROR)
+        return {"code": int(rpc_code), "message": exc.message, "data": {"code": exc.code, **exc.data}}
+    if isinstance(exc, MMError):
+        data: dict[str, Any] = {"code": exc.code.value}
+        if exc.details is not None:
+            data["details"] = exc.details
+        return {"code": int(_RPC_CODES.get(exc.code.value, JsonRpc.SERVER_ERROR)), "message": exc.message,
+                "data": data}
+    return {"code": int(JsonRpc.INTERNAL_ERROR), "message": f"internal error: {type(exc).__name__}",
+            "data": {"code": DaemonCode.E_INTERNAL.value}}
 
 
 class RpcServer:
@@ -123,48 +161,47 @@ class RpcServer:
         self.requests += 1
         envelope, body = frames[:-1], frames[-1]
         if len(body) > self.max_request_bytes:
-            self._send(envelope, error_response(None, RpcError(
+            self._send(envelope, reply(None, error=error_object(FrameError(
                 JsonRpc.INVALID_REQUEST, DaemonCode.E_TOO_LARGE,
-                f"request of {len(body)} bytes exceeds the {self.max_request_bytes}-byte limit")))
+                f"request of {len(body)} bytes exceeds the {self.max_request_bytes}-byte limit"))))
             return
         try:
             rid, method, raw_params, wants_reply = parse_request(body)
-        except RpcError as error:
-            self._send(envelope, error_response(error.extra.pop("id", None), error))
+        except FrameError as error:
+            self._send(envelope, reply(error.request_id, error=error_object(error)))
             return
         if self.stopping:
-            self._send(envelope, error_response(rid, RpcError(
-                JsonRpc.SERVER_ERROR, DaemonCode.E_SHUTTING_DOWN, "the daemon is shutting down")))
+            self._send(envelope, reply(rid, error=error_object(DaemonError(
+                DaemonCode.E_SHUTTING_DOWN, "the daemon is shutting down"))))
             return
-        reply = envelope if wants_reply else None
+        to = envelope if wants_reply else None
         try:
             params = check_params(method, raw_params)
             inline = self.methods.inline.get(method)
             if inline is None:
                 if len(self.tasks) >= self.max_in_flight:
-                    raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_BUSY,
-                                   f"{len(self.tasks)} requests already in flight; retry later")
-                task = asyncio.ensure_future(self._run(reply, rid, method, params))
+                    raise DaemonError(DaemonCode.E_BUSY, f"{len(self.tasks)} requests already in flight; retry later")
+                task = asyncio.ensure_future(self._run(to, rid, method, params))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
                 return
             result = inline(params)
         except Exception as error:  # noqa: BLE001 - every failure becomes an answer
-            self._fail(reply, rid, method, error)
+            self._fail(to, rid, method, error)
             return
-        self._send(reply, result_response(rid, result))
+        self._send(to, reply(rid, result=result))
 
-    async def _run(self, reply: list[bytes] | None, rid: Any, method: str, params: dict[str, Any]) -> None:
+    async def _run(self, to: list[bytes] | None, rid: Any, method: str, params: dict[str, Any]) -> None:
         try:
-            self._send(reply, result_response(rid, await self.methods.awaited[method](params)))
+            self._send(to, reply(rid, result=await self.methods.awaited[method](params)))
         except Exception as error:  # noqa: BLE001
-            self._fail(reply, rid, method, error)
+            self._fail(to, rid, method, error)
         self._wake()
 
-    def _fail(self, reply: list[bytes] | None, rid: Any, method: str, error: Exception) -> None:
-        if not isinstance(error, (RpcError, MMError)):
+    def _fail(self, to: list[bytes] | None, rid: Any, method: str, error: Exception) -> None:
+        if not isinstance(error, (DaemonError, MMError)):
             log.exception("rpc.internal_error method=%s", method)
-        self._send(reply, error_response(rid, error))
+        self._send(to, reply(rid, error=error_object(error)))
 
     def _send(self, envelope: list[bytes] | None, data: bytes) -> None:
         if envelope is None or self.socket.closed:

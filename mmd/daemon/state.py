@@ -22,7 +22,7 @@ import contextlib
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,8 +33,8 @@ from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR, detail_rel
 from mmd.core.snapshot import Snapshot
 from mmd.core.store import MemoryStore
+from mmd.wire.protocol import DaemonCode, DaemonError
 
-from .protocol import DaemonCode, JsonRpc, RpcError
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 
 __all__ = ["MemoryState", "Session"]
@@ -183,16 +183,22 @@ class MemoryState:
             return revision
 
     async def write(self, topic: Any, content: Any, *, if_revision: int | None = None,
-                    session_id: str | None = None, **kwargs: Any) -> dict[str, Any]:
+                    session_id: str | None = None, tags: str | Sequence[str] | None = None,
+                    **kwargs: Any) -> dict[str, Any]:
         """A serialized write (mm v1 §6): the outcome plus ``revision`` (and ``pendingWrites`` in a session).
 
+        ``tags`` is a comma-separated string or a list of tags (joined with ``,``); the other
+        keyword arguments (``summary``, ``budget``) go to :meth:`MemoryStore.write`.
+
         Raises:
-            RpcError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
             MMError: as :meth:`MemoryStore.write`.
         """
         async with self.lock:
             self._check_revision(if_revision)
-            outcome, revision = await asyncio.to_thread(self.prepare_write, topic, content, **kwargs)
+            if tags is not None and not isinstance(tags, str):
+                tags = ",".join(tags)
+            outcome, revision = await asyncio.to_thread(self.prepare_write, topic, content, tags=tags, **kwargs)
             if revision is not None:
                 self._install(revision, session_id, "write")
             return self._finish(outcome, session_id)
@@ -202,7 +208,7 @@ class MemoryState:
         """A serialized delete: ``{ok, removed, topic, usage, revision, pendingWrites?}``.
 
         Raises:
-            RpcError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
             MMError: as :meth:`MemoryStore.delete`.
         """
         async with self.lock:
@@ -241,9 +247,9 @@ class MemoryState:
 
     def _check_revision(self, if_revision: int | None) -> None:
         if if_revision is not None and if_revision != self.revision:
-            raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_CONFLICT,
-                           f"ifRevision {if_revision} is not the current revision {self.revision}",
-                           revision=self.revision)
+            raise DaemonError(DaemonCode.E_CONFLICT,
+                              f"ifRevision {if_revision} is not the current revision {self.revision}",
+                              revision=self.revision)
 
     def _install(self, revision: Revision, session_id: str | None, cause: str | None) -> None:
         self._current = revision.snapshot
@@ -276,12 +282,12 @@ class MemoryState:
         """The live session ``session_id``, marked as used now.
 
         Raises:
-            RpcError(E_NO_SESSION): if it is unknown, closed or expired.
+            DaemonError(E_NO_SESSION): if it is unknown, closed or expired.
         """
         session = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
-            raise RpcError(JsonRpc.SERVER_ERROR, DaemonCode.E_NO_SESSION,
-                           f"no open session {session_id!r} (closed, expired or never opened)")
+            raise DaemonError(DaemonCode.E_NO_SESSION,
+                              f"no open session {session_id!r} (closed, expired or never opened)")
         session.last_used_s = self._monotonic()
         return session
 
@@ -289,7 +295,7 @@ class MemoryState:
         """The session's pinned snapshot, or the current one when ``session_id`` is None.
 
         Raises:
-            RpcError(E_NO_SESSION): for an unknown session.
+            DaemonError(E_NO_SESSION): for an unknown session.
         """
         return self.current if session_id is None else self.session(session_id).snapshot
 
@@ -300,7 +306,7 @@ class MemoryState:
         return session
 
     def close_session(self, session_id: Any) -> Session:
-        """Forget a session. Raises RpcError(E_NO_SESSION) if it is not open."""
+        """Forget a session. Raises DaemonError(E_NO_SESSION) if it is not open."""
         session = self.session(session_id)
         del self.sessions[session.session_id]
         return session

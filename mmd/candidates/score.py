@@ -1,0 +1,237 @@
+"""Score, cap, hide: the candidates of agent sessions, ranked, with a visible budget per session.
+
+Owns: :class:`Draft` (a candidate before it reaches the queue: rule, kind, score, visible,
+summary, body, evidence), :func:`select` (utterances -> drafts, the function the daemon pipeline
+calls), :func:`budget` (how many a session shows) and the signals across turns that re-rank
+(an acknowledged correction, a finding later disproved, a fact carried into a later summary,
+repetition). Issue 13 "Score, cap, hide".
+
+Score = rule weight × :data:`WHO_FACTOR` × :func:`~mmd.candidates.signals.strength`, plus 0.15
+a repetition (up to three), 0.2 an acknowledged correction, 0.1 carried into a later summary,
+minus 0.3 disproved; a second draft of one utterance ranks ×0.6. Recency was measured
+(±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files,
+so it is not a term; ``bench/queue_quality.py`` is the measure.
+
+Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
+applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
+drafts come back with ``visible=False``), or imports anything outside the standard library
+and :mod:`mmd.sources.base`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mmd.candidates.signals import Kind, Rule, fire, strength
+from mmd.candidates.statements import Statement, looks_pasted, split, summarize
+from mmd.sources.base import Utterance
+
+__all__ = ["MIN_SCORE", "WHO_FACTOR", "Draft", "budget", "select"]
+
+WHO_FACTOR: dict[str, float] = {"human": 1.0, "summary": 0.85, "assistant": 0.7}
+"""How much who said it counts: the human's own words weigh most."""
+
+_ACK = re.compile(
+    r"\b(?:you'?re (?:absolutely |completely |totally )?(?:right|correct)|good (?:catch|point)|"
+    r"my (?:mistake|bad)|i (?:apologi[sz]e|was wrong|missed)|sorry|fair point)\b|你说得对|抱歉",
+    re.IGNORECASE)
+# a block a tool wrapped around or put before what the person typed (<system_instruction>…)
+_INJECTED = re.compile(r"<([a-z][\w-]*)(?:\s[^>]*)?>[\s\S]*?</\1>", re.IGNORECASE)
+_DISPROVED = re.compile(
+    r"\b(?:i was wrong|that was wrong|my (?:earlier|previous|first) (?:diagnosis|assumption|theory|guess)|"
+    r"(?:wasn'?t|was not|isn'?t|is not) (?:actually )?the (?:real |root )?(?:cause|issue|problem)|"
+    r"(?:disproves?|rules? out|contrary to) (?:my|the|what i)|that (?:theory|hypothesis) (?:is|was) wrong)\b",
+    re.IGNORECASE)
+_WORDS = re.compile(r"[^\W_]{3,}|[\u4e00-\u9fff]{2}")
+_MAX_BUDGET = 8
+_CONTEXT = 300
+_SAME_TURN = 0.6
+MIN_SCORE = 0.5
+"""A draft below this score is never visible (set with the measure in bench/queue_quality.py)."""
+
+
+
+@dataclass(slots=True)
+class Draft:
+    """A candidate as the rules made it, before dedupe against the queue and the notes.
+
+    Attributes:
+        rule: the :class:`~mmd.candidates.signals.Rule` name that fired.
+        kind: preference | rule | fact | decision | pitfall | environment.
+        score: 0..~1.5, higher first; comparable across sessions.
+        visible: True when within its session's budget (the rest are kept, hidden).
+        summary: at most 120 code points, cut at a word with ``…``.
+        body: the statement, at most 500 code points.
+        evidence: every utterance it was seen in, in log order (repetitions add to it).
+        seen: how many times it was said (``len(evidence)`` unless merged from the same utterance).
+    """
+
+    rule: str
+    kind: Kind
+    score: float
+    visible: bool
+    summary: str
+    body: str
+    evidence: list[Utterance] = field(default_factory=list)
+    seen: int = 1
+
+
+def _key_words(text: str) -> set[str]:
+    return set(_WORDS.findall(unicodedata.normalize("NFKC", text).casefold()))
+
+
+def _similar(a: set[str], b: set[str]) -> bool:
+    return bool(a) and bool(b) and len(a & b) / len(a | b) >= 0.8
+
+
+def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
+    """The statement with the sentences next to it in its paragraph, while within _CONTEXT code points.
+
+    A sentence alone often leans on its neighbour ("don't write X. only change Y."); a bullet
+    stands alone.
+    """
+    text = statement.text
+    if statement.bullet:
+        return text
+    same = [s for s in statements if s.paragraph == statement.paragraph and not s.bullet]
+    at = next(i for i, s in enumerate(same) if s.index == statement.index)
+    before, after = at - 1, at + 1
+    while True:
+        if after < len(same) and len(text) + len(same[after].text) < _CONTEXT:
+            text = f"{text} {same[after].text}"
+            after += 1
+        elif before >= 0 and len(text) + len(same[before].text) < _CONTEXT:
+            text = f"{same[before].text} {text}"
+            before -= 1
+        else:
+            return text
+
+
+def budget(utterances: Sequence[Utterance]) -> int:
+    """The visible budget of one session: about 5, scaled by its size.
+
+    ``2 + sqrt(prompts)`` where prompts = the human utterances, capped to 1..8: a one-prompt
+    session shows up to 3, a 9-prompt session 5, a 36-prompt one 8. Drafts scoring below
+    :data:`MIN_SCORE` are hidden whatever the budget.
+    """
+    prompts = sum(1 for u in utterances if u.who == "human")
+    return max(1, min(_MAX_BUDGET, round(2 + math.sqrt(prompts))))
+
+
+class _Session:
+    """The drafts of one session as they are made, with the state the cross-turn signals need."""
+
+    def __init__(self, utterances: Sequence[Utterance]) -> None:
+        self.utterances = utterances
+        self.drafts: list[Draft] = []
+        self.words: list[set[str]] = []
+        self.by_utterance: dict[int, list[int]] = {}
+
+    def add(self, rule: Rule, statement: Statement, body: str, utterance: Utterance, turn: int, weight: float) -> None:
+        """A draft for ``statement``, or one more sighting of a near-duplicate made before."""
+        words = _key_words(statement.text)
+        for i, other in enumerate(self.words):
+            if _similar(words, other):
+                draft = self.drafts[i]
+                draft.seen += 1
+                if utterance not in draft.evidence:
+                    draft.evidence.append(utterance)
+                draft.score = max(draft.score, self._base(rule, utterance, weight)) + (0.15 if draft.seen <= 4 else 0.0)
+                return
+        self.words.append(words)
+        self.by_utterance.setdefault(turn, []).append(len(self.drafts))
+        self.drafts.append(Draft(rule.name, rule.kind, self._base(rule, utterance, weight), False,
+                                 summarize(statement.text), body, [utterance]))
+
+    @staticmethod
+    def _base(rule: Rule, utterance: Utterance, weight: float) -> float:
+        return rule.weight * WHO_FACTOR.get(utterance.who, 0.5) * weight
+
+    def read(self) -> None:
+        for turn, utterance in enumerate(self.utterances):
+            if utterance.who not in WHO_FACTOR:
+                continue
+            if utterance.who == "human" and looks_pasted(utterance.text):
+                continue
+            text = _INJECTED.sub(" ", utterance.text) if utterance.who == "human" else utterance.text
+            statements = split(text)
+            for statement in statements:
+                rule = fire(statement, utterance.who)
+                if rule is not None:
+                    self.add(rule, statement, _with_context(statement, statements), utterance, turn,
+                             strength(statement, utterance.who))
+
+    def _disproved(self) -> None:
+        """An assistant finding the session later calls wrong ("that wasn't the cause") sinks."""
+        for turn, utterance in enumerate(self.utterances):
+            if utterance.who not in ("assistant", "human") or not _DISPROVED.search(utterance.text):
+                continue
+            words = _key_words(utterance.text)
+            for at, indices in self.by_utterance.items():
+                for i in indices if at < turn else ():
+                    draft = self.drafts[i]
+                    if draft.evidence[0].who == "assistant" and len(self.words[i] & words) >= 3:
+                        draft.score -= 0.3
+
+    def cross_turn(self) -> None:
+        """Re-rank: an acknowledged correction, a disproved finding, a statement carried into a summary."""
+        last_human: int | None = None
+        for turn, utterance in enumerate(self.utterances):
+            if utterance.who == "human":
+                last_human = turn
+            elif utterance.who == "assistant" and last_human is not None and _ACK.search(utterance.text[:300]):
+                # the correction, and what the assistant now says is true
+                for i in self.by_utterance.get(last_human, []) + self.by_utterance.get(turn, []):
+                    self.drafts[i].score += 0.2
+                last_human = None
+        self._disproved()
+        summaries = [(turn, _key_words(u.text)) for turn, u in enumerate(self.utterances) if u.who == "summary"]
+        for turn, indices in self.by_utterance.items():
+            later = [words for at, words in summaries if at > turn]
+            for i in indices:
+                words = self.words[i]
+                if len(words) >= 4 and any(len(words & w) >= 0.7 * len(words) for w in later):
+                    self.drafts[i].score += 0.1
+
+
+def _diverse(drafts: list[Draft]) -> list[Draft]:
+    """Highest score first, but a second draft of the same utterance ranks as if ×_SAME_TURN.
+
+    A prompt usually carries one memory; its other sentences give way to other prompts.
+    """
+    order: list[tuple[float, int, Draft]] = []
+    taken: dict[int, int] = {}
+    for i, draft in enumerate(sorted(drafts, key=lambda d: -d.score)):
+        origin = id(draft.evidence[0])
+        order.append((draft.score * _SAME_TURN ** taken.get(origin, 0), i, draft))
+        taken[origin] = taken.get(origin, 0) + 1
+    return [draft for _, _, draft in sorted(order, key=lambda t: (-t[0], t[1]))]
+
+
+def select(utterances: Sequence[Utterance], *, per_session: int | None = None) -> list[Draft]:
+    """Drafts for the utterances of one or more sessions, highest score first within a session.
+
+    Utterances are grouped by ``session_id`` (by ``position.file`` when it is None), kept in
+    the order given. Each session shows its best ``per_session`` drafts (``None``: :func:`budget`
+    of the session; 0 shows none); the rest come back with ``visible=False``. Utterances of
+    channel ``text`` (files that are not agent logs) are not read here: the mm v1 rules apply
+    to them. Never raises on any text.
+    """
+    groups: dict[str, list[Utterance]] = {}
+    for utterance in utterances:
+        groups.setdefault(utterance.session_id or utterance.position.file, []).append(utterance)
+    out: list[Draft] = []
+    for group in groups.values():
+        session = _Session(group)
+        session.read()
+        session.cross_turn()
+        ranked = _diverse(session.drafts)
+        cap = budget(group) if per_session is None else max(0, per_session)
+        for i, draft in enumerate(ranked):
+            draft.visible = i < cap and draft.score >= MIN_SCORE
+        out.extend(ranked)
+    return out

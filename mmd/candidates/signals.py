@@ -1,0 +1,245 @@
+"""Signals: our rules that say a statement of an agent session may be worth remembering.
+
+Owns: :class:`Rule` (a name, a kind, a weight, whose words it reads, its phrasing),
+:data:`RULES` (the built-in rules: the human's standing rules, preferences, corrections and
+decisions; the assistant's findings; the durable sections of compaction summaries),
+:data:`DURABLE_SECTIONS` / :data:`TRANSIENT_SECTIONS` and :func:`fire` (the best rule for one
+statement). Issue 13 "Rules over utterances".
+
+Never: reads logs, scores across turns or caps (:mod:`mmd.candidates.score` does), matches on
+words of one project or tool, fires on a markdown heading, a code block or a pasted plan (those
+never reach it as statements, see :mod:`mmd.candidates.statements`), or imports anything outside
+the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from mmd.candidates.statements import Statement
+
+__all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "quiet", "strength"]
+
+Kind = Literal["preference", "rule", "fact", "decision", "pitfall", "environment"]
+KINDS: tuple[Kind, ...] = ("preference", "rule", "fact", "decision", "pitfall", "environment")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One signal.
+
+    Attributes:
+        name: stable id (``human-standing-rule``), shown with the candidate.
+        kind: what a memory made from it is (:data:`KINDS`).
+        weight: 0..1, how likely a statement it fires on is worth keeping (the measure in
+            ``bench/queue_quality.py`` set these).
+        who: the utterance channels it reads (``human``, ``assistant``, ``summary``).
+        pattern: searched in the statement text (case-insensitive).
+        sections: for summary rules, the section names (substrings) it applies under.
+    """
+
+    name: str
+    kind: Kind
+    weight: float
+    who: tuple[str, ...]
+    pattern: re.Pattern[str]
+    sections: tuple[str, ...] = ()
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{a})" for a in alternatives), re.IGNORECASE)
+
+
+DURABLE_SECTIONS: tuple[str, ...] = (
+    "critical context",
+    "key technical concepts",
+    "technical concepts",
+    "errors and fixes",
+    "user feedback",
+    "problem solving",
+    "lessons",
+    "decisions",
+)
+"""Compaction summary sections whose bullets may be memories (DSH and Claude Code)."""
+
+TRANSIENT_SECTIONS: tuple[str, ...] = (
+    "primary request",
+    "pending",
+    "current work",
+    "next step",
+    "files and code",
+    "all user messages",
+    "analysis",
+)
+"""Compaction summary sections that never give a candidate: they describe the moment."""
+
+_ANY = r"[\s\S]"
+RULES: tuple[Rule, ...] = (
+    # --- the human's own words ------------------------------------------------------------------
+    Rule("human-from-now-on", "rule", 0.8, ("human",), _rx(
+        r"\bfrom now on\b", r"\bgoing forward\b", r"\bin (?:the )?future\b", r"\bnext time\b",
+        r"\bevery time\b", r"以后", r"今后", r"每次")),
+    Rule("human-standing-rule", "rule", 0.9, ("human",), _rx(
+        r"\b(?:always|never)\b", r"\bmust(?:n'?t| not)?\b",
+        r"\bdo(?:n'?t| not)\s+(?!think|know|understand|see|get|mind|care|remember|believe|recall)(?:ever\s+)?\w+",
+        r"\bshould(?:n'?t| not)\s+\w+", r"\bmake sure\b",
+        r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b",
+        r"不要", r"务必", r"必须", r"别再", r"永远", r"总是", r"一律", r"一定要", r"千万")),
+    Rule("human-should", "rule", 0.6, ("human",), _rx(
+        r"\bshould\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该",
+        r"\bso (?:run|use|keep|always|never|make sure|don'?t)\b",
+        r"\bkeep (?:\w+ )?(?:small|short|in sync|consistent)\b")),
+    Rule("human-preference", "preference", 0.85, ("human",), _rx(
+        r"\bi(?:'d| would)? (?:rather|prefer)\b", r"\bprefer\b", r"\brather than\b",
+        r"\bi (?:want|need|like)\b", r"\bi'?d like\b", r"\bi would like\b",
+        r"\bwould be (?:great|ok|okay|nice|fine|better)\b", r"\bis (?:ok|okay|fine) to\b", r"\baim for\b",
+        r"我(?:更)?喜欢", r"我希望", r"偏好")),
+    Rule("human-correction", "fact", 0.75, ("human",), _rx(
+        r"^(?:no|nope|wrong|actually|wait)\b[,.!: ]", r"\bthat'?s (?:not|wrong|incorrect)\b",
+        r"\bnot what i\b", r"\byou (?:missed|forgot|broke)\b", r"\bfalse positive\b",
+        r"\balready (?:marked|identified|done|handled|exists?)\b", r"\bis not (?:a|an|the)\b",
+        r"\b(?:isn'?t|aren'?t|doesn'?t|don'?t|won'?t) (?:need|matter|work|apply|exist)\b",
+        r"\binstead\b", r"\bno harm\b", r"\bis (?:ok|fine)\b", r"不对", r"不是", r"错了")),
+    Rule("human-we-use", "decision", 0.8, ("human",), _rx(
+        r"\bwe (?:use|want|need|create|keep|run|go with|will|'ll|should|can|don'?t)\b",
+        r"\blet'?s\b", r"\bi think (?:we|let'?s|it)\b", r"\bmake it so\b", r"\bit (?:should|would) (?:only|be|not)\b",
+        r"\bshould (?:be|not|only|have|use|run)\b", r"\bonly (?:for|when|if|in)\b", r"\bif (?:the|a|it)\b",
+        r"\bremove\b", r"\brename\b", r"我们(?:用|使用|要)")),
+    Rule("human-environment", "environment", 0.75, ("human",), _rx(
+        r"\byou (?:have|can use|'?ll find)\b", r"\b(?:lives|located|installed|is) (?:in|at|under) [~/.]",
+        r"(?:^|\s)(?:~|/tmp|/usr|/opt|/home|\.\w*venv)\S*")),
+    # --- the assistant's findings ---------------------------------------------------------------
+    Rule("assistant-root-cause", "pitfall", 0.75, ("assistant",), _rx(
+        r"\broot cause\b", r"\bthe (?:real |actual )?(?:issue|problem|bug|culprit) (?:is|was)\b",
+        r"\bhappens because\b", r"\bcaused by\b", r"\bturns out\b", r"\bthe reason (?:is|was)\b",
+        r"\bis (?:nearly )?empty because\b", r"\bcame from\b", r"\bmasking\b",
+        r"根本原因", r"原因是", r"问题在于", r"是因为")),
+    Rule("assistant-fix", "pitfall", 0.7, ("assistant",), _rx(
+        r"\bfixed by\b", r"\bthe fix (?:is|was)\b", r"\bfixed (?:it|this) by\b", r"\bworks? around\b")),
+    Rule("assistant-pitfall", "pitfall", 0.6, ("assistant",), _rx(
+        r"\b(?:doesn'?t|does not|won'?t|can'?t|cannot|never|isn'?t|is not|aren'?t) "
+        r"(?:work|catch|complete|support|resolve|emit|receive|create|run|affect|apply|accept|handle|allow|"
+        r"include|parse|match|exist|persist|trigger|fire|propagate)\w*\b", r"\bdefaults? to\b",
+        r"\bsilently\b", r"\bhard-?coded\b", r"\bonly (?:goes|works|contains|applies|runs)\b",
+        r"\bexplicitly requires\b", r"\brequires? (?:a|an|the)\b", r"\bnot (?:a|an) \w+ you\b",
+        r"\*\*not\b", r"而不是", r"不支持", r"不会", r"否则")),
+    Rule("assistant-decision", "decision", 0.55, ("assistant",), _rx(
+        r"\bwe'?ll use\b", r"\bi'?ll use\b", r"\bdecided\b", r"\bis now\b", r"\bnow (?:uses|prompts|runs)\b",
+        r"\bsince\b.*\b(?:so|we|i)\b", r"\bbecause\b", r"\bconstraint\b")),
+    # "Good catch — <what is true now>": the finding after the user's correction
+    Rule("assistant-acknowledged", "fact", 0.7, ("assistant",), re.compile(
+        r"^(?:(?:good|great|nice|fair) (?:catch|thinking|point|question|call)|"
+        r"you'?re (?:absolutely |completely |totally )?(?:right|correct)(?: to \w+)?)"
+        r"\s*[—–:-]\s*\S+(?:\s+\S+){3}", re.IGNORECASE)),
+    # --- compaction summaries: durable sections, one candidate a bullet ----------------------
+    Rule("summary-error-fix", "pitfall", 0.8, ("summary",), _rx(_ANY), ("errors and fixes", "problem solving")),
+    Rule("summary-user-feedback", "preference", 0.8, ("summary",), _rx(_ANY), ("user feedback",)),
+    Rule("summary-critical", "fact", 0.75, ("summary",), _rx(_ANY), ("critical context", "lessons", "decisions")),
+    Rule("summary-concept", "fact", 0.6, ("summary",), _rx(_ANY), ("technical concepts",)),
+)
+"""The built-in rules, most specific first within each channel."""
+
+_ACKNOWLEDGED = next(rule for rule in RULES if rule.name == "assistant-acknowledged")
+_QUESTION_WORDS = re.compile(
+    r"^(?:why|what|how|where|which|who|when|is|are|do|does|did|can you|could you|would you|will you)\b",
+    re.IGNORECASE)
+_NONE = re.compile(r"^\W*(?:none|n/?a|nothing|no errors?)\W*(?:\(.*\))?\W*$", re.IGNORECASE)
+_PROGRESS = re.compile(
+    r"^(?:let me|i'?ll|i will|i'?m going to|now (?:let me|i)|next,? i|first,? (?:let me|i)|"
+    r"perfect|great|done|all (?:done|\d+)|good|ok(?:ay)?|sure|excellent|here'?s|here is)\b",
+    re.IGNORECASE)
+# output pasted into a sentence: a path with a line number, a warning or error class, a prompt
+_TOOL_TEXT = re.compile(r"\S+\.\w+:\d+\b|\b\w+(?:Error|Exception|Warning): |^[$>#] |\s[$>] \S|\bwarn\b.*={5,}")
+_REASON = re.compile(r"\b(?:because|otherwise|so that|since|as long as|due to)\b|因为|否则", re.IGNORECASE)
+_REQUEST = re.compile(
+    r"^(?:\w+,? )?(?:let'?s|lets|can (?:we|you|i)|could (?:we|you)|please|pls|would you|try|go ahead|"
+    r"okay,? so|ok,? so|so can|i(?:'d| would)? (?:like|want) to)\b", re.IGNORECASE)
+_STANDING = re.compile(
+    r"\b(?:always|never|must|don'?t|do not|should(?:n'?t| not)|from now on|every time|instead)\b|以后|不要|务必",
+    re.IGNORECASE)
+# said of this moment only: "don't push yet", "for now", "tomorrow"
+_ONE_OFF = re.compile(r"\b(?:yet|for now|tomorrow|tonight|today|right now|this time|at the moment|for the moment)\b|"
+                      r"暂时|先不|今天|明天", re.IGNORECASE)
+_PLAN = re.compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b", re.IGNORECASE)
+_WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
+
+
+def quiet(statement: Statement, who: str) -> bool:
+    """Whether a statement can never be a candidate, whatever its phrasing.
+
+    Quiet: fewer than 4 words (2 CJK characters count as one), a question that opens with a
+    question word, an assistant progress note ("Let me …", "I'll …", "Perfect!"), and a
+    summary bullet that says "(none)".
+    """
+    text = statement.text.strip(" *_`>")
+    if len(_WORD.findall(text)) < 4:
+        return True
+    if text.endswith("?") and _QUESTION_WORDS.match(text):
+        return True
+    if text.endswith(":") or _TOOL_TEXT.search(text):
+        return True
+    if who == "assistant" and _PROGRESS.match(text) and not _ACKNOWLEDGED.pattern.search(text):
+        return True
+    if who == "assistant" and _PLAN.search(text):
+        return True
+    return who == "summary" and bool(_NONE.match(text))
+
+
+def _summary_rule(statement: Statement) -> Rule | None:
+    section = statement.section
+    if not section or any(t in section for t in TRANSIENT_SECTIONS):
+        return None
+    for rule in RULES:
+        if rule.who == ("summary",) and any(s in section for s in rule.sections):
+            return rule
+    return None
+
+
+def strength(statement: Statement, who: str) -> float:
+    """How strongly the phrasing of a fired statement speaks for keeping it: about 0.4..1.4.
+
+    One more rule of the same channel that also fires adds 0.15; a reason given ("because",
+    "otherwise", "so that") adds 0.1; a question (ends with ``?``) halves it; a request for
+    the task at hand ("let's …", "can we …", "please …", "I'd like to …") without a standing-rule word
+    counts 0.6;
+    something said of the moment only ("yet", "for now", "tomorrow") counts 0.6;
+    a summary bullet with a standing-rule word ("always", "never") adds 0.2; an assistant
+    statement that opens its reply adds 0.2, one that names code in backticks 0.1.
+    """
+    text = statement.text
+    others = sum(1 for rule in RULES if who in rule.who and rule.pattern.search(text)) if who != "summary" else 1
+    value = 1.0 + 0.15 * max(0, others - 1)
+    if _REASON.search(text):
+        value += 0.1
+    if text.rstrip(" *_`)").endswith("?"):
+        value *= 0.5
+    if who == "human" and _REQUEST.match(text) and not _STANDING.search(text):
+        value *= 0.6
+    if _ONE_OFF.search(text):
+        value *= 0.6
+    if who == "summary" and _STANDING.search(text):
+        value += 0.2
+    if who == "assistant" and statement.index == 0:
+        value += 0.2  # a diagnosis opens the reply that follows the investigation
+    if who == "assistant" and "`" in text:
+        value += 0.1  # names the code it is about
+    return value
+
+
+def fire(statement: Statement, who: str) -> Rule | None:
+    """The first rule of :data:`RULES` for ``who`` whose pattern is in ``statement``, or None.
+
+    ``who`` is an utterance channel (``human``, ``assistant``, ``summary``; anything else never
+    fires). Summary statements fire only under a durable section (:data:`DURABLE_SECTIONS`),
+    never under a transient one. :func:`quiet` statements never fire.
+    """
+    if quiet(statement, who):
+        return None
+    if who == "summary":
+        return _summary_rule(statement)
+    for rule in RULES:
+        if who in rule.who and rule.pattern.search(statement.text):
+            return rule
+    return None

@@ -1,0 +1,206 @@
+"""Statements: the pieces of an utterance a candidate can be made of.
+
+Owns: :func:`split` (utterance text -> :class:`Statement` list: a sentence or a bullet, at most
+:data:`MAX_STATEMENT` code points, each with the markdown section it sits under),
+:func:`summarize` (a short summary cut at a word with ``…``) and :func:`looks_pasted` (a pasted
+plan, spec or log in a human prompt).
+
+Never: decides whether a statement is worth remembering (:mod:`mmd.candidates.signals` does),
+returns a markdown heading, a code block, a table row or tool-output-like lines as a statement,
+or imports anything outside the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["MAX_STATEMENT", "MAX_SUMMARY", "Statement", "looks_pasted", "split", "summarize"]
+
+MAX_STATEMENT = 500
+"""Longest statement, in code points (issue 13 "one statement a candidate")."""
+MAX_SUMMARY = 120
+"""Longest summary, in code points, the ``…`` included."""
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One sentence or one bullet of an utterance.
+
+    Attributes:
+        text: the statement, whitespace folded, leading bullet marker removed, at most
+            :data:`MAX_STATEMENT` code points (cut at a word with ``…`` when longer).
+        section: the nearest markdown heading or bold label above it, casefolded, without
+            numbering or punctuation (``errors and fixes``), or ``""`` when none.
+        bullet: True when it was a list item.
+        index: its 0-based order among the statements of the utterance.
+        paragraph: the 0-based paragraph (or list) it belongs to.
+    """
+
+    text: str
+    section: str
+    bullet: bool
+    index: int
+    paragraph: int
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+# a line that is only a bold label, "**Label**", "**Label:**", "1. **Label**:" or "Label:" (short)
+_LABEL = re.compile(r"^\s*(?:\d+[.)]\s*)?(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$")
+_PLAIN_LABEL = re.compile(r"^\s*(?:\d+[.)]\s*)?([A-Z][\w /&'-]{0,48}):\s*$")
+_BULLET = re.compile(r"^(\s*)(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
+_TABLE = re.compile(r"^\s*\|")
+_RULE_LINE = re.compile(r"^\s*([-*_=])\1{2,}\s*$")
+# lines that look like output of a tool, a log or a shell, not like prose
+_TOOLISH = re.compile(
+    r"""^\s*(?:
+        \$\s|>>>\s|\#\s?\w+@|            # shell and REPL prompts
+        \d{4}-\d\d-\d\d[T ]\d\d:\d\d|    # a timestamped log line
+        \[\d\d:\d\d|                      # [12:00:01]
+        (?:File\s"|Traceback\s|at\s[\w.$<>]+\(|\w+(?:Error|Exception|Warning):\s)|  # stack traces
+        \S+:\d+(?::\d+)?:\s|              # path:line: messages of compilers and linters
+        [{\[]["{\[]|                      # JSON
+        [│├└┌┐┘┤┬┴┼╭╮╯╰║═]|               # box drawing
+        [+-]{3}\s|@@\s                    # diffs
+    )""",
+    re.VERBOSE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*]*\w)|(?<=[。！？；])")
+_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Dr|No|Fig)|\b[A-Z])\.$")
+_WS = re.compile(r"\s+")
+_SECTION_NOISE = re.compile(r"[^\w\s]+")
+
+
+def summarize(text: str, limit: int = MAX_SUMMARY) -> str:
+    """``text`` with whitespace folded, cut to at most ``limit`` code points at a word with ``…``.
+
+    A text within the limit comes back folded but whole. A single word longer than the limit is
+    cut inside the word (there is no word boundary to cut at).
+    """
+    folded = _WS.sub(" ", text).strip()
+    if len(folded) <= limit:
+        return folded
+    head = folded[: limit - 1]
+    cut = head.rfind(" ")
+    if cut >= limit // 2:
+        head = head[:cut]
+    return head.rstrip(" ,;:-–—") + "…"
+
+
+def looks_pasted(text: str) -> bool:
+    """Whether a human prompt is mostly pasted material (a plan, spec, transcript or log).
+
+    True when the text opens with a paste marker ("Implement the following plan"), or is long
+    (over 1,500 code points) and carries three or more markdown headings, or when over half of
+    its non-blank lines (of at least 8) look like tool or log output.
+    """
+    head = text.lstrip()[:80].casefold()
+    if head.startswith(("implement the following plan", "here is the plan", "<pasted", "[pasted")):
+        return True
+    lines = [line for line in text.splitlines() if line.strip()]
+    headings = sum(1 for line in lines if _HEADING.match(line))
+    if len(text) > 1500 and headings >= 3:
+        return True
+    toolish = sum(1 for line in lines if _TOOLISH.match(line))
+    return len(lines) >= 8 and toolish * 2 > len(lines)
+
+
+def _section_name(raw: str) -> str:
+    return _WS.sub(" ", _SECTION_NOISE.sub(" ", raw)).strip().casefold()
+
+
+def _sentences(paragraph: str) -> list[str]:
+    parts: list[str] = []
+    start = 0
+    for found in _SENTENCE_END.finditer(paragraph):
+        piece = paragraph[start : found.start()]
+        if _ABBREV.search(piece.rstrip("\"')]")):
+            continue
+        parts.append(piece)
+        start = found.end()
+    parts.append(paragraph[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _clean(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+class _Splitter:
+    """One pass over the lines of an utterance; see :func:`split`."""
+
+    def __init__(self) -> None:
+        self.out: list[Statement] = []
+        self.section = ""
+        self.paragraph = 0
+        self.prose: list[str] = []
+        self.item: list[str] | None = None
+
+    def emit(self, text: str, bullet: bool) -> None:
+        text = _clean(text)
+        if len(text) < 3 or not re.search(r"\w", text):
+            return
+        if len(text) > MAX_STATEMENT:
+            text = summarize(text, MAX_STATEMENT)
+        self.out.append(Statement(text, self.section, bullet, len(self.out), self.paragraph))
+
+    def flush(self) -> None:
+        if self.item is not None:
+            self.emit(" ".join(self.item), True)
+            self.item = None
+        if self.prose:
+            for sentence in _sentences(" ".join(self.prose)):
+                self.emit(sentence, False)
+            self.prose = []
+
+    def boundary(self) -> None:
+        self.flush()
+        self.paragraph += 1
+
+    def line(self, line: str) -> None:
+        heading = _HEADING.match(line) or _LABEL.match(line) or _PLAIN_LABEL.match(line)
+        if heading:
+            self.boundary()
+            self.section = _section_name(heading.group(1))
+            return
+        if _TABLE.match(line) or _RULE_LINE.match(line) or _TOOLISH.match(line):
+            self.boundary()
+            return
+        bullet = _BULLET.match(line)
+        if bullet:
+            self.flush()
+            self.item = [bullet.group(2)]
+        elif self.item is not None and line[:1].isspace():
+            self.item.append(line)
+        else:
+            if self.item is not None:
+                self.flush()
+            self.prose.append(line)
+
+
+def split(text: str) -> list[Statement]:
+    """Split utterance text into statements, in order.
+
+    A statement is one sentence of a prose paragraph or one list item (with its indented
+    continuation lines). Skipped, never returned: fenced code blocks, markdown headings and bold
+    or ``Label:`` lines standing alone (they become the ``section`` of what follows), table rows,
+    horizontal rules, lines that look like tool, shell, log, JSON or diff output, and pieces
+    shorter than 3 code points or without a word character. Longer than :data:`MAX_STATEMENT`
+    code points: cut at a word with ``…``. Never raises on any string.
+    """
+    splitter = _Splitter()
+    in_code = False
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_code = not in_code
+            splitter.boundary()
+            continue
+        if in_code:
+            continue
+        if not line.strip():
+            splitter.boundary()
+            continue
+        splitter.line(line)
+    splitter.flush()
+    return splitter.out

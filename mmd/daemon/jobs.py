@@ -1,0 +1,129 @@
+"""The daemon's scheduled jobs and the events it publishes: payload builders over the running parts.
+
+Owns: what each event says (``memory/changed`` after a new revision, with a
+journal row; ``memory/nudge`` on the schedule and when an agent session ends;
+``queue/added`` after an ingestion batch; ``daemon/heartbeat``), session expiry,
+the scheduler's periods, and the ``daemon.status`` payload. Topics are the
+wire's constants (:mod:`mmd.wire.events`). Everything here runs on the event
+loop's thread; :func:`from_worker` brings a call from the ingestion thread
+there. Never opens a socket or a file: the parts are handed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mmd.core.memory import nudge_report
+from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
+
+from .config import Config
+from .events import Publisher
+from .ingest import AddedBatch
+from .review import Review
+from .revision import Revision
+from .state import MemoryState
+from .statedb import StateDB
+
+if TYPE_CHECKING:
+    from .lifecycle import Running
+
+__all__ = ["Jobs", "from_worker", "periods_ms", "status_payload"]
+
+log = logging.getLogger("mmd.daemon")
+
+
+def periods_ms(cfg: Config) -> dict[str, int | None]:
+    """The scheduler's period per job, milliseconds (None: the job is off)."""
+    return {
+        "nudge": cfg.memory.nudge_interval_ms if cfg.memory.nudge_enabled else None,
+        "heartbeat": cfg.heartbeat_ms,
+        "expire": max(250, min(cfg.session_ttl_ms // 4, 60_000)),
+        "watchdog": cfg.watchdog_usec // 2000 if cfg.watchdog_usec and cfg.notify_socket else None,
+    }
+
+
+def from_worker(loop: asyncio.AbstractEventLoop, handler: Callable[..., None]) -> Callable[..., None]:
+    """``handler`` made callable from the ingestion thread: it runs on ``loop`` (events belong there)."""
+
+    def call(*args: Any) -> None:
+        if not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(handler, *args)
+            except RuntimeError:  # the loop closed meanwhile: the daemon is gone, so is the event
+                pass
+
+    return call
+
+
+class Jobs:
+    """The jobs and event payloads of one daemon.
+
+    Args:
+        config: returns the current config (a SIGHUP may replace it).
+        state: the memory state.
+        db: the state database (the journal).
+        review: the review queue's use-cases (``queuePending``).
+        publisher: the event publisher.
+    """
+
+    def __init__(self, config: Callable[[], Config], state: MemoryState, db: StateDB, review: Review,
+                 publisher: Publisher) -> None:
+        self._config = config
+        self.state = state
+        self.db = db
+        self.review = review
+        self.publisher = publisher
+
+    def on_change(self, revision: Revision, cause: str) -> None:
+        """A new revision (``cause``: ``write`` | ``delete`` | ``external`` | ``config``): journal it, publish it."""
+        log.info("memory.changed revision=%d cause=%s added=%d updated=%d removed=%d", revision.snapshot.revision,
+                 cause, len(revision.added), len(revision.updated), len(revision.removed))
+        change = {"revision": revision.snapshot.revision, "cause": cause, "added": revision.added,
+                  "updated": revision.updated, "removed": revision.removed}
+        try:
+            self.db.journal(revision.snapshot.loaded_at, f"memory.{cause}", change)
+        except sqlite3.Error as error:  # the journal is a record; the change itself already landed
+            log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
+        self.publisher.publish(MEMORY_CHANGED, change)
+
+    def nudge(self) -> None:
+        """The scheduled ``memory/nudge`` (reason ``schedule``)."""
+        report = nudge_report(self.state.current, 0, self.state.now_iso())
+        self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "schedule", "queuePending": self.review.pending})
+
+    def heartbeat(self) -> None:
+        """``daemon/heartbeat``: the revision and the pending candidates."""
+        self.publisher.publish(DAEMON_HEARTBEAT, {"revision": self.state.revision,
+                                                  "queuePending": self.review.pending})
+
+    def expire(self) -> None:
+        """Close RPC sessions idle for longer than ``daemon.sessionTtlMs``."""
+        for sid in self.state.expire_sessions(self._config().session_ttl_ms / 1000):
+            log.info("session.expired session=%s", sid)
+
+    def queue_added(self, batch: AddedBatch) -> None:
+        """``queue/added`` after an ingestion batch added candidates."""
+        self.publisher.publish(QUEUE_ADDED, {"ids": batch.ids, "sessionId": batch.session_id, "source": batch.file})
+
+    def session_ended(self, session_id: str, path: str) -> None:
+        """A followed agent session went quiet with its lock released: a ``session-end`` nudge."""
+        report = nudge_report(self.state.current, 0, self.state.now_iso())
+        self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
+                                              "sessionId": session_id, "source": path})
+
+
+def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
+    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, endpoints, queue, ingest, watcher,
+    events, requests}`` (``queue`` and ``ingest`` are null without ingestion)."""
+    queue, ingestor = running.review.queue, running.ingestor
+    return {"startedAt": running.started_at, "lang": cfg.lang,
+            "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
+            "queue": dict(queue.counts) if queue else None,
+            "ingest": ingestor.health.to_json() if ingestor else None,
+            "watcher": dict(running.watcher.health),
+            "events": {"seq": running.publisher.seq},
+            "requests": running.rpc.requests}

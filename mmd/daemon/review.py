@@ -1,0 +1,172 @@
+"""The review use-cases: list, show, accept and reject review-queue candidates.
+
+Owns: the decisions on candidates — an acceptance writes through the memory
+state (so budgets and ``ifRevision`` hold) and only then marks the candidate
+accepted; a rejection is for good. Decisions are serialized by one lock, so two
+callers never decide the same candidate twice. Every surface (the RPC method
+table today, a web page later) calls this module with plain Python values;
+it raises :class:`~mmd.wire.protocol.DaemonError` or ``MMError`` and never
+speaks JSON-RPC. Never touches a socket; the queue's SQLite work runs in a
+worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from mmd.core.errors import ErrorCode
+from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
+
+from .queue import ReviewQueue
+from .state import MemoryState
+
+__all__ = ["QUEUE_LIST_MAX", "QUEUE_STATUSES", "Review", "candidate_id"]
+
+QUEUE_LIST_MAX = 1000
+"""Largest ``queue.list`` page."""
+QUEUE_STATUSES = ("pending", "accepted", "rejected", "all")
+"""The status filters of a page."""
+
+
+def candidate_id(raw: int | str) -> int:
+    """A candidate id from a caller: an integer, or a string of its decimal digits.
+
+    Raises:
+        DaemonError(E_INVALID): for anything that is not a positive integer.
+    """
+    if isinstance(raw, int):
+        cid = raw
+    else:
+        cid = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else -1
+    if cid < 1:
+        raise DaemonError(ErrorCode.E_INVALID, f"id must be a positive integer, not {raw!r}")
+    return cid
+
+
+class Review:
+    """The review queue's use-cases over one memory state.
+
+    Args:
+        state: the memory state accepted candidates are written to.
+        queue: the review queue, or None when ingestion is off (every use-case then raises
+            ``E_UNAVAILABLE``).
+    """
+
+    def __init__(self, state: MemoryState, queue: ReviewQueue | None) -> None:
+        self.state = state
+        self.queue = queue
+        self._deciding = asyncio.Lock()
+
+    @property
+    def pending(self) -> int:
+        """Pending candidates (0 when ingestion is off)."""
+        return self.queue.pending if self.queue is not None else 0
+
+    def _queue(self) -> ReviewQueue:
+        if self.queue is None:
+            raise DaemonError(DaemonCode.E_UNAVAILABLE,
+                              "the review queue is off in this daemon (started with --no-ingest)")
+        return self.queue
+
+    async def page(self, status: str = "pending", *, limit: int = 100, offset: int = 0) -> QueueListResult:
+        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``), oldest first.
+
+        Args:
+            limit: page size, 1–:data:`QUEUE_LIST_MAX`. offset: candidates to skip (≥ 0).
+
+        Returns:
+            ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.
+
+        Raises:
+            DaemonError(E_INVALID): for another status, a limit out of range or a negative offset.
+            DaemonError(E_UNAVAILABLE): without ingestion.
+        """
+        q = self._queue()
+        if status not in QUEUE_STATUSES:
+            raise DaemonError(ErrorCode.E_INVALID, f"queue.list: status must be one of {', '.join(QUEUE_STATUSES)}")
+        if not 1 <= limit <= QUEUE_LIST_MAX or offset < 0:
+            raise DaemonError(ErrorCode.E_INVALID,
+                              f"queue.list: limit must be 1..{QUEUE_LIST_MAX} and offset at least 0")
+        found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset)
+        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
+
+    async def get(self, raw_id: int | str) -> CandidateJson:
+        """The candidate ``raw_id`` (see :func:`candidate_id`).
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ingestion. DaemonError(E_INVALID): for a bad id.
+            DaemonError(E_NOT_FOUND): if no candidate has that id.
+        """
+        q = self._queue()
+        cid = candidate_id(raw_id)
+        found = await asyncio.to_thread(q.get, cid)
+        if found is None:
+            raise DaemonError(DaemonCode.E_NOT_FOUND, f"no candidate {cid} in the review queue")
+        return found
+
+    async def accept(self, raw_id: int | str, *, topic: str | None = None, content: str | None = None,
+                     summary: str | None = None, tags: str | Sequence[str] | None = None,
+                     if_revision: int | None = None, replace: bool = False) -> QueueAcceptResult:
+        """Write the candidate (``topic``, ``summary``, ``tags`` and ``content`` override its own) and accept it.
+
+        The write goes through the memory state, so budgets hold: an over-budget write is
+        ``{ok: false, candidate, write}`` with the usage in ``write``, and the candidate stays
+        pending. On success it becomes ``accepted`` with ``written = {topic, revision}``. A topic
+        that already has a note is only overwritten with ``replace``; the check and the write are
+        one compare-and-set on the revision, so a note created meanwhile is never overwritten either.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`.
+            DaemonError(E_DECIDED): if the candidate was already accepted or rejected (``data.status``).
+            DaemonError(E_EXISTS): if the topic has a note and ``replace`` is false; the candidate stays pending.
+            DaemonError(E_CONFLICT), MMError(E_INVALID | E_IO): as the state's write; the candidate stays pending.
+        """
+        q = self._queue()
+        async with self._deciding:
+            cand = await self.get(raw_id)
+            if cand["status"] != "pending":
+                raise _decided(cand)
+            topic = cand["topic"] if topic is None else topic
+            if not replace:
+                latest = self.state.current
+                existing = latest.note(topic)
+                if existing is not None:
+                    raise DaemonError(DaemonCode.E_EXISTS,
+                                      f"{existing.uri} already has a note; accept with replace to overwrite it, "
+                                      f"or give another topic", topic=topic, uri=existing.uri)
+                if if_revision is None:
+                    if_revision = latest.revision
+            outcome = await self.state.write(
+                topic, cand["body"] if content is None else content, if_revision=if_revision,
+                summary=cand["summary"] if summary is None else summary, tags=tags)
+            if not outcome.get("ok"):
+                return {"ok": False, "candidate": cand, "write": outcome}
+            written = {"topic": outcome["topic"], "revision": outcome["revision"]}
+            decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
+            return {"ok": True, "candidate": decided or cand, "write": outcome}
+
+    async def reject(self, raw_id: int | str, *, reason: str | None = None) -> CandidateJson:
+        """Reject the candidate for good (ingestion drops it by identity); rejecting it again is a no-op.
+
+        Returns:
+            The candidate, now ``rejected``.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`.
+            DaemonError(E_DECIDED): if the candidate was accepted.
+        """
+        q = self._queue()
+        async with self._deciding:
+            cand = await self.get(raw_id)
+            if cand["status"] == "rejected":
+                return cand
+            if cand["status"] != "pending":
+                raise _decided(cand)
+            decided = await asyncio.to_thread(q.decide, cand["id"], "rejected", reason=reason)
+            return decided or cand
+
+
+def _decided(cand: CandidateJson) -> DaemonError:
+    return DaemonError(DaemonCode.E_DECIDED, f"candidate {cand['id']} is already {cand['status']}",
+                       status=cand["status"])

@@ -1,0 +1,269 @@
+"""Baseline, then only what changed: the per-client injection plan (issue 14; after ``dsh-memory-delta``).
+
+A client (an agent session, a hook's session id) keeps a :class:`ClientView`:
+the content hash of every topic it was last shown, and which review reminders
+it was given. :func:`plan_injection` compares that view with a snapshot:
+
+- no view yet → ``baseline``: every entry as a line (see :mod:`.baseline`); the
+  new view records every topic, shown or named only by count;
+- topics added / updated (hash changed) / removed → ``delta``: only those, and
+  "N unchanged";
+- nothing changed, and a topic's review date has come that this client was
+  not yet reminded of → ``reminder``: one "may be stale" line per such topic,
+  given once per topic and date;
+- otherwise → ``none`` with empty text.
+
+The returned :attr:`Injection.view` is what to store for the client — but
+only once the caller knows the text reached the agent (commit). A dropped
+text leaves the old view in place, so the same changes are given again.
+
+Owns: the content hash, the view's JSON shape, the mode decision and the
+delta / reminder text. Never: stores views, reads clocks (``today`` is passed
+in) or touches files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any, TypeGuard
+
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.model import IndexEntry
+from mmd.core.snapshot import Snapshot
+
+from .baseline import DEFAULT_MAX_BYTES, LIST_HINT, READ_HINT, entry_line, fit_lines, recency_order, render_baseline
+from .due import parse_review_date
+
+__all__ = ["ClientView", "Injection", "Prepared", "content_hash", "plan_injection", "prepare"]
+
+HASH_CHARS = 12
+"""Length of a content hash, in hex digits."""
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def content_hash(summary: str, tags: Sequence[str], body: str) -> str:
+    """12 hex of SHA-256 over a topic's summary, tags and note body.
+
+    The hashed bytes are the UTF-8 of the compact JSON array
+    ``[summary, [tags...], body]`` (no ASCII escaping), so no two different
+    triples share an input. The entry's ``updated`` time is not hashed: a
+    rewrite with the same text is no change.
+    """
+    data = _JSON.encode([summary, list(tags), body])
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:HASH_CHARS]
+
+
+@dataclass(frozen=True, slots=True)
+class ClientView:
+    """What one client was last shown.
+
+    Attributes:
+        hashes: topic → content hash of every topic in its last baseline/delta.
+            Treat it as read-only: views share it with :class:`Prepared`.
+        reminded: topic → review date (``YYYY-MM-DD``) it was reminded of.
+    """
+
+    hashes: Mapping[str, str]
+    reminded: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{hashes: {topic: hash}, reminded: {topic: date}}`` (for state.db or a file)."""
+        return {"hashes": dict(self.hashes), "reminded": dict(self.reminded)}
+
+    @classmethod
+    def from_json(cls, value: object) -> ClientView:
+        """The view :meth:`to_json` gave.
+
+        Raises:
+            MMError(E_INVALID): if ``value`` is not that shape (both maps of strings to strings).
+        """
+        if isinstance(value, dict):
+            hashes, reminded = value.get("hashes"), value.get("reminded", {})
+            if _str_map(hashes) and _str_map(reminded):
+                return cls(dict(hashes), dict(reminded))
+        raise MMError(ErrorCode.E_INVALID, "a client view must be {hashes: {topic: hash}, reminded: {topic: date}}")
+
+
+def _str_map(value: object) -> TypeGuard[dict[str, str]]:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A snapshot readied for injection; build it with :func:`prepare` (cached per snapshot).
+
+    Attributes:
+        memory_id: the snapshot's memory id.
+        order: entries most recently updated first, one per topic.
+        hashes: topic → :func:`content_hash`.
+        rank: topic → its position in ``order``.
+        reviews: ``(topic, stored review value)`` of the entries that carry one.
+    """
+
+    memory_id: str
+    order: tuple[IndexEntry, ...]
+    hashes: dict[str, str]
+    rank: dict[str, int]
+    reviews: tuple[tuple[str, str], ...]
+
+
+_lock = threading.Lock()
+_last: tuple[Snapshot, Prepared] | None = None
+_memo: dict[tuple[str, tuple[str, ...], str], str] = {}
+
+
+def prepare(snapshot: Snapshot) -> Prepared:
+    """The :class:`Prepared` form of ``snapshot``; the last one is cached (thread-safe).
+
+    Hashes of unchanged notes are reused from the previous call, so a new
+    revision of a big root costs a dictionary look-up per topic, not a SHA-256.
+    """
+    global _last, _memo
+    with _lock:
+        if _last is not None and _last[0] is snapshot:
+            return _last[1]
+        memo: dict[tuple[str, tuple[str, ...], str], str] = {}
+        hashes: dict[str, str] = {}
+        for note in snapshot.notes:
+            if note.topic in hashes:
+                continue
+            entry = note.entry
+            key = (entry.summary, entry.tags, note.body)
+            digest = _memo.get(key) or content_hash(*key)
+            memo[key] = hashes[note.topic] = digest
+        order = tuple(recency_order(snapshot.entries))
+        reviews = tuple((e.topic, value) for e in order if (value := e.review_after) is not None)
+        prepared = Prepared(snapshot.memory_id, order, hashes, {e.topic: i for i, e in enumerate(order)}, reviews)
+        _last, _memo = (snapshot, prepared), memo
+        return prepared
+
+
+@dataclass(frozen=True, slots=True)
+class Injection:
+    """One injection plan.
+
+    Attributes:
+        mode: ``baseline`` | ``delta`` | ``reminder`` | ``none``.
+        text: what to give the agent ('' for ``none``).
+        added, updated, removed: topics of a delta (empty otherwise), in text order.
+        unchanged: topics neither added nor updated nor removed (every topic for ``none``/``reminder``,
+            0 for ``baseline``).
+        reminded: topics of a reminder.
+        view: the client's view once this text has reached the agent; store it only then.
+    """
+
+    mode: str
+    text: str
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    removed: tuple[str, ...]
+    unchanged: int
+    reminded: tuple[str, ...]
+    view: ClientView
+
+    @property
+    def bytes(self) -> int:
+        """Size of :attr:`text` in UTF-8 bytes."""
+        return len(self.text.encode("utf-8"))
+
+    def to_json(self) -> dict[str, Any]:
+        """``{mode, text, added, updated, removed, unchanged, reminded, bytes}`` (no view: it stays server-side)."""
+        return {"mode": self.mode, "text": self.text, "added": list(self.added), "updated": list(self.updated),
+                "removed": list(self.removed), "unchanged": self.unchanged, "reminded": list(self.reminded),
+                "bytes": self.bytes}
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: list[str], unchanged: int,
+                max_bytes: int) -> str:
+    counts = ", ".join(f"{len(topics)} {word}" for topics, word in
+                       ((added, "added"), (updated, "updated"), (removed, "removed")) if topics)
+    header = (f"Memory mm://{prep.memory_id}/ changed since you last saw it: {counts}; {unchanged} unchanged "
+              f"({READ_HINT}):")
+
+    def lines() -> Iterator[str]:
+        for word, topics in (("added ", added), ("updated ", updated)):
+            for topic in topics:
+                yield entry_line(prep.order[prep.rank[topic]], prep.memory_id, word)
+        for topic in removed:
+            yield f"- removed {topic}"
+
+    total = len(added) + len(updated) + len(removed)
+    out, _ = fit_lines(header, lines(), total, lambda n: f"… {_plural(n, 'more change')} not shown; {LIST_HINT}.",
+                       max_bytes)
+    return "\n".join(out)
+
+
+def _reminder_text(prep: Prepared, due: list[tuple[str, str]], max_bytes: int) -> str:
+    lines = (f"- may be stale: re-check {topic} <mm://{prep.memory_id}/{topic}> (review date {when}), "
+             "then rewrite or delete it." for topic, when in due)
+    out, _ = fit_lines("", lines, len(due),
+                       lambda n: f"… {_plural(n, 'more topic')} due for review; `mmctl due` lists them.", max_bytes)
+    return "\n".join(out)
+
+
+def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, today: date,
+                   max_bytes: int = DEFAULT_MAX_BYTES) -> Injection:
+    """What to inject for a client whose last committed view is ``view`` (None: never injected).
+
+    Args:
+        view: the client's stored view, or None for a new client.
+        snapshot: the current snapshot (or its :func:`prepare` form).
+        today: the date review dates are compared with (UTC, from the caller's clock).
+        max_bytes: budget of the text in UTF-8 bytes (default 3072); what does
+            not fit is named by count, and the new view still records it.
+
+    Returns:
+        The :class:`Injection`; see the module docstring for the modes.
+
+    Raises:
+        MMError(E_INVALID): if ``max_bytes`` is not a positive integer or too small for a heading.
+    """
+    prep = snapshot if isinstance(snapshot, Prepared) else prepare(snapshot)
+    current = prep.hashes
+    if view is None:
+        base = render_baseline(prep.order, memory_id=prep.memory_id, max_bytes=max_bytes, ordered=True)
+        return Injection("baseline", base.text, (), (), (), 0, (), ClientView(current, {}))
+    old = view.hashes
+    reminded = {t: d for t, d in view.reminded.items() if t in current}
+    if old != current:
+        rank = prep.rank
+        changed = sorted((t for t, h in current.items() if old.get(t) != h), key=rank.__getitem__)
+        added = [t for t in changed if t not in old]
+        updated = [t for t in changed if t in old]
+        unchanged = len(current) - len(changed)
+        gone = len(old) - (unchanged + len(updated))  # topics of the view that are no longer current
+        removed = sorted(t for t in old if t not in current) if gone else []
+        text = _delta_text(prep, added, updated, removed, unchanged, max_bytes)
+        return Injection("delta", text, tuple(added), tuple(updated), tuple(removed), unchanged, (),
+                         ClientView(current, reminded))
+    due = _due_unreminded(prep, reminded, today)
+    if not due:
+        fit_lines("", (), 0, str, max_bytes)  # the same refusal of a bad max_bytes in every mode
+        return Injection("none", "", (), (), (), len(current), (), ClientView(current, reminded))
+    text = _reminder_text(prep, due, max_bytes)
+    reminded.update(due)
+    return Injection("reminder", text, (), (), (), len(current), tuple(t for t, _ in due),
+                     ClientView(current, reminded))
+
+
+def _due_unreminded(prep: Prepared, reminded: Mapping[str, str], today: date) -> list[tuple[str, str]]:
+    """``(topic, YYYY-MM-DD)`` due on or before ``today`` and not yet reminded at that date, most overdue first."""
+    due: list[tuple[str, str]] = []
+    for topic, value in prep.reviews:
+        try:
+            when = parse_review_date(value)
+        except MMError:
+            continue  # a hand-written prose value: `due` reports it, a reminder cannot resolve it
+        if when <= today and reminded.get(topic) != when.isoformat():
+            due.append((topic, when.isoformat()))
+    due.sort(key=lambda pair: (pair[1], pair[0]))
+    return due

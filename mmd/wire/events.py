@@ -1,0 +1,102 @@
+"""The event topics and their payloads: what the daemon's PUB socket sends and subscribers receive.
+
+Each event is a multipart ``[topic, json]`` message; every payload carries
+``seq`` (one more than the previous event's, from 1) and ``at`` (ISO-8601 UTC
+with milliseconds). A topic is written once, here, as a constant; the daemon
+publishes and the client filters with these names. This module is shapes and
+names only: it never touches a socket.
+"""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+__all__ = [
+    "DAEMON_HEARTBEAT",
+    "EVENT_PAYLOADS",
+    "MEMORY_CHANGED",
+    "MEMORY_NUDGE",
+    "QUEUE_ADDED",
+    "TOPICS",
+    "ChangedEvent",
+    "ChangedItem",
+    "HeartbeatEvent",
+    "NudgeEvent",
+    "QueueAddedEvent",
+]
+
+MEMORY_NUDGE = "memory/nudge"
+"""The mm nudge report, on a schedule or when a session ends (:class:`NudgeEvent`)."""
+MEMORY_CHANGED = "memory/changed"
+"""A new revision: the topics added, updated and removed (:class:`ChangedEvent`)."""
+QUEUE_ADDED = "queue/added"
+"""Ingestion added review-queue candidates (:class:`QueueAddedEvent`)."""
+DAEMON_HEARTBEAT = "daemon/heartbeat"
+"""The daemon is alive, every ``daemon.heartbeatMs`` (:class:`HeartbeatEvent`)."""
+
+TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, QUEUE_ADDED, DAEMON_HEARTBEAT)
+"""Every event topic, as sent in the first frame (UTF-8)."""
+
+
+class ChangedItem(TypedDict):
+    """A topic in ``memory/changed``; ``sha256`` (hex) of the note body, absent for removed topics."""
+
+    topic: str
+    sha256: NotRequired[str]
+
+
+class ChangedEvent(TypedDict):
+    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``external`` | ``config``."""
+
+    seq: int
+    at: str
+    revision: int
+    cause: str
+    added: list[ChangedItem]
+    updated: list[ChangedItem]
+    removed: list[ChangedItem]
+
+
+class NudgeEvent(TypedDict):
+    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``).
+
+    A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
+    agent's DSH session whose log went quiet with its lock released (then ``source`` is the log's path).
+    """
+
+    seq: int
+    at: str
+    reason: str
+    queuePending: int
+    sessionId: NotRequired[str]
+    source: NotRequired[str]
+    pendingWrites: int
+    noteCount: int
+    indexOverBudget: bool
+    needsCommit: bool
+    suggestedActions: list[str]
+
+
+class HeartbeatEvent(TypedDict):
+    """``daemon/heartbeat``: every ``daemon.heartbeatMs``."""
+
+    seq: int
+    at: str
+    revision: int
+    queuePending: int
+
+
+class QueueAddedEvent(TypedDict):
+    """``queue/added``: after each ingestion batch that added candidates; ``source`` is the log's path."""
+
+    seq: int
+    at: str
+    ids: list[int]
+    sessionId: str | None
+    source: str
+
+
+
+EVENT_PAYLOADS: dict[str, type] = {MEMORY_NUDGE: NudgeEvent, MEMORY_CHANGED: ChangedEvent,
+                                   QUEUE_ADDED: QueueAddedEvent, DAEMON_HEARTBEAT: HeartbeatEvent}
+"""``{topic: the TypedDict of its payload}`` (``schema/events.schema.json`` holds the same)."""

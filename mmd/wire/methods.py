@@ -1,0 +1,166 @@
+"""The RPC method table: every method of DESIGN.md once, with its params and how it may be called.
+
+Each method is one :class:`Method` constant (``MEMORY_WRITE``, ``QUEUE_ACCEPT``, …)
+holding its name, its params (accepted types, required or not), whether a
+resend is safe (``idempotent``), and whether the daemon answers it on the loop
+(``inline``: a cheap read of an immutable snapshot). :data:`METHODS` indexes
+them by name. The daemon binds one handler to each name and checks params with
+:func:`check_params`; the client derives its resend and session rules from the
+same rows. A method name is written once, here. ``schema/rpc.schema.json``
+holds the same table (``tests/test_wire.py`` keeps them equal). This module
+never touches a socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mmd.core.errors import ErrorCode
+
+from .protocol import DaemonError, UnknownMethod
+
+__all__ = [
+    "DAEMON_STATUS",
+    "MEMORY_BUDGET",
+    "MEMORY_CLOSE",
+    "MEMORY_DELETE",
+    "MEMORY_DIGEST",
+    "MEMORY_INDEX",
+    "MEMORY_LIST",
+    "MEMORY_NUDGE",
+    "MEMORY_OPEN",
+    "MEMORY_READ",
+    "MEMORY_RELOAD",
+    "MEMORY_SEARCH",
+    "MEMORY_WRITE",
+    "METHODS",
+    "QUEUE_ACCEPT",
+    "QUEUE_GET",
+    "QUEUE_LIST",
+    "QUEUE_REJECT",
+    "SESSION_PARAM",
+    "Method",
+    "Param",
+    "check_params",
+]
+
+SESSION_PARAM = "sessionId"
+"""The param naming a session opened by ``memory.open``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One param: the Python types its JSON value may have, and whether it must be present.
+
+    ``bool`` is accepted only where listed (JSON ``true`` is not an integer here); a null
+    value counts as absent.
+    """
+
+    types: tuple[type, ...]
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """One RPC method.
+
+    Attributes:
+        name: the JSON-RPC method name (``memory.write``).
+        params: ``{param: Param}``, camelCase as on the wire.
+        idempotent: a resend after a timeout is safe (a daemon restart may have eaten the request).
+        inline: the daemon answers on the event loop (a cheap snapshot read or a session change);
+            the others run as tasks.
+    """
+
+    name: str
+    params: Mapping[str, Param] = field(default_factory=dict)
+    idempotent: bool = False
+    inline: bool = False
+
+    @property
+    def takes_session(self) -> bool:
+        """The method takes a ``sessionId`` (reads see the session's pinned revision)."""
+        return SESSION_PARAM in self.params
+
+
+_STR, _INT, _BOOL, _TAGS, _ID = (str,), (int,), (bool,), (str, list), (str, int)
+_SESSION = {SESSION_PARAM: Param(_STR)}
+
+MEMORY_OPEN = Method("memory.open", inline=True)
+MEMORY_CLOSE = Method("memory.close", {SESSION_PARAM: Param(_STR, True)}, inline=True)
+MEMORY_RELOAD = Method("memory.reload", {SESSION_PARAM: Param(_STR, True)}, inline=True)
+MEMORY_INDEX = Method("memory.index", _SESSION, idempotent=True, inline=True)
+MEMORY_READ = Method("memory.read", {"topic": Param(_STR), **_SESSION}, idempotent=True, inline=True)
+MEMORY_LIST = Method("memory.list", _SESSION, idempotent=True, inline=True)
+MEMORY_SEARCH = Method("memory.search", {"query": Param(_STR, True), "mode": Param(_STR), "limit": Param(_INT),
+                                         **_SESSION}, idempotent=True)
+MEMORY_BUDGET = Method("memory.budget", _SESSION, idempotent=True)
+MEMORY_WRITE = Method("memory.write", {
+    "topic": Param(_STR, True), "content": Param(_STR, True), "summary": Param(_STR), "tags": Param(_TAGS),
+    "budget": Param(_INT), "ifRevision": Param(_INT), **_SESSION})
+MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision": Param(_INT), **_SESSION})
+MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR), "maxItems": Param(_INT),
+                                         "topicHint": Param(_STR)}, idempotent=True)
+MEMORY_NUDGE = Method("memory.nudge", _SESSION, idempotent=True, inline=True)
+QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT)},
+                    idempotent=True)
+QUEUE_GET = Method("queue.get", {"id": Param(_ID, True)}, idempotent=True)
+QUEUE_ACCEPT = Method("queue.accept", {
+    "id": Param(_ID, True), "topic": Param(_STR), "content": Param(_STR), "summary": Param(_STR),
+    "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
+QUEUE_REJECT = Method("queue.reject", {"id": Param(_ID, True), "reason": Param(_STR)})
+DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
+
+METHODS: dict[str, Method] = {m.name: m for m in (
+    MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
+    MEMORY_WRITE, MEMORY_DELETE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT, QUEUE_REJECT,
+    DAEMON_STATUS)}
+"""Every method, by name."""
+
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}
+
+
+def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` without nulls, after checking them against the method's row of :data:`METHODS`.
+
+    Raises:
+        UnknownMethod: for a method that is not in :data:`METHODS`.
+        DaemonError(E_INVALID): for an unknown, missing or mistyped param, or a string holding a
+            lone surrogate (not Unicode text, so no file can hold it).
+    """
+    row = METHODS.get(method)
+    if row is None:
+        raise UnknownMethod(method)
+    spec = row.params
+    out = {k: v for k, v in params.items() if v is not None}
+    for key, value in out.items():
+        if key not in spec:
+            raise _invalid(f"{method} takes no param {key!r} (accepted: {', '.join(spec) or 'none'})")
+        types = spec[key].types
+        if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+            raise _invalid(f"{method}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in types)}")
+        if key == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
+            raise _invalid(f"{method}: tags must be a string or a list of strings")
+        if not all(_is_unicode(v) for v in (value if isinstance(value, list) else [value])):
+            raise _invalid(f"{method}: {key} holds a lone surrogate (not Unicode text)")
+    for key, param in spec.items():
+        if param.required and key not in out:
+            raise _invalid(f"{method} needs param {key!r}")
+    return out
+
+
+def _is_unicode(value: Any) -> bool:
+    """False for a string that cannot be UTF-8 (JSON allows ``"\\ud800"``; files cannot hold it)."""
+    if not isinstance(value, str):
+        return True
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _invalid(message: str) -> DaemonError:
+    return DaemonError(ErrorCode.E_INVALID, message)

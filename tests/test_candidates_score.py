@@ -1,0 +1,95 @@
+"""Score, cap, hide: select() over small sessions of our own."""
+
+from __future__ import annotations
+
+from mmd.candidates.score import MIN_SCORE, Draft, budget, select
+from mmd.sources.base import Position, Utterance
+
+
+def say(who: str, text: str, line: int, session: str = "s1") -> Utterance:
+    return Utterance(who, text, "claude-code", session, "/work/app", f"2026-11-30T20:{line:02d}:00.000Z",  # type: ignore[arg-type]
+                     Position(f"/logs/{session}.jsonl", line))
+
+
+def test_a_standing_rule_becomes_a_visible_draft_with_its_evidence() -> None:
+    rule = say("human", "never push directly to the main branch, we review everything first", 1)
+    drafts = select([rule, say("assistant", "Understood, I will open pull requests.", 2)])
+    assert [d.rule for d in drafts] == ["human-standing-rule"]
+    (draft,) = drafts
+    assert draft.visible and draft.kind == "rule" and draft.evidence == [rule] and draft.seen == 1
+    assert draft.summary == "never push directly to the main branch, we review everything first"
+    assert draft.score >= MIN_SCORE
+
+
+def test_the_humans_words_outrank_the_assistants() -> None:
+    drafts = select([
+        say("assistant", "The build never finishes because the cache lock is not released.", 1),
+        say("human", "never run the integration tests without the local database up", 2),
+    ])
+    assert [d.evidence[0].who for d in drafts] == ["human", "assistant"]
+
+
+def test_the_budget_hides_the_rest_but_keeps_them() -> None:
+    topics = [f"{a} {b}" for a in ("parser", "renderer", "exporter", "scheduler", "importer", "indexer")
+              for b in ("cache", "queue", "schema", "config", "logger")]
+    prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
+    drafts = select(prompts)
+    assert len(drafts) == 30
+    assert sum(d.visible for d in drafts) == budget(prompts) == 7
+    assert [d.visible for d in select(prompts, per_session=2)].count(True) == 2
+    assert not any(d.visible for d in select(prompts, per_session=0))
+
+
+def test_a_repeated_rule_is_one_draft_seen_twice_and_ranks_higher() -> None:
+    once = select([say("human", "always run the formatter before you commit anything", 1)])[0]
+    twice = select([
+        say("human", "always run the formatter before you commit anything", 1),
+        say("human", "Always run the formatter before you commit anything!", 5),
+    ])
+    assert len(twice) == 1 and twice[0].seen == 2 and len(twice[0].evidence) == 2
+    assert twice[0].score > once.score
+
+
+def test_an_acknowledged_correction_ranks_higher() -> None:
+    text = "that is a false positive, the framework always sets the app name"
+    plain = select([say("human", text, 1), say("assistant", "Okay.", 2)])[0]
+    acked = select([say("human", text, 1), say("assistant", "You're right, I'll drop that finding.", 2)])[0]
+    assert acked.score > plain.score
+
+
+def test_a_pasted_plan_and_injected_blocks_give_nothing() -> None:
+    plan = ("Implement the following plan:\n\n# Export plan\n\n## Rules\n- Always use the v2 client.\n"
+            "- Never write to the old table.\n")
+    injected = "<system_instruction>You must always answer in English and never use tables.</system_instruction>"
+    assert select([say("human", plan, 1), say("human", injected, 2)]) == []
+
+
+def test_summaries_give_one_draft_a_durable_bullet_and_none_from_transient_sections() -> None:
+    summary = (
+        "Summary:\n1. Primary Request and Intent:\n   - Always export everything to the new format now.\n"
+        "2. Errors and fixes:\n   - Fixed by pinning the driver because the pool leaked connections.\n"
+        "   - (none)\n3. Current Work:\n   - Never mind, the tests are running right now.\n"
+    )
+    drafts = select([say("summary", summary, 1)])
+    assert [(d.rule, d.body) for d in drafts] == [
+        ("summary-error-fix", "Fixed by pinning the driver because the pool leaked connections.")]
+
+
+def test_sessions_are_capped_separately() -> None:
+    stack = ("region", "bucket", "vpc")
+    a = [say("human", f"never change the {what} of this stack", i, "a") for i, what in enumerate(stack)]
+    b = [say("human", "always tag releases with the date in their name", 1, "b")]
+    drafts = select(a + b, per_session=1)
+    visible = [d.evidence[0].session_id for d in drafts if d.visible]
+    assert sorted(visible) == ["a", "b"]
+
+
+def test_a_finding_the_session_later_disproves_sinks() -> None:
+    finding = say("assistant", "The root cause is that the cache key ignores the tenant id in the lookup.", 1)
+    later = say("assistant", "I was wrong: the cache key and the tenant id are fine, the lookup times out.", 3)
+    other = say("assistant", "The report renders in dark mode now, as it did before the change.", 3)
+
+    def score_of(drafts: list[Draft]) -> float:
+        return next(d.score for d in drafts if d.evidence[0] is finding)
+
+    assert score_of(select([finding, later])) < score_of(select([finding, other]))

@@ -1,0 +1,115 @@
+"""Signals: each rule fires on its phrasing and stays quiet on look-alikes."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmd.candidates.signals import fire, strength
+from mmd.candidates.statements import Statement, split
+
+
+def one(text: str, section: str = "") -> Statement:
+    return Statement(text, section, bool(section), 0, 0)
+
+
+def rule_of(text: str, who: str, section: str = "") -> str | None:
+    rule = fire(one(text, section), who)
+    return None if rule is None else rule.name
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("from now on run the linter before every commit", "human-from-now-on"),
+    ("以后都用中文写提交说明，谢谢你", "human-from-now-on"),
+    ("always use uv run to launch python code", "human-standing-rule"),
+    ("never push directly to the main branch", "human-standing-rule"),
+    ("don't use the browser tool to read web pages", "human-standing-rule"),
+    ("不要在没有我同意的情况下提交代码", "human-standing-rule"),
+    ("务必在合并之前跑完全部测试", "human-standing-rule"),
+    ("提交信息一律用英文写，描述可以用中文", "human-standing-rule"),
+    ("the repo is managed with poetry, so run the suite through it", "human-should"),
+    ("I'd rather have one file per team than a single report", "human-preference"),
+    ("we prefer tabs over spaces in the makefiles", "human-preference"),
+    ("no, use the fetch tool to read that page", "human-correction"),
+    ("we use squash merges for every pull request", "human-we-use"),
+    ("the config loader should read the user folder first", "human-should"),
+    ("also you have a virtual environment in /tmp/review-venv", "human-environment"),
+])
+def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
+    assert rule_of(text, "human") == rule
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("The root cause is that the cache key ignores the tenant id.", "assistant-root-cause"),
+    ("That error happens because the browser blocks modules loaded from file URLs.", "assistant-root-cause"),
+    ("Fixed by passing the flag to the renderer so the text stays plain.", "assistant-fix"),
+    ("The hook doesn't receive any session context from stdin.", "assistant-pitfall"),
+    ("We'll use the thread pool since the default one is shared.", "assistant-decision"),
+    ("You're right — the exporter writes to stdout in dev only.", "assistant-acknowledged"),
+    ("The parser doesn't accept a leading minus, so the caller strips it.", "assistant-pitfall"),
+    ("The settings module defaults to production, which needs a secret key.", "assistant-pitfall"),
+    ("报错的根本原因是缓存键里没有租户编号", "assistant-root-cause"),
+    ("空列表时求和返回的是空值而不是零，所以要写默认值", "assistant-pitfall"),
+    ("Good catch - the second call reads the stale value.", "assistant-acknowledged"),
+])
+def test_assistant_findings_fire(text: str, rule: str) -> None:
+    assert rule_of(text, "assistant") == rule
+
+
+@pytest.mark.parametrize(("text", "who"), [
+    ("why does the build always fail on main?", "human"),       # a question
+    ("yes do it", "human"),                                      # too short to be a memory
+    ("Let me check why the tests never finish.", "assistant"),   # a progress note
+    ("I'll use the other branch for now because it builds.", "assistant"),
+    ("The page now renders the table as before.", "assistant"),  # plain narration
+    ("Run the build and tell me what you see.", "human"),        # a one-off request
+    ("src/app.py:12: error: never call this", "human"),          # pasted tool output
+    ("Here is what I found in the logs:", "human"),              # a lead-in
+    ("You're absolutely right!", "assistant"),                   # an acknowledgment with nothing after it
+    ("Good point, I will look at it.", "assistant"),
+    ("The issue is that I need to make the helper work with blocks.", "assistant"),  # a plan, not a finding
+    ("I don't think that matters here at all", "human"),         # a hedge, not a rule
+])
+def test_look_alikes_stay_quiet(text: str, who: str) -> None:
+    assert rule_of(text, who) is None
+
+
+def test_headings_and_code_never_reach_the_rules() -> None:
+    statements = split("## Always use the cache\n```\n# never do this\nnever()\n```")
+    assert statements == []
+
+
+def test_summary_rules_read_durable_sections_only() -> None:
+    assert rule_of("Fixed by pinning the driver to 2.3 after the pool leaked.", "summary",
+                   "errors and fixes") == "summary-error-fix"
+    assert rule_of("State bucket is in eu-west-1; never change backend region.", "summary",
+                   "critical context") == "summary-critical"
+    assert rule_of("User asked for the export endpoints to be added today.", "summary",
+                   "primary request and intent") is None
+    assert rule_of("Waiting for the test run to finish before merging.", "summary", "current work") is None
+    assert rule_of("(none)", "summary", "errors and fixes") is None
+    assert rule_of("Fixed by pinning the driver to 2.3 after the pool leaked.", "summary") is None
+
+
+def test_human_rules_do_not_read_the_assistant_and_back() -> None:
+    assert rule_of("always use uv run to launch python code", "assistant") is None
+    assert rule_of("The root cause is the cache key that ignores tenants.", "human") is None
+
+
+def test_a_request_for_the_task_at_hand_weighs_less_than_a_standing_rule() -> None:
+    request = strength(one("let's see if the cache makes it faster"), "human")
+    wish = strength(one("I'd like to write a viewer for these logs"), "human")
+    standing = strength(one("let's never cache the tenant list"), "human")
+    assert request < standing and wish < standing
+
+
+def test_something_said_of_the_moment_weighs_less() -> None:
+    one_off = strength(one("don't push yet, I will review the diff tomorrow"), "human")
+    standing = strength(one("don't push to the release branch, I review every diff"), "human")
+    assert one_off < standing
+
+
+def test_strength_halves_a_question_and_lifts_a_reason() -> None:
+    plain = strength(one("we use squash merges for pull requests"), "human")
+    reason = strength(one("we use squash merges because the history stays linear"), "human")
+    question = strength(one("we use squash merges for pull requests, right?"), "human")
+    assert reason > plain > question

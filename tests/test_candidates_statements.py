@@ -1,0 +1,64 @@
+"""Statements: sentences and bullets of utterance text, never headings, code, tables or tool output."""
+
+from __future__ import annotations
+
+from mmd.candidates.statements import MAX_STATEMENT, looks_pasted, split, summarize
+
+
+def texts(text: str) -> list[str]:
+    return [s.text for s in split(text)]
+
+
+def test_sentences_of_a_paragraph_are_statements_lowercase_too() -> None:
+    assert texts("don't write python code. only change javascript code.") == [
+        "don't write python code.", "only change javascript code."]
+
+
+def test_abbreviations_do_not_end_a_sentence() -> None:
+    assert texts("Use a queue, e.g. Redis for this. It scales.") == ["Use a queue, e.g. Redis for this.", "It scales."]
+
+
+def test_a_bullet_with_its_continuation_is_one_statement() -> None:
+    got = split("- the cache is keyed by tenant\n  and never expires\n- second point here")
+    assert [s.text for s in got] == ["the cache is keyed by tenant and never expires", "second point here"]
+    assert all(s.bullet for s in got)
+
+
+def test_a_heading_is_never_a_statement_but_names_the_section() -> None:
+    got = split("## Errors and Fixes\n- Fixed by pinning the driver.\n\n**Next step:**\n- run it again")
+    assert [s.text for s in got] == ["Fixed by pinning the driver.", "run it again"]
+    assert [s.section for s in got] == ["errors and fixes", "next step"]
+    assert split("# Plan\n\n## Phase 1\n\n### Step 2") == []
+
+
+def test_code_blocks_tables_and_tool_output_are_skipped() -> None:
+    text = (
+        "Before the block.\n```python\nnever = 'always do this'\n```\n"
+        "| rule | never |\n|---|---|\n"
+        "$ npm run build\n"
+        "2026-01-02 10:00:01 ERROR never retried\n"
+        "Traceback (most recent call last):\n"
+        "src/app.py:12: error: always wrong\n"
+        "After the block."
+    )
+    assert texts(text) == ["Before the block.", "After the block."]
+
+
+def test_a_long_statement_is_cut_at_a_word() -> None:
+    (statement,) = split("word " * 300)
+    assert len(statement.text) <= MAX_STATEMENT and statement.text.endswith("word…")
+
+
+def test_summarize_cuts_at_a_word_with_an_ellipsis() -> None:
+    text = "the deploy script must run from the repository root because it reads relative paths " * 3
+    got = summarize(text)
+    assert len(got) <= 120 and got.endswith("…") and text.startswith(got[:-1])
+    assert summarize("short  text\n") == "short text"
+
+
+def test_pasted_plans_and_logs_are_recognised() -> None:
+    plan = "Implement the following plan:\n\n# Plan\n\nAlways use the cache."
+    spec = "# Spec\n" + "Some words here.\n" * 100 + "## Part A\ntext\n## Part B\ntext\n"
+    log = "\n".join(f"2026-01-02 10:00:{i:02d} INFO step {i}" for i in range(10))
+    assert looks_pasted(plan) and looks_pasted(spec) and looks_pasted(log)
+    assert not looks_pasted("never push to main without a review. we use squash merges.")
