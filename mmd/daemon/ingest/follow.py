@@ -162,9 +162,11 @@ class Ingestor:
         changed = False
         for f in self.folders.enabled():
             inode = f.present_inode()
-            if inode == f.inode:
+            if inode is not None and inode == f.inode:
                 continue
-            changed = True
+            if inode is None and f.health.phase == "waiting":
+                continue
+            changed = changed or inode is not None or f.inode is not None
             if f.inode is not None:
                 log.warning("ingest.folder_gone kind=%s folder=%s (waiting for it to come back)", f.kind, f.root)
                 self._drop_tracked(f)
