@@ -16,6 +16,7 @@ from typing import Any
 
 from tests.test_daemon_helpers import Subscriber
 from tests.test_ingest_helpers import backfilled, call, candidates, status, wait_until
+from tests.test_schema import check, event_def, rpc_def
 
 SOURCES_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sources"
 DSH_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sessions"
@@ -91,6 +92,7 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
     st = wait_until(lambda: (s := backfilled(daemon)) and all(
         sources(s)[k]["backfill"]["done"] for k in ("claude-code", "codex")) and s, what="both folders")
     by_kind = sources(st)
+    check(rpc_def("daemon.status.result"), st, "daemon.status with three sources")
     assert [s["kind"] for s in st["ingest"]["sources"]] == KINDS
     assert by_kind["dsh"]["enabled"] and by_kind["dsh"]["phase"] == "waiting" and not by_kind["dsh"]["folderPresent"]
     for kind, folder, files in (("claude-code", projects, 4), ("codex", rollouts, 4)):
@@ -116,13 +118,27 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
         with open(transcript, "ab") as f:
             f.write(claude_record(CLAUDE_SID, 90, "user", "MEMO: the kiln cache lives in /var/cache/kiln.")[50:])
         _, added = await sub.wait_for(lambda topic, p: topic == "queue/added")
+        check(event_def("queue/added"), added, "queue/added")
         assert (added["agent"], added["sessionId"], added["source"]) == ("claude-code", CLAUDE_SID, str(transcript))
         _, nudge = await sub.wait_for(lambda topic, p: topic == "memory/nudge" and p["reason"] == "session-end")
+        check(event_def("memory/nudge"), nudge, "memory/nudge (agent session-end)")
         assert (nudge["agent"], nudge["sessionId"], nudge["project"], nudge["source"]) == (
             "claude-code", CLAUDE_SID, "/home/ana/code/kiln", str(transcript))
     finally:
         sub.close()
     assert len(candidates(daemon)) == 3 and status(daemon)["ingest"]["sessionsEnded"] == 1
+    # replaced by a rewritten file (same records, one more) and then truncated: read again, nothing twice
+    rewritten = transcript.with_name("rewrite.tmp")
+    more = claude_record(CLAUDE_SID, 91, "user", "MEMO: kiln needs rust 1.80.")
+    rewritten.write_bytes(transcript.read_bytes() + more)
+    rewritten.replace(transcript)
+    wait_until(lambda: len(candidates(daemon)) == 4, what="the replaced transcript read again")
+    transcript.write_bytes(claude_record(CLAUDE_SID, 0, "user", "MEMO: kiln releases are cut from the release branch.")
+                           + claude_record(CLAUDE_SID, 92, "user", "MEMO: kiln was truncated once."))
+    wait_until(lambda: len(candidates(daemon)) == 5, what="the truncated transcript read again")
+    bodies = [c["body"] for c in candidates(daemon)]
+    assert len(bodies) == len(set(bodies)) == 5 and {"kiln needs rust 1.80.", "kiln was truncated once."} <= set(bodies)
+    assert status(daemon)["ingest"]["errors"] == 0
 
 
 def test_no_source_turns_one_off_and_a_folder_created_after_start_is_picked_up(start_daemon, tmp_path: Path) -> None:
@@ -132,6 +148,7 @@ def test_no_source_turns_one_off_and_a_folder_created_after_start_is_picked_up(s
     st = wait_until(lambda: (s := status(daemon)) and sources(s)["codex"]["phase"] == "waiting" and s,
                     what="codex waiting")
     by_kind = sources(st)
+    check(rpc_def("daemon.status.result"), st, "daemon.status with a source off")
     assert (by_kind["claude-code"]["enabled"], by_kind["claude-code"]["phase"]) == (False, "off")
     assert by_kind["codex"]["enabled"] and not by_kind["codex"]["folderPresent"]
     assert st["ingest"]["phase"] == "waiting"  # no DSH folder and no codex folder yet
