@@ -15,6 +15,10 @@ step/turn bookkeeping. Figures, each from a fresh ``mmd`` process:
 - append-to-queue latency while the daemon follows the log: a line holding a
   ``MEMO:`` is appended every 100 ms and timed until its ``queue/added``
   event arrives, p50 and p95 (target: p95 ≤ 500 ms with default settings);
+- 10,000 small Claude Code transcripts already there at start
+  (``--transcripts``): the backfill's time, files/s and peak RSS, and the
+  slowest ``daemon.status`` and ``memory.index`` answers while it runs (reads
+  and RPC must not wait for it), and whether the newest file came first;
 - a Claude Code case through the daemon (``--source claude-code=…``): a
   transcript of at least ``--mb`` MB from :func:`bench.sources_bench.generate`
   (the real 2.1.x shapes: big tool results, ``progress`` records nesting them,
@@ -264,17 +268,61 @@ def claude_code(base: Path, megabytes: float) -> None:
     print(f"slowest daemon.status during the claude-code backfill: {slowest:.1f} ms")
 
 
+def many_transcripts(base: Path, count: int) -> None:
+    """``count`` small Claude Code transcripts already there at start: the backfill runs in the background
+    (newest first) while reads and ``daemon.status`` stay answered."""
+    projects = base / "many" / "projects"
+    now = time.time()
+    for i in range(count):
+        sid = f"{i:08x}-2222-4333-8444-555555555555"
+        path = projects / f"-home-dev-p{i % 200}" / f"{sid}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [{"type": "user", "uuid": f"{sid}-{n}", "sessionId": sid, "cwd": f"/home/dev/p{i % 200}",
+                  "timestamp": "2026-02-17T03:00:00.000Z", "message": {"role": "user", "content": text}}
+                 for n, text in enumerate((f"MEMO: service {i} deploys from tag v{i}.", "please run the tests",
+                                           f"REMEMBER: service {i} listens on port {10000 + i}."))]
+        path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines), encoding="utf-8")
+        os.utime(path, (now - count + i, now - count + i))  # the last one is the newest
+    daemon = Daemon(base / "run-many", base / "no-dsh", "--source", f"claude-code={projects}", "--no-source", "codex")
+    try:
+        daemon.wait_ready()
+        slowest_status = slowest_read = 0.0
+        while True:
+            t0 = time.perf_counter()
+            st = daemon.call("daemon.status")
+            t1 = time.perf_counter()
+            daemon.call("memory.index")
+            t2 = time.perf_counter()
+            slowest_status, slowest_read = max(slowest_status, (t1 - t0) * 1000), max(slowest_read, (t2 - t1) * 1000)
+            source = next(s for s in st["ingest"]["sources"] if s["kind"] == "claude-code")
+            if source["backfill"]["done"]:
+                break
+            time.sleep(0.05)
+        b = source["backfill"]
+        first = daemon.call("queue.list", {"limit": 1})["candidates"][0]
+        rate = b["files"] / b["seconds"]
+        print(f"{count} claude-code transcripts at start: backfill {b['seconds']:.1f} s ({rate:.0f} files/s), "
+              f"candidates {st['queue']['total']}, peak RSS {daemon.peak_rss_mib():.1f} MiB")
+        print(f"  during it: slowest daemon.status {slowest_status:.1f} ms, slowest memory.index {slowest_read:.1f} ms;"
+              f" first candidate from {Path(first['source']['file']).name} (newest: {count - 1:08x}-…)")
+    finally:
+        daemon.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=110.0, help="size of the generated log, MB (default 110)")
     parser.add_argument("--appends", type=int, default=60, help="appends timed for the latency figure")
-    parser.add_argument("--only", choices=("dsh", "claude-code"), help="run one case only")
+    parser.add_argument("--only", choices=("dsh", "claude-code", "many"), help="run one case only")
+    parser.add_argument("--transcripts", type=int, default=10_000, help="transcripts of the many case")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mmd-ingest-bench-") as tmp:
         base = Path(tmp)
-        if args.only != "dsh":
+        if args.only in (None, "many"):
+            many_transcripts(base, args.transcripts)
+        if args.only in (None, "claude-code"):
             claude_code(base, args.mb)
-        if args.only == "claude-code":
+        if args.only not in (None, "dsh"):
             return
         plain_dir = base / "plain" / "--home-dev-bench--" / "session-bench"
         plain_dir.mkdir(parents=True)
