@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from tests.test_schema import check, event_def, rpc_def
 
 SOURCES_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sources"
 DSH_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sessions"
+INGEST_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ingest"
 KINDS = ["dsh", "claude-code", "codex"]
 
 
@@ -194,19 +197,31 @@ def test_a_sigkill_mid_backfill_then_a_restart_queues_each_candidate_once(start_
     assert call(third, "daemon.status")["queue"]["total"] == len(expected)
 
 
-def test_a_restart_with_the_new_sources_keeps_the_dsh_cursors(start_daemon, tmp_path: Path) -> None:
+def test_a_state_db_from_before_the_sources_keeps_its_dsh_cursors(start_daemon, tmp_path: Path) -> None:
+    """``state_before_sources.sql``: the state.db the daemon before this change wrote over the DSH fixtures."""
     sessions = tmp_path / "sessions"  # the daemon helper's --sessions
     shutil.copytree(DSH_FIXTURES, sessions)
-    first = start_daemon("--no-source", "claude-code", "--no-source", "codex")  # DSH alone, as before the sources
-    st = backfilled(first)
-    total, dsh_bytes = st["queue"]["total"], sources(st)["dsh"]["bytesRead"]
-    assert total > 0 and dsh_bytes > 0
-    first.stop()
+    (tmp_path / "root" / ".mmd").mkdir(parents=True)
+    conn = sqlite3.connect(tmp_path / "root" / ".mmd" / "state.db")
+    conn.executescript((INGEST_FIXTURES / "state_before_sources.sql").read_text(encoding="utf-8").replace(
+        "/tmp/sw_upg/sessions", str(sessions)))
+    for path, raw in conn.execute("SELECT path, cursor FROM cursors").fetchall():
+        cursor = json.loads(raw)  # the copy is the same file: same bytes, its mtime set back, its own inode
+        os.utime(path, ns=(cursor["log"]["mtime_ns"], cursor["log"]["mtime_ns"]))
+        cursor["log"]["inode"] = os.stat(path).st_ino
+        conn.execute("UPDATE cursors SET cursor = ?, inode = ? WHERE path = ?",
+                     (json.dumps(cursor), cursor["log"]["inode"], path))
+    conn.commit()
+    before = conn.execute("SELECT id, key FROM candidates ORDER BY id").fetchall()
+    conn.close()
+    assert len(before) == 2
     projects, _ = fake_home(tmp_path / "home")
     claude_session(projects, CLAUDE_SID, ["MEMO: only this is new."])
-    second = start_daemon()
-    st = wait_until(lambda: (s := backfilled(second)) and sources(s)["claude-code"]["backfill"]["done"] and s,
-                    what="every folder")
-    assert sources(st)["dsh"]["bytesRead"] == 0 and sources(st)["dsh"]["files"] == sources(st)["dsh"]["backfill"][
-        "files"] > 0
-    assert st["queue"]["total"] == total + 1
+    daemon = start_daemon()
+    st = wait_until(lambda: (s := backfilled(daemon)) and all(
+        sources(s)[k]["backfill"]["done"] for k in KINDS) and s, what="every folder")
+    dsh = sources(st)["dsh"]
+    assert dsh["bytesRead"] == 0 and dsh["files"] == dsh["backfill"]["files"] == 3 and dsh["candidatesAdded"] == 0
+    got = candidates(daemon)
+    assert [c["id"] for c in got] == [1, 2, 3] and got[2]["body"] == "only this is new."
+    assert st["queue"]["total"] == 3 and st["ingest"]["errors"] == 0
