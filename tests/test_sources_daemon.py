@@ -18,6 +18,7 @@ from typing import Any
 
 from tests.test_daemon_helpers import Subscriber
 from tests.test_ingest_helpers import backfilled, call, candidates, status, wait_until
+from tests.test_mmctl_daemon import cli
 from tests.test_schema import check, event_def, rpc_def
 
 SOURCES_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sources"
@@ -105,6 +106,13 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
         assert s["backfill"]["files"] == s["backfill"]["filesTotal"] == files
         assert s["bytesRead"] == s["backfill"]["bytesTotal"] == sum(p.stat().st_size for p in folder.rglob("*.jsonl")
                                                                     if "subagents" not in p.parts)
+    code, out, err = cli(daemon, "status")
+    assert (code, err) == (0, "")
+    table = out.split("\nsources:\n")[1].splitlines()
+    assert table[0].split() == ["source", "state", "files", "read", "last", "event", "errors", "backfill", "folder"]
+    assert [row.split()[:3] for row in table[1:]] == [["dsh", "waiting", "0"], ["claude-code", "following", "4"],
+                                                      ["codex", "following", "4"]]
+    assert table[2].endswith(f"4/4 files in {by_kind['claude-code']['backfill']['seconds']:.1f} s  {projects}")
     got = {c["body"]: c for c in candidates(daemon)}
     assert set(got) == {"kiln releases are cut from the release branch.", "the viewer's e2e suite needs Xvfb."}
     assert got["kiln releases are cut from the release branch."]["source"]["sessionId"] == CLAUDE_SID
