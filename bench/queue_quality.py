@@ -12,6 +12,18 @@ Held out of tuning, picked up front by a fixed rule: every 4th file in name orde
 the first (5 of 18). Targets (issue 13): all files precision ≥ 0.45 and recall ≥ 0.40; the
 held-out files stand in for "real sessions we do not have": ≥ 0.35 / 0.35.
 
+``--cv``: leave-one-file-out over the global parameters (:class:`mmd.candidates.score.Tuning`:
+who-factors, the visible budget formula, the score floor, the same-utterance damping). For each
+file, a grid is searched on the other 17 (objective: the smaller of precision and recall, ties to
+precision) and the best tuning is scored on the file left out; the left-out files' counts summed
+give the cross-validated estimate, beside the defaults' figures on the same files. The rules'
+phrasing itself cannot be cross-validated this way (it was written reading these files): the
+estimate covers the parameters only, so read it as an upper bound for unseen sessions.
+
+``--other``: the synthetic ``../shared/sessions-other`` (``labels.json``): labelled memories made
+visible, visible candidates that match a *visible* noise item, candidates that match nothing, and
+memories shown twice within one file (cross-session merging is the dedupe's, not measured here).
+
 Utterances come from the Claude Code and Codex adapters (``mmd.sources.claude_code``,
 ``mmd.sources.codex``), each file read whole.
 
@@ -21,6 +33,7 @@ Run: ``python bench/queue_quality.py [--root DIR] [--per-session N] [--show] [--
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -32,7 +45,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from mmd.candidates.score import Draft, select  # noqa: E402
+from mmd.candidates.score import DEFAULT_TUNING, Draft, Tuning, budget, select  # noqa: E402
 from mmd.sources.base import Utterance  # noqa: E402
 from mmd.sources.claude_code import ClaudeCodeSource  # noqa: E402
 from mmd.sources.codex import CodexSource  # noqa: E402
@@ -94,31 +107,132 @@ def _figures(rows: list[dict[str, Any]]) -> tuple[float, float, float]:
     return (good / shown if shown else 0.0, found / gold if gold else 0.0, shown / max(1, len(rows)))
 
 
-def measure(root: Path, per_session: int | None, show: bool) -> tuple[list[dict[str, Any]], Counter[str], Counter[str]]:
+def _files(root: Path, gold: list[dict[str, Any]]) -> list[str]:
+    return sorted({g["file"] for g in gold} | {p.relative_to(root).as_posix() for p in root.rglob("*.jsonl")
+                                                if "subagents" not in p.parts})
+
+
+def _row(name: str, n: int, drafts: list[Draft], quotes: list[str]) -> tuple[dict[str, Any], list[bool]]:
+    texts = [d.summary + "\n" + d.body for d in drafts]
+    good = [any(matches(q, t) for q in quotes) for t in texts]
+    found = sum(1 for q in quotes if any(matches(q, t) for t in texts))
+    return ({"file": name, "held": n % 4 == 0, "shown": len(drafts), "good": sum(good), "gold": len(quotes),
+             "found": found}, good)
+
+
+def measure(root: Path, per_session: int | None, show: bool,
+            tuning: Tuning = DEFAULT_TUNING) -> tuple[list[dict[str, Any]], Counter[str], Counter[str]]:
     """One row per main session file, plus per-rule counts of visible and matching candidates."""
     gold = json.loads((root / "gold.json").read_text(encoding="utf-8"))
-    files = sorted({g["file"] for g in gold} | {p.relative_to(root).as_posix() for p in root.rglob("*.jsonl")
-                                                  if "subagents" not in p.parts})
     rows = []
     fired: Counter[str] = Counter()
     hit: Counter[str] = Counter()
-    for n, name in enumerate(files):
+    for n, name in enumerate(_files(root, gold)):
         quotes = [g["quote"] for g in gold if g["file"] == name]
-        drafts: list[Draft] = [d for d in select(read_session(root / name), per_session=per_session) if d.visible]
-        texts = [d.summary + "\n" + d.body for d in drafts]
-        good = [any(matches(q, t) for q in quotes) for t in texts]
-        found = sum(1 for q in quotes if any(matches(q, t) for t in texts))
+        drafts = [d for d in select(read_session(root / name), per_session=per_session, tuning=tuning) if d.visible]
+        row, good = _row(name, n, drafts, quotes)
         for draft, ok in zip(drafts, good, strict=True):
             fired[draft.rule] += 1
             hit[draft.rule] += ok
-        rows.append({"file": name, "held": n % 4 == 0, "shown": len(drafts), "good": sum(good),
-                     "gold": len(quotes), "found": found})
+        rows.append(row)
         if show:
             print(f"== {name}")
             for draft, ok in zip(drafts, good, strict=True):
                 mark = "+" if ok else "-"
                 print(f"  {mark} {draft.score:.2f} {draft.rule:22} {draft.evidence[0].who[:3]} {draft.summary}")
     return rows, fired, hit
+
+
+# --- cross-validation of the global parameters ------------------------------------------------------
+
+GRID_SCORING = {"assistant": (0.55, 0.7, 0.85), "summary": (0.85,), "same_turn": (0.6, 0.8),
+                "moment": (1.0, 0.8, 0.6)}
+"""Parameters that change the ranking: select() runs once a combination."""
+GRID_SHOWING = {"min_score": (0.4, 0.5, 0.6, 0.7), "budget_base": (1.0, 2.0, 3.0),
+                "budget_slope": (0.5, 0.75, 1.0), "budget_max": (5, 8, 12)}
+"""Parameters that only cut the ranking: applied to each ranking without running select() again."""
+
+
+def _grid(grid: dict[str, tuple[float, ...]]) -> list[dict[str, float]]:
+    return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+
+
+def _objective(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    p, r, _ = _figures(rows)
+    return (min(p, r), p)
+
+
+def cross_validate(root: Path) -> None:
+    """Leave one file out: pick a Tuning on the other files, score the one left out; print both."""
+    gold = json.loads((root / "gold.json").read_text(encoding="utf-8"))
+    names = _files(root, gold)
+    sessions = {name: read_session(root / name) for name in names}
+    quotes = {name: [g["quote"] for g in gold if g["file"] == name] for name in names}
+    # rows[tuning] = one row a file; ranked once per scoring combination, cut for every showing one
+    rows: dict[Tuning, list[dict[str, Any]]] = {}
+    for scoring in _grid(GRID_SCORING):
+        ranked = {name: select(utts, per_session=1 << 30, tuning=Tuning(**scoring, min_score=-1e9))  # type: ignore[arg-type]
+                  for name, utts in sessions.items()}
+        for showing in _grid(GRID_SHOWING):
+            tuning = Tuning(**scoring, **showing)  # type: ignore[arg-type]
+            rows[tuning] = [_row(name, n, [d for d in ranked[name][: budget(sessions[name], tuning)]
+                                           if d.score >= tuning.min_score], quotes[name])[0]
+                            for n, name in enumerate(names)]
+    check = rows.get(DEFAULT_TUNING)
+    if check is not None:
+        direct, _, _ = measure(root, None, False)
+        assert [r["good"] for r in check] == [r["good"] for r in direct], "the grid's cut differs from select()"
+    held: list[dict[str, Any]] = []
+    picks: Counter[Tuning] = Counter()
+    for n in range(len(names)):
+        best = max(rows, key=lambda t: _objective([r for i, r in enumerate(rows[t]) if i != n]))
+        picks[best] += 1
+        held.append(rows[best][n])
+    for label, part in (("defaults", rows.get(DEFAULT_TUNING) or measure(root, None, False)[0]),
+                        ("cv (LOFO)", held)):
+        p, r, per = _figures(part)
+        print(f"{label:10} files {len(part):2}  precision {p:.3f}  recall {r:.3f}  candidates/session {per:.1f}"
+              f"  (floor for unseen sessions {FLOOR_HELD[0]:.2f} / {FLOOR_HELD[1]:.2f})")
+    best_all = max(rows, key=lambda t: _objective(rows[t]))
+    p, r, per = _figures(rows[best_all])
+    print(f"best on all files (in-sample): precision {p:.3f} recall {r:.3f} per session {per:.1f}: {best_all}")
+    for tuning, count in picks.most_common(3):
+        print(f"picked {count:2}x: {tuning}")
+
+
+# --- sessions-other: the synthetic labels -----------------------------------------------------------
+
+OTHER = ROOT.parent / "sessions-other"
+
+
+def other(root: Path, show: bool) -> None:
+    """Labelled memories made visible, visible noise, unmatched candidates, memories shown twice."""
+    labels = json.loads((root / "labels.json").read_text(encoding="utf-8"))
+    memories = shown = good = noisy = twice = restated = 0
+    found = 0
+    for entry in labels["files"]:
+        if "subagents" in entry["path"]:
+            continue
+        drafts = [d for d in select(read_session(root / entry["path"])) if d.visible]
+        texts = [d.summary + "\n" + d.body for d in drafts]
+        mems = [m["quote"] for m in entry["memories"]]
+        dups = [d["quote"] for d in entry["duplicates"]]
+        noise = [n["quote"] for n in entry["noise"] if n["visible_to_correct_reader"]]
+        memories += len(mems)
+        shown += len(texts)
+        for q in mems:
+            hits = sum(1 for t in texts if matches(q, t))
+            found += hits > 0
+            twice += hits > 1
+        for t in texts:
+            is_good = any(matches(q, t) for q in mems)
+            good += is_good
+            restated += not is_good and any(matches(q, t) for q in dups)
+            noisy += any(matches(q, t) for q in noise)
+            if show:
+                print(f"  {'+' if is_good else '-'} {entry['path'][-24:]} {t.splitlines()[0][:100]}")
+    print(f"sessions-other: memories visible {found}/{memories}  visible candidates {shown}  match a memory {good}"
+          f"  restatement only {restated}  match visible noise {noisy}  memory shown twice {twice}")
 
 
 def main() -> None:
@@ -128,6 +242,9 @@ def main() -> None:
     parser.add_argument("--per-session", type=int, default=None)
     parser.add_argument("--show", action="store_true", help="print every visible candidate, + when it matches")
     parser.add_argument("--rules", action="store_true", help="print per-rule precision")
+    parser.add_argument("--cv", action="store_true", help="leave-one-file-out estimate of the global parameters")
+    parser.add_argument("--other", type=Path, nargs="?", const=OTHER, default=None,
+                        help="also measure ../shared/sessions-other (labels.json)")
     args = parser.parse_args()
     if not (args.root / "gold.json").is_file():
         sys.exit(f"no gold.json under {args.root}: the real sessions are not beside this checkout")
@@ -144,6 +261,13 @@ def main() -> None:
         p, r, per = _figures(part)
         beside = f"  (floor precision {floor[0]:.2f}, recall {floor[1]:.2f})" if floor else ""
         print(f"{label:9} files {len(part):2}  precision {p:.3f}  recall {r:.3f}  candidates/session {per:.1f}{beside}")
+    if args.cv:
+        cross_validate(args.root)
+    if args.other is not None:
+        if (args.other / "labels.json").is_file():
+            other(args.other, args.show)
+        else:
+            print(f"sessions-other: no labels.json under {args.other}, skipped")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mmd.candidates.score import MIN_SCORE, Draft, budget, select
+import pytest
+
+from mmd.candidates.score import DEFAULT_TUNING, MIN_SCORE, Draft, Tuning, budget, select
 from mmd.sources.base import Position, Utterance
 
 
@@ -93,3 +95,27 @@ def test_a_finding_the_session_later_disproves_sinks() -> None:
         return next(d.score for d in drafts if d.evidence[0] is finding)
 
     assert score_of(select([finding, later])) < score_of(select([finding, other]))
+
+
+def test_the_tuning_sets_the_budget_formula_and_the_floor() -> None:
+    topics = [f"{a} {b}" for a in ("parser", "renderer", "exporter", "scheduler")
+              for b in ("cache", "queue", "schema", "config")]
+    prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
+    assert budget(prompts) == budget(prompts, DEFAULT_TUNING) == 6  # 2 + sqrt(16)
+    flat = Tuning(budget_base=3.0, budget_slope=0.0)
+    assert budget(prompts, flat) == 3
+    assert sum(d.visible for d in select(prompts, tuning=flat)) == 3
+    assert budget(prompts, Tuning(budget_slope=5.0, budget_max=10)) == 10
+    assert not any(d.visible for d in select(prompts, tuning=Tuning(min_score=5.0)))
+
+
+def test_the_tuning_weighs_the_assistant_and_the_task_at_hand() -> None:
+    finding = say("assistant", "The build never finishes because the cache lock is not released.", 1)
+    low = select([finding], tuning=Tuning(assistant=0.5))[0].score
+    high = select([finding], tuning=Tuning(assistant=0.9))[0].score
+    assert high > low
+    moment = say("human", "let's make sure this page never shows the admin menu", 2)
+    plain = select([moment])[0].score
+    assert select([moment], tuning=Tuning(moment=0.5))[0].score == pytest.approx(plain * 0.5)
+    lasting = say("human", "the admin menu never shows on public pages", 3)
+    assert select([lasting], tuning=Tuning(moment=0.5))[0].score == select([lasting])[0].score

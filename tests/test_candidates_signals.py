@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mmd.candidates.signals import fire, strength
+from mmd.candidates.signals import fire, of_the_moment, strength
 from mmd.candidates.statements import Statement, split
 
 
@@ -113,3 +113,19 @@ def test_strength_halves_a_question_and_lifts_a_reason() -> None:
     reason = strength(one("we use squash merges because the history stays linear"), "human")
     question = strength(one("we use squash merges for pull requests, right?"), "human")
     assert reason > plain > question
+
+
+def test_make_sure_is_a_request_not_a_standing_rule() -> None:
+    assert rule_of("make sure the exported file keeps every field", "human") == "human-should"
+    assert rule_of("never export the secrets, make sure of it", "human") == "human-standing-rule"
+
+
+@pytest.mark.parametrize(("text", "moment"), [
+    ("let's rename the flag to something shorter", True),
+    ("now the list should scroll with the keys", True),
+    ("make sure this stays highlighted while dragging", True),
+    ("the game ends when the king is captured", False),
+    ("never deploy on a friday, the on-call team is thin", False),
+])
+def test_of_the_moment_tells_the_task_at_hand(text: str, moment: bool) -> None:
+    assert of_the_moment(one(text)) is moment

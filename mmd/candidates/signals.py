@@ -20,7 +20,8 @@ from typing import Literal
 
 from mmd.candidates.statements import Statement
 
-__all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "quiet", "strength"]
+__all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "of_the_moment", "quiet",
+           "strength"]
 
 Kind = Literal["preference", "rule", "fact", "decision", "pitfall", "environment"]
 KINDS: tuple[Kind, ...] = ("preference", "rule", "fact", "decision", "pitfall", "environment")
@@ -84,11 +85,11 @@ RULES: tuple[Rule, ...] = (
     Rule("human-standing-rule", "rule", 0.9, ("human",), _rx(
         r"\b(?:always|never)\b", r"\bmust(?:n'?t| not)?\b",
         r"\bdo(?:n'?t| not)\s+(?!think|know|understand|see|get|mind|care|remember|believe|recall)(?:ever\s+)?\w+",
-        r"\bshould(?:n'?t| not)\s+\w+", r"\bmake sure\b",
+        r"\bshould(?:n'?t| not)\s+\w+",
         r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b",
         r"不要", r"务必", r"必须", r"别再", r"永远", r"总是", r"一律", r"一定要", r"千万")),
     Rule("human-should", "rule", 0.6, ("human",), _rx(
-        r"\bshould\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该",
+        r"\bshould\b", r"\bmake sure\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该",
         r"\bso (?:run|use|keep|always|never|make sure|don'?t)\b",
         r"\bkeep (?:\w+ )?(?:small|short|in sync|consistent)\b")),
     Rule("human-preference", "preference", 0.85, ("human",), _rx(
@@ -185,6 +186,23 @@ def quiet(statement: Statement, who: str) -> bool:
     if who == "assistant" and _PLAN.search(text):
         return True
     return who == "summary" and bool(_NONE.match(text))
+
+
+# the words of a request for the task at hand: "let's …", "make sure this …", "now …", "this one"
+_MOMENT = re.compile(
+    r"\blet'?s\b|\blets\b|\bmake sure\b|\bnow\b|\b(?:this|these|those|that one|here)\b|"
+    r"这个|现在|先", re.IGNORECASE)
+
+
+def of_the_moment(statement: Statement) -> bool:
+    """Whether a human statement speaks of the task at hand rather than of something lasting.
+
+    True when it says "let's", "make sure", "now", or points at the moment ("this", "these",
+    "here"). Measured on ``../shared/real-sessions`` (bench/queue_quality.py): human drafts with
+    such words match the gold about half as often as those without; how much they weigh less is
+    :attr:`mmd.candidates.score.Tuning.moment`, chosen out of fold.
+    """
+    return bool(_MOMENT.search(statement.text))
 
 
 def _summary_rule(statement: Statement) -> Rule | None:
