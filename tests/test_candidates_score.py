@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from mmd.candidates.score import DEFAULT_TUNING, MIN_SCORE, Draft, Tuning, budget, select
+from mmd.candidates.signals import RULES, without
 from mmd.sources.base import Position, Utterance
 
 
@@ -109,13 +108,14 @@ def test_the_tuning_sets_the_budget_formula_and_the_floor() -> None:
     assert not any(d.visible for d in select(prompts, tuning=Tuning(min_score=5.0)))
 
 
-def test_the_tuning_weighs_the_assistant_and_the_task_at_hand() -> None:
+def test_the_tuning_weighs_the_assistant() -> None:
     finding = say("assistant", "The build never finishes because the cache lock is not released.", 1)
     low = select([finding], tuning=Tuning(assistant=0.5))[0].score
     high = select([finding], tuning=Tuning(assistant=0.9))[0].score
     assert high > low
-    moment = say("human", "let's make sure this page never shows the admin menu", 2)
-    plain = select([moment])[0].score
-    assert select([moment], tuning=Tuning(moment=0.5))[0].score == pytest.approx(plain * 0.5)
-    lasting = say("human", "the admin menu never shows on public pages", 3)
-    assert select([lasting], tuning=Tuning(moment=0.5))[0].score == select([lasting])[0].score
+
+
+def test_select_fires_the_rules_it_is_given() -> None:
+    prompt = say("human", "from now on run the formatter before every commit", 1)
+    assert [d.rule for d in select([prompt])] == ["human-from-now-on"]
+    assert select([prompt], rules=without(RULES, {("human-from-now-on", 0)})) == []

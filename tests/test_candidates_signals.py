@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from mmd.candidates.signals import fire, of_the_moment, strength
+from mmd.candidates.signals import RULES, Rule, fire, phrases, strength, without
 from mmd.candidates.statements import Statement, split
 
 
@@ -120,12 +122,19 @@ def test_make_sure_is_a_request_not_a_standing_rule() -> None:
     assert rule_of("never export the secrets, make sure of it", "human") == "human-standing-rule"
 
 
-@pytest.mark.parametrize(("text", "moment"), [
-    ("let's rename the flag to something shorter", True),
-    ("now the list should scroll with the keys", True),
-    ("make sure this stays highlighted while dragging", True),
-    ("the game ends when the king is captured", False),
-    ("never deploy on a friday, the on-call team is thin", False),
-])
-def test_of_the_moment_tells_the_task_at_hand(text: str, moment: bool) -> None:
-    assert of_the_moment(one(text)) is moment
+def test_phrases_split_a_rule_at_its_top_level_alternatives_only() -> None:
+    rule = Rule("r", "fact", 0.5, ("human",), re.compile(r"[|a]b|c(?:d|e)|x\|y|[^]|]z", re.IGNORECASE))
+    assert phrases(rule) == ("[|a]b", "c(?:d|e)", r"x\|y", "[^]|]z")
+    for each in RULES:
+        assert "|".join(phrases(each)) == each.pattern.pattern
+
+
+def test_without_takes_phrases_out_and_a_rule_left_empty_goes() -> None:
+    text = "from now on run the formatter before every commit"
+    assert rule_of(text, "human") == "human-from-now-on"
+    fewer = without(RULES, {("human-from-now-on", 0)})
+    assert fire(one(text), "human", fewer) is None
+    kept = fire(one("going forward run the formatter first"), "human", fewer)
+    assert kept is not None and kept.name == "human-from-now-on"
+    every = {("human-from-now-on", i) for i in range(len(phrases(RULES[0])))}
+    assert [r.name for r in without(RULES, every)] == [r.name for r in RULES[1:]]

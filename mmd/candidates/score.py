@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mmd.candidates.signals import Kind, Rule, fire, of_the_moment, strength
+from mmd.candidates.signals import RULES, Kind, Rule, fire, strength
 from mmd.candidates.statements import Statement, looks_pasted, split, summarize
 from mmd.sources.base import Utterance
 
@@ -61,8 +61,6 @@ class Tuning:
         budget_base, budget_slope, budget_max: the visible budget of a session,
             ``base + slope × sqrt(human prompts)``, rounded, capped to 1..max.
         same_turn: a second draft of one utterance ranks ×this (a third ×this², …).
-        moment: a human statement of the task at hand
-            (:func:`~mmd.candidates.signals.of_the_moment`) weighs ×this.
     """
 
     assistant: float = 0.7
@@ -72,7 +70,6 @@ class Tuning:
     budget_slope: float = 1.0
     budget_max: int = 8
     same_turn: float = 0.6
-    moment: float = 1.0
 
 
 DEFAULT_TUNING = Tuning()
@@ -155,10 +152,10 @@ def budget(utterances: Sequence[Utterance], tuning: Tuning = DEFAULT_TUNING) -> 
 class _Session:
     """The drafts of one session as they are made, with the state the cross-turn signals need."""
 
-    def __init__(self, utterances: Sequence[Utterance], tuning: Tuning) -> None:
+    def __init__(self, utterances: Sequence[Utterance], tuning: Tuning, rules: Sequence[Rule]) -> None:
         self.utterances = utterances
+        self.rules = rules
         self.who_factor = {"human": 1.0, "summary": tuning.summary, "assistant": tuning.assistant}
-        self.moment = tuning.moment
         self.drafts: list[Draft] = []
         self.words: list[set[str]] = []
         self.by_utterance: dict[int, list[int]] = {}
@@ -191,11 +188,9 @@ class _Session:
             text = _INJECTED.sub(" ", utterance.text) if utterance.who == "human" else utterance.text
             statements = split(text)
             for statement in statements:
-                rule = fire(statement, utterance.who)
+                rule = fire(statement, utterance.who, self.rules)
                 if rule is not None:
-                    weight = strength(statement, utterance.who)
-                    if utterance.who == "human" and of_the_moment(statement):
-                        weight *= self.moment
+                    weight = strength(statement, utterance.who, self.rules)
                     self.add(rule, statement, _with_context(statement, statements), utterance, turn, weight)
 
     def _disproved(self) -> None:
@@ -246,13 +241,14 @@ def _diverse(drafts: list[Draft], same_turn: float) -> list[Draft]:
 
 
 def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
-           tuning: Tuning = DEFAULT_TUNING) -> list[Draft]:
+           tuning: Tuning = DEFAULT_TUNING, rules: Sequence[Rule] = RULES) -> list[Draft]:
     """Drafts for the utterances of one or more sessions, highest score first within a session.
 
     Utterances are grouped by ``session_id`` (by ``position.file`` when it is None), kept in
     the order given. Each session shows its best ``per_session`` drafts (``None``: :func:`budget`
     of the session; 0 shows none); the rest come back with ``visible=False``. ``tuning`` holds
-    the global parameters (who-factors, budget formula, score floor; default :data:`DEFAULT_TUNING`). Utterances of
+    the global parameters (who-factors, budget formula, score floor; default :data:`DEFAULT_TUNING`);
+    ``rules`` the rules to fire (default :data:`~mmd.candidates.signals.RULES`). Utterances of
     channel ``text`` (files that are not agent logs) are not read here: the mm v1 rules apply
     to them. Never raises on any text.
     """
@@ -261,7 +257,7 @@ def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
         groups.setdefault(utterance.session_id or utterance.position.file, []).append(utterance)
     out: list[Draft] = []
     for group in groups.values():
-        session = _Session(group, tuning)
+        session = _Session(group, tuning, rules)
         session.read()
         session.cross_turn()
         ranked = _diverse(session.drafts, tuning.same_turn)

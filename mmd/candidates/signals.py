@@ -15,13 +15,14 @@ the standard library.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from mmd.candidates.statements import Statement
 
-__all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "of_the_moment", "quiet",
-           "strength"]
+__all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "phrases", "quiet",
+           "strength", "without"]
 
 Kind = Literal["preference", "rule", "fact", "decision", "pitfall", "environment"]
 KINDS: tuple[Kind, ...] = ("preference", "rule", "fact", "decision", "pitfall", "environment")
@@ -188,34 +189,62 @@ def quiet(statement: Statement, who: str) -> bool:
     return who == "summary" and bool(_NONE.match(text))
 
 
-# the words of a request for the task at hand: "let's …", "make sure this …", "now …", "this one"
-_MOMENT = re.compile(
-    r"\blet'?s\b|\blets\b|\bmake sure\b|\bnow\b|\b(?:this|these|those|that one|here)\b|"
-    r"这个|现在|先", re.IGNORECASE)
+def phrases(rule: Rule) -> tuple[str, ...]:
+    """The top-level alternatives of a rule's pattern (``a|b|(?:c|d)`` -> ``a``, ``b``, ``(?:c|d)``).
 
-
-def of_the_moment(statement: Statement) -> bool:
-    """Whether a human statement speaks of the task at hand rather than of something lasting.
-
-    True when it says "let's", "make sure", "now", or points at the moment ("this", "these",
-    "here"). Measured on ``../shared/real-sessions`` (bench/queue_quality.py): human drafts with
-    such words match the gold about half as often as those without; how much they weigh less is
-    :attr:`mmd.candidates.score.Tuning.moment`, chosen out of fold.
+    Escapes and character classes are respected; a pattern without a top-level ``|`` is one phrase.
     """
-    return bool(_MOMENT.search(statement.text))
+    out: list[str] = []
+    depth, start, i, pattern = 0, 0, 0, rule.pattern.pattern
+    in_class = False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            i += 1 if pattern[i + 1 : i + 2] == "^" else 0  # "[^" and "[]" / "[^]" open a class
+            i += 1 if pattern[i + 1 : i + 2] == "]" else 0
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return tuple(out)
 
 
-def _summary_rule(statement: Statement) -> Rule | None:
+def without(rules: Sequence[Rule], drop: Collection[tuple[str, int]]) -> tuple[Rule, ...]:
+    """``rules`` with the phrases ``(rule name, index in phrases(rule))`` of ``drop`` taken out.
+
+    A rule left without a phrase is left out. For the measure (``bench/queue_quality.py``: a
+    phrase written after reading one session's gold is dropped when that session is held out).
+    """
+    out: list[Rule] = []
+    for rule in rules:
+        kept = [p for i, p in enumerate(phrases(rule)) if (rule.name, i) not in drop]
+        if kept:
+            out.append(replace(rule, pattern=re.compile("|".join(kept), rule.pattern.flags)))
+    return tuple(out)
+
+
+def _summary_rule(statement: Statement, rules: Sequence[Rule]) -> Rule | None:
     section = statement.section
     if not section or any(t in section for t in TRANSIENT_SECTIONS):
         return None
-    for rule in RULES:
+    for rule in rules:
         if rule.who == ("summary",) and any(s in section for s in rule.sections):
             return rule
     return None
 
 
-def strength(statement: Statement, who: str) -> float:
+def strength(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> float:
     """How strongly the phrasing of a fired statement speaks for keeping it: about 0.4..1.4.
 
     One more rule of the same channel that also fires adds 0.15; a reason given ("because",
@@ -227,7 +256,7 @@ def strength(statement: Statement, who: str) -> float:
     statement that opens its reply adds 0.2, one that names code in backticks 0.1.
     """
     text = statement.text
-    others = sum(1 for rule in RULES if who in rule.who and rule.pattern.search(text)) if who != "summary" else 1
+    others = sum(1 for rule in rules if who in rule.who and rule.pattern.search(text)) if who != "summary" else 1
     value = 1.0 + 0.15 * max(0, others - 1)
     if _REASON.search(text):
         value += 0.1
@@ -246,8 +275,8 @@ def strength(statement: Statement, who: str) -> float:
     return value
 
 
-def fire(statement: Statement, who: str) -> Rule | None:
-    """The first rule of :data:`RULES` for ``who`` whose pattern is in ``statement``, or None.
+def fire(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> Rule | None:
+    """The first rule of ``rules`` (:data:`RULES`) for ``who`` whose pattern is in ``statement``, or None.
 
     ``who`` is an utterance channel (``human``, ``assistant``, ``summary``; anything else never
     fires). Summary statements fire only under a durable section (:data:`DURABLE_SECTIONS`),
@@ -256,8 +285,8 @@ def fire(statement: Statement, who: str) -> Rule | None:
     if quiet(statement, who):
         return None
     if who == "summary":
-        return _summary_rule(statement)
-    for rule in RULES:
+        return _summary_rule(statement, rules)
+    for rule in rules:
         if who in rule.who and rule.pattern.search(statement.text):
             return rule
     return None
