@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import re
 import sys
 import unicodedata
@@ -161,7 +162,7 @@ def measure(root: Path, per_session: int | None, show: bool, tuning: Tuning = DE
 GRID_SCORING = {"assistant": (0.55, 0.7, 0.85), "summary": (0.85,), "same_turn": (0.6, 0.8)}
 """Parameters that change the ranking: select() runs once a combination."""
 GRID_SHOWING = {"min_score": (0.4, 0.5, 0.6, 0.7), "budget_base": (1.0, 2.0, 3.0),
-                "budget_slope": (0.5, 0.75, 1.0), "budget_max": (5, 8, 12)}
+                "budget_slope": (0.5, 0.75, 1.0), "budget_max": (5, 8, 12), "sure": (math.inf, 0.9, 0.8)}
 """Parameters that only cut the ranking: applied to each ranking without running select() again."""
 
 
@@ -196,7 +197,7 @@ def cross_validate(root: Path, phrases_too: bool) -> None:
                   for name, utts in sessions.items()}
         for showing in _grid(GRID_SHOWING):
             tuning = Tuning(**scoring, **showing)  # type: ignore[arg-type]
-            rows[tuning] = [_row(name, n, [d for d in ranked[name][: budget(sessions[name], tuning)]
+            rows[tuning] = [_row(name, n, [d for d in ranked[name][: budget(sessions[name], tuning, ranked[name])]
                                            if d.score >= tuning.min_score], quotes[name])[0]
                             for n, name in enumerate(names)]
     check = rows.get(DEFAULT_TUNING)

@@ -108,6 +108,18 @@ def test_the_tuning_sets_the_budget_formula_and_the_floor() -> None:
     assert not any(d.visible for d in select(prompts, tuning=Tuning(min_score=5.0)))
 
 
+def test_the_budget_grows_to_show_every_sure_draft() -> None:
+    rules = ("never touch the parser cache without asking. always run the schema check first. "
+             "don't commit the generated files. never push to the release branch. always sign the tags.")
+    prompt = [say("human", rules, 1)]
+    assert budget(prompt) == 3  # 2 + sqrt(1)
+    drafts = select(prompt, tuning=Tuning(sure=0.8))
+    assert len(drafts) == 5 and all(d.score >= 0.8 for d in drafts)
+    assert budget(prompt, Tuning(sure=0.8), drafts) == 5 and all(d.visible for d in drafts)
+    assert budget(prompt, Tuning(sure=0.8, budget_max=4), drafts) == 4
+    assert sum(d.visible for d in select(prompt, tuning=Tuning(sure=5.0))) == 3
+
+
 def test_the_tuning_weighs_the_assistant() -> None:
     finding = say("assistant", "The build never finishes because the cache lock is not released.", 1)
     low = select([finding], tuning=Tuning(assistant=0.5))[0].score

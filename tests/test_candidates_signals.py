@@ -35,6 +35,9 @@ def rule_of(text: str, who: str, section: str = "") -> str | None:
     ("we use squash merges for every pull request", "human-we-use"),
     ("the config loader should read the user folder first", "human-should"),
     ("also you have a virtual environment in /tmp/review-venv", "human-environment"),
+    ("for the record: the release builds run on the old build box", "human-notice"),
+    ("heads-up, the staging database is reset every night", "human-notice"),
+    ("btw keep the changelog entries short, I read them all", "human-notice"),
 ])
 def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     assert rule_of(text, "human") == rule
@@ -52,6 +55,9 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("报错的根本原因是缓存键里没有租户编号", "assistant-root-cause"),
     ("空列表时求和返回的是空值而不是零，所以要写默认值", "assistant-pitfall"),
     ("Good catch - the second call reads the stale value.", "assistant-acknowledged"),
+    ("One thing to know: the importer skips rows with an empty id.", "assistant-notice"),
+    ("Pitfall I hit: the settings module defaults to production.", "assistant-notice"),
+    ("踩到一个坑：空列表时求和返回的是空值而不是零", "assistant-notice"),
 ])
 def test_assistant_findings_fire(text: str, rule: str) -> None:
     assert rule_of(text, "assistant") == rule
@@ -136,5 +142,6 @@ def test_without_takes_phrases_out_and_a_rule_left_empty_goes() -> None:
     assert fire(one(text), "human", fewer) is None
     kept = fire(one("going forward run the formatter first"), "human", fewer)
     assert kept is not None and kept.name == "human-from-now-on"
-    every = {("human-from-now-on", i) for i in range(len(phrases(RULES[0])))}
-    assert [r.name for r in without(RULES, every)] == [r.name for r in RULES[1:]]
+    rule = next(r for r in RULES if r.name == "human-from-now-on")
+    every = {(rule.name, i) for i in range(len(phrases(rule)))}
+    assert [r.name for r in without(RULES, every)] == [r.name for r in RULES if r is not rule]

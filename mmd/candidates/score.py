@@ -61,6 +61,8 @@ class Tuning:
         budget_base, budget_slope, budget_max: the visible budget of a session,
             ``base + slope × sqrt(human prompts)``, rounded, capped to 1..max.
         same_turn: a second draft of one utterance ranks ×this (a third ×this², …).
+        sure: the budget grows to show every draft scoring at least this (up to ``budget_max``):
+            a short session dense with rules shows them all.
     """
 
     assistant: float = 0.7
@@ -70,6 +72,7 @@ class Tuning:
     budget_slope: float = 1.0
     budget_max: int = 8
     same_turn: float = 0.6
+    sure: float = math.inf
 
 
 DEFAULT_TUNING = Tuning()
@@ -138,15 +141,19 @@ def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
             return text
 
 
-def budget(utterances: Sequence[Utterance], tuning: Tuning = DEFAULT_TUNING) -> int:
+def budget(utterances: Sequence[Utterance], tuning: Tuning = DEFAULT_TUNING, ranked: Sequence[Draft] = ()) -> int:
     """The visible budget of one session: about 5, scaled by its size.
 
     ``2 + sqrt(prompts)`` where prompts = the human utterances, capped to 1..8: a one-prompt
-    session shows up to 3, a 9-prompt session 5, a 36-prompt one 8. Drafts scoring below
-    :data:`MIN_SCORE` are hidden whatever the budget.
+    session shows up to 3, a 9-prompt session 5, a 36-prompt one 8 (``tuning`` sets the
+    numbers). With ``ranked`` (the session's drafts) it grows to the number scoring at least
+    :attr:`Tuning.sure`, within the cap. Drafts scoring below :data:`MIN_SCORE` are hidden
+    whatever the budget.
     """
     prompts = sum(1 for u in utterances if u.who == "human")
-    return max(1, min(tuning.budget_max, round(tuning.budget_base + tuning.budget_slope * math.sqrt(prompts))))
+    base = round(tuning.budget_base + tuning.budget_slope * math.sqrt(prompts))
+    sure = sum(1 for draft in ranked if draft.score >= tuning.sure)
+    return max(1, min(tuning.budget_max, max(base, sure)))
 
 
 class _Session:
@@ -261,7 +268,7 @@ def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
         session.read()
         session.cross_turn()
         ranked = _diverse(session.drafts, tuning.same_turn)
-        cap = budget(group, tuning) if per_session is None else max(0, per_session)
+        cap = budget(group, tuning, ranked) if per_session is None else max(0, per_session)
         for i, draft in enumerate(ranked):
             draft.visible = i < cap and draft.score >= tuning.min_score
         out.extend(ranked)

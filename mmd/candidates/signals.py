@@ -80,6 +80,12 @@ TRANSIENT_SECTIONS: tuple[str, ...] = (
 _ANY = r"[\s\S]"
 RULES: tuple[Rule, ...] = (
     # --- the human's own words ------------------------------------------------------------------
+    # "for the record: …", "heads-up: …", "keep in mind …": the person says it is for you to retain
+    Rule("human-notice", "fact", 0.9, ("human",), _rx(
+        r"\bfor the record\b", r"\bheads[- ]up\b", r"\bfyi\b", r"\bjust so you know\b",
+        r"\bbe aware\b", r"\bfor future reference\b",
+        r"\bgood to know\b", r"\bnote that\b", r"\bremember that\b", r"\bbtw\b", r"\bby the way\b",
+        r"顺便说", r"注意", r"提醒")),
     Rule("human-from-now-on", "rule", 0.8, ("human",), _rx(
         r"\bfrom now on\b", r"\bgoing forward\b", r"\bin (?:the )?future\b", r"\bnext time\b",
         r"\bevery time\b", r"以后", r"今后", r"每次")),
@@ -113,6 +119,11 @@ RULES: tuple[Rule, ...] = (
         r"\byou (?:have|can use|'?ll find)\b", r"\b(?:lives|located|installed|is) (?:in|at|under) [~/.]",
         r"(?:^|\s)(?:~|/tmp|/usr|/opt|/home|\.\w*venv)\S*")),
     # --- the assistant's findings ---------------------------------------------------------------
+    # "Pitfall I hit: …", "One thing to know: …", "Gotcha: …": the assistant flags a lesson itself
+    Rule("assistant-notice", "pitfall", 0.7, ("assistant",), _rx(
+        r"^(?:\W*)(?:note|gotcha|pitfall|caveat|heads[- ]up|lesson|important|one thing to (?:know|note|remember))"
+        r"\b[^:.!?]{0,30}:\s*\S", r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b",
+        r"踩到一个坑", r"踩坑", r"注意[:：]", r"坑[:：]")),
     Rule("assistant-root-cause", "pitfall", 0.75, ("assistant",), _rx(
         r"\broot cause\b", r"\bthe (?:real |actual )?(?:issue|problem|bug|culprit) (?:is|was)\b",
         r"\bhappens because\b", r"\bcaused by\b", r"\bturns out\b", r"\bthe reason (?:is|was)\b",
