@@ -36,7 +36,10 @@ def test_the_budget_hides_the_rest_but_keeps_them() -> None:
     prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
     drafts = select(prompts)
     assert len(drafts) == 30
-    assert sum(d.visible for d in drafts) == budget(prompts) == 7
+    assert budget(prompts) == 7  # 2 + sqrt(30), rounded
+    # all 30 score at least Tuning.sure: the budget grows to its cap of 8, the rest stay hidden
+    assert sum(d.visible for d in drafts) == budget(prompts, DEFAULT_TUNING, drafts) == 8
+    assert sum(d.visible for d in select(prompts, tuning=Tuning(sure=5.0))) == 7
     assert [d.visible for d in select(prompts, per_session=2)].count(True) == 2
     assert not any(d.visible for d in select(prompts, per_session=0))
 
@@ -101,7 +104,7 @@ def test_the_tuning_sets_the_budget_formula_and_the_floor() -> None:
               for b in ("cache", "queue", "schema", "config")]
     prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
     assert budget(prompts) == budget(prompts, DEFAULT_TUNING) == 6  # 2 + sqrt(16)
-    flat = Tuning(budget_base=3.0, budget_slope=0.0)
+    flat = Tuning(budget_base=3.0, budget_slope=0.0, sure=5.0)
     assert budget(prompts, flat) == 3
     assert sum(d.visible for d in select(prompts, tuning=flat)) == 3
     assert budget(prompts, Tuning(budget_slope=5.0, budget_max=10)) == 10

@@ -72,7 +72,7 @@ class Tuning:
     budget_slope: float = 1.0
     budget_max: int = 8
     same_turn: float = 0.6
-    sure: float = math.inf
+    sure: float = 0.8
 
 
 DEFAULT_TUNING = Tuning()
@@ -146,8 +146,9 @@ def budget(utterances: Sequence[Utterance], tuning: Tuning = DEFAULT_TUNING, ran
 
     ``2 + sqrt(prompts)`` where prompts = the human utterances, capped to 1..8: a one-prompt
     session shows up to 3, a 9-prompt session 5, a 36-prompt one 8 (``tuning`` sets the
-    numbers). With ``ranked`` (the session's drafts) it grows to the number scoring at least
-    :attr:`Tuning.sure`, within the cap. Drafts scoring below :data:`MIN_SCORE` are hidden
+    numbers). With ``ranked`` (the session's drafts, as :func:`select` passes them) it grows to
+    the number scoring at least :attr:`Tuning.sure` (0.8), within the cap: a short session dense
+    with the person's rules shows them all. Drafts scoring below :data:`MIN_SCORE` are hidden
     whatever the budget.
     """
     prompts = sum(1 for u in utterances if u.who == "human")

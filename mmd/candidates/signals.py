@@ -262,7 +262,8 @@ def strength(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> f
     "otherwise", "so that") adds 0.1; a question (ends with ``?``) halves it; a request for
     the task at hand ("let's …", "can we …", "please …", "I'd like to …") without a standing-rule word
     counts 0.6;
-    something said of the moment only ("yet", "for now", "tomorrow") counts 0.6;
+    something said of the moment only ("yet", "for now", "tomorrow") counts 0.6, a second such
+    word 0.6 again;
     a summary bullet with a standing-rule word ("always", "never") adds 0.2; an assistant
     statement that opens its reply adds 0.2, one that names code in backticks 0.1.
     """
@@ -275,8 +276,7 @@ def strength(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> f
         value *= 0.5
     if who == "human" and _REQUEST.match(text) and not _STANDING.search(text):
         value *= 0.6
-    if _ONE_OFF.search(text):
-        value *= 0.6
+    value *= 0.6 ** len({m.group(0).casefold() for m in _ONE_OFF.finditer(text)})
     if who == "summary" and _STANDING.search(text):
         value += 0.2
     if who == "assistant" and statement.index == 0:
