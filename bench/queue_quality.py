@@ -34,10 +34,14 @@ defaults themselves) was also written reading these files: read the estimate as 
 visible, visible candidates that match a *visible* noise item, candidates that match nothing, and
 memories shown twice within one file (cross-session merging is the dedupe's, not measured here).
 
+``--dsh``: lists the drafts of the DSH sessions (``../shared/sessions``, read by
+``mmd.sources.dsh``) to be read and judged; there is no gold file beside them.
+
 Utterances come from the Claude Code and Codex adapters (``mmd.sources.claude_code``,
 ``mmd.sources.codex``), each file read whole.
 
-Run: ``python bench/queue_quality.py [--root DIR] [--per-session N] [--show] [--rules]``.
+Run: ``python bench/queue_quality.py [--root DIR] [--per-session N] [--show] [--rules]
+[--cv-phrases] [--cv] [--other [DIR]] [--dsh [DIR]]`` (``--cv`` takes a minute or two).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from mmd.candidates.signals import RULES, Rule, phrases, without  # noqa: E402
 from mmd.sources.base import Utterance  # noqa: E402
 from mmd.sources.claude_code import ClaudeCodeSource  # noqa: E402
 from mmd.sources.codex import CodexSource  # noqa: E402
+from mmd.sources.dsh.source import DshSource  # noqa: E402
 
 ROOT = next((d / "shared" / "real-sessions" for d in REPO.parents if (d / "shared" / "real-sessions").is_dir()),
             REPO.parent / "shared" / "real-sessions")
@@ -96,9 +101,11 @@ def matches(quote: str, candidate: str) -> bool:
 # --- reading the logs -----------------------------------------------------------------------------
 
 
-def read_session(path: Path) -> list[Utterance]:
-    """The utterances of one main session file, read whole by its adapter (Claude Code or Codex)."""
-    source: ClaudeCodeSource | CodexSource = CodexSource() if "codex" in path.parts else ClaudeCodeSource()
+def read_session(path: Path, source: ClaudeCodeSource | CodexSource | DshSource | None = None) -> list[Utterance]:
+    """The utterances of one main session file, read whole by its adapter (Claude Code or Codex
+    by the path, or the ``source`` given)."""
+    if source is None:
+        source = CodexSource() if "codex" in path.parts else ClaudeCodeSource()
     out: list[Utterance] = []
     cursor = None
     while True:
@@ -310,6 +317,29 @@ def other(root: Path, show: bool) -> None:
           f"  restatement only {restated}  match visible noise {noisy}  memory shown twice {twice}")
 
 
+DSH = ROOT.parent / "sessions"
+
+
+def dsh(root: Path) -> None:
+    """Every draft of the DSH sessions (the newest generation of each session folder), visible ones
+    marked ``V``, with its rule and section: to read and judge (no gold file beside them here).
+
+    The ``mm:`` lines of these sessions are the marker rules' (``mmd.candidates.rules``), not
+    :func:`select`'s, and dedupe across sessions is ``mmd.candidates.dedupe``'s: neither shows here.
+    """
+    source = DshSource()
+    shown = 0
+    for path in sorted(p for p in root.rglob("*.jsonl*") if source.classify(p, root)):
+        drafts = select(read_session(path, source))
+        visible = [d for d in drafts if d.visible]
+        shown += len(visible)
+        print(f"== {path.relative_to(root)}  drafts {len(drafts)}  visible {len(visible)}")
+        for draft in drafts:
+            mark = "V" if draft.visible else " "
+            print(f"  {mark} {draft.score:.2f} {draft.rule:22} {draft.evidence[0].who[:3]} {draft.summary}")
+    print(f"dsh: visible candidates {shown}")
+
+
 def main() -> None:
     """Print per-file rows, then all / tuning / held-out figures beside their floors."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -322,6 +352,8 @@ def main() -> None:
                         help="leave-one-file-out over the rules' phrases too (with --cv: and the parameters)")
     parser.add_argument("--other", type=Path, nargs="?", const=OTHER, default=None,
                         help="also measure ../shared/sessions-other (labels.json)")
+    parser.add_argument("--dsh", type=Path, nargs="?", const=DSH, default=None,
+                        help="also list the drafts of the DSH sessions (../shared/sessions)")
     args = parser.parse_args()
     if not (args.root / "gold.json").is_file():
         sys.exit(f"no gold.json under {args.root}: the real sessions are not beside this checkout")
@@ -347,6 +379,11 @@ def main() -> None:
             other(args.other, args.show)
         else:
             print(f"sessions-other: no labels.json under {args.other}, skipped")
+    if args.dsh is not None:
+        if args.dsh.is_dir():
+            dsh(args.dsh)
+        else:
+            print(f"dsh: no folder {args.dsh}, skipped")
 
 
 if __name__ == "__main__":
