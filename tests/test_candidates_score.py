@@ -134,3 +134,11 @@ def test_select_fires_the_rules_it_is_given() -> None:
     prompt = say("human", "from now on run the formatter before every commit", 1)
     assert [d.rule for d in select([prompt])] == ["human-from-now-on"]
     assert select([prompt], rules=without(RULES, {("human-from-now-on", 0)})) == []
+
+
+def test_an_agreeing_reply_ranks_below_the_correction_it_agrees_with() -> None:
+    correction = say("human", "no, the exporter must never write to the shared folder", 1)
+    reply = say("assistant", "You're right — the exporter should keep to its own folder from here.", 2)
+    drafts = select([correction, reply])
+    assert [d.evidence[0] for d in drafts] == [correction, reply]
+    assert drafts[0].visible and drafts[0].score > drafts[1].score + 0.3

@@ -53,6 +53,7 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("The parser doesn't accept a leading minus, so the caller strips it.", "assistant-pitfall"),
     ("The settings module defaults to production, which needs a secret key.", "assistant-pitfall"),
     ("报错的根本原因是缓存键里没有租户编号", "assistant-root-cause"),
+    ("The real issue was the stale lock file left by the crashed run.", "assistant-root-cause"),
     ("空列表时求和返回的是空值而不是零，所以要写默认值", "assistant-pitfall"),
     ("Good catch - the second call reads the stale value.", "assistant-acknowledged"),
     ("One thing to know: the importer skips rows with an empty id.", "assistant-notice"),
@@ -76,6 +77,7 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
     ("Good point, I will look at it.", "assistant"),
     ("The issue is that I need to make the helper work with blocks.", "assistant"),  # a plan, not a finding
     ("I don't think that matters here at all", "human"),         # a hedge, not a rule
+    ("The issue is that the page background stays dark in the code block.", "assistant"),  # a diagnosis of the moment
 ])
 def test_look_alikes_stay_quiet(text: str, who: str) -> None:
     assert rule_of(text, who) is None

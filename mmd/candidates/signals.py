@@ -124,8 +124,9 @@ RULES: tuple[Rule, ...] = (
         r"^(?:\W*)(?:note|gotcha|pitfall|caveat|heads[- ]up|lesson|important|one thing to (?:know|note|remember))"
         r"\b[^:.!?]{0,30}:\s*\S", r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b",
         r"踩到一个坑", r"踩坑", r"注意[:：]", r"坑[:：]")),
+    # plain "the issue is that …" is left out: a diagnosis of the moment (shown in 4 files, no gold)
     Rule("assistant-root-cause", "pitfall", 0.75, ("assistant",), _rx(
-        r"\broot cause\b", r"\bthe (?:real |actual )?(?:issue|problem|bug|culprit) (?:is|was)\b",
+        r"\broot cause\b", r"\bthe (?:real|actual) (?:issue|problem|bug|culprit) (?:is|was)\b",
         r"\bhappens because\b", r"\bcaused by\b", r"\bturns out\b", r"\bthe reason (?:is|was)\b",
         r"\bis (?:nearly )?empty because\b", r"\bcame from\b", r"\bmasking\b",
         r"根本原因", r"原因是", r"问题在于", r"是因为")),
@@ -141,8 +142,10 @@ RULES: tuple[Rule, ...] = (
     Rule("assistant-decision", "decision", 0.55, ("assistant",), _rx(
         r"\bwe'?ll use\b", r"\bi'?ll use\b", r"\bdecided\b", r"\bis now\b", r"\bnow (?:uses|prompts|runs)\b",
         r"\bsince\b.*\b(?:so|we|i)\b", r"\bbecause\b", r"\bconstraint\b")),
-    # "Good catch — <what is true now>": the finding after the user's correction
-    Rule("assistant-acknowledged", "fact", 0.7, ("assistant",), re.compile(
+    # "Good catch — <what is true now>": the finding after the user's correction. Weight 0.45: the
+    # agreeing sentence itself matched no gold item of ../shared/real-sessions (5 shown in 4 files at
+    # 0.7); what the acknowledgment is worth goes to the correction (score.cross_turn, +0.2).
+    Rule("assistant-acknowledged", "fact", 0.45, ("assistant",), re.compile(
         r"^(?:(?:good|great|nice|fair) (?:catch|thinking|point|question|call)|"
         r"you'?re (?:absolutely |completely |totally )?(?:right|correct)(?: to \w+)?)"
         r"\s*[—–:-]\s*\S+(?:\s+\S+){3}", re.IGNORECASE)),
