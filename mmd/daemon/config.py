@@ -11,7 +11,8 @@ and the validation all read it.
 The file accepts the reference's config block (``root``, ``memoryId``,
 ``indexLines``, ``indexBytes``, ``detailMaxBytes``, ``defaultWriteBudget``,
 ``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
-``lang``) plus the daemon's own keys in a ``[daemon]`` table. This module
+``lang``) plus the daemon's own keys in a ``[daemon]`` table and the
+instruction files whose memory block it keeps fresh (``[export] files``). This module
 reads files and the given environment mapping only: sockets, the lock and the
 watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
 """
@@ -59,7 +60,8 @@ class Option:
     """One configurable value: its dotted file key, its flag, its kind and default.
 
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
-    (``~`` and ``$VAR`` expanded) or ``endpoint``; ``default`` None means
+    (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
+    expanded; the flag may be repeated) or ``endpoint``; ``default`` None means
     "derived" (root, sessions folder, endpoints).
     """
 
@@ -98,6 +100,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("daemon.injectTtlDays", "--inject-ttl-days", "int", 30,
+           "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
+    Option("export.files", "--export-file", "paths", (),
+           "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -123,6 +129,8 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        inject_ttl_days: days a client's injection view is kept after its last confirmation.
+        export_files: absolute paths of the files whose memory block the daemon refreshes.
     """
 
     memory: MemoryOptions
@@ -143,6 +151,8 @@ class Config:
     notify_socket: str | None
     watchdog_usec: int | None
     journal: bool
+    inject_ttl_days: int = 30
+    export_files: tuple[Path, ...] = ()
 
     @property
     def root(self) -> Path:
@@ -164,6 +174,9 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
     for opt in OPTIONS:
         if opt.kind == "bool":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
+                                help=opt.help)
+        elif opt.kind == "paths":
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action="append", metavar="PATH",
                                 help=opt.help)
         else:
             parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(), help=opt.help)
@@ -227,6 +240,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
+        inject_ttl_days=raw["daemon.injectTtlDays"],
+        export_files=_export_files(raw["export.files"], env),
     )
 
 
@@ -269,6 +284,10 @@ def _check_type(opt: Option, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(opt.key, value, "must be true or false")
         return value
+    if opt.kind == "paths":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError(opt.key, value, "must be a list of file paths")
+        return tuple(value)
     if not isinstance(value, str):
         raise ConfigError(opt.key, value, "must be a string")
     if opt.kind == "str" and not value.strip():
@@ -288,6 +307,22 @@ def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOpt
     except MMError as error:
         key = next((k for k in ("memoryId", "search.mode") if error.message.startswith(k)), "memory")
         raise ConfigError(key, raw.get(key), error.message) from None
+
+
+def _export_files(raw: Sequence[str], env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``export.files`` as absolute paths (``~`` and ``$VAR`` expanded), each once, in the given order.
+
+    Raises:
+        ConfigError: for a relative path (the daemon's working folder is no place to guess from).
+    """
+    out: list[Path] = []
+    for value in raw:
+        path = Path(expand_path(value, env))
+        if not path.is_absolute():
+            raise ConfigError("export.files", value, "must be an absolute path (~ and $VAR are expanded)")
+        if path not in out:
+            out.append(path)
+    return tuple(out)
 
 
 def _path(raw: str, env: Mapping[str, str]) -> Path:
