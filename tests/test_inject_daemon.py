@@ -83,6 +83,8 @@ def test_two_clients_keep_separate_views_and_bad_params_are_refused(daemon) -> N
     a = inject(daemon, "session-a", commit=True)
     assert a["mode"] == "delta" and a["added"] == ["beta"]
     assert inject(daemon, "session-b", commit=True)["mode"] == "none"
+    assert inject(daemon, "session-b", reset=True)["mode"] == "baseline"  # its context was cleared
+    assert inject(daemon, "session-b")["mode"] == "none"  # an unconfirmed reset changed nothing
     assert error_code(daemon, "memory.inject", {"client": "  "}) == "E_INVALID"
     assert error_code(daemon, "memory.inject", {"client": "a\nb"}) == "E_INVALID"
     assert error_code(daemon, "memory.inject", {"client": "x" * 201}) == "E_INVALID"

@@ -136,22 +136,26 @@ class Injector:
 
     # --- memory.inject / memory.injected ---------------------------------------------------------------
 
-    async def inject(self, client: Any, *, max_bytes: int | None = None, commit: bool = False) -> dict[str, Any]:
+    async def inject(self, client: Any, *, max_bytes: int | None = None, commit: bool = False,
+                     reset: bool = False) -> dict[str, Any]:
         """``memory.inject`` → ``{mode, text, added, updated, removed, unchanged, reminded, bytes, token,
         revision, committed}`` (see :meth:`mmd.inject.delta.Injection.to_json`).
+
+        ``reset`` plans as for a new client (a baseline): the agent lost what it was shown (``/clear``,
+        a compaction). The stored view still changes only on commit or confirmation.
 
         Raises:
             MMError(E_INVALID): for a bad client key or ``maxBytes`` (not positive, or too small for a heading).
         """
         check_client(client)
         snapshot, now = self.state.current, self.state.now_iso()
-        return await asyncio.to_thread(self._inject, snapshot, client, max_bytes, commit, now)
+        return await asyncio.to_thread(self._inject, snapshot, client, max_bytes, commit, reset, now)
 
-    def _inject(self, snapshot: Snapshot, client: str, max_bytes: int | None, commit: bool,
+    def _inject(self, snapshot: Snapshot, client: str, max_bytes: int | None, commit: bool, reset: bool,
                 now: str) -> dict[str, Any]:
         with self.views.lock:
             prep, key, _ = self._prepare(snapshot)
-            row = self.views.client(client)
+            row = None if reset else self.views.client(client)
             view = None
             if row is not None and row.committed_at >= self._cutoff(now):
                 hashes = self.views.hashes(row.view_key)

@@ -229,13 +229,14 @@ class Methods:
 
     @handles(wire.MEMORY_INJECT)
     async def inject(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.inject {client, maxBytes?, commit?}`` → ``{mode, text, added, updated, removed, unchanged,
+        """``memory.inject {client, maxBytes?, commit?, reset?}`` → ``{mode, text, added, updated, removed, unchanged,
         reminded, bytes, token, revision, committed}``.
 
         Raises:
             MMError(E_INVALID): as :meth:`.inject.Injector.inject`.
         """
-        return await self.injector.inject(p["client"], max_bytes=p.get("maxBytes"), commit=bool(p.get("commit")))
+        return await self.injector.inject(p["client"], max_bytes=p.get("maxBytes"), commit=bool(p.get("commit")),
+                                          reset=bool(p.get("reset")))
 
     @handles(wire.MEMORY_INJECTED)
     async def injected(self, p: dict[str, Any]) -> dict[str, Any]:

@@ -116,7 +116,7 @@ QUEUE_ACCEPT = Method("queue.accept", {
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_ID, True), "reason": Param(_STR)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
 MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes": Param(_INT),
-                                         "commit": Param(_BOOL)})
+                                         "commit": Param(_BOOL), "reset": Param(_BOOL)})
 MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True)},
                          idempotent=True)
 MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT)}, idempotent=True)
