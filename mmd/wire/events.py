@@ -86,6 +86,7 @@ class NudgeEvent(TypedDict):
 
     A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
     agent's DSH session whose log went quiet with its lock released (then ``source`` is the log's path).
+    ``due`` lists the topics whose review date has come (today or earlier, UTC), most overdue first.
     """
 
     seq: int
