@@ -1,0 +1,302 @@
+"""The reference CLI's commands (``dsh-memory`` in ``src/cli.ts``), byte for byte in text and ``--json``.
+
+Each ``cmd_*`` takes the call's :class:`~.output.Ctx` and returns the exit
+code. Reads work on the files (a fresh live view per call, mm v1 §7); writes
+and deletes go through the daemon when one owns the root, else straight to the
+files under the root's lock. Either way the output is the reference's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmd.core.errors import ErrorCode, MMError
+
+from ..render import budget_lines
+from .output import EXIT_FAILED, EXIT_OK, Ctx, js_json
+from .parser import UsageError
+
+__all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
+           "cmd_uri", "cmd_write", "write_via_daemon"]
+
+
+def _need(value: str | None, message: str) -> str:
+    if value is None:
+        raise UsageError(message)
+    return value
+
+
+def cmd_init(ctx: Ctx) -> int:
+    """``init``: create the root, ``memories/`` and an empty index if missing."""
+    ctx.creatable_root()
+    memory = ctx.direct().memory()
+    if ctx.json:
+        ctx.print_json({"ok": True, "root": str(memory.root), "files": ["MEMORY.md", "memories/"]})
+    else:
+        ctx.write(f"initialized memory root at {memory.root} (MEMORY.md + memories/)\n")
+    return EXIT_OK
+
+
+def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> dict[str, Any] | None:
+    """The write outcome from the daemon, shaped as the reference's (``pendingWrites`` of a one-write
+    session, no ``revision``); None when no daemon owns the root.
+
+    Raises:
+        MMError(E_INVALID): for a bad topic, as the direct write would.
+    """
+    daemon = ctx.daemon()
+    if daemon is None:
+        return None
+    from ..errors import RpcError
+
+    try:
+        outcome: dict[str, Any] = daemon.client.write(
+            topic, content, summary=ctx.args.text("--summary"), tags=ctx.args.text("--tags"), budget=budget)
+    except RpcError as error:
+        raise _as_mm(error) from None
+    outcome.pop("revision", None)
+    if outcome.get("ok"):
+        outcome["pendingWrites"] = 1
+    return outcome
+
+
+def _as_mm(error: Exception) -> MMError:
+    """A daemon's error answer as the core error the direct path would have raised (same message)."""
+    code = getattr(error, "code", "")
+    known = code in ErrorCode.__members__
+    return MMError(ErrorCode(code) if known else ErrorCode.E_IO, getattr(error, "message", str(error)))
+
+
+def cmd_write(ctx: Ctx) -> int:
+    """``write <topic> --content TEXT [--budget N] [--summary S] [--tags T]``."""
+    topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
+    content = _need(body_text(ctx), "write requires --content TEXT")
+    budget = ctx.args.integer("--budget")
+    ctx.creatable_root()
+    try:
+        outcome = write_via_daemon(ctx, topic, content, budget)
+        if outcome is None:
+            memory = ctx.direct().memory()
+            outcome = memory.write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
+                                   tags=ctx.args.text("--tags"))
+    except MMError as error:
+        ctx.error(error.message)
+        return EXIT_FAILED
+    if ctx.json:
+        ctx.print_json(outcome)
+    elif outcome["ok"]:
+        ctx.write(f"{outcome['action']} {outcome['uri']}\n")
+    else:
+        ctx.error(outcome["message"])
+        ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
+    return EXIT_OK if outcome["ok"] else EXIT_FAILED
+
+
+def body_text(ctx: Ctx) -> str | None:
+    """The body ``--content TEXT``, ``--content -`` (stdin) or ``--file PATH`` gives, or None without any.
+
+    Raises:
+        UsageError: for both ``--content`` and ``--file``.
+        Failure: for a file that cannot be read, or a body that is not UTF-8 (naming the byte offset).
+    """
+    from .output import Failure
+
+    content, file = ctx.args.text("--content"), ctx.args.text("--file")
+    if content is not None and file is not None:
+        raise UsageError("give the body once: --content TEXT, --content - (stdin) or --file PATH, not both")
+    if file is None and content != "-":
+        return content
+    where = "stdin" if file is None else file
+    try:
+        raw = ctx.stdin_bytes() if file is None else open(file, "rb").read()  # noqa: SIM115 - read whole at once
+    except OSError as error:
+        raise Failure(f"cannot read the body from {where}: {error.strerror or error}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Failure(f"the body from {where} is not UTF-8 (byte {error.start}); convert it to UTF-8 first") \
+            from None
+
+
+def _as_written(ctx: Ctx, topic: str, content: str, usage: dict[str, Any]) -> dict[str, Any]:
+    """A refused write's usage with ``noteBytes`` as the note *would* have been (the outcome says 0: nothing
+    was written), in UTF-8 bytes of the serialized note (mm v1 §4)."""
+    if usage.get("noteBytes"):
+        return usage
+    from mmd.core.format import serialize_note
+    from mmd.core.paths import detail_rel
+
+    try:
+        memory_id = ctx.direct().options().memory_id
+    except MMError:
+        return usage
+    note = serialize_note(topic=topic, memory_id=memory_id, file=detail_rel(topic), body=content)
+    return {**usage, "noteBytes": len(note.encode("utf-8"))}
+
+
+def usage_figures(usage: dict[str, Any]) -> str:
+    """The figures of a refused write, indented under its message (text mode; ``--json`` has them all)."""
+    index = usage["index"]
+    return (f"  body {usage['bodyChars']}/{usage['writeBudget']} chars ({usage['overflow']} over), "
+            f"note {usage['noteBytes']}/{usage['noteMaxBytes']} bytes, "
+            f"index {index['lines']}/{index['lineCap']} lines, {index['bytes']}/{index['byteCap']} bytes\n")
+
+
+def cmd_read(ctx: Ctx) -> int:
+    """``read [topic] [--all]``: a note, the index, or the index with every note."""
+    ctx.need_root()
+    memory = ctx.direct().memory()
+    if ctx.rest:
+        topic = ctx.rest[0]
+        try:
+            note = memory.read_topic(topic)
+            if note is None:
+                if ctx.json:
+                    ctx.print_json({"found": False, "topic": topic, "uri": memory.uri_for(topic)})
+                else:
+                    ctx.error(f"no note for topic {topic}")
+                return EXIT_FAILED
+        except MMError as error:
+            ctx.error(error.message)
+            return EXIT_FAILED
+        if ctx.json:
+            ctx.print_json(note.to_json())
+        else:
+            entry = note.entry
+            ctx.write(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\ntags: {', '.join(entry.tags) or '-'}\n"
+                      f"updated: {entry.updated}\n\n{note.body}\n")
+        return EXIT_OK
+    index = memory.read_index()
+    every = ctx.args.flag("--all")
+    if ctx.json:
+        ctx.print_json({"index": index, "notes": [n.to_json() for n in memory.list_notes()]} if every else index)
+        return EXIT_OK
+    rows = [(n.topic, n.entry.summary) for n in memory.list_notes()] if every else \
+        [(e["topic"], e["summary"]) for e in index["entries"]]
+    over = " — OVER BUDGET" if index["overBudget"] else ""
+    lines = [f"Memory index ({len(index['entries'])} entries, {index['lineCount']} lines / "
+             f"{index['byteCount']} bytes{over}):", ""]
+    lines += [f"- {topic}{f' — {summary}' if summary else ''}" for topic, summary in rows]
+    ctx.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def cmd_list(ctx: Ctx) -> int:
+    """``list``: every topic, sorted."""
+    ctx.need_root()
+    notes = ctx.direct().memory().list_notes()
+    topics = [n.topic for n in notes]
+    if ctx.json:
+        ctx.print_json({"topics": topics, "count": len(topics), "notes": [
+            {"topic": n.topic, "uri": n.uri, "summary": n.entry.summary, "updated": n.entry.updated} for n in notes]})
+    else:
+        ctx.write(("(no notes)" if not topics else "\n".join(topics)) + "\n")
+    return EXIT_OK
+
+
+def cmd_search(ctx: Ctx) -> int:
+    """``search <query> [--mode auto|scan|fts5] [--limit N]``."""
+    query = _need(ctx.rest[0] if ctx.rest else None, "search requires a <query>")
+    if not query.strip():
+        raise UsageError("search requires a <query>: an empty query matches nothing; give words to look for")
+    mode_arg = ctx.args.text("--mode") or "auto"
+    limit = ctx.args.integer("--limit")
+    ctx.need_root()
+    memory = ctx.direct().memory(search=True)
+    mode = mode_arg if mode_arg in ("scan", "fts5") else "auto"
+    result = memory.search(query, mode=mode, limit=limit if limit else None)
+    if ctx.json:
+        ctx.print_json(result)
+    elif result["total"] == 0:
+        ctx.write("no matches\n")
+    else:
+        note = f"note: {result['note']}\n" if result.get("note") else ""
+        out = [f"{result['total']} match(es) via {result['engine']} — {query}\n{note}"]
+        out += [f"- {m['topic']} ({m['uri']}): {m['snippet']}\n" for m in result["matches"]]
+        if result["truncated"]:
+            out.append("(truncated to limit)\n")
+        ctx.write("".join(out))
+    return EXIT_OK
+
+
+def cmd_budget(ctx: Ctx) -> int:
+    """``budget``: the live budget report."""
+    ctx.need_root()
+    report = ctx.direct().memory(search=True).budget()
+    if ctx.json:
+        ctx.print_json(report)
+    else:
+        ctx.write("\n".join(budget_lines(report)) + "\n")
+    return EXIT_OK
+
+
+def cmd_digest(ctx: Ctx) -> int:
+    """``digest [--file PATH] [--text TEXT] [--max-items N] [--topic-hint S]``: candidates; never writes."""
+    file = ctx.args.text("--file")
+    text = ctx.args.text("--text")
+    max_items = ctx.args.integer("--max-items")
+    topic_hint = ctx.args.text("--topic-hint")
+    result = ctx.direct().memory().digest(text=text, file=file, max_items=max_items, topic_hint=topic_hint)
+    if ctx.json:
+        ctx.print_json(result)
+        return EXIT_OK
+    if result["sourceKind"] == "none":
+        ctx.error(f"no digest source: {result['note']}")
+        return EXIT_FAILED
+    out = [f"digest from {result['source']} — {len(result['candidates'])} candidate(s); review then mem_write:\n"]
+    out += [f"- [{c['topic']}/{c['kind']}] {c['summary']} ({c['chars']}/{c['budget']} chars)\n"
+            for c in result["candidates"]]
+    ctx.write("".join(out))
+    return EXIT_OK
+
+
+def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
+    daemon = ctx.daemon()
+    if daemon is None:
+        return None
+    from ..errors import RpcError
+
+    try:
+        raw = daemon.client.delete(topic)
+    except RpcError as error:
+        raise _as_mm(error) from None
+    # A delete that changed anything makes a new revision: that is the one pending write of this call.
+    changed = raw.get("revision") != daemon.status.get("revision")
+    return {"ok": raw["ok"], "removed": raw["removed"], "topic": raw["topic"], "pendingWrites": 1 if changed else 0,
+            "usage": raw["usage"]}
+
+
+def cmd_delete(ctx: Ctx) -> int:
+    """``delete <topic>``: always allowed, even over budget."""
+    topic = _need(ctx.rest[0] if ctx.rest else None, "delete requires a <topic>")
+    ctx.creatable_root()
+    try:
+        outcome = _delete_via_daemon(ctx, topic)
+        if outcome is None:
+            outcome = ctx.direct().memory().delete(topic)
+    except MMError as error:
+        ctx.error(error.message)
+        return EXIT_FAILED
+    if ctx.json:
+        ctx.print_json(outcome)
+    else:
+        ctx.write(f"deleted {topic}: {_deleted(outcome)}\n")
+    return EXIT_OK
+
+
+def _deleted(outcome: dict[str, Any]) -> str:
+    """``removed``, ``not found``, or, for a dangling entry (a change without a file removed), what was removed."""
+    if outcome["removed"]:
+        return "removed"
+    if outcome.get("pendingWrites"):
+        return "removed its index entry (the note file was already gone)"
+    return "not found"
+
+
+def cmd_uri(ctx: Ctx) -> int:
+    """``uri <topic>``: the topic's canonical URI (a bad topic escapes as an internal error, as in the reference)."""
+    topic = _need(ctx.rest[0] if ctx.rest else None, "uri requires a <topic>")
+    ctx.need_root()
+    uri = ctx.direct().memory().uri_for(topic)
+    ctx.write(js_json({"topic": topic, "uri": uri}) + "\n" if ctx.json else uri + "\n")
+    return EXIT_OK

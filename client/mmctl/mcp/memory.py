@@ -1,0 +1,182 @@
+"""The memory behind one MCP connection: one frozen snapshot, from the daemon or from the files.
+
+With a daemon, the connection opens a daemon session (``memory.open``) and
+every read and write carries its ``sessionId``; a session lost in a daemon
+restart is opened again (the snapshot then moves to the newest revision).
+Without one, it is a core :class:`~mmd.core.Memory` loaded once: reads serve
+that snapshot, writes reach the disk under the root's lock and count as
+pending, exactly the reference's session semantics (mm v1 §7). The review
+queue needs the daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mmd.core.errors import MMError
+from mmd.core.memory import Memory
+
+from ..aclient import AsyncClient, AsyncSession
+from ..errors import MmctlError, NoSessionError
+
+__all__ = ["DaemonMemory", "DirectMemory", "MemoryUnavailable", "SessionMemory", "describe_error"]
+
+
+class MemoryUnavailable(Exception):
+    """Raised for a call this connection cannot serve (the review queue without a daemon); says what to do."""
+
+
+class SessionMemory:
+    """What the MCP tools call; results are the core's JSON dicts (camelCase keys).
+
+    Raises (every method): MMError or MmctlError from the memory, MemoryUnavailable as documented.
+    """
+
+    async def read(self, topic: str) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    async def index(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def notes(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    async def search(self, query: str, mode: str | None, limit: int | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def budget(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
+                    budget: int | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def digest(self, text: str | None, file: str | None, max_items: int | None,
+                     topic_hint: str | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def queue(self, action: str, **params: Any) -> Any:
+        """``queue.<action>`` (``list`` | ``accept`` | ``reject``) with the given params."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release the snapshot."""
+
+    uri_for: Callable[[str], str]
+
+
+class DirectMemory(SessionMemory):
+    """A core :class:`Memory` on the files (no daemon)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.uri_for = memory.uri_for
+
+    async def read(self, topic: str) -> dict[str, Any] | None:
+        note = self.memory.read_topic(topic)
+        return None if note is None else note.to_json()
+
+    async def index(self) -> dict[str, Any]:
+        return self.memory.read_index()
+
+    async def notes(self) -> list[dict[str, Any]]:
+        return [n.to_json() for n in self.memory.list_notes()]
+
+    async def search(self, query: str, mode: str | None, limit: int | None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.memory.search, query, mode=mode, limit=limit)
+
+    async def budget(self) -> dict[str, Any]:
+        return await asyncio.to_thread(self.memory.budget)
+
+    async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
+                    budget: int | None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.memory.write, topic, content, summary=summary, tags=tags, budget=budget)
+
+    async def digest(self, text: str | None, file: str | None, max_items: int | None,
+                     topic_hint: str | None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.memory.digest, text=text, file=file, max_items=max_items,
+                                       topic_hint=topic_hint)
+
+    async def queue(self, action: str, **params: Any) -> Any:
+        raise MemoryUnavailable(f"the review queue needs the mmd daemon; start it with `mmd --root {self.memory.root}`")
+
+
+class DaemonMemory(SessionMemory):
+    """A daemon session: the snapshot pinned by ``memory.open``, reopened if the daemon restarts."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self.client = client
+        self.session = AsyncSession(client)
+        self.memory_id = "local"
+        self.uri_for = self._uri_for
+
+    def _uri_for(self, topic: str) -> str:
+        from mmd.core.uri import uri_for
+
+        return uri_for(self.memory_id, topic)
+
+    async def open(self) -> DaemonMemory:
+        """Pin the snapshot of this connection (and learn the root's memory id for URIs)."""
+        await self.session.reopen()
+        self.memory_id = (await self.session.index())["memoryId"]
+        return self
+
+    async def _in_session(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        try:
+            return await call()
+        except NoSessionError:  # the daemon restarted or the session expired: pin the newest revision
+            await self.session.reopen()
+            return await call()
+
+    async def read(self, topic: str) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await self._in_session(lambda: self.session.read(topic))
+        return result
+
+    async def index(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._in_session(lambda: self.session.index())
+        return result
+
+    async def notes(self) -> list[dict[str, Any]]:
+        result = await self._in_session(lambda: self.session.list())
+        return list(result["notes"])
+
+    async def search(self, query: str, mode: str | None, limit: int | None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._in_session(lambda: self.session.search(query, mode=mode, limit=limit))
+        return result
+
+    async def budget(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._in_session(lambda: self.session.budget())
+        return result
+
+    async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
+                    budget: int | None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._in_session(
+            lambda: self.session.write(topic, content, summary=summary, tags=tags, budget=budget))
+        return result
+
+    async def digest(self, text: str | None, file: str | None, max_items: int | None,
+                     topic_hint: str | None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.client.digest(text=text, file=file, max_items=max_items,
+                                                          topic_hint=topic_hint)
+        return result
+
+    async def queue(self, action: str, **params: Any) -> Any:
+        if action not in ("list", "accept", "reject"):
+            raise ValueError(f"unknown queue action {action!r}")
+        return await getattr(self.client, f"queue_{action}")(**params)
+
+    async def close(self) -> None:
+        await self.session.end()
+        await self.client.aclose()
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for the model: the code, the message, and what to do."""
+    if isinstance(error, MMError):
+        return f"{error.code.value}: {error.message}"
+    if isinstance(error, MmctlError):
+        return f"{error.code}: {error.message}"
+    return str(error)
+

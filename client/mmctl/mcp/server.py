@@ -1,0 +1,332 @@
+"""``mmctl mcp``: the Model Context Protocol server over stdio (the official SDK's ``MCPServer``).
+
+Tools: ``mem_read``, ``mem_write``, ``mem_search``, ``mem_budget``,
+``mem_digest`` (the reference's five, same meaning) and ``mem_queue_list``,
+``mem_queue_accept``, ``mem_queue_reject`` (the daemon's review queue). One
+frozen snapshot per connection (:mod:`.memory`). Every tool returns both a
+text block written for the model (everything it needs, bodies included) and
+``structuredContent`` that validates against the tool's declared output
+schema (the pydantic models below). The agents' guide is the server's
+instructions. Errors (a bad topic, no daemon for the queue) come back as tool
+errors whose text says what to do; a refused write is a result, ``ok: false``
+with its usage, as mm v1 §6 wants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, ConfigDict
+
+from mmd import __version__
+from mmd.core.errors import MMError
+from mmd.core.guide import guide_text
+
+from ..errors import MmctlError
+from ..render import budget_lines, candidates
+from .memory import DaemonMemory, DirectMemory, MemoryUnavailable, SessionMemory, describe_error
+
+__all__ = ["DESCRIPTIONS", "BudgetOut", "DigestOut", "MemoryTools", "QueueOut", "ReadOut", "SearchOut", "WriteOut",
+           "build_server", "serve"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReadOut(_Out):
+    """``mem_read``: ``note`` for a topic, ``index`` without one, ``index`` + ``notes`` with ``all``."""
+
+    found: bool
+    topic: str | None = None
+    uri: str | None = None
+    note: dict[str, Any] | None = None
+    index: dict[str, Any] | None = None
+    notes: list[dict[str, Any]] | None = None
+
+
+class WriteOut(_Out):
+    """``mem_write``: the mm write outcome; ``ok: false`` carries ``code``, ``message`` and ``usage``."""
+
+    ok: bool
+    topic: str
+    uri: str | None = None
+    action: str | None = None
+    code: str | None = None
+    message: str | None = None
+    reason: str | None = None
+    usage: dict[str, Any]
+    pendingWrites: int | None = None
+    revision: int | None = None
+
+
+class SearchOut(_Out):
+    """``mem_search``: ``{query, engine, total, truncated, matches, note?}`` (mm v1 §8)."""
+
+    query: str
+    engine: str
+    total: int
+    truncated: bool
+    matches: list[dict[str, Any]]
+    note: str | None = None
+
+
+class BudgetOut(_Out):
+    """``mem_budget``: the live budget report (mm v1 §6)."""
+
+    root: str
+    memoryId: str
+    loadedAt: str
+    snapshotAgeMs: int
+    pendingWrites: int
+    index: dict[str, Any]
+    detail: dict[str, Any]
+    perTopic: list[dict[str, Any]]
+    anomalies: dict[str, Any]
+    search: dict[str, Any]
+
+
+class DigestOut(_Out):
+    """``mem_digest``: candidate memories; nothing is written."""
+
+    source: str
+    sourceKind: str
+    candidates: list[dict[str, Any]]
+    usage: dict[str, Any]
+    note: str | None = None
+
+
+class QueueOut(_Out):
+    """``mem_queue_*``: ``candidates`` for a list, ``result`` (the daemon's answer) for accept/reject."""
+
+    ok: bool
+    candidates: list[dict[str, Any]] | None = None
+    result: Any = None
+
+
+def _result(text: str, data: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _fail(error: BaseException) -> ToolError:
+    return ToolError(describe_error(error))
+
+
+def _note_text(note: dict[str, Any]) -> str:
+    return (f"# {note['topic']} ({note['uri']})\n\nsummary: {note['summary'] or '-'}\n"
+            f"tags: {', '.join(note['tags']) or '-'}\nupdated: {note['updated']}\n\n{note['body']}\n")
+
+
+def _index_text(index: dict[str, Any]) -> str:
+    over = " — OVER BUDGET: consolidate it (merge or delete entries)" if index["overBudget"] else ""
+    lines = [f"Memory index ({len(index['entries'])} entries, {index['lineCount']}/{index['lineCap']} lines, "
+             f"{index['byteCount']}/{index['byteCap']} bytes{over}); snapshot {index['loadedAt']}:", ""]
+    lines += [f"- {e['topic']}" + (f" — {e['summary']}" if e["summary"] else "") for e in index["entries"]]
+    if not index["entries"]:
+        lines.append("(no notes yet: record durable context with mem_write)")
+    return "\n".join(lines) + "\n"
+
+
+def _usage_text(usage: dict[str, Any]) -> str:
+    index = usage.get("index", {})
+    return (f"{usage.get('bodyChars')}/{usage.get('writeBudget')} chars (overflow {usage.get('overflow', 0)}), "
+            f"note {usage.get('noteBytes')}/{usage.get('noteMaxBytes')} bytes, index {index.get('lines')}/"
+            f"{index.get('lineCap')} lines and {index.get('bytes')}/{index.get('byteCap')} bytes")
+
+
+DESCRIPTIONS = {
+    "mem_read": "Read memory from this session's frozen snapshot: no topic gives the MEMORY.md index (read it "
+                "first); a topic gives that note in full; all=true gives the index and every note.",
+    "mem_write": "Create or replace a note. Budgets never truncate: an over-budget write writes nothing and returns "
+                 "ok=false with usage; compress and retry. tags is a comma list; budget is the character budget "
+                 "of this write.",
+    "mem_search": "Search the memory snapshot (topic, summary, tags and body; CJK supported). mode: auto | scan | "
+                  "fts5; limit: most matches.",
+    "mem_budget": "The deterministic budget report: index lines/bytes against their caps, each note's use of its "
+                  "write budget, pending writes, anomalies.",
+    "mem_digest": "Distill candidate memories from text, a file, or the newest session log. Never writes: review "
+                  "the candidates and mem_write the ones worth keeping.",
+    "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs. status: "
+                      "pending (default) | accepted | rejected.",
+    "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
+                        "content, summary and tags override the candidate's. A topic that already has a note "
+                        "is refused unless replace is true.",
+    "mem_queue_reject": "Reject a review-queue candidate, with an optional reason.",
+}
+"""Tool name → the description the model reads."""
+
+
+def _candidate_id(raw: str) -> str | int:
+    return int(raw) if raw.isdigit() else raw
+
+
+class MemoryTools:
+    """The tools of one connection, as methods named after the tools, over ``memory``."""
+
+    def __init__(self, memory: SessionMemory) -> None:
+        self.memory = memory
+
+    async def mem_read(self, topic: str | None = None, all: bool = False) -> Annotated[CallToolResult, ReadOut]:
+        memory = self.memory
+        try:
+            if topic:
+                note = await memory.read(topic)
+                if note is None:
+                    uri = memory.uri_for(topic)
+                    return _result(f"no note for topic {topic} ({uri}) in this session's snapshot; notes written "
+                                   "in this session appear in the next one\n",
+                                   {"found": False, "topic": topic, "uri": uri})
+                return _result(_note_text(note), {"found": True, "topic": topic, "uri": note["uri"], "note": note})
+            index = await memory.index()
+            if not all:
+                return _result(_index_text(index), {"found": True, "index": index})
+            notes = await memory.notes()
+            text = _index_text(index) + "".join("\n" + _note_text(n) for n in notes)
+            return _result(text, {"found": True, "index": index, "notes": notes})
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+
+    async def mem_write(self, topic: str, content: str, summary: str | None = None, tags: str | None = None,
+                        budget: int | None = None) -> Annotated[CallToolResult, WriteOut]:
+        try:
+            outcome = await self.memory.write(topic, content, summary, tags, budget)
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        usage = outcome["usage"]
+        if outcome["ok"]:
+            text = (f"{outcome['action']} {outcome['uri']}: {_usage_text(usage)}; "
+                    f"{outcome.get('pendingWrites', 1)} pending write(s), visible from the next session\n")
+        else:
+            text = f"NOT WRITTEN ({outcome['code']}): {outcome['message']}. Usage: {_usage_text(usage)}\n"
+        return _result(text, outcome)
+
+    async def mem_search(self, query: str, mode: str | None = None,
+                         limit: int | None = None) -> Annotated[CallToolResult, SearchOut]:
+        try:
+            result = await self.memory.search(query, mode, limit)
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        lines = [f"{result['total']} match(es) via {result['engine']} — {query}"]
+        if result.get("note"):
+            lines.append(f"note: {result['note']}")
+        lines += [f"- {m['topic']} ({m['uri']}): {m['snippet']}" for m in result["matches"]]
+        if result["truncated"]:
+            lines.append("(truncated to limit)")
+        return _result("\n".join(lines) + "\n", result)
+
+    async def mem_budget(self) -> Annotated[CallToolResult, BudgetOut]:
+        try:
+            report = await self.memory.budget()
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        return _result("\n".join(budget_lines(report)) + "\n", report)
+
+    async def mem_digest(self, text: str | None = None, file: str | None = None, maxItems: int | None = None,
+                         topicHint: str | None = None) -> Annotated[CallToolResult, DigestOut]:
+        try:
+            result = await self.memory.digest(text, file, maxItems, topicHint)
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        if result["sourceKind"] == "none":
+            return _result(f"no digest source: {result['note']}\n", result)
+        lines = [f"digest from {result['source']} — {len(result['candidates'])} candidate(s); review then mem_write:"]
+        for c in result["candidates"]:
+            over = " OVER BUDGET" if c.get("overBudget") else ""
+            lines.append(f"- topic {c['topic']} ({c['kind']}, {c['chars']}/{c['budget']} chars{over}): "
+                         f"{c['summary']}\n  {c['body']}")
+        return _result("\n".join(lines) + "\n", result)
+
+    async def _queue(self, action: str, **params: Any) -> Any:
+        try:
+            return await self.memory.queue(action, **params)
+        except (MMError, MmctlError, MemoryUnavailable) as error:
+            raise _fail(error) from None
+
+    async def mem_queue_list(self, status: str | None = None,
+                             limit: int | None = None) -> Annotated[CallToolResult, QueueOut]:
+        items = candidates(await self._queue("list", status=status, limit=limit))
+        lines = [f"{len(items)} {status or 'pending'} candidate(s):"] + [
+            f"- id {c.get('id')} [{c.get('status', '')}] topic {c.get('topic')} ({c.get('kind')}, "
+            f"{c.get('chars')} chars): {c.get('summary', '')}\n  {c.get('body', '')}" for c in items]
+        return _result("\n".join(lines) + "\n", {"ok": True, "candidates": items})
+
+    async def mem_queue_accept(self, id: str, topic: str | None = None, content: str | None = None,
+                               summary: str | None = None, tags: str | None = None,
+                               replace: bool = False) -> Annotated[CallToolResult, QueueOut]:
+        result = await self._queue("accept", candidate_id=_candidate_id(id), topic=topic, content=content,
+                                   summary=summary, tags=tags, replace=replace)
+        write = result.get("write") or {}
+        if result.get("ok"):
+            text = f"accepted {id}: {write.get('action')} {write.get('uri')}"
+        else:
+            text = (f"NOT ACCEPTED ({write.get('code')}): {write.get('message')}. Usage: "
+                    f"{_usage_text(write.get('usage', {}))}; the candidate stays pending: retry with a shorter content")
+        return _result(text + "\n", {"ok": bool(result.get("ok")), "result": result})
+
+    async def mem_queue_reject(self, id: str, reason: str | None = None) -> Annotated[CallToolResult, QueueOut]:
+        result = await self._queue("reject", candidate_id=_candidate_id(id), reason=reason)
+        return _result(f"rejected {id}\n", {"ok": True, "result": result})
+
+
+def build_server(memory: SessionMemory, instructions: str) -> MCPServer[Any]:
+    """The MCP server for one connection over ``memory``; closing the connection releases the snapshot."""
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {}
+        finally:
+            await memory.close()
+
+    server: MCPServer[Any] = MCPServer("mmctl", instructions=instructions, version=__version__, lifespan=lifespan)
+    tools = MemoryTools(memory)
+    for name, description in DESCRIPTIONS.items():
+        server.add_tool(getattr(tools, name), name=name, description=description)
+    return server
+
+
+def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
+    """Run the server on stdin/stdout until the client disconnects; returns the exit code (0).
+
+    Args:
+        root: the ``--root`` value, or None (resolved as every command does: config file, mm v1 §2).
+        lang: the guide's language, ``en`` | ``zh`` | ``auto``.
+        env: the environment (``MMCTL_NOW``, ``MMCTL_FTS5`` and ``MMCTL_NO_DAEMON`` are read as the CLI does).
+
+    The snapshot is taken here, before the first request: from the daemon when
+    one owns the root, else from the files.
+
+    Raises:
+        MMError(E_INVALID): for a bad config file value.
+        ValueError: for a bad ``MMCTL_NOW``.
+    """
+    import asyncio
+
+    from ..backend import Direct, find_daemon
+    from ..pins import pinned_clock, pinned_fts5, wants_daemon
+
+    direct = Direct(root, env, pinned_clock(env), pinned_fts5(env))
+    options = direct.options()
+    instructions = guide_text(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
+    daemon = find_daemon(options.root, env) if wants_daemon(env) else None
+
+    async def run() -> None:
+        memory: SessionMemory
+        if daemon is not None:
+            from ..aclient import AsyncClient
+
+            target = daemon.client.target
+            daemon.client.close_socket()
+            client = AsyncClient(endpoint=target.rpc, pub_endpoint=target.pub, timeout_ms=10_000)
+            memory = await DaemonMemory(client).open()
+        else:
+            memory = DirectMemory(direct.memory(search=True, options=options))
+        await build_server(memory, instructions).run_stdio_async()
+
+    asyncio.run(run())
+    return 0
