@@ -15,19 +15,12 @@ from typing import Any
 import pytest
 from mmctl.cli.main import main
 
+from tests.test_mmctl_cli import Run
+
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "claude-settings.json"
 START = {"session_id": "9f0c2d4e-claude", "transcript_path": "/home/ada/.claude/projects/p/9f0c2d4e.jsonl",
          "cwd": "/home/ada/project", "permission_mode": "default", "hook_event_name": "SessionStart",
          "source": "startup"}
-
-
-class Run:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.out)
 
 
 class Broken(io.StringIO):
