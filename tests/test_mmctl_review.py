@@ -74,6 +74,32 @@ def test_review_accepts_edits_rejects_undoes_and_quits(start_daemon, tmp_path: P
     assert sum(1 for r in rows.values() if r[0] == "pending") == 9
 
 
+def test_review_accepts_into_an_existing_topic(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_ingest_helpers import call
+
+    daemon, _ = start_web_daemon(start_daemon, tmp_path)
+    assert call(daemon, "memory.write", {"topic": "api-notes", "content": "The API is versioned in the path.",
+                                         "summary": "how the API works"})["ok"]
+    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project=--home-dev-api--",
+                                           "--root", str(daemon.root)], env={**daemon.env, "NO_COLOR": "1"},
+                          encoding="utf-8", timeout=20)
+    try:
+        child.expect_exact("[q]uit > ")
+        child.send("i")
+        child.expect_exact("accept into which topic? ")
+        child.sendline("api-notes")
+        child.expect("accepted #\\d+ as api-notes")
+        child.expect_exact("[q]uit > ")
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    text = note_files(daemon)["api-notes.md"]
+    assert "versioned in the path" in text and "bearer tokens" in text
+    assert call(daemon, "memory.read", {"topic": "api-notes"})["summary"] == "how the API works"
+    assert queue_rows(daemon)["api-auth"] == ("accepted", None, "api-notes")
+
+
 def test_review_without_a_terminal_reads_one_key_per_line(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     daemon, _ = start_web_daemon(start_daemon, tmp_path)
     done = subprocess.run([sys.executable, "-m", "mmctl", "review", "--root", str(daemon.root)], input="s\nr\n\nq\n",

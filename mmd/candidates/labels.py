@@ -15,10 +15,13 @@ __all__ = ["agent_of", "project_of", "score_of"]
 
 
 def project_of(candidate: dict[str, Any]) -> str:
-    """The candidate's project: its ``project``, else the log's project folder (DSH layout
-    ``<project>/<session>/<log>``), else ``"(unknown)"``."""
+    """The candidate's project: its ``project``, else its first evidence's, else the log's project folder
+    (DSH layout ``<project>/<session>/<log>``), else ``"(unknown)"``."""
     if candidate.get("project"):
         return str(candidate["project"])
+    for quote in candidate.get("evidence") or []:
+        if isinstance(quote, dict) and quote.get("project"):
+            return str(quote["project"])
     file = (candidate.get("source") or {}).get("file") or ""
     parts = PurePath(file).parts
     return parts[-3] if len(parts) >= 3 else "(unknown)"

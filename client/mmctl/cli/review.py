@@ -165,13 +165,15 @@ def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: s
                       "tags": fields["tags"] or None, "content": fields["body"]}
         elif key == "i":
             into = (screen.line("accept into which topic? ") or "").strip()
-            note = client.read(into) if into else None
-            if not isinstance(note, dict) or not note.get("topic"):
+            appended = _into(client, cand, into) if into else None
+            if appended is None:
                 screen.say(f"no note {into!r}: nothing accepted")
                 return None
-            params = {"topic": into, "replace": True, "summary": note.get("summary") or None,
-                      "content": f"{str(note.get('body', '')).rstrip()}\n\n{cand.get('body', '')}"}
-        result = client.queue_accept(cid, **params)
+            params = appended
+        if "into" in params:
+            result = client.call("queue.accept", {"id": cid, **params})
+        else:
+            result = client.queue_accept(cid, **params)
     except RpcError as error:
         screen.say(screen.style(f"#{cid}: {error.message}", "31"))
         return None
@@ -183,6 +185,23 @@ def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: s
         return None
     screen.say(screen.style(f"accepted #{cid} as {write.get('topic')}", "32"))
     return "accepted"
+
+
+def _into(client: Any, cand: dict[str, Any], into: str) -> dict[str, Any] | None:
+    """Params of ``queue.accept`` appending the candidate to the note ``into`` (None: no such note).
+
+    Where the daemon's ``queue.accept`` takes ``into`` it appends; else the note's body with the
+    candidate's appended replaces it, keeping its summary and tags.
+    """
+    from mmd.wire.methods import METHODS
+
+    if "into" in METHODS["queue.accept"].params:
+        return {"into": into}
+    note = client.read(into)
+    if not isinstance(note, dict) or not note.get("topic"):
+        return None
+    return {"topic": into, "replace": True, "summary": note.get("summary") or None,
+            "content": f"{str(note.get('body', '')).rstrip()}\n\n{cand.get('body', '')}"}
 
 
 def _filters(ctx: Ctx) -> Callable[[dict[str, Any]], bool]:

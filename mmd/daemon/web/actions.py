@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mmd.core.errors import MMError
+from mmd.wire.methods import METHODS
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .security import check_csrf
@@ -41,6 +42,24 @@ def _why(error: DaemonError | MMError) -> str:
     if isinstance(error, DaemonError) and error.code == DaemonCode.E_CONFLICT.value:
         return "the memory changed since this page was shown; nothing was changed — look again and retry"
     return error.message
+
+
+def _into_params(existing: dict[str, Any] | None, cand: dict[str, Any], into: str,
+                 body: str | None) -> dict[str, Any]:
+    """``queue.accept`` params that append the candidate to the note ``into``.
+
+    Where the daemon's ``queue.accept`` takes ``into`` it does the appending; else the note's body
+    with the candidate's appended replaces it (``replace``), keeping its summary and tags.
+
+    Raises:
+        DaemonError(E_NOT_FOUND): when there is no note ``into`` and the daemon cannot create it.
+    """
+    if "into" in METHODS["queue.accept"].params:
+        return {"into": into, "content": body}
+    if existing is None:
+        raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into!r} any more")
+    return {"topic": into, "replace": True, "summary": existing["summary"] or None,
+            "content": f"{existing['body'].rstrip()}\n\n{body or cand['body']}"}
 
 
 class Actions:
@@ -92,21 +111,20 @@ class Actions:
         """``POST /queue/accept {id, topic?, summary?, tags?, body?, into?, rev}``.
 
         With ``into`` (an existing topic) the candidate's body is appended to that note, which keeps
-        its summary and tags (``queue.accept`` with ``replace``); else topic, summary, tags and body
-        as edited on the page.
+        its summary and tags (see :func:`_into_params`); else topic, summary, tags and body as edited
+        on the page.
         """
         form, rev = await self._form(request)
         cid = _text(form, "id") or ""
         into = _text(form, "into")
         params: dict[str, Any] = {"id": cid, "ifRevision": rev}
         if into is not None:
-            existing = await self._call(self.page.methods, "memory.read", {"topic": into})
-            cand = await self._call(self.page.methods, "queue.get", {"id": cid})
-            if existing is None:
-                return self._done(form, [{"ok": False, "text": f"#{cid}: there is no note {into!r} any more"}])
-            body = _text(form, "body") or cand["body"]
-            params.update(topic=into, replace=True, summary=existing["summary"] or None,
-                          content=f"{existing['body'].rstrip()}\n\n{body}")
+            try:
+                params.update(_into_params(await self._call(self.page.methods, "memory.read", {"topic": into}),
+                                           await self._call(self.page.methods, "queue.get", {"id": cid}), into,
+                                           _text(form, "body")))
+            except (DaemonError, MMError) as error:
+                return self._done(form, [{"ok": False, "text": f"#{cid}: {_why(error)}"}])
         else:
             params.update(topic=_text(form, "topic"), summary=_text(form, "summary"),
                           tags=_text(form, "tags"), content=_text(form, "body"))
