@@ -125,3 +125,35 @@ def test_ui_says_how_when_the_daemon_serves_no_page(start_daemon, tmp_path: Path
     done = subprocess.run([sys.executable, "-m", "mmctl", "ui", "--print", "--root", str(daemon.root)],
                           env=daemon.env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "--http 127.0.0.1:0" in done.stderr and done.stdout == ""
+
+
+def test_review_takes_the_candidates_that_came_in_meanwhile(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_ingest_helpers import candidates, user_message, wait_until
+
+    daemon, _ = start_web_daemon(start_daemon, tmp_path)
+    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project=--home-dev-api--",
+                                           "--root", str(daemon.root)], env={**daemon.env, "NO_COLOR": "1"},
+                          encoding="utf-8", timeout=20)
+    try:
+        for _ in range(3):
+            child.expect_exact("[q]uit > ")
+            child.send("s")
+        child.expect(r"\] #\d+ api-rate ")
+        log = next((tmp_path / "sessions" / "--home-dev-api--").rglob("session.v4.jsonl"))
+        with open(log, "ab") as f:
+            f.write(user_message(50, "mm:api-versioning the version goes in the path, /v2/", "m50"))
+        wait_until(lambda: any(c["topic"] == "api-versioning" for c in candidates(daemon, "pending")),
+                   what="the new candidate")
+        child.expect_exact("[q]uit > ")
+        child.send("s")
+        child.expect_exact("1 new candidate(s) came in meanwhile")
+        child.expect(r"\] #\d+ api-versioning ")
+        child.expect_exact("[q]uit > ")
+        child.send("a")
+        child.expect("accepted #\\d+ as api-versioning")
+        child.expect("0 rejected, 4 skipped")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert "api-versioning.md" in note_files(daemon)
+    assert queue_rows(daemon)["api-versioning"] == ("accepted", None, "api-versioning")

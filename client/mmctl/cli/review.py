@@ -6,7 +6,8 @@ topic (its note gets the body appended), ``r`` reject (a reason may follow),
 ``s`` skip, ``u`` undo the last decision (``queue.undo``: an accepted note is
 deleted or its previous text restored by the daemon, and the candidate is
 pending again), ``q`` quit. Candidates come by score (highest first), filtered
-by ``--project``, ``--agent`` and ``--min-score``. Colours only on a terminal
+by ``--project``, ``--agent`` and ``--min-score``; at the end of the list, the
+ones that came in meanwhile follow. Colours only on a terminal
 and without ``NO_COLOR``; on a terminal a key needs no Enter, otherwise one
 key per line is read. Every decision is an RPC call (needs the daemon). Never:
 writes a memory file itself.
@@ -215,6 +216,17 @@ def _filters(ctx: Ctx) -> Callable[[dict[str, Any]], bool]:
     return keep
 
 
+def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], screen: _Screen) -> bool:
+    """At the end of the list: append the pending candidates that came in meanwhile; True when some did."""
+    fresh = sorted((c for c in _pending(client) if c["id"] not in seen and _filters(ctx)(c)),
+                   key=lambda c: (-score_of(c), c["id"]))
+    if fresh:
+        screen.say(f"{len(fresh)} new candidate(s) came in meanwhile")
+        seen.update(c["id"] for c in fresh)
+        todo.extend(fresh)
+    return bool(fresh)
+
+
 def cmd_review(ctx: Ctx) -> int:
     """``review [--project P] [--agent A] [--min-score N]``: the keyboard loop (see the module docstring)."""
     client = ctx.need_daemon("review").client
@@ -226,7 +238,8 @@ def cmd_review(ctx: Ctx) -> int:
     if not todo:
         screen.say("nothing to review")
         return EXIT_OK
-    while at < len(todo):
+    seen = {c["id"] for c in todo}
+    while at < len(todo) or _arrived(client, ctx, todo, seen, screen):
         cand = todo[at]
         screen.show(cand, at + 1, len(todo))
         key = screen.key()
