@@ -448,6 +448,15 @@ async def test_every_event_topic_matches_its_schema(start_daemon, tmp_path: Path
             f.write(user_message(4, "REMEMBER: the staging database is reset nightly.", "m-4"))
         added = await expect(lambda t, p: t == "queue/added", "queue/added")
         assert added["sessionId"] == SESSION_ID and added["source"] == str(log)
+        # queue/decided: an accept, its undo, a reject
+        cid = added["ids"][0]
+        await asyncio.to_thread(wire.result, "queue.accept", {"id": cid, "topic": "staging-db"})
+        decided = await expect(lambda t, p: t == "queue/decided", "queue/decided (accept)")
+        assert (decided["id"], decided["status"], decided["topic"]) == (cid, "accepted", "staging-db")
+        await asyncio.to_thread(wire.result, "queue.undo", {"id": cid})
+        await expect(lambda t, p: t == "queue/decided" and p["status"] == "pending", "queue/decided (undo)")
+        await asyncio.to_thread(wire.result, "queue.reject", {"id": cid})
+        await expect(lambda t, p: t == "queue/decided" and p["status"] == "rejected", "queue/decided (reject)")
         # memory/nudge: on the schedule, at an RPC session's end, and when the agent session goes quiet
         await expect(lambda t, p: t == "memory/nudge" and p["reason"] == "schedule", "memory/nudge (schedule)")
         sid = (await asyncio.to_thread(wire.result, "memory.open"))["sessionId"]

@@ -185,3 +185,18 @@ def test_the_page_updates_live_after_an_external_mmctl_write(start_daemon, tmp_p
     assert page.locator("#rev").inner_text() == str(call(daemon, "memory.index")["revision"])
     assert note_files(daemon) == {"from-terminal.md": (daemon.root / "memories" / "from-terminal.md").read_text()}
     assert all(r[0] == "pending" for r in queue_rows(daemon).values())
+
+
+def test_the_queue_updates_live_after_a_decision_made_elsewhere(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                 page: Any) -> None:
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    cand = by_topic(daemon)["release-day"]
+    page.goto(url)
+    page.wait_for_selector("#live:not([hidden])")
+    page.evaluate("window.__sameDocument = true")
+    assert call(daemon, "queue.reject", {"id": cand["id"], "reason": "decided in the terminal"})["ok"]
+    page.wait_for_selector(f"#cand-{cand['id']}", state="detached", timeout=10_000)
+    assert page.evaluate("window.__sameDocument") is True
+    assert page.locator("article.candidate").count() == len(EXPECTED_TOPICS) - 1
+    assert queue_rows(daemon)["release-day"] == ("rejected", "decided in the terminal", None)
+    assert note_files(daemon) == {}

@@ -26,7 +26,7 @@ from mmd.core.memory import nudge_report, search_snapshot
 from mmd.core.snapshot import Snapshot
 from mmd.core.text import validate_topic
 from mmd.wire import methods as wire
-from mmd.wire.events import MEMORY_NUDGE
+from mmd.wire.events import MEMORY_NUDGE, QUEUE_DECIDED
 from mmd.wire.methods import METHODS, Method
 from mmd.wire.protocol import CandidateJson, OpenResult, QueueAcceptResult, QueueListResult
 
@@ -285,9 +285,12 @@ class Methods:
             DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED | E_EXISTS | E_CONFLICT), MMError: as
             :meth:`.review.Review.accept`.
         """
-        return await self.review.accept(p["id"], topic=p.get("topic"), content=p.get("content"),
-                                        summary=p.get("summary"), tags=p.get("tags"),
-                                        if_revision=p.get("ifRevision"), replace=bool(p.get("replace")))
+        result = await self.review.accept(p["id"], topic=p.get("topic"), content=p.get("content"),
+                                          summary=p.get("summary"), tags=p.get("tags"),
+                                          if_revision=p.get("ifRevision"), replace=bool(p.get("replace")))
+        if result["ok"]:
+            self._decided(result["candidate"])
+        return result
 
     @handles(wire.QUEUE_REJECT)
     async def queue_reject(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -296,7 +299,9 @@ class Methods:
         Raises:
             DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED): as :meth:`.review.Review.reject`.
         """
-        return {"ok": True, "candidate": await self.review.reject(p["id"], reason=p.get("reason"))}
+        rejected = await self.review.reject(p["id"], reason=p.get("reason"))
+        self._decided(rejected)
+        return {"ok": True, "candidate": rejected}
 
     @handles(wire.QUEUE_UNDO)
     async def queue_undo(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -306,7 +311,16 @@ class Methods:
             DaemonError(E_INVALID | E_NOT_FOUND | E_CONFLICT | E_UNAVAILABLE), MMError: as
             :meth:`.review.Review.undo`.
         """
-        return await self.review.undo(p["id"])
+        undone = await self.review.undo(p["id"])
+        self._decided(undone["candidate"])
+        return undone
+
+    def _decided(self, cand: CandidateJson) -> None:
+        """Publish ``queue/decided`` for the candidate's new status (every surface sees decisions live)."""
+        event: dict[str, Any] = {"id": cand["id"], "status": cand["status"], "queuePending": self.review.pending}
+        if cand.get("written"):
+            event["topic"] = cand["written"]["topic"]
+        self._publish(QUEUE_DECIDED, event)
 
     # --- daemon ---------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ __all__ = [
     "MEMORY_DUE",
     "MEMORY_NUDGE",
     "QUEUE_ADDED",
+    "QUEUE_DECIDED",
     "TOPICS",
     "ChangedEvent",
     "ChangedItem",
@@ -26,6 +27,7 @@ __all__ = [
     "HeartbeatEvent",
     "NudgeEvent",
     "QueueAddedEvent",
+    "QueueDecidedEvent",
 ]
 
 MEMORY_NUDGE = "memory/nudge"
@@ -34,12 +36,14 @@ MEMORY_CHANGED = "memory/changed"
 """A new revision: the topics added, updated and removed (:class:`ChangedEvent`)."""
 QUEUE_ADDED = "queue/added"
 """Ingestion added review-queue candidates (:class:`QueueAddedEvent`)."""
+QUEUE_DECIDED = "queue/decided"
+"""A candidate was accepted, rejected, or its decision undone (:class:`QueueDecidedEvent`)."""
 MEMORY_DUE = "memory/due"
 """A topic's review date has come: once per topic and date, across restarts (:class:`DueEvent`)."""
 DAEMON_HEARTBEAT = "daemon/heartbeat"
 """The daemon is alive, every ``daemon.heartbeatMs`` (:class:`HeartbeatEvent`)."""
 
-TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, MEMORY_DUE, QUEUE_ADDED, DAEMON_HEARTBEAT)
+TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, MEMORY_DUE, QUEUE_ADDED, QUEUE_DECIDED, DAEMON_HEARTBEAT)
 """Every event topic, as sent in the first frame (UTF-8)."""
 
 
@@ -129,6 +133,19 @@ class QueueAddedEvent(TypedDict):
 
 
 
+class QueueDecidedEvent(TypedDict):
+    """``queue/decided``: a candidate's status changed by ``queue.accept`` (``accepted``, ``topic`` the note
+    written), ``queue.reject`` (``rejected``) or ``queue.undo`` (``pending`` again), from any surface."""
+
+    seq: int
+    at: str
+    id: int
+    status: str
+    topic: NotRequired[str]
+    queuePending: int
+
+
 EVENT_PAYLOADS: dict[str, type] = {MEMORY_NUDGE: NudgeEvent, MEMORY_CHANGED: ChangedEvent, MEMORY_DUE: DueEvent,
-                                   QUEUE_ADDED: QueueAddedEvent, DAEMON_HEARTBEAT: HeartbeatEvent}
+                                   QUEUE_ADDED: QueueAddedEvent, QUEUE_DECIDED: QueueDecidedEvent,
+                                   DAEMON_HEARTBEAT: HeartbeatEvent}
 """``{topic: the TypedDict of its payload}`` (``schema/events.schema.json`` holds the same)."""

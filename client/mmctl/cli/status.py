@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
+from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED, QUEUE_DECIDED
 
 from ..render import cut, table, terminal_width
 from .output import EXIT_OK, Ctx, aligned, js_json
@@ -98,6 +98,9 @@ def _describe(event: Any) -> str:
                 f" — {actions}")
     if event.topic == QUEUE_ADDED:
         return f"{len(d.get('ids', []))} candidate(s) from {d.get('agent', '?')} {d.get('source', '?')}"
+    if event.topic == QUEUE_DECIDED:
+        written = f" as {d['topic']}" if d.get("topic") else ""
+        return f"candidate {d.get('id')} {d.get('status')}{written}, {d.get('queuePending', 0)} queued"
     if event.topic == DAEMON_HEARTBEAT:
         return f"revision {d.get('revision')}, {d.get('queuePending', 0)} queued"
     return js_json(d)
