@@ -38,6 +38,7 @@ from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
 from .methods import Methods
 from .notify import Notifier
+from .offload import BoundedPool
 from .queue import ReviewQueue
 from .review import Review
 from .rpc import RpcServer
@@ -70,8 +71,10 @@ DRAIN_TIMEOUT_S = 10.0
 """Longest wait for in-flight requests at shutdown, seconds."""
 LINGER_MS = 1000
 """Longest wait to flush replies and events when the sockets close, milliseconds."""
-HARD_MAX_FRAME_FACTOR = 16
+HARD_MAX_FRAME_FACTOR = 4
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
+ROUTER_RCVHWM = 64
+"""Most messages ZeroMQ queues from one client before it stops reading that client (back-pressure)."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
                 "ingest")
 """Config fields a SIGHUP cannot change."""
@@ -227,11 +230,15 @@ class Daemon:
         publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review), cfg.max_request_bytes)
+        digests = BoundedPool("digest")
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, digests),
+                        cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         rpc.start()
-        # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
+        # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish;
+        # before that, digests (reading a caller's file) are answered E_SHUTTING_DOWN, never waited for
         undo.push_async_callback(self._drain_requests, rpc)
+        undo.callback(digests.close)
         self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at)
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
@@ -247,6 +254,7 @@ class Daemon:
         sock.setsockopt(zmq.LINGER, LINGER_MS)
         if kind == zmq.ROUTER:
             sock.setsockopt(zmq.MAXMSGSIZE, self.config.max_request_bytes * HARD_MAX_FRAME_FACTOR)
+            sock.setsockopt(zmq.RCVHWM, ROUTER_RCVHWM)
         else:
             sock.setsockopt(zmq.SNDHWM, 10_000)
         if self.config.curve_secret_key is not None:
@@ -312,6 +320,7 @@ class Daemon:
         if running.ingestor is not None:
             running.ingestor.idle_s = new.session_idle_s
         running.rpc.max_request_bytes = new.max_request_bytes
+        running.rpc.max_queued_bytes = new.max_queued_bytes
         log.info("config.reloaded file=%s", new.config_file)
         self.notifier.ready(f"serving {new.root} at revision {running.state.revision}")
 

@@ -7,14 +7,19 @@ at once: cheap snapshot reads are answered inline, everything else runs as its
 own task, so one slow request (a write waiting for fsync, a first search) never
 stalls the others. A client that stops reading loses its replies once its pipe
 is full (ROUTER drops, never blocks). Every request gets an answer: malformed
-JSON, a non-request, an unknown method, wrong params or a frame over
-``max_request_bytes`` get a JSON-RPC error; no request can stop the loop.
+JSON, a non-request, an unknown method, wrong params or a message (any frame,
+or all of them together) over ``max_request_bytes`` get a JSON-RPC error; no
+request can stop the loop. Memory stays bounded under a flood: the requests
+held by running tasks may hold at most ``max_queued_bytes`` request bytes and
+``max_in_flight`` requests, and one client at most a quarter of each, so a
+flooding client gets ``E_BUSY`` while another client's requests are still served.
 :func:`error_object` is the one place an exception becomes a JSON-RPC error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Any
 
@@ -41,6 +46,13 @@ BATCH = 128
 """Most requests read per wake-up before yielding to other tasks."""
 MAX_IN_FLIGHT = 4096
 """Most requests waiting on a task at once; more get ``E_BUSY`` at once (memory stays bounded)."""
+MAX_QUEUED_BYTES = 64 * 1024 * 1024
+"""Default of ``daemon.maxQueuedBytes``: most request bytes held by in-flight requests."""
+PEER_SHARE = 4
+"""One client may hold at most 1/PEER_SHARE of the in-flight requests and of the queued bytes."""
+ENVELOPE_MAX_BYTES = 1024
+"""An E_TOO_LARGE answer goes back through the envelope only when it is this small (bytes); else to
+the peer's identity alone, so an oversized envelope is never echoed."""
 
 log = logging.getLogger("mmd.rpc")
 
@@ -78,17 +90,26 @@ class RpcServer:
     Args:
         socket: a bound ``zmq.ROUTER`` socket (plain, not asyncio).
         methods: the method table.
-        max_request_bytes: larger request frames get ``E_TOO_LARGE`` (bytes).
+        max_request_bytes: a larger request (any one frame, or all frames together) gets
+            ``E_TOO_LARGE`` (bytes); its ``data`` says ``bytes`` and ``limit``.
         max_in_flight: most task-run requests at once; the rest get ``E_BUSY`` (reads answered
             inline are never refused).
+        max_queued_bytes: most request bytes held by task-run requests at once (bytes); the rest
+            get ``E_BUSY``. One client (ROUTER identity) holds at most 1/:data:`PEER_SHARE` of
+            each limit.
     """
 
     def __init__(self, socket: zmq.Socket[bytes], methods: Methods, max_request_bytes: int,
-                 max_in_flight: int = MAX_IN_FLIGHT) -> None:
+                 max_in_flight: int = MAX_IN_FLIGHT, max_queued_bytes: int = MAX_QUEUED_BYTES) -> None:
         self.socket = socket
         self.methods = methods
         self.max_request_bytes = max_request_bytes
         self.max_in_flight = max_in_flight
+        self.max_queued_bytes = max_queued_bytes
+        self.queued_bytes = 0
+        """Request bytes held by the running tasks."""
+        self._peers: dict[bytes, list[int]] = {}
+        """``{identity: [requests, bytes]}`` held by each client's running tasks."""
         self.tasks: set[asyncio.Task[None]] = set()
         self.requests = 0
         self.stopping = False
@@ -160,10 +181,9 @@ class RpcServer:
             return  # ROUTER always prefixes the peer's identity; anything else is not a client
         self.requests += 1
         envelope, body = frames[:-1], frames[-1]
-        if len(body) > self.max_request_bytes:
-            self._send(envelope, reply(None, error=error_object(FrameError(
-                JsonRpc.INVALID_REQUEST, DaemonCode.E_TOO_LARGE,
-                f"request of {len(body)} bytes exceeds the {self.max_request_bytes}-byte limit"))))
+        size = sum(len(f) for f in frames[1:])
+        if size > self.max_request_bytes:
+            self._too_large(envelope, size)
             return
         try:
             rid, method, raw_params, wants_reply = parse_request(body)
@@ -179,17 +199,54 @@ class RpcServer:
             params = check_params(method, raw_params)
             inline = self.methods.inline.get(method)
             if inline is None:
-                if len(self.tasks) >= self.max_in_flight:
-                    raise DaemonError(DaemonCode.E_BUSY, f"{len(self.tasks)} requests already in flight; retry later")
+                self._admit(frames[0], size)
                 task = asyncio.ensure_future(self._run(to, rid, method, params))
                 self.tasks.add(task)
-                task.add_done_callback(self.tasks.discard)
+                task.add_done_callback(functools.partial(self._release, peer=frames[0], size=size))
                 return
             result = inline(params)
         except Exception as error:  # noqa: BLE001 - every failure becomes an answer
             self._fail(to, rid, method, error)
             return
         self._send(to, reply(rid, result=result))
+
+    def _too_large(self, envelope: list[bytes], size: int) -> None:
+        """Answer an oversized message (id null: it is never parsed) with its size and the limit."""
+        error = error_object(FrameError(JsonRpc.INVALID_REQUEST, DaemonCode.E_TOO_LARGE,
+                                        f"request of {size} bytes exceeds the {self.max_request_bytes}-byte limit"))
+        error["data"].update(bytes=size, limit=self.max_request_bytes)
+        small = sum(len(f) for f in envelope) <= ENVELOPE_MAX_BYTES
+        self._send(envelope if small else envelope[:1], reply(None, error=error))
+
+    def _admit(self, peer: bytes, size: int) -> None:
+        """Count a task-run request of ``size`` bytes from ``peer``.
+
+        Raises:
+            DaemonError(E_BUSY): if it would pass the in-flight or queued-bytes limit, overall or
+                the client's share.
+        """
+        held = self._peers.get(peer, [0, 0])
+        if len(self.tasks) >= self.max_in_flight or held[0] >= max(1, self.max_in_flight // PEER_SHARE):
+            raise DaemonError(DaemonCode.E_BUSY, f"{len(self.tasks)} requests already in flight "
+                                                 f"({held[0]} of yours); retry later")
+        if self.queued_bytes + size > self.max_queued_bytes or (
+                held[1] and held[1] + size > self.max_queued_bytes // PEER_SHARE):
+            raise DaemonError(DaemonCode.E_BUSY, f"{self.queued_bytes} request bytes already queued "
+                                                 f"({held[1]} of yours); retry later")
+        held[0] += 1
+        held[1] += size
+        self._peers[peer] = held
+        self.queued_bytes += size
+
+    def _release(self, task: asyncio.Task[None], peer: bytes, size: int) -> None:
+        self.tasks.discard(task)
+        self.queued_bytes -= size
+        held = self._peers.get(peer)
+        if held is not None:
+            held[0] -= 1
+            held[1] -= size
+            if held[0] <= 0:
+                del self._peers[peer]
 
     async def _run(self, to: list[bytes] | None, rid: Any, method: str, params: dict[str, Any]) -> None:
         try:
