@@ -11,8 +11,9 @@ JSON, a non-request, an unknown method, wrong params or a message (any frame,
 or all of them together) over ``max_request_bytes`` get a JSON-RPC error; no
 request can stop the loop. Memory stays bounded under a flood: the requests
 held by running tasks may hold at most ``max_queued_bytes`` request bytes and
-``max_in_flight`` requests, and one client at most a quarter of each, so a
-flooding client gets ``E_BUSY`` while another client's requests are still served.
+``max_in_flight`` requests; one client at most a quarter of those bytes and
+three quarters of those requests, so a flooding client gets ``E_BUSY`` while
+another client's requests are still served.
 :func:`error_object` is the one place an exception becomes a JSON-RPC error.
 """
 
@@ -49,7 +50,8 @@ MAX_IN_FLIGHT = 4096
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 """Default of ``daemon.maxQueuedBytes``: most request bytes held by in-flight requests."""
 PEER_SHARE = 4
-"""One client may hold at most 1/PEER_SHARE of the in-flight requests and of the queued bytes."""
+"""One client may hold at most 1/PEER_SHARE of the queued bytes, and leaves 1/PEER_SHARE of the in-flight
+requests to the others."""
 ENVELOPE_MAX_BYTES = 1024
 """An E_TOO_LARGE answer goes back through the envelope only when it is this small (bytes); else to
 the peer's identity alone, so an oversized envelope is never echoed."""
@@ -95,8 +97,8 @@ class RpcServer:
         max_in_flight: most task-run requests at once; the rest get ``E_BUSY`` (reads answered
             inline are never refused).
         max_queued_bytes: most request bytes held by task-run requests at once (bytes); the rest
-            get ``E_BUSY``. One client (ROUTER identity) holds at most 1/:data:`PEER_SHARE` of
-            each limit.
+            get ``E_BUSY``. One client (ROUTER identity) holds at most 1/:data:`PEER_SHARE` of the
+            bytes and leaves 1/:data:`PEER_SHARE` of the requests to the others.
     """
 
     def __init__(self, socket: zmq.Socket[bytes], methods: Methods, max_request_bytes: int,
@@ -226,7 +228,7 @@ class RpcServer:
                 the client's share.
         """
         held = self._peers.get(peer, [0, 0])
-        if len(self.tasks) >= self.max_in_flight or held[0] >= max(1, self.max_in_flight // PEER_SHARE):
+        if len(self.tasks) >= self.max_in_flight or held[0] >= self.max_in_flight - self.max_in_flight // PEER_SHARE:
             raise DaemonError(DaemonCode.E_BUSY, f"{len(self.tasks)} requests already in flight "
                                                  f"({held[0]} of yours); retry later")
         if self.queued_bytes + size > self.max_queued_bytes or (
