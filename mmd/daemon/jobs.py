@@ -96,7 +96,9 @@ class Jobs:
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "schedule", "queuePending": self.review.pending})
 
     def heartbeat(self) -> None:
-        """``daemon/heartbeat``: the revision and the pending candidates."""
+        """``daemon/heartbeat``: the revision and the pending candidates; also checks the root is still ours."""
+        if self.state.guard is not None:
+            self.state.guard.check()
         self.publisher.publish(DAEMON_HEARTBEAT, {"revision": self.state.revision,
                                                   "queuePending": self.review.pending})
 
@@ -117,10 +119,11 @@ class Jobs:
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
-    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, endpoints, queue, ingest, watcher,
-    events, requests}`` (``queue`` and ``ingest`` are null without ingestion)."""
-    queue, ingestor = running.review.queue, running.ingestor
-    return {"startedAt": running.started_at, "lang": cfg.lang,
+    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, endpoints, queue, ingest,
+    watcher, events, requests}`` (``queue`` and ``ingest`` are null without ingestion; ``rootLost`` says why
+    writes are refused after the root or its lock file was removed or replaced, else null)."""
+    queue, ingestor, guard = running.review.queue, running.ingestor, running.state.guard
+    return {"startedAt": running.started_at, "lang": cfg.lang, "rootLost": guard.check() if guard else None,
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,
             "ingest": {**ingestor.health, "backfill": dict(ingestor.health["backfill"])} if ingestor else None,

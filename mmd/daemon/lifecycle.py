@@ -29,7 +29,7 @@ import zmq
 
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import MMError
-from mmd.wire.endpoints import ensure_private_dir, ipc_path
+from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
 from .events import Publisher
@@ -41,6 +41,7 @@ from .notify import Notifier
 from .offload import BoundedPool
 from .queue import ReviewQueue
 from .review import Review
+from .rootguard import RootGuard
 from .rpc import RpcServer
 from .scheduler import Schedule
 from .state import MemoryState
@@ -184,6 +185,7 @@ class Daemon:
         lock.acquire(blocking=False)
         undo.callback(lock.release)
         state = MemoryState(cfg.memory)
+        state.guard = RootGuard(cfg.root, lock.path)
         publisher = Publisher(None, state.now_iso)
         # 2. the state database: the journal, and with ingestion the review queue and ingest cursors
         db = StateDB(cfg.root)
@@ -267,6 +269,7 @@ class Daemon:
                 sock.bind(endpoint)
             else:
                 ensure_private_dir(path.parent)
+                _refuse_live_endpoint(path)
                 old = os.umask(0o077)  # the socket file is born user-only; chmod below makes sure
                 try:
                     sock.bind(endpoint)
@@ -361,6 +364,22 @@ def _start_authenticator(context: zmq.Context[zmq.Socket[bytes]], clients_dir: P
     auth.start()
     auth.configure_curve(domain="*", location=str(clients_dir))
     return auth
+
+
+def _refuse_live_endpoint(path: Path) -> None:
+    """Refuse to bind over a socket another daemon still serves (one whose root was removed and
+    recreated holds no lock on the new one, yet still owns the endpoint: never two daemons on a root).
+
+    Raises:
+        LockHeld: naming the listening process when the OS tells its pid.
+    """
+    if not os.path.exists(path):
+        return
+    try:
+        credentials = peer_credentials(path)
+    except OSError:
+        return  # a socket file left by a daemon that died: binding replaces it
+    raise LockHeld(path, credentials[0] if credentials else None)
 
 
 def _remove_ipc_files(endpoints: list[str]) -> None:

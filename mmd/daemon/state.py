@@ -36,6 +36,7 @@ from mmd.core.store import MemoryStore
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
+from .rootguard import RootGuard
 
 __all__ = ["MemoryState", "Session"]
 
@@ -83,6 +84,8 @@ class MemoryState:
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
+        self.guard: RootGuard | None = None
+        """Set by the daemon once it locked the root: writes are refused after the root was lost."""
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
         """Called on the loop after each new revision but the first, with its cause
         (``write`` | ``delete`` | ``external`` | ``config``)."""
@@ -192,9 +195,11 @@ class MemoryState:
 
         Raises:
             DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_UNAVAILABLE): if the root or its lock file was removed or replaced (:attr:`guard`).
             MMError: as :meth:`MemoryStore.write`.
         """
         async with self.lock:
+            self._check_root()
             self._check_revision(if_revision)
             if tags is not None and not isinstance(tags, str):
                 tags = ",".join(tags)
@@ -209,9 +214,11 @@ class MemoryState:
 
         Raises:
             DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_UNAVAILABLE): as :meth:`write`.
             MMError: as :meth:`MemoryStore.delete`.
         """
         async with self.lock:
+            self._check_root()
             self._check_revision(if_revision)
             outcome, revision = await asyncio.to_thread(self.prepare_delete, topic)
             if outcome.pop("existed") or not revision.empty:
@@ -235,6 +242,8 @@ class MemoryState:
         """
         rels = list(rels)
         async with self.lock:
+            if self.guard is not None and self.guard.check() is not None:
+                return None  # a lost root is not reloaded: readers keep the last revision
             if not self.external_change(rels):
                 return None
             revision = await asyncio.to_thread(self.prepare_load)
@@ -244,6 +253,10 @@ class MemoryState:
                 return None
             self._install(revision, None, "external")
             return revision
+
+    def _check_root(self) -> None:
+        if self.guard is not None:
+            self.guard.require()
 
     def _check_revision(self, if_revision: int | None) -> None:
         if if_revision is not None and if_revision != self.revision:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Endpoints", "check_peer", "check_socket_folder", "endpoint_key", "endpoints_for", "ensure_private_dir",
-           "ipc_path", "peer_uid", "runtime_dir"]
+           "ipc_path", "peer_credentials", "peer_uid", "runtime_dir"]
 
 KEY_HEX_DIGITS = 16
 """Length of ``<key>``, in hex digits (64 bits of the root's hash)."""
@@ -122,9 +122,9 @@ def check_socket_folder(folder: Path) -> None:
     _check_above(real.parent)
 
 
-def peer_uid(path: Path) -> int | None:
-    """The uid of the process listening on the AF_UNIX socket ``path`` (``SO_PEERCRED``), None where
-    the OS does not say (not Linux).
+def peer_credentials(path: Path) -> tuple[int, int] | None:
+    """``(pid, uid)`` of the process listening on the AF_UNIX socket ``path`` (``SO_PEERCRED``), None
+    where the OS does not say (not Linux).
 
     Raises:
         OSError: if nothing listens there.
@@ -133,12 +133,22 @@ def peer_uid(path: Path) -> int | None:
     import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         probe.connect(os.fspath(path))
-        _, uid, _ = struct.unpack("3i", probe.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(uid)
+        if option is None:
+            return None
+        pid, uid, _ = struct.unpack("3i", probe.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return int(pid), int(uid)
+
+
+def peer_uid(path: Path) -> int | None:
+    """The uid of the process listening on ``path``, as :func:`peer_credentials` (None: the OS does not say).
+
+    Raises:
+        OSError: if nothing listens there.
+    """
+    credentials = peer_credentials(path)
+    return None if credentials is None else credentials[1]
 
 
 def check_peer(endpoint: str) -> None:
