@@ -49,3 +49,44 @@ async def test_a_root_removed_or_replaced_under_the_daemon_refuses_writes_and_is
         assert (await client.call("daemon.status"))["pid"] == first.proc.pid
     finally:
         client.close()
+
+
+def _mmctl(daemon, *argv: str) -> int:  # type: ignore[no-untyped-def]
+    """``mmctl *argv --root ROOT`` in-process, in the daemon's environment (direct mode when it is stopped)."""
+    import io
+
+    from mmctl.cli import main
+
+    return main([*argv, "--root", str(daemon.root)], env=daemon.env, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+async def test_revisions_grow_across_restarts_and_direct_writes_so_a_stale_if_revision_never_passes(
+        start_daemon) -> None:  # type: ignore[no-untyped-def]
+    from mmd.core.revision_mark import read_mark
+
+    first = start_daemon()
+    client = Client(first.rpc)
+    try:
+        seen = (await client.call("memory.write", {"topic": "shared", "content": "mine"}))["revision"]
+    finally:
+        client.close()
+    first.stop()
+    mark = read_mark(first.root)
+    assert mark >= seen
+    assert _mmctl(first, "write", "direct", "--content", "written without a daemon") == 0
+    assert read_mark(first.root) == mark + 1  # a direct-mode write advances the mark under the lock
+    second = start_daemon()
+    client = Client(second.rpc)
+    try:
+        status = await client.call("daemon.status")
+        assert status["revision"] > mark + 1
+        # someone else writes once after the restart: on a daemon counting from 1 again, this
+        # would make ``seen`` current again and the stale write below would pass
+        other = await client.call("memory.write", {"topic": "shared", "content": "theirs"})
+        assert other["revision"] > seen
+        with pytest.raises(RpcFailure) as stale:
+            await client.call("memory.write", {"topic": "shared", "content": "mine again", "ifRevision": seen})
+        assert stale.value.code == "E_CONFLICT"
+        assert (await client.call("memory.read", {"topic": "shared"}))["body"] == "theirs"
+    finally:
+        client.close()

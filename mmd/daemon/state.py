@@ -1,7 +1,9 @@
 """The daemon's memory state: the current revision, the sessions pinned to older ones, and what changed.
 
 A *revision* is an immutable :class:`~mmd.core.snapshot.Snapshot` numbered
-from 1; a write, a delete, an external edit or a config reload makes the next
+above the root's high-water mark (:mod:`mmd.core.revision_mark`: numbers grow
+for the life of the root, across restarts and direct-mode writes; the daemon
+reserves them in blocks of :data:`RESERVE`); a write, a delete, an external edit or a config reload makes the next
 one. Sessions pin the revision current at ``memory.open`` until they close,
 reload or expire. Session-less reads see the current revision, so a write is
 visible to them at once.
@@ -31,6 +33,7 @@ from mmd.core.engine import choose_engine, fts5_available
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR, detail_rel
+from mmd.core.revision_mark import advance_mark, read_mark
 from mmd.core.snapshot import Snapshot
 from mmd.core.store import MemoryStore
 from mmd.wire.protocol import DaemonCode, DaemonError
@@ -38,7 +41,10 @@ from mmd.wire.protocol import DaemonCode, DaemonError
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 from .rootguard import RootGuard
 
-__all__ = ["MemoryState", "Session"]
+__all__ = ["RESERVE", "MemoryState", "Session"]
+
+RESERVE = 1000
+"""Revision numbers reserved in the root's high-water mark at once (one durable write per block)."""
 
 
 @dataclass(slots=True)
@@ -84,6 +90,8 @@ class MemoryState:
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
+        self._base = 0
+        self._reserved = 0
         self.guard: RootGuard | None = None
         """Set by the daemon once it locked the root: writes are refused after the root was lost."""
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
@@ -119,14 +127,31 @@ class MemoryState:
         Raises:
             MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`~mmd.core.snapshot.load_snapshot`.
         """
-        return load_revision(self.options, self._current, self.store.live_index, number=self.revision + 1,
+        return load_revision(self.options, self._current, self.store.live_index, number=self._next_number(),
                              loaded_at=self.now_iso(), engine=self.engine)
+
+    def _next_number(self) -> int:
+        """The next revision number, above the root's high-water mark; reserves a block when needed.
+
+        Raises:
+            MMError(E_IO): if the mark cannot be written (no number is handed out then).
+        """
+        if self._current is None:
+            self._base = self._reserved = read_mark(self.options.root)
+        number = max(self.revision, self._base) + 1
+        if number > self._reserved:
+            try:
+                self._reserved = advance_mark(self.options.root, number + RESERVE - 1)
+            except OSError as error:
+                raise MMError(ErrorCode.E_IO, f"recording revision {number} in .mmd/ failed: "
+                                              f"{error.strerror or error}") from error  # MMError passes as is
+        return number
 
     def _prepare_patch(self, touched: str) -> Revision:
         if self._current is None or self._current.memory_id != self.options.memory_id:
             return self.prepare_load()
         return patch_revision(self.options, self._current, self.fingerprints, touched, self.store.live_index,
-                              number=self.revision + 1, loaded_at=self.now_iso())
+                              number=self._next_number(), loaded_at=self.now_iso())
 
     def prepare_write(self, topic: Any, content: Any, **kwargs: Any) -> tuple[dict[str, Any], Revision | None]:
         """Write through the store; on success also build the next revision.
