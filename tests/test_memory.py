@@ -70,14 +70,16 @@ def test_index_at_its_line_cap_refuses_an_addition_and_allows_a_delete(tmp_path:
     assert memory.delete("a")["removed"] is True
 
 
-def test_summary_with_newlines_is_folded_to_one_line(tmp_path: Path) -> None:
+def test_summary_or_tags_with_a_line_break_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
     root = tmp_path / "root"
     memory = make(root)
-    assert memory.write("alpha", "body", summary="one\n## evil\ntwo", tags="x\ny, z")["ok"]
-    index = (root / "MEMORY.md").read_text()
-    assert "\n## evil" not in index
-    assert "- **summary:** one ## evil two\n" in index
-    assert "- **tags:** x-y, z\n" in index
+    before = (root / "MEMORY.md").read_bytes()
+    for kwargs in ({"summary": "one\n## evil\ntwo"}, {"tags": "x\ny, z"}):
+        with pytest.raises(MMError) as info:
+            memory.write("alpha", "body", **kwargs)
+        assert info.value.code == "E_INVALID"
+    assert (root / "MEMORY.md").read_bytes() == before
+    assert not (root / "memories" / "alpha.md").exists()
 
 
 def test_updated_with_a_newline_is_refused(tmp_path: Path) -> None:
@@ -113,7 +115,10 @@ def test_a_note_symlinked_outside_the_root_is_neither_read_nor_written_through(t
     link.unlink()
     link.symlink_to(secret)
     memory.reload()
-    note = memory.read_topic("alpha")
+    with pytest.raises(MMError) as info:
+        memory.read_topic("alpha")
+    assert info.value.code == "E_PARSE" and "symlink" in info.value.message
+    note = memory.snapshot.note("alpha")
     assert note is not None and note.body == ""
     assert memory.snapshot.anomalies["malformedNotes"][0]["topic"] == "alpha"
     assert memory.write("alpha", "rewritten")["ok"]
@@ -171,7 +176,7 @@ def test_failed_rename_keeps_the_old_file_and_no_temp(tmp_path: Path, monkeypatc
     assert memory.write("alpha", "old")["ok"]
     before = tree(root)
 
-    def broken_replace(src: object, dst: object) -> None:
+    def broken_replace(src: object, dst: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)

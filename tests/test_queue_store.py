@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mmd.daemon.queue import NewCandidate, ReviewQueue, body_key, candidate_key
+from mmd.candidates import NewCandidate, body_key, candidate_key
+from mmd.daemon.queue import ReviewQueue
 from mmd.daemon.statedb import SCHEMA_VERSION, CursorRow, SchemaError, StateDB
 
 

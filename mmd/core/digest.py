@@ -38,8 +38,10 @@ from .text import JS_WS, first_line, js_trim, slug_for_topic
 __all__ = [
     "DEFAULT_MAX_ITEMS",
     "DIGEST_NOTE",
+    "EXPLICIT_MARKERS",
     "MAX_SOURCE_BYTES",
     "NO_SOURCE_NOTE",
+    "SUMMARY_MARKERS",
     "digest",
     "distill",
     "resolve_session_log",
@@ -85,8 +87,12 @@ def _marker_re(*words: str) -> re.Pattern[str]:
     return re.compile(f"(?:^|[\\W_])(?:{alternatives})[：:][{JS_WS}]*{_LINE_REST}")
 
 
-_EXPLICIT_RE = _marker_re("MEMO", "记忆", "记住", "REMEMBER")
-_SUMMARY_RE = _marker_re("Summary", "Conclusion", "总结", "结论")
+EXPLICIT_MARKERS = ("MEMO", "记忆", "记住", "REMEMBER")
+"""Words that, followed by ``:`` or ``：``, mark an ``explicit`` candidate (any case, mm v1 §9)."""
+SUMMARY_MARKERS = ("Summary", "Conclusion", "总结", "结论")
+"""Words that, followed by ``:`` or ``：``, mark a ``summary`` candidate (any case, mm v1 §9)."""
+_EXPLICIT_RE = _marker_re(*EXPLICIT_MARKERS)
+_SUMMARY_RE = _marker_re(*SUMMARY_MARKERS)
 _HEADING_RE = re.compile("^(#{2,3})[" + JS_WS + "]+([^\n\r\u2028\u2029]+)\\Z")
 # `\bmm:` without the u flag: an ASCII word boundary before the `m`.
 _SLUG = "[A-Za-z0-9][A-Za-z0-9._-]*"

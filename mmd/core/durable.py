@@ -1,7 +1,7 @@
 """Durable, atomic file replacement and the root's write lock.
 
 ``atomic_write`` writes a unique hidden temp file (``.<name>.<pid>.<n>.<rand>.tmp``,
-never ``*.md``, so no reader can take it for a note), fsyncs it, renames it
+never ``*.md``, so no reader can take it for a note; see :mod:`.rootfs`), fsyncs it, renames it
 over the target and fsyncs the folder: after a crash at any instant the target
 holds the old bytes or the new ones, never a torn mix. ``WriteLock`` is the
 exclusive ``flock`` on ``<root>/.mmd/lock`` that serializes our own writers
@@ -10,9 +10,7 @@ exclusive ``flock`` on ``<root>/.mmd/lock`` that serializes our own writers
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
-import itertools
 import os
 import time
 from pathlib import Path
@@ -20,11 +18,9 @@ from types import TracebackType
 
 from .errors import ErrorCode, MMError
 from .paths import STATE_DIR
+from .rootfs import DIR_MODE, FILE_MODE, prepare_file, remove_in
 
 __all__ = ["LockHeld", "WriteLock", "atomic_write", "fsync_dir", "lock_path", "remove_durably"]
-
-_counter = itertools.count(1)
-
 
 def fsync_dir(folder: Path) -> None:
     """fsync a folder so that renames and unlinks in it survive a crash."""
@@ -35,35 +31,33 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+def atomic_write(path: Path, data: bytes, mode: int = FILE_MODE) -> None:
     """Replace ``path`` with ``data`` atomically and durably (temp, fsync, rename, fsync folder).
 
     A symlink at ``path`` is replaced by a regular file; its target is never written.
+    A replaced regular file keeps its mode; a new one gets ``mode`` (default 0600),
+    whatever the umask.
 
     Raises:
         MMError(E_IO): if any step fails; the temp file is removed and ``path`` is untouched.
     """
-    folder = path.parent
-    tmp = folder / f".{path.name}.{os.getpid()}.{next(_counter)}.{os.urandom(4).hex()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            prepared = prepare_file(dfd, path.name, data, new_mode=mode)
+            try:
+                prepared.commit()
+            finally:
+                prepared.discard()
+            os.fsync(dfd)
         finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        fsync_dir(folder)
+            os.close(dfd)
     except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise MMError(ErrorCode.E_IO, f"write {path} failed: {error.strerror or error}", details=str(path)) from error
 
 
 def remove_durably(path: Path) -> bool:
-    """Unlink ``path`` (a symlink itself, never its target) and fsync its folder.
+    """Unlink ``path`` (a symlink itself, never its target, never a folder) and fsync its folder.
 
     Returns:
         True if something was removed, False if nothing was there.
@@ -72,13 +66,20 @@ def remove_durably(path: Path) -> bool:
         MMError(E_IO): if the unlink fails for another reason.
     """
     try:
-        os.unlink(path)
+        dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
         return False
     except OSError as error:
         raise MMError(ErrorCode.E_IO, f"delete {path} failed: {error.strerror or error}", details=str(path)) from error
-    fsync_dir(path.parent)
-    return True
+    try:
+        removed = remove_in(dfd, path.name)
+        if removed:
+            os.fsync(dfd)
+        return removed
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"delete {path} failed: {error.strerror or error}", details=str(path)) from error
+    finally:
+        os.close(dfd)
 
 
 def lock_path(root: Path) -> Path:
@@ -120,8 +121,10 @@ class WriteLock:
             MMError(E_IO): if the lock file cannot be created.
         """
         try:
-            self.path.parent.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            if not self.path.parent.is_dir():
+                self.path.parent.mkdir(mode=DIR_MODE, exist_ok=True)
+                os.chmod(self.path.parent, DIR_MODE)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE)
         except OSError as error:
             raise MMError(ErrorCode.E_IO, f"open {self.path} failed: {error.strerror}") from error
         try:

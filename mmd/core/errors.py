@@ -12,6 +12,7 @@ state or a bad argument, and every one carries a stable code::
           E_PARSE                an on-disk file is not mm v1
           E_SNAPSHOT             a read before any snapshot was loaded
           E_IO                   a filesystem operation failed
+          E_CONFLICT             a topic differs from an existing one only by case
           E_DIGEST_SOURCE        no digest source could be located or read
 
 Codes and their meaning follow the reference's ``errors.ts``.
@@ -40,6 +41,8 @@ class ErrorCode(enum.StrEnum):
     """A filesystem operation failed."""
     E_DIGEST_SOURCE = "E_DIGEST_SOURCE"
     """No digest source could be located or read."""
+    E_CONFLICT = "E_CONFLICT"
+    """A new topic differs from an existing one only by case (issue 15; one file on macOS)."""
 
 
 class BudgetCode(enum.StrEnum):

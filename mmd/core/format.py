@@ -4,11 +4,16 @@ Byte-compatible with the reference's ``format.ts``: the serializers emit the
 exact bytes it emits, and the parsers read what it reads. Where the reference
 loses data we read more, never less:
 
-- CRLF input parses as LF (the reference silently drops every CRLF entry);
-  the writers always emit LF.
+- CRLF, CR-only and mixed line endings parse as LF (the reference silently
+  drops every CRLF entry and reads a CR-only file as one line); the writers
+  always emit LF.
 - A leading UTF-8 BOM is ignored.
 - A line break inside a single-line field can never reach the file: the
   serializers refuse it (``E_INVALID``) instead of writing extra index lines.
+  A section a write does not touch is written back as it was read
+  (``strict=False``), so one hand-edited entry never blocks other writes.
+- Hand-written lines in MEMORY.md's header area (free text, unknown ``>``
+  meta) are kept by rewrites (:func:`header_extras`); the reference drops them.
 
 This module is pure: it never touches the disk.
 """
@@ -27,6 +32,8 @@ from .text import JS_WS, byte_length, count_lines, js_trim, parse_tags, validate
 __all__ = [
     "IndexHeader",
     "entry_block",
+    "entry_problems",
+    "header_extras",
     "index_header",
     "join_index",
     "ParsedIndex",
@@ -53,7 +60,7 @@ _NOTE_TITLE = re.compile(f"^#{_S}+({_DOT}+)\\Z")
 _NOTE_META = re.compile(f"^>{_S}*(mm-[\\w-]+):{_S}*({_DOT}*)\\Z", re.ASCII)
 _JS_INT = re.compile(f"^{_S}*([+-]?\\d+)", re.ASCII)
 _DRIVE = re.compile(r"^[A-Za-z]:")
-_LINE_BREAK = re.compile("[\n\r\u2028\u2029\x85\x0b\x0c]")
+_LINE_BREAK = re.compile("[\x00\n\r\u2028\u2029\x85\x0b\x0c]")
 
 ENTRY_META_KEYS = frozenset({"summary", "tags", "file", "updated", "budget"})
 
@@ -120,10 +127,40 @@ def js_parse_int(value: str) -> int | None:
 
 
 def _lines(text: str) -> list[str]:
-    """Split on LF after dropping a BOM and turning CRLF into LF (the reference keeps the CR)."""
+    """Split on LF, CRLF or a lone CR after dropping a BOM (the reference splits on LF only)."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    return text.replace("\r\n", "\n").split("\n")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
+_STANDARD_HEADER = re.compile(
+    f"^(# MEMORY\\.md|Memory Standard Index — .*|Hard caps: .*|>{_S}*mm-(id|version|kind|caps):.*|{_S}*)\\Z")
+_FIRST_HEADING = re.compile(f"(?<![^\r\n])##{_S}+{_NS}")
+
+
+def header_extras(text: str) -> list[str]:
+    """The hand-written lines of MEMORY.md's header area, in file order (issue 15).
+
+    The header area is everything before the first ``## `` heading. Our own lines
+    (the title, the two standard prose lines, ``> mm-id|mm-version|mm-kind|mm-caps``)
+    are not extras; blank lines are kept between extras, dropped around them.
+    """
+    first = _FIRST_HEADING.search(text)
+    head = text if first is None else text[:first.start()]
+    if not head:
+        return []
+    kept: list[str] = []
+    for line in _lines(head):
+        if not js_trim(line):
+            if kept and kept[-1] != "":
+                kept.append("")
+        elif not _STANDARD_HEADER.match(line):
+            kept.append(line)
+    while kept and kept[-1] == "":
+        kept.pop()
+    return kept
 
 
 def safe_rel_path(rel: object) -> str:
@@ -263,18 +300,34 @@ def serialize_index(
     return join_index(header, [entry_block(entry) for entry in sorted(entries, key=lambda e: e.topic)])
 
 
+def entry_problems(entry: IndexEntry) -> list[str]:
+    """Messages for each one-line field of ``entry`` holding a line break or a NUL (empty when clean)."""
+    tags = ", ".join(entry.tags)
+    if not _LINE_BREAK.search(f"{entry.summary}{tags}{entry.file}{entry.updated}"):
+        return []
+    return [f"{name} of {entry.topic} must be a single line: {_quote(value)}"
+            for name, value in (("summary", entry.summary), ("tags", tags), ("file", entry.file),
+                                ("updated", entry.updated)) if _LINE_BREAK.search(value)]
+
+
 @functools.lru_cache(maxsize=1 << 16)
-def entry_block(entry: IndexEntry) -> str:
+def entry_block(entry: IndexEntry, strict: bool = True) -> str:
     """One entry's section: its lines joined by LF, the last one blank, no final LF (memoized).
 
+    Args:
+        strict: refuse a line break in a one-line field; False writes the fields as
+            they were read (for sections a write does not touch: the parser already
+            read each as one line, so writing them back adds no line for it).
+
     Raises:
-        MMError(E_INVALID): see :func:`serialize_index`.
+        MMError(E_INVALID): see :func:`serialize_index` (``strict`` only).
     """
     validate_topic(entry.topic)
     tags = ", ".join(entry.tags)
-    for name, value in (("summary", entry.summary), ("tags", tags), ("file", entry.file), ("updated", entry.updated)):
-        if _LINE_BREAK.search(value):
-            raise MMError(ErrorCode.E_INVALID, f"{name} of {entry.topic} must be a single line: {_quote(value)}")
+    if strict:
+        problems = entry_problems(entry)
+        if problems:
+            raise MMError(ErrorCode.E_INVALID, problems[0])
     lines = [
         f"## {entry.topic}",
         f"- **summary:** {entry.summary}",

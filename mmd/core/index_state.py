@@ -48,6 +48,9 @@ class IndexState:
             header: ``format.index_header(...)`` for the configured id and caps.
             index_lines: cap in lines; index_bytes: cap in UTF-8 bytes.
 
+        Sections of other topics are written back as read (``entry_block(strict=False)``):
+        a hand-edited field there never blocks this write.
+
         Raises:
             MMError(E_INVALID): if ``entry`` holds a line break in a one-line field.
         """
@@ -63,7 +66,7 @@ class IndexState:
             entries = sorted([*(e for e in self.entries if e.topic != topic), *([entry] if entry else [])],
                              key=lambda e: e.topic)
             topics = [e.topic for e in entries]
-            blocks = [entry_block(e) for e in entries]
+            blocks = [entry_block(e, e is entry) for e in entries]
         text = join_index(header, blocks)
         data = text.encode()
         # Each section holds exactly one `## <topic>` line: bodies cannot (they would parse as headings).

@@ -190,9 +190,15 @@ class Memory:
         }
 
     def read_topic(self, topic: str) -> Note | None:
-        """The snapshot's note for ``topic``, or None; raises MMError(E_INVALID) for a bad topic."""
+        """The snapshot's note for ``topic``, or None.
+
+        Raises:
+            MMError(E_INVALID): for a bad topic.
+            MMError(E_PARSE | E_INVALID | E_IO): if the note is broken (bad title,
+                invalid UTF-8, a symlink, ...): see :meth:`Snapshot.note_checked`.
+        """
         validate_topic(topic)
-        return self.snapshot.note(topic)
+        return self.snapshot.note_checked(topic)
 
     def list_notes(self) -> list[Note]:
         """Every note of the snapshot, sorted by topic (stable for duplicates)."""

@@ -20,8 +20,6 @@ __all__ = [
     "detail_rel",
     "dsh_home",
     "expand_path",
-    "RootGuard",
-    "inside_root",
     "resolve_root",
 ]
 
@@ -63,36 +61,3 @@ def resolve_root(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]
 def detail_rel(topic: str) -> str:
     """``memories/<topic>.md``: the POSIX path a write of ``topic`` always uses."""
     return f"{DETAIL_DIR}/{topic}.md"
-
-
-def inside_root(root: Path, path: Path) -> bool:
-    """Whether ``path`` stays under ``root`` once both are resolved (symlinks followed)."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-
-
-class RootGuard:
-    """Tells whether paths stay inside one root, resolving each folder once.
-
-    Cheaper than :func:`inside_root` per file: a folder's real path is cached,
-    and only a file that is itself a symlink is resolved again.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self._real_root = os.path.realpath(root)
-        self._prefix = self._real_root.rstrip(os.sep) + os.sep
-        self._folders: dict[str, bool] = {}
-
-    def _inside(self, real: str) -> bool:
-        return real == self._real_root or real.startswith(self._prefix)
-
-    def contains(self, path: Path) -> bool:
-        """Whether ``path`` (symlinks followed) is the root or under it."""
-        folder = os.path.dirname(path)
-        inside = self._folders.get(folder)
-        if inside is None:
-            inside = self._folders[folder] = self._inside(os.path.realpath(folder))
-        if inside and os.path.islink(path):
-            return self._inside(os.path.realpath(path))
-        return inside

@@ -2,16 +2,17 @@
 
 ``load_snapshot`` reads MEMORY.md and every detail file once; readers then
 share the resulting :class:`Snapshot` without locks. One malformed detail file
-(bad title, invalid UTF-8, a NUL byte, a symlink leading out of the root) is
-recorded in ``anomalies["malformedNotes"]`` and served with an empty body;
-the rest of the root loads. An unparsable MEMORY.md is an error: nothing can
+(bad title, invalid UTF-8, a NUL byte, a symlink, a ``file:`` outside
+``memories/``) is recorded in ``anomalies["malformedNotes"]`` and served with
+an empty body (``Snapshot.note_checked`` raises for it); the rest of the root
+loads. An entry with a line break in a one-line field is listed in
+``anomalies["malformedEntries"]``. An unparsable MEMORY.md is an error: nothing can
 be served from it safely.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,10 +20,11 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .errors import ErrorCode, MMError
-from .format import parse_index, parse_note, safe_rel_path
+from .format import entry_problems, parse_index, parse_note, safe_rel_path
 from .model import IndexEntry, Note
 from .options import MemoryOptions
-from .paths import DETAIL_DIR, INDEX_NAME, RootGuard
+from .paths import DETAIL_DIR, INDEX_NAME
+from .rootfs import MAX_NOTE_READ_BYTES, read_index_bytes, read_note_bytes
 from .text import js_trim
 from .uri import uri_for
 
@@ -32,15 +34,16 @@ __all__ = [
     "Snapshot",
     "build_snapshot",
     "load_snapshot",
+    "malformed_entries",
     "orphan_files",
     "parse_index_text",
     "parse_live_index",
     "read_note_checked",
     "read_note_file",
+    "read_note_sized",
+    "MAX_NOTE_READ_BYTES",
 ]
 
-MAX_NOTE_READ_BYTES = 16 * 1024 * 1024
-"""A detail file larger than this (UTF-8 bytes) is reported, not loaded."""
 
 
 class MalformedNote(TypedDict):
@@ -55,27 +58,25 @@ class MalformedNote(TypedDict):
 class Anomalies(TypedDict, total=False):
     """Root anomalies: dangling entries (count), orphan ``memories/*.md`` names, malformed notes.
 
-    ``malformedNotes`` is present only when there is at least one, so a clean
-    root reports exactly the reference's shape.
+    ``malformedNotes`` (and ``malformedEntries``: index entries with a line break
+    in a one-line field, code ``E_INVALID``) are present only when there is at
+    least one, so a clean root reports exactly the reference's shape.
     """
 
     danglingEntries: int
     orphanFiles: list[str]
     malformedNotes: list[MalformedNote]
+    malformedEntries: list[MalformedNote]
 
 
 def read_index_text(root: Path) -> str:
     """MEMORY.md's text ('' when absent), UTF-8 with replacement characters as Node reads it.
 
     Raises:
+        MMError(E_PARSE): if MEMORY.md is a symlink or not a regular file (see :func:`.rootfs.read_index_bytes`).
         MMError(E_IO): if the file exists but cannot be read.
     """
-    try:
-        return (root / INDEX_NAME).read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return ""
-    except OSError as error:
-        raise MMError(ErrorCode.E_IO, f"read {root / INDEX_NAME} failed: {error.strerror}") from error
+    return read_index_bytes(root).decode("utf-8", "replace")
 
 
 def parse_live_index(root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry, ...]]:
@@ -103,40 +104,36 @@ def parse_index_text(text: str, root: Path, memory_id: str) -> tuple[str, tuple[
     return text, tuple(e if e.memory_id == memory_id else e.replace(memory_id=memory_id) for e in parsed.entries)
 
 
-def read_note_file(root: Path, rel: str, guard: RootGuard | None = None) -> str | None:
-    """The body of the detail file at ``rel``, or None when it is missing or not a regular file.
+def read_note_sized(root: Path, rel: str) -> tuple[str, int] | None:
+    """The body of the note at ``rel`` and the file's size in bytes, or None when it is missing.
+
+    The one checked way every reader (snapshot load, budget, doctor through the
+    budget) reads a note: see :func:`.rootfs.read_note_bytes`.
 
     Raises:
-        MMError(E_PARSE): if the path escapes the root (symlinks included), the
-            file holds invalid UTF-8 or NUL bytes, or is larger than 16 MiB.
+        MMError(E_PARSE): if ``rel`` may not name a note (not under ``memories/``, a
+            symlink on the way, not a regular file), the file holds invalid UTF-8 or
+            NUL bytes, or is larger than 16 MiB.
         MMError(E_INVALID): if its title or ``mm-topic`` is not a topic slug.
+        OSError: if the OS refuses the read.
     """
-    full = os.path.join(root, *safe_rel_path(rel).split("/"))
-    try:  # O_NONBLOCK: a FIFO in the way must not hang the load
-        fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except (FileNotFoundError, NotADirectoryError):
+    read = read_note_bytes(root, safe_rel_path(rel))
+    if read is None:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        if not (guard or RootGuard(root)).contains(Path(full)):
-            raise MMError(ErrorCode.E_PARSE, f"{rel} leads outside the memory root; not read", details=rel)
-        if st.st_size > MAX_NOTE_READ_BYTES:
-            raise MMError(ErrorCode.E_PARSE, f"{rel} is {st.st_size} bytes, over the 16 MiB read limit", details=rel)
-        chunks = []
-        while chunk := os.read(fd, max(st.st_size, 1 << 16)):
-            chunks.append(chunk)
-        data = b"".join(chunks)
-    finally:
-        os.close(fd)
+    data, size = read
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise MMError(ErrorCode.E_PARSE, f"{rel} is not valid UTF-8 (byte {error.start})", details=rel) from None
     if "\x00" in text:
         raise MMError(ErrorCode.E_PARSE, f"{rel} contains a NUL byte at {text.index(chr(0))}", details=rel)
-    return parse_note(text).body if js_trim(text) else ""
+    return (parse_note(text).body if js_trim(text) else ""), size
+
+
+def read_note_file(root: Path, rel: str) -> str | None:
+    """The body of the note at ``rel``, or None when it is missing; raises as :func:`read_note_sized`."""
+    read = read_note_sized(root, rel)
+    return None if read is None else read[0]
 
 
 def orphan_files(root: Path, entries: tuple[IndexEntry, ...]) -> list[str]:
@@ -184,6 +181,21 @@ class Snapshot:
         """The first note of ``topic`` (duplicate sections keep file order), or None."""
         return self._by_topic.get(topic)
 
+    def note_checked(self, topic: str) -> Note | None:
+        """The first note of ``topic``, or None; a malformed one raises instead of reading as empty.
+
+        Raises:
+            MMError(E_PARSE | E_INVALID | E_IO): the code and message recorded in
+                ``anomalies["malformedNotes"]`` for this topic's note.
+        """
+        note = self._by_topic.get(topic)
+        if note is not None:
+            for problem in self.anomalies.get("malformedNotes", ()):
+                if problem["topic"] == topic and problem["file"] == note.entry.file:
+                    raise MMError(ErrorCode(problem["code"]), f"note {topic} is broken: {problem['message']}",
+                                  details=problem["file"])
+        return note
+
     def search_index(self, engine: str) -> Any:
         """The engine's index over this snapshot, built once on first use (thread-safe)."""
         with self._search_lock:
@@ -209,19 +221,28 @@ class Snapshot:
         }
 
 
-def read_note_checked(root: Path, entry: IndexEntry,
-                      guard: RootGuard | None = None) -> tuple[str | None, MalformedNote | None]:
+def read_note_checked(root: Path, entry: IndexEntry) -> tuple[str | None, MalformedNote | None]:
     """An entry's body as a snapshot holds it: ``(body or None when missing, the problem if malformed)``.
 
     A malformed note (see :func:`read_note_file`) gives ``("", problem)``; nothing is raised.
     """
     try:
-        return read_note_file(root, entry.file, guard), None
+        return read_note_file(root, entry.file), None
     except MMError as error:
         return "", {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
     except OSError as error:
         return "", {"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
                     "message": f"read {entry.file} failed: {error.strerror}"}
+
+
+def malformed_entries(entries: tuple[IndexEntry, ...]) -> list[MalformedNote]:
+    """Entries with a line break or NUL in a one-line field (hand-edited), code ``E_INVALID``."""
+    out: list[MalformedNote] = []
+    for entry in entries:
+        for message in entry_problems(entry):
+            out.append({"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_INVALID.value,
+                        "message": message})
+    return out
 
 
 def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEntry, ...], notes: list[Note],
@@ -233,6 +254,9 @@ def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEnt
                             "orphanFiles": orphan_files(options.root, entries)}
     if malformed:
         anomalies["malformedNotes"] = malformed
+    bad_entries = malformed_entries(entries)
+    if bad_entries:
+        anomalies["malformedEntries"] = bad_entries
     usage = index_usage(text, options.index_lines, options.index_bytes)
     return Snapshot(
         revision=revision,
@@ -266,11 +290,10 @@ def load_snapshot(options: MemoryOptions, *, loaded_at: str, engine: str, revisi
     if not root.exists():
         raise MMError(ErrorCode.E_NOT_INITIALIZED, f"memory root does not exist: {root}")
     text, entries = live_index() if live_index else parse_live_index(root, options.memory_id)
-    guard = RootGuard(root)
     notes: list[Note] = []
     malformed: list[MalformedNote] = []
     for entry in entries:
-        body, problem = read_note_checked(root, entry, guard)
+        body, problem = read_note_checked(root, entry)
         if problem is not None:
             malformed.append(problem)
         notes.append(Note(entry, uri_for(options.memory_id, entry.topic), body or "", body is None))

@@ -3,15 +3,20 @@
 Every operation here works on the LIVE files, never on a snapshot, and every
 write runs under the root's write lock: read MEMORY.md, check the budgets in
 the spec's order (write budget, detail file cap, index caps), then write the
-detail file and the index with :func:`durable.atomic_write`. An over-budget
-write returns ``{"ok": False, ...}`` with usage and touches nothing.
+detail file and the index all or nothing (both temp files prepared before either
+is renamed; see :meth:`MemoryStore._write_both`). An over-budget write returns
+``{"ok": False, ...}`` with usage and touches nothing.
+
+What a reader could not read back is refused at the door (``E_INVALID``: NUL and
+lone surrogates anywhere, line breaks in summary/tags/updated); a new topic that
+differs from an indexed one only by case is ``E_CONFLICT``. Files are opened only
+through :mod:`.rootfs` (never following a symlink below the root).
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
-import stat
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import date
@@ -19,23 +24,31 @@ from pathlib import Path
 from typing import Any
 
 from .budget import IndexUsage, budget_pct, index_usage
-from .durable import WriteLock, atomic_write, remove_durably
+from .durable import WriteLock, atomic_write
 from .errors import BudgetCode, ErrorCode, MMError
-from .format import index_header, join_index, safe_rel_path, serialize_note, with_review_after
+from .format import header_extras, index_header, join_index, serialize_note, with_review_after
 from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
-from .paths import DETAIL_DIR, INDEX_NAME, RootGuard, detail_rel, inside_root
-from .snapshot import MalformedNote, orphan_files, parse_index_text, read_note_checked
-from .text import byte_length, js_trim, normalize_line, parse_tags, validate_topic
+from .paths import DETAIL_DIR, INDEX_NAME, detail_rel
+from .rootfs import make_folders, note_parts, note_problem, opened_folder, prepare_file, read_index_bytes, remove_in
+from .snapshot import MalformedNote, malformed_entries, orphan_files, parse_index_text, read_note_sized
+from .text import (
+    byte_length,
+    check_line_field,
+    check_text_field,
+    fold_line_breaks,
+    js_trim,
+    normalize_line,
+    parse_tags,
+    validate_topic,
+)
 from .uri import uri_for
 
 __all__ = ["LOCK_TIMEOUT_S", "MemoryStore"]
 
 LOCK_TIMEOUT_S = 30.0
 """How long a write waits for another writer's lock, in seconds, before it fails with E_IO."""
-
-_LINE_BREAKS = ("\n", "\r", "\u2028", "\u2029", "\x85", "\x0b", "\x0c")
 
 
 class MemoryStore:
@@ -63,15 +76,10 @@ class MemoryStore:
         """MEMORY.md as on disk now, parsed again only when its bytes changed (see :mod:`.index_state`).
 
         Raises:
-            MMError(E_PARSE): naming the file, if it is not mm v1.
+            MMError(E_PARSE): naming the file, if it is not mm v1, is a symlink or not a regular file.
             MMError(E_IO): if it cannot be read.
         """
-        try:
-            data = (self.root / INDEX_NAME).read_bytes()
-        except FileNotFoundError:
-            data = b""
-        except OSError as error:
-            raise MMError(ErrorCode.E_IO, f"read {self.root / INDEX_NAME} failed: {error.strerror}") from error
+        data = read_index_bytes(self.root)
         state = self._state
         if state is None or state.data != data:
             text, entries = parse_index_text(data.decode("utf-8", "replace"), self.root, self.options.memory_id)
@@ -84,12 +92,50 @@ class MemoryStore:
         return state.text, state.entries
 
     def _next_state(self, state: IndexState, topic: str, entry: IndexEntry | None) -> IndexState:
+        """``state`` with ``topic``'s sections replaced; hand-written header lines are kept (issue 15)."""
         o = self.options
-        return state.replacing(topic, entry, header=self._header, index_lines=o.index_lines,
+        extras = header_extras(state.text)
+        header = self._header + "\n" + "\n".join(extras) + "\n" if extras else self._header
+        return state.replacing(topic, entry, header=header, index_lines=o.index_lines,
                                index_bytes=o.index_bytes)
 
     def _write_index(self, state: IndexState) -> None:
         atomic_write(self.root / INDEX_NAME, state.data)
+        self._state = state
+
+    def _write_both(self, name: str, note: bytes, state: IndexState) -> None:
+        """Write ``memories/<name>`` and MEMORY.md all or nothing, as the caller sees it (issue 11).
+
+        Both temp files are written and fsynced before either is renamed; the note is
+        renamed first (a crash between leaves the old entry pointing at the new
+        body, never an entry without its note); if the index rename fails, the
+        previous note is put back (a new one removed).
+
+        Raises:
+            MMError(E_IO): if any step fails (ENOSPC included); both files are then as before.
+        """
+        try:
+            with opened_folder(self.root, ()) as root_fd, opened_folder(self.root, (DETAIL_DIR,),
+                                                                        create=True) as note_fd:
+                note_file = prepare_file(note_fd, name, note, keep_previous=True)
+                try:
+                    index_file = prepare_file(root_fd, INDEX_NAME, state.data)
+                    try:
+                        note_file.commit()
+                        try:
+                            index_file.commit()
+                        except OSError:
+                            note_file.restore()
+                            raise
+                    finally:
+                        index_file.discard()
+                finally:
+                    note_file.discard()
+                os.fsync(note_fd)
+                os.fsync(root_fd)
+        except OSError as error:
+            raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{name} failed: {error.strerror or error}",
+                          details=f"{DETAIL_DIR}/{name}") from error
         self._state = state
 
     def ensure_root(self) -> None:
@@ -99,7 +145,7 @@ class MemoryStore:
             MMError(E_IO): if they cannot be created.
         """
         try:
-            (self.root / DETAIL_DIR).mkdir(parents=True, exist_ok=True)
+            make_folders(self.root / DETAIL_DIR)
             index = self.root / INDEX_NAME
             if not index.exists():
                 with self._lock():
@@ -135,14 +181,15 @@ class MemoryStore:
             ``{bodyChars, writeBudget, overflow, noteBytes, noteMaxBytes, index}``.
 
         Raises:
-            MMError(E_INVALID): for a bad topic, an ``updated`` holding a line break, or a
-                ``review_after`` that is not a date nor a relative span (prose is refused).
+            MMError(E_INVALID): for a bad topic; NUL or a lone surrogate in any text;
+                a line break (CR, LF, VT, FF, NEL, U+2028, U+2029) in summary, tags or updated;
+                a ``review_after`` that is not a date nor a relative span (prose is refused).
+            MMError(E_CONFLICT): for a new topic differing from an indexed one only by case.
             MMError(E_PARSE): if the live MEMORY.md is not mm v1 (it is never overwritten then).
             MMError(E_IO): if the files cannot be written; neither file is then torn.
         """
         topic = validate_topic(topic)
-        if updated is not None and (not isinstance(updated, str) or any(c in updated for c in _LINE_BREAKS)):
-            raise MMError(ErrorCode.E_INVALID, f"updated must be a single-line string, got {updated!r}")
+        _check_door(content, summary=summary, tags=tags, updated=updated)
         review_line = None if review_after is None else self._review_date(review_after)
         o = self.options
         with self._lock():
@@ -164,11 +211,16 @@ class MemoryStore:
                 return _failure(topic, BudgetCode.E_FILE_BUDGET_EXCEEDED,
                                 "detail memory exceeds its byte cap; split or condense it (see usage)", usage)
             existing = next((e for e in entries if e.topic == topic), None)
+            if existing is None:
+                _refuse_case_twin(topic, entries)
             entry = IndexEntry(
                 topic=topic,
                 memory_id=o.memory_id,
-                summary=normalize_line(summary if summary is not None else existing.summary if existing else ""),
-                tags=tuple(parse_tags(tags)) if tags is not None else (existing.tags if existing else ()),
+                # a kept hand-edited field loses its line breaks here, once, instead of blocking the write
+                summary=normalize_line(summary if summary is not None else
+                                       fold_line_breaks(existing.summary) if existing else ""),
+                tags=tuple(parse_tags(tags if tags is not None else
+                                      fold_line_breaks(", ".join(existing.tags)) if existing else "")),
                 file=file,
                 updated=updated if updated is not None else self._now_iso(),
                 body_chars=body_chars,
@@ -184,12 +236,7 @@ class MemoryStore:
                     topic, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
                     "the MEMORY.md index exceeds its hard limit; consolidate/rewrite the index "
                     "(never truncate) (see usage.index)", usage)
-            detail = self.root / DETAIL_DIR / f"{topic}.md"
-            detail.parent.mkdir(parents=True, exist_ok=True)
-            # The note first: a crash before the index lands leaves the old entry
-            # pointing at the new body, never an entry without its note.
-            atomic_write(detail, note_text.encode())
-            self._write_index(after)
+            self._write_both(f"{topic}.md", note_text.encode(), after)
         return {"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
                 "action": "updated" if existing else "created", "usage": usage}
 
@@ -221,23 +268,49 @@ class MemoryStore:
 
         Raises:
             MMError(E_INVALID): for a bad topic.
-            MMError(E_PARSE): if the live MEMORY.md is not mm v1, or the entry's
-                file leads outside the root.
+            MMError(E_PARSE): if the live MEMORY.md is not mm v1.
             MMError(E_IO): if the files cannot be changed.
+
+        An entry whose ``file`` is not a note under ``memories/`` (MEMORY.md, ``.mmd/…``,
+        a folder, a path through a symlink) loses its entry; that file stays (``removed: False``).
+        A hand-edited line break in another entry never blocks a delete.
         """
         validate_topic(topic)
         with self._lock():
             state = self.live_state()
             entry = next((e for e in state.entries if e.topic == topic), None)
-            rel = safe_rel_path(entry.file) if entry else detail_rel(topic)
-            path = self.root.joinpath(*rel.split("/"))
-            if not inside_root(self.root, path.parent):
-                raise MMError(ErrorCode.E_PARSE, f"file path escapes the memory root: {rel!r}", details=rel)
+            rel = entry.file if entry else detail_rel(topic)
             after = self._next_state(state, topic, None)
             self._write_index(after)
-            removed = remove_durably(path) if os.path.lexists(path) else False
+            removed = self._remove_note(rel)
         return {"ok": True, "removed": removed, "topic": topic, "existed": entry is not None or removed,
                 "usage": after.usage}
+
+    def _remove_note(self, rel: str) -> bool:
+        """Remove the note ``rel`` if it may name one (:func:`.rootfs.note_problem`); never follow a symlink.
+
+        Returns:
+            True if a file was removed; False if none was there, or ``rel`` names
+            something that is not a note (MEMORY.md, ``.mmd/``, a folder), which stays.
+
+        Raises:
+            MMError(E_IO): if the unlink fails.
+        """
+        if note_problem(rel) is not None:
+            return False
+        parts = note_parts(rel)
+        try:
+            with opened_folder(self.root, parts[:-1]) as dfd:
+                removed = remove_in(dfd, parts[-1])
+                if removed:
+                    os.fsync(dfd)
+                return removed
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                return False
+            raise MMError(ErrorCode.E_IO, f"delete {rel} failed: {error.strerror or error}", details=rel) from error
 
     def budget(self) -> dict[str, Any]:
         """The live budget figures (mm v1 §6): ``{index, detail, perTopic, anomalies}``.
@@ -255,15 +328,12 @@ class MemoryStore:
         per_topic: list[dict[str, Any]] = []
         dangling = total_chars = total_bytes = 0
         malformed: list[MalformedNote] = []
-        guard = RootGuard(self.root)
         for entry in sorted(entries, key=lambda e: e.topic):
-            size = _file_size(self.root, entry.file, guard)
-            if size is None:
+            size, problem = _note_size(self.root, entry)
+            if problem is not None:
+                malformed.append(problem)
+            elif size is None:
                 dangling += 1
-            else:
-                _, problem = read_note_checked(self.root, entry, guard)
-                if problem is not None:
-                    malformed.append(problem)
             write_budget = entry.write_budget if entry.write_budget > 0 else o.default_write_budget
             total_chars += entry.body_chars
             total_bytes += size or 0
@@ -273,6 +343,9 @@ class MemoryStore:
         anomalies: dict[str, Any] = {"danglingEntries": dangling, "orphanFiles": orphan_files(self.root, entries)}
         if malformed:
             anomalies["malformedNotes"] = malformed
+        bad_entries = malformed_entries(entries)
+        if bad_entries:
+            anomalies["malformedEntries"] = bad_entries
         return {
             "index": state.usage,
             "detail": {"noteCount": len(entries), "totalBodyChars": total_chars, "totalBytes": total_bytes,
@@ -282,14 +355,47 @@ class MemoryStore:
         }
 
 
-def _file_size(root: Path, rel: str, guard: RootGuard) -> int | None:
-    """On-disk size in bytes of a regular file inside the root, else None."""
-    path = root.joinpath(*rel.split("/"))
-    with contextlib.suppress(OSError):
-        st = path.stat()
-        if stat.S_ISREG(st.st_mode) and guard.contains(path):
-            return st.st_size
-    return None
+def _note_size(root: Path, entry: IndexEntry) -> tuple[int | None, MalformedNote | None]:
+    """``(on-disk size in bytes or None when missing, the problem if malformed)``, read the one checked way."""
+    try:
+        read = read_note_sized(root, entry.file)
+    except MMError as error:
+        return None, {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
+    except OSError as error:
+        return None, {"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
+                      "message": f"read {entry.file} failed: {error.strerror}"}
+    return (None, None) if read is None else (read[1], None)
+
+
+def _check_door(content: Any, *, summary: Any, tags: Any, updated: Any) -> None:
+    """Refuse what a reader could not read back (issue 11): NUL and lone surrogates anywhere,
+    line breaks in the one-line fields. Non-string content is left to the write's ``ok: False``.
+
+    Raises:
+        MMError(E_INVALID): naming the field.
+    """
+    for name, value in (("summary", summary), ("tags", tags), ("updated", updated)):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise MMError(ErrorCode.E_INVALID, f"{name} must be a single-line string, got {value!r}")
+        check_line_field(name, value)
+    if isinstance(content, str):
+        check_text_field("content", content)
+
+
+def _refuse_case_twin(topic: str, entries: tuple[IndexEntry, ...]) -> None:
+    """Refuse a new ``topic`` that differs from an indexed one only by case (issue 15).
+
+    Raises:
+        MMError(E_CONFLICT): naming the existing topic (``details``).
+    """
+    folded = topic.lower()
+    twin = next((e.topic for e in entries if e.topic.lower() == folded and e.topic != topic), None)
+    if twin is not None:
+        raise MMError(ErrorCode.E_CONFLICT, f"topic {topic!r} differs only by case from the existing topic {twin!r}; "
+                                            f"write {twin!r} instead (one file on case-insensitive filesystems)",
+                      details=twin)
 
 
 def _failure(topic: str, code: str, message: str, usage: dict[str, Any]) -> dict[str, Any]:

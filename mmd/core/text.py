@@ -20,9 +20,12 @@ __all__ = [
     "TOPIC_RE",
     "Measure",
     "byte_length",
+    "check_line_field",
+    "check_text_field",
     "count_chars",
     "count_lines",
     "first_line",
+    "fold_line_breaks",
     "js_trim",
     "measure",
     "normalize_line",
@@ -114,6 +117,45 @@ def validate_topic(topic: object) -> str:
             "(no separators, no leading separators)",
         )
     return topic
+
+
+_UNREADABLE = re.compile("[\x00\ud800-\udfff]")
+_LINE_BREAKING = re.compile("[\x00\ud800-\udfff\n\r\x0b\x0c\x85\u2028\u2029]")
+
+
+def check_text_field(name: str, value: str) -> str:
+    """Return ``value`` unchanged if a reader can read back what a writer writes (issue 11).
+
+    Raises:
+        MMError(E_INVALID): naming ``name`` and the code point's index, if ``value``
+            holds a NUL or a lone surrogate (UTF-8 cannot carry it; a NUL ends C strings).
+    """
+    bad = _UNREADABLE.search(value)
+    if bad is not None:
+        raise MMError(ErrorCode.E_INVALID, f"{name} must not contain U+{ord(bad.group()):04X} "
+                                           f"(at code point {bad.start()})", details=name)
+    return value
+
+
+def check_line_field(name: str, value: str) -> str:
+    """Return ``value`` unchanged if it fits on one line of an mm v1 file (issue 11).
+
+    Besides what :func:`check_text_field` refuses: CR, LF, VT, FF, NEL, U+2028 and U+2029,
+    the characters some reader takes for a line break.
+
+    Raises:
+        MMError(E_INVALID): naming ``name``, the code point and its index.
+    """
+    bad = _LINE_BREAKING.search(value)
+    if bad is not None:
+        raise MMError(ErrorCode.E_INVALID, f"{name} must be a single line without U+{ord(bad.group()):04X} "
+                                           f"(at code point {bad.start()})", details=name)
+    return value
+
+
+def fold_line_breaks(value: str) -> str:
+    """``value`` with each character :func:`check_line_field` refuses turned into a space."""
+    return _LINE_BREAKING.sub(" ", value)
 
 
 def slug_for_topic(value: str) -> str | None:

@@ -12,5 +12,9 @@ expiry, watchdog), ``notify`` (systemd), ``logs`` (stderr lines), ``lifecycle``
 script). The contract with clients — method table, topics, error codes,
 message shapes, endpoints — is :mod:`mmd.wire`; the domain raises its
 transport-neutral ``DaemonError`` and only ``rpc`` speaks JSON-RPC.
-Arrows: ``daemon → wire, core`` (and the ingestion packages), never upward.
+Session logs reach the review queue through ``ingest`` (``follow``: one
+thread over the source folders; ``harvest``: slice → :mod:`mmd.candidates` →
+one transaction), ``queue`` and ``statedb``; which files are logs and how
+they read is :mod:`mmd.sources`' business, never this package's.
+Arrows: ``daemon → wire, core, sources, candidates``, never upward.
 """

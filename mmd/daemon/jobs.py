@@ -126,7 +126,7 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     return {"startedAt": running.started_at, "lang": cfg.lang, "rootLost": guard.check() if guard else None,
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,
-            "ingest": {**ingestor.health, "backfill": dict(ingestor.health["backfill"])} if ingestor else None,
+            "ingest": ingestor.health.to_json() if ingestor else None,
             "watcher": dict(running.watcher.health),
             "events": {"seq": running.publisher.seq},
             "requests": running.rpc.requests}

@@ -1,13 +1,13 @@
 """The review queue: candidate memories waiting for a person (or an agent) to accept or reject them.
 
 Owns: the candidates' rows in the state database (:mod:`.statedb`), their
-identity for deduplication, their wire shape (:class:`~mmd.wire.protocol.CandidateJson`)
-and the status changes ``pending → accepted | rejected`` with a journal row
-each. A candidate's identity is :func:`candidate_key` — a hash of its kind,
-topic and whitespace-normalized body, never of its seq or file — kept for the
-queue's whole history, so a log read again (after a shrink, a replaced file, a
-new generation or a restart) never brings a candidate back, and a rejected
-one never returns.
+wire shape (:class:`~mmd.wire.protocol.CandidateJson`) and the status changes
+``pending → accepted | rejected`` with a journal row each. A candidate's
+identity is :func:`mmd.candidates.candidate_key` — a hash of its kind, topic
+and whitespace-normalized body, never of its seq or file — kept for the
+queue's whole history, so a log read again (after a shrink, a replaced file,
+a new generation or a restart) never brings a candidate back, and a rejected
+one never returns. The candidate's shape is :class:`mmd.candidates.NewCandidate`.
 
 Threading: every method uses the calling thread's own connection; the
 ingestion worker adds, RPC handlers read and decide (in worker threads).
@@ -17,70 +17,20 @@ state, in :mod:`.methods`), reads logs, or publishes events.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from mmd.candidates import NewCandidate
 from mmd.wire.protocol import CandidateJson
 
 from .statedb import CursorRow, StateDB
 
-__all__ = ["STATUSES", "NewCandidate", "ReviewQueue", "body_key", "candidate_key"]
+__all__ = ["STATUSES", "ReviewQueue"]
 
 STATUSES = ("pending", "accepted", "rejected")
 """A candidate's possible statuses."""
-
-
-def _normalize(body: str) -> str:
-    """Whitespace runs to one space, trimmed: re-wrapped text keeps its identity."""
-    return " ".join(body.split())
-
-
-def body_key(body: str) -> str:
-    """sha256 (hex) of the normalized body: matches a candidate against existing notes."""
-    return hashlib.sha256(_normalize(body).encode("utf-8", "replace")).hexdigest()
-
-
-def candidate_key(kind: str, topic: str, body: str) -> str:
-    """A candidate's identity across the queue's history: sha256 (hex) of kind, topic and normalized body."""
-    data = "\0".join((kind, topic, _normalize(body))).encode("utf-8", "replace")
-    return hashlib.sha256(data).hexdigest()
-
-
-@dataclass(frozen=True)
-class NewCandidate:
-    """A candidate found by ingestion, before it has an id.
-
-    Attributes:
-        kind, topic, summary, body, chars, over_budget: the mm digest candidate
-            (``chars`` in code points; ``over_budget`` when the body was cut to the write budget).
-        session_id: the DSH session id (None for other logs).
-        file: the log it came from (absolute path).
-        seq: the event seq of the message (None for other logs).
-        message_id: the message ``id`` (or compaction id), when known.
-        source_kind: what the text was: ``user`` | ``assistant`` | ``compaction`` (DSH),
-            ``text`` | ``session-log`` (other logs).
-    """
-
-    kind: str
-    topic: str
-    summary: str
-    body: str
-    chars: int
-    over_budget: bool
-    session_id: str | None
-    file: str
-    seq: int | None
-    message_id: str | None
-    source_kind: str
-
-    @property
-    def key(self) -> str:
-        """See :func:`candidate_key`."""
-        return candidate_key(self.kind, self.topic, self.body)
 
 
 def _row_json(r: sqlite3.Row) -> CandidateJson:
@@ -129,7 +79,7 @@ class ReviewQueue:
         return self.counts["pending"]
 
     def add(self, items: Iterable[NewCandidate], cursor: CursorRow | None = None) -> list[int]:
-        """Add the candidates not seen before (by :func:`candidate_key`) and store ``cursor``, in one transaction.
+        """Add the candidates not seen before (by their ``key``) and store ``cursor``, in one transaction.
 
         Returns:
             The ids of the candidates added, in order.
@@ -155,7 +105,7 @@ class ReviewQueue:
         return ids
 
     def known(self, keys: Iterable[str]) -> set[str]:
-        """Which of ``keys`` (see :func:`candidate_key`) the queue's history already holds."""
+        """Which of ``keys`` (see :func:`mmd.candidates.candidate_key`) the queue's history already holds."""
         wanted = list(keys)
         found: set[str] = set()
         conn = self.db.conn()

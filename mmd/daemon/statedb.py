@@ -92,9 +92,11 @@ class CursorRow:
 
     Attributes:
         path: the file (absolute).
-        kind: ``dsh`` or ``other``.
-        session_id: the DSH session id, when known.
-        cursor: the JSON cursor (``SessionCursor.to_json()`` or ``LogCursor.to_json()``).
+        kind: the name of the source that reads the file (a key of :data:`mmd.sources.SOURCES`).
+        session_id: the agent's session id, when known.
+        cursor: the source's opaque JSON cursor (:attr:`mmd.sources.Slice.cursor`), stored as it is; the
+            ``inode``/``size``/``offset``/``frames``/``last_seq`` columns copy those fields when the
+            cursor has them (at the top or under ``log``/``state``), for a person reading the table.
     """
 
     path: str
@@ -195,5 +197,5 @@ class StateDB:
              json.dumps(c, separators=(",", ":")), now_iso))
 
     def drop_cursor(self, path: str) -> None:
-        """Forget one file's cursor (the file is gone or no longer the newest generation)."""
+        """Forget one file's cursor (the file is gone, or no source reads it any more)."""
         self.conn().execute("DELETE FROM cursors WHERE path = ?", (path,))

@@ -23,9 +23,8 @@ from collections.abc import Callable, Generator
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from mmd.sessions.decode import LogCursor, LogReader
-
 from .base import Slice, Utterance
+from .logio.decode import LogCursor, LogReader
 
 __all__ = ["LineHandler", "SeenKeys", "digest", "is_compact", "iso_utc", "read_jsonl", "string_after"]
 

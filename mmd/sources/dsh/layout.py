@@ -24,6 +24,7 @@ from .header import read_header
 
 __all__ = [
     "LogKind",
+    "OTHER_SUFFIXES",
     "LogPath",
     "SessionIdentity",
     "classify_path",
@@ -40,7 +41,8 @@ __all__ = [
 ]
 
 _GENERATION_RE = re.compile(r"^session(?:\.v([1-9][0-9]*))?\.jsonl(\.zstd)?$")
-_OTHER_SUFFIXES = (".jsonl", ".json", ".md")
+OTHER_SUFFIXES = (".jsonl", ".json", ".md")
+"""Name endings (lower-cased) of the other logs read beside DSH logs."""
 _TEMP_SUFFIXES = (".tmp",)
 _BACKUP_SUFFIXES = ("~", ".bak", ".orig", ".swp", ".swo", ".swx")
 _LOCK_SUFFIXES = (".lock",)
@@ -282,7 +284,7 @@ def classify_path(
         newest = newest_generation(p.parent)
         return LogPath(p, LogKind.DSH, generation=parsed[0], compressed=parsed[1],
                        newest=newest is not None and newest.name == p.name)
-    if p.name.lower().endswith(_OTHER_SUFFIXES):
+    if p.name.lower().endswith(OTHER_SUFFIXES):
         return LogPath(p, LogKind.OTHER)
     return LogPath(p, LogKind.IGNORED, "unsupported")
 

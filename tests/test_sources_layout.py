@@ -1,4 +1,4 @@
-"""mmd.sessions.layout: which files under the sessions folder are read, and whose session they are.
+"""mmd.sources.dsh.layout: which files under the sessions folder are read, and whose session they are.
 
 Guards dsh-session-format.md §1 (paths, generations, escaping) and §8 (the
 read-only liveness probe): only the newest generation of a session directory
@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import mmd.sessions
-from mmd.sessions import (
+import mmd.sources
+from mmd.sources.dsh.header import read_header
+from mmd.sources.dsh.layout import (
     LogKind,
     classify_path,
     decode_segment,
@@ -29,7 +30,6 @@ from mmd.sessions import (
     parse_generation,
     project_dir_name,
     project_key,
-    read_header,
     scan_sessions,
     session_identity,
 )
@@ -48,9 +48,9 @@ def touch(path: Path, data: bytes = HEADER) -> Path:
 
 
 def test_public_names_are_exported_and_the_package_never_imports_the_daemon() -> None:
-    for name in mmd.sessions.__all__:
-        assert hasattr(mmd.sessions, name), name
-    code = "import sys, mmd.sessions; print(any(m.startswith('mmd.daemon') for m in sys.modules))"
+    for name in mmd.sources.__all__:
+        assert hasattr(mmd.sources, name), name
+    code = "import sys, mmd.sources; print(any(m.startswith('mmd.daemon') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[1])
     assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""mmd.sessions.decode and .frames: complete lines only, bounded memory, cursors that resume exactly.
+"""mmd.sources.logio.decode and .frames: complete lines only, bounded memory, cursors that resume exactly.
 
 Guards dsh-session-format.md §2 (JSONL lines, zstd frames, torn tails) and §8
 (cursor per file; shrink, inode change or rewrite means reading again from 0).
@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from mmd.sessions import FrameStatus, LogCursor, LogReader, read_header, scan_frame
+from mmd.sources.dsh.header import read_header
+from mmd.sources.logio.decode import LogCursor, LogReader
+from mmd.sources.logio.frames import FrameStatus, scan_frame
 
 MiB = 1024 * 1024
 
@@ -91,7 +93,7 @@ def test_twenty_megabyte_line_is_skipped_with_a_warning_in_bounded_memory(
         f.write(b'{"after":1}\n')
     tracemalloc.start()
     try:
-        with caplog.at_level(logging.WARNING, logger="mmd.sessions"):
+        with caplog.at_level(logging.WARNING, logger="mmd.sources"):
             lines, r = read_all(p)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

@@ -7,9 +7,9 @@ shrunk or rewritten file (the read then restarts from byte 0 and says so).
 Memory stays bounded: a line longer than ``max_line_bytes`` is skipped with a
 warning while it is read in chunks.
 
-Never: parses JSON (``extract`` does), decides which files to read
-(``layout`` does), or writes anything. Warnings go to the returned list and to
-the ``mmd.sessions`` logger.
+Never: parses JSON (the adapters do), decides which files to read
+(each adapter's ``classify`` does), or writes anything. Warnings go to the returned list and to
+the ``mmd.sources`` logger.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Any, cast
 
-import zstandard
-
 from .frames import FrameStatus, scan_frame
 
 __all__ = [
@@ -36,7 +34,7 @@ __all__ = [
     "is_compressed_name",
 ]
 
-log = logging.getLogger("mmd.sessions")
+log = logging.getLogger("mmd.sources")
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """Longest line (bytes, without its ``\\n``) handed to a parser; longer ones are skipped with a warning."""
@@ -227,7 +225,7 @@ class LogReader:
         self.chunk_bytes = chunk_bytes
         self.warnings: list[str] = warnings if warnings is not None else []
         self.warn = _Warnings(self.path, self.warnings)
-        """Report a warning about this log: logged to ``mmd.sessions`` and kept in :attr:`warnings`."""
+        """Report a warning about this log: logged to ``mmd.sources`` and kept in :attr:`warnings`."""
         self.restarted = ""
         """Why the read restarted at byte 0 (``replaced``, ``shrunk``, ``rewritten``), or ``""``."""
         self.complete = False
@@ -333,6 +331,8 @@ class LogReader:
             self.warn(f"line {c.lines} is longer than {self.max_line_bytes} bytes and not finished; skipping it")
 
     def _iter_zstd(self, end: int) -> Iterator[tuple[int, bytes]]:
+        import zstandard  # lazily: only zstd logs need it, and `mmctl` imports this package
+
         c = self.cursor
         dctx = zstandard.ZstdDecompressor()
         splitter = _LineSplitter(self.max_line_bytes)

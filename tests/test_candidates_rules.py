@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
+from mmd.candidates import may_hold_candidates
 from mmd.core.digest import distill
-from mmd.daemon.harvest import may_hold_candidates
-from mmd.sessions import read_session
+from mmd.sources.dsh.session import read_session
 from tests.conftest import shared_path
 
 PIECES = ["memo", "MEMO", "Memo", "remember", "REMEMBER", "ſummary", "Summary", "conclusion", "CONCLUſION", "记忆",
@@ -32,7 +32,7 @@ def test_the_sample_messages_with_candidates_pass_and_plain_prose_does_not() -> 
 
 
 def test_numbered_candidates_get_topics_of_their_own() -> None:
-    from mmd.daemon.harvest import proposed_topic
+    from mmd.candidates import proposed_topic
 
     first = proposed_topic("explicit", "memo-1", "the state bucket lives in eu-west-1")
     second = proposed_topic("explicit", "memo-1", "run tests with make test-fast")

@@ -1,21 +1,30 @@
-"""Text of non-DSH logs under the sessions folder: ``*.jsonl``, ``*.json``, ``*.md`` (DESIGN "Ingestion").
+"""The ``other`` source: non-DSH ``*.jsonl``, ``*.json``, ``*.md`` files under the sessions folder (DESIGN "Ingestion").
 
-Owns: reading such a file as the text the digest rules get "as it is",
-bounded in size and decoded as UTF-8 with replacement. ``*.jsonl`` is followed
+Owns: :class:`OtherSource` and reading such a file as the text the digest
+rules get "as it is", bounded in size and decoded as UTF-8 with replacement:
+one utterance per read, ``who="text"``, no session. ``*.jsonl`` is followed
 like a DSH log (complete new lines after a cursor, never a torn tail);
 ``*.json`` and ``*.md`` are whole documents, read again when they change.
+Cursor JSON: a ``LogCursor`` object (the shape ``state.db`` has always held).
 
-Never: interprets the content (no JSON decoding), or reads a binary file as text.
+Never: interprets the content (no JSON decoding), reads a binary file as text,
+or claims a DSH generation file name (the ``dsh`` source reads those, and
+falls back to :func:`read_text_slice` for one that is not DSH).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from .decode import MAX_LINE_BYTES, LogCursor, LogReader, log
+from .base import Position, Slice, Utterance
+from .dsh.layout import OTHER_SUFFIXES, LogKind, classify_path, default_sessions_dir, parse_generation
+from .logio.decode import MAX_LINE_BYTES, LogCursor, LogReader, log
 
-__all__ = ["MAX_OTHER_BYTES", "OtherRead", "read_other_log"]
+__all__ = ["MAX_OTHER_BYTES", "OtherRead", "OtherSource", "read_other_log", "read_text_slice"]
 
 MAX_OTHER_BYTES = 4 * 1024 * 1024
 """Most bytes of text one :func:`read_other_log` call returns."""
@@ -122,3 +131,65 @@ def _read_document(path: str | os.PathLike[str], cursor: LogCursor | None, max_b
         return OtherRead("", new, binary=True, restarted=restarted, warnings=[message])
     truncated = st.st_size > max_bytes
     return OtherRead(_utf8(data, cut_tail=truncated), new, truncated=truncated, restarted=restarted)
+
+
+
+def read_text_slice(path: str, cursor: dict[str, Any] | None, agent: str, *, max_bytes: int,
+                    warnings: list[str] | None = None) -> Slice:
+    """One :func:`read_other_log` call as a :class:`~mmd.sources.base.Slice` (at most :data:`MAX_OTHER_BYTES`).
+
+    Args:
+        path: the file.
+        cursor: a ``LogCursor`` JSON object, or None (or any other value) to read from the start.
+        agent: the utterance's ``agent`` (the source reading the file).
+        max_bytes: the caller's cap, bytes; the read takes the smaller of it and :data:`MAX_OTHER_BYTES`.
+        warnings: earlier warnings of this read, kept first.
+
+    Returns:
+        At most one ``who="text"`` utterance (when the new text is not blank); ``more`` when a
+        ``*.jsonl`` file has more complete lines; ``consumed`` in bytes of the file.
+
+    Raises:
+        OSError: if the file cannot be read (FileNotFoundError when it vanished).
+    """
+    old = LogCursor.from_json(cursor) if cursor is not None and "offset" in cursor and "log" not in cursor else None
+    r = read_other_log(path, old, max_bytes=min(max_bytes, MAX_OTHER_BYTES))
+    lines = path.lower().endswith(".jsonl")
+    if lines:
+        step = r.cursor.offset - (0 if r.restarted or old is None else old.offset)
+    else:
+        step = r.cursor.size if (r.text or r.binary) else 0
+    said = [Utterance("text", r.text, agent, None, None, None, Position(path))] if r.text.strip() else []
+    return Slice(said, r.cursor.to_json(), max(0, step), r.truncated and lines, bool(r.restarted),
+                 warnings=[*(warnings or ()), *r.warnings])
+
+
+class OtherSource:
+    """The ``other`` source (see the module docstring); stateless, one instance serves every file and thread."""
+
+    name = "other"
+
+    def default_dir(self, env: Mapping[str, str], home: Path) -> Path:
+        """The DSH sessions folder, where such files sit beside the DSH logs."""
+        return default_sessions_dir(env.get("DSH_HOME"), home)
+
+    def classify(self, path: Path, root: Path) -> bool:
+        """Whether ``path`` is a ``*.jsonl`` / ``*.json`` / ``*.md`` file under ``root`` with no DSH generation name.
+
+        Hidden, temp, backup, lock and non-regular files and paths outside ``root`` are not.
+        """
+        if not path.name.lower().endswith(OTHER_SUFFIXES) or parse_generation(path.name) is not None:
+            return False
+        return classify_path(path, root).kind is LogKind.OTHER
+
+    def is_live(self, path: Path) -> bool:
+        """Always False: these files give no liveness signal."""
+        return False
+
+    def read(self, path: str, cursor: dict[str, Any] | None, *, max_bytes: int, max_chars: int) -> Slice:
+        """See :func:`read_text_slice` (``max_chars`` does not apply: the text is one utterance).
+
+        Raises:
+            OSError: if the file cannot be read (FileNotFoundError when it vanished).
+        """
+        return read_text_slice(path, cursor, self.name, max_bytes=max_bytes)

@@ -1,4 +1,4 @@
-"""mmd.sessions.extract: exactly the model-visible text of a DSH log, once, across reads.
+"""mmd.sources.dsh.extract: exactly the model-visible text of a DSH log, once, across reads.
 
 Guards dsh-session-format.md §3 (headers, inherited prefix), §4 (envelopes,
 packed chunk rows), §5–§6 (which events and source kinds are model-visible)
@@ -16,16 +16,11 @@ from pathlib import Path
 import pytest
 import zstandard
 
-import mmd.sessions.extract as extract_mod
-from mmd.sessions import (
-    LogCursor,
-    RecordKind,
-    SessionCursor,
-    SessionExtractor,
-    TextRecord,
-    read_other_log,
-    read_session,
-)
+import mmd.sources.dsh.extract as extract_mod
+from mmd.sources.dsh.extract import RecordKind, SessionExtractor, TextRecord
+from mmd.sources.dsh.session import SessionCursor, read_session
+from mmd.sources.logio.decode import LogCursor
+from mmd.sources.other import read_other_log
 
 from .conftest import needs_samples, shared_path
 

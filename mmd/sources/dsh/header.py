@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from .decode import LogReader
+from ..logio.decode import LogReader
 
 __all__ = ["SessionFormatError", "SessionHeader", "read_header"]
 

@@ -1,0 +1,326 @@
+"""The files of a memory root, opened one checked way (mm v1 §2–§4; issues 11 and 15).
+
+Owns: which index ``file:`` values may name a note (regular files under ``memories/``,
+never ``MEMORY.md``, never ``.mmd/``, never a folder); opening folders and notes below
+the root without following any symlink (``openat`` from a folder descriptor with
+``O_NOFOLLOW``, so nothing can be swapped between a check and the open); durable
+replacement of files through a folder descriptor keeping the replaced file's mode;
+the modes we create (folders 0700, files 0600, whatever the umask).
+
+Never: parses mm v1 text (:mod:`.format`), decides budgets (:mod:`.store`), or follows
+a symlink below the root (the root itself may be one: the user chose it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import ErrorCode, MMError
+from .paths import DETAIL_DIR, INDEX_NAME
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "PreparedFile",
+    "folder_fd",
+    "make_folders",
+    "note_parts",
+    "note_problem",
+    "opened_folder",
+    "prepare_file",
+    "read_index_bytes",
+    "read_note_bytes",
+    "remove_in",
+    "temp_name",
+]
+
+DIR_MODE = 0o700
+"""Mode of every folder mmd creates (root, ``memories/``, ``.mmd/``)."""
+FILE_MODE = 0o600
+"""Mode of every file mmd creates; a replaced file keeps its own mode."""
+
+MAX_NOTE_READ_BYTES = 16 * 1024 * 1024
+"""A detail file larger than this (UTF-8 bytes) is reported, not loaded."""
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_counter = itertools.count(1)
+
+
+def note_problem(rel: str) -> str | None:
+    """Why the index ``file:`` value ``rel`` may not name a note, or None when it may.
+
+    ``rel`` has passed :func:`.format.safe_rel_path`. A note is a file under
+    ``memories/`` (``./`` and empty segments ignored), so ``MEMORY.md``, ``.mmd/…``,
+    ``memories`` itself and any other folder of the root are refused.
+    """
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if len(parts) < 2 or parts[0] != DETAIL_DIR:
+        return f"file {rel!r} is not under {DETAIL_DIR}/; an index entry may name only a note there"
+    return None
+
+
+def note_parts(rel: str) -> list[str]:
+    """``rel``'s path segments below the root (``./`` and empty segments dropped).
+
+    Raises:
+        MMError(E_PARSE): if ``rel`` may not name a note (see :func:`note_problem`).
+    """
+    problem = note_problem(rel)
+    if problem is not None:
+        raise MMError(ErrorCode.E_PARSE, problem, details=rel)
+    return [p for p in rel.split("/") if p not in ("", ".")]
+
+
+def _escape(rel: str, error: OSError) -> MMError:
+    return MMError(ErrorCode.E_PARSE, f"{rel} leads through a symlink or a non-folder; not followed "
+                                      f"({error.strerror})", details=rel)
+
+
+def folder_fd(root: Path, parts: list[str] | tuple[str, ...], *, create: bool = False) -> int:
+    """An open descriptor of the folder ``root/<parts…>``; no symlink below ``root`` is followed.
+
+    Args:
+        parts: folder names below the root (no ``..``).
+        create: make missing folders (mode :data:`DIR_MODE`).
+
+    Raises:
+        FileNotFoundError: if a folder is missing (and ``create`` is False).
+        OSError: ``ELOOP``/``ENOTDIR`` when a segment is a symlink or a file; others as the OS says.
+    """
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts:
+            try:
+                child = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, DIR_MODE, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                os.fchmod(child, DIR_MODE)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def make_folders(path: Path) -> None:
+    """Create ``path`` and its missing parents, each :data:`DIR_MODE` whatever the umask.
+
+    Raises:
+        OSError: as ``mkdir`` does.
+    """
+    missing: list[Path] = []
+    here = path
+    while not here.exists():
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for folder in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, DIR_MODE)
+            os.chmod(folder, DIR_MODE)
+
+
+def read_note_bytes(root: Path, rel: str) -> tuple[bytes, int] | None:
+    """The bytes of the note at ``rel`` and its size, or None when it is missing or not a regular file.
+
+    Every folder below the root and the note itself are opened with ``O_NOFOLLOW``
+    from the folder above; ``fstat`` of the open file is the check, so nothing can
+    be swapped in between.
+
+    Raises:
+        MMError(E_PARSE): if ``rel`` may not name a note, leads through a symlink,
+            or is larger than 16 MiB.
+        OSError: if the OS refuses the read for another reason.
+    """
+    parts = note_parts(rel)
+    try:
+        dfd = folder_fd(root, parts[:-1])
+    except (FileNotFoundError, NotADirectoryError) as error:
+        if isinstance(error, NotADirectoryError) and os.path.isdir(root):
+            raise _escape(rel, error) from None
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _escape(rel, error) from None
+        raise
+    try:  # O_NONBLOCK: a FIFO in the way must not hang the reader
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW, dir_fd=dfd)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise MMError(ErrorCode.E_PARSE, f"{rel} is a symlink; notes are never followed", details=rel) from None
+        raise
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None  # a folder, FIFO or device is no note: missing
+        if st.st_size > MAX_NOTE_READ_BYTES:
+            raise MMError(ErrorCode.E_PARSE, f"{rel} is {st.st_size} bytes, over the 16 MiB read limit", details=rel)
+        chunks = []
+        while chunk := os.read(fd, max(st.st_size, 1 << 16)):
+            chunks.append(chunk)
+        return b"".join(chunks), st.st_size
+    finally:
+        os.close(fd)
+
+
+def read_index_bytes(root: Path) -> bytes:
+    """MEMORY.md's bytes (b"" when absent), opened with ``O_NOFOLLOW`` like every note.
+
+    Raises:
+        MMError(E_PARSE): if MEMORY.md is a symlink (never followed) or not a regular file.
+        MMError(E_IO): if it cannot be read.
+    """
+    path = root / INDEX_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return b""
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise MMError(ErrorCode.E_PARSE, f"{path} is a symlink; the index is never followed",
+                          details=str(path)) from None
+        raise MMError(ErrorCode.E_IO, f"read {path} failed: {error.strerror}", details=str(path)) from error
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise MMError(ErrorCode.E_PARSE, f"{path} is not a regular file", details=str(path))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"read {path} failed: {error.strerror}", details=str(path)) from error
+    finally:
+        os.close(fd)
+
+
+def temp_name(name: str) -> str:
+    """A fresh hidden temp name for ``name``: ``.<name>.<pid>.<n>.<hex>.tmp`` (never ``*.md``)."""
+    return f".{name}.{os.getpid()}.{next(_counter)}.{os.urandom(4).hex()}.tmp"
+
+
+class PreparedFile:
+    """A temp file written and fsynced beside its target, waiting to be renamed over it.
+
+    Built by :func:`prepare_file`; :meth:`commit` renames, :meth:`discard` removes it.
+    ``previous`` is the name of a hard link to the replaced file (None when there
+    was none, or ``keep_previous`` was False), so :meth:`restore` can undo the rename.
+    """
+
+    def __init__(self, dfd: int, name: str, tmp: str, previous: str | None) -> None:
+        self.dfd, self.name, self.tmp, self.previous = dfd, name, tmp, previous
+        self.committed = False
+
+    def commit(self) -> None:
+        """Rename the temp file over the target (not yet durable: fsync ``dfd`` after).
+
+        Raises:
+            OSError: if the rename fails; the target is then untouched.
+        """
+        os.replace(self.tmp, self.name, src_dir_fd=self.dfd, dst_dir_fd=self.dfd)
+        self.committed = True
+
+    def restore(self) -> None:
+        """Undo :meth:`commit`: put the previous file back, or remove a file that was new."""
+        if not self.committed:
+            return
+        with contextlib.suppress(OSError):
+            if self.previous is not None:
+                os.replace(self.previous, self.name, src_dir_fd=self.dfd, dst_dir_fd=self.dfd)
+                self.previous = None
+            else:
+                os.unlink(self.name, dir_fd=self.dfd)
+        self.committed = False
+
+    def discard(self) -> None:
+        """Remove what is left: the temp file if not committed, the previous file's link; close nothing."""
+        for name in (None if self.committed else self.tmp, self.previous):
+            if name is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=self.dfd)
+        self.previous = None
+
+
+def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = False,
+                 new_mode: int = FILE_MODE) -> PreparedFile:
+    """Write ``data`` to a temp file beside ``name`` in the folder ``dfd`` and fsync it.
+
+    The temp file gets the mode of the regular file it will replace, else
+    ``new_mode`` (default :data:`FILE_MODE`; set with ``fchmod``, so the umask does not matter). With
+    ``keep_previous`` a hard link to the current file is made, for :meth:`PreparedFile.restore`.
+
+    Raises:
+        OSError: if any step fails (ENOSPC included); nothing is left behind then.
+    """
+    mode = new_mode
+    exists = False
+    with contextlib.suppress(FileNotFoundError):
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            mode, exists = stat.S_IMODE(st.st_mode), True
+    tmp = temp_name(name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE, dir_fd=dfd)
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        previous = None
+        if keep_previous and exists:
+            previous = temp_name(name)
+            os.link(name, previous, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+    return PreparedFile(dfd, name, tmp, previous)
+
+
+def remove_in(dfd: int, name: str) -> bool:
+    """Unlink ``name`` in the folder ``dfd`` (a symlink itself, never its target; never a folder).
+
+    Returns:
+        True if a file was removed, False if nothing (or a folder) was there.
+
+    Raises:
+        OSError: if the unlink fails for another reason.
+    """
+    try:
+        os.unlink(name, dir_fd=dfd)
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    except PermissionError:
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.stat(name, dir_fd=dfd, follow_symlinks=False).st_mode):
+                return False
+        raise
+    return True
+
+
+@contextlib.contextmanager
+def opened_folder(root: Path, parts: list[str] | tuple[str, ...], *, create: bool = False) -> Iterator[int]:
+    """:func:`folder_fd` as a context manager that closes the descriptor."""
+    fd = folder_fd(root, parts, create=create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)

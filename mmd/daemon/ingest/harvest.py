@@ -1,0 +1,127 @@
+"""Reading one log into review-queue candidates, slice by slice, by cursor.
+
+Owns: :class:`Harvester` — a log read through its source's adapter
+(:meth:`mmd.sources.Source.read`: complete lines after the cursor, never a
+torn tail), its utterances through :func:`mmd.candidates.candidates_from`
+(minus candidates equal to an existing note), and the candidates with the
+file's cursor into the queue in one transaction per slice (at most
+:data:`SLICE_BYTES` of log or :data:`SLICE_CHARS` of text), so memory stays
+bounded and a restart resumes where the last slice ended. The queue drops
+candidates it has seen before.
+
+Never: names a log format (the adapter decides everything about the file),
+decides which files to read or when (:mod:`.follow` does), or publishes
+events (``on_added`` does, through the daemon's loop).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mmd.candidates import NewCandidate, Seen, candidates_from
+from mmd.core.snapshot import Snapshot
+from mmd.sources import Source
+
+from ..queue import ReviewQueue
+from ..statedb import CursorRow
+from .health import IngestHealth
+
+__all__ = ["SLICE_BYTES", "SLICE_CHARS", "AddedBatch", "Harvester", "TrackedLog"]
+
+log = logging.getLogger("mmd.ingest")
+
+SLICE_BYTES = 32 * 1024 * 1024
+"""Most log bytes read before the candidates and the cursor are committed."""
+SLICE_CHARS = 1_000_000
+"""Most model-visible text (code points) held before the candidates and the cursor are committed."""
+
+
+@dataclass(frozen=True)
+class AddedBatch:
+    """Candidates one slice of one log added: the payload of ``queue/added``."""
+
+    ids: list[int]
+    session_id: str | None
+    file: str
+
+
+@dataclass
+class TrackedLog:
+    """One log being followed: its source, session, opaque cursor JSON and quiet time."""
+
+    path: str
+    source: Source
+    session_id: str | None
+    cursor: dict[str, Any] | None
+    grew_at: float | None = None  # monotonic seconds of the last growth seen while following
+    ended: bool = True
+
+
+class Harvester:
+    """Reads logs into the review queue.
+
+    Args:
+        queue: the review queue (candidates and cursors).
+        notes: the current memory snapshot (None before the first load): candidates equal to a note are skipped.
+        write_budget: the default write budget (code points) the rules cut bodies to.
+        health: the ingestion's health (``bytes_read``, ``candidates_added``, ``warnings``), updated here.
+        on_added: called after each slice that added candidates.
+        stop: set when the daemon stops; a long log is left between two slices.
+    """
+
+    def __init__(self, queue: ReviewQueue, *, notes: Callable[[], Snapshot | None], write_budget: Callable[[], int],
+                 health: IngestHealth, on_added: Callable[[AddedBatch], None], stop: threading.Event) -> None:
+        self.queue = queue
+        self._notes = notes
+        self._write_budget = write_budget
+        self.health = health
+        self._on_added = on_added
+        self._stop = stop
+        self.rows: dict[str, CursorRow] = {}
+        """The stored cursor of every log, by path (loaded by the caller, kept current here)."""
+        self._seen: tuple[int, Seen] = (-1, Seen())
+
+    def _seen_notes(self) -> Seen:
+        snap = self._notes()
+        if snap is None:
+            return Seen()
+        if self._seen[0] != snap.revision:
+            self._seen = (snap.revision, Seen.of_notes(n.body for n in snap.notes))
+        return self._seen[1]
+
+    def read(self, t: TrackedLog) -> int:
+        """Read what is new in one log, slice by slice; returns the bytes consumed.
+
+        Raises:
+            OSError: if the file cannot be read (FileNotFoundError when it vanished).
+            sqlite3.Error: if the queue cannot be written.
+        """
+        consumed = 0
+        while not self._stop.is_set():
+            s = t.source.read(t.path, t.cursor, max_bytes=SLICE_BYTES, max_chars=SLICE_CHARS)
+            self.health.warnings += len(s.warnings)
+            self.health.bytes_read += s.consumed
+            consumed += s.consumed
+            if s.session_id is not None:
+                t.session_id = s.session_id
+            candidates = candidates_from(s.utterances, write_budget=self._write_budget(),
+                                         seen=self._seen_notes()) if s.utterances else []
+            if candidates or s.restarted or t.cursor is None or s.cursor != t.cursor:
+                self._commit(t, candidates, s.cursor)
+            t.cursor = s.cursor
+            if not s.more:
+                break
+        return consumed
+
+    def _commit(self, t: TrackedLog, candidates: list[NewCandidate], cursor: dict[str, Any]) -> None:
+        row = CursorRow(t.path, t.source.name, t.session_id, cursor)
+        ids = self.queue.add(candidates, row)
+        self.rows[t.path] = row
+        if ids:
+            self.health.candidates_added += len(ids)
+            log.info("queue.added file=%s session=%s ids=%d", t.path, t.session_id, len(ids))
+            self._on_added(AddedBatch(ids, t.session_id, t.path))

@@ -1,0 +1,73 @@
+"""The ingestion's health: what ``daemon.status`` shows under ``ingest``.
+
+Owns: :class:`IngestHealth` and :class:`BackfillHealth`, written by the
+ingestion thread only and read by the loop through :meth:`IngestHealth.to_json`
+(each field is one attribute store, so a reader sees each figure whole; the
+backfill summary is replaced as one frozen object).
+
+Never: reads logs or the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["BackfillHealth", "IngestHealth"]
+
+
+@dataclass(frozen=True)
+class BackfillHealth:
+    """The last backfill: ``done``, files read, bytes read, candidates added, ``seconds`` it took (None before)."""
+
+    done: bool = False
+    files: int = 0
+    bytes: int = 0
+    candidates: int = 0
+    seconds: float | None = None
+
+
+@dataclass
+class IngestHealth:
+    """Counters and state of one ingestion worker.
+
+    Attributes:
+        running: the worker thread runs.
+        phase: ``stopped`` | ``waiting`` (for the folder) | ``backfill`` | ``following``.
+        sessions_dir: the folder followed (absolute).
+        folder_present: the folder exists.
+        files_tracked: logs followed now.
+        bytes_read: log bytes consumed since start.
+        candidates_added: candidates the queue took since start.
+        last_event_at: ISO-8601 UTC of the last file event, or None.
+        errors: failures (a log, the watch, the database) since start; ``last_error`` the last one's text.
+        warnings: lines the sources skipped or flagged since start.
+        sessions_ended: sessions reported ended since start.
+        backfill: the last backfill.
+    """
+
+    sessions_dir: str
+    running: bool = False
+    phase: str = "stopped"
+    folder_present: bool = False
+    files_tracked: int = 0
+    bytes_read: int = 0
+    candidates_added: int = 0
+    last_event_at: str | None = None
+    errors: int = 0
+    last_error: str | None = None
+    warnings: int = 0
+    sessions_ended: int = 0
+    backfill: BackfillHealth = field(default_factory=BackfillHealth)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``daemon.status`` ``ingest`` object (camelCase keys, ``backfill`` nested)."""
+        b = self.backfill
+        return {
+            "running": self.running, "phase": self.phase, "sessionsDir": self.sessions_dir,
+            "folderPresent": self.folder_present, "filesTracked": self.files_tracked, "bytesRead": self.bytes_read,
+            "candidatesAdded": self.candidates_added, "lastEventAt": self.last_event_at, "errors": self.errors,
+            "lastError": self.last_error, "warnings": self.warnings, "sessionsEnded": self.sessions_ended,
+            "backfill": {"done": b.done, "files": b.files, "bytes": b.bytes, "candidates": b.candidates,
+                         "seconds": b.seconds},
+        }
