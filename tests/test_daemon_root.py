@@ -90,3 +90,37 @@ async def test_revisions_grow_across_restarts_and_direct_writes_so_a_stale_if_re
         assert (await client.call("memory.read", {"topic": "shared"}))["body"] == "theirs"
     finally:
         client.close()
+
+
+async def test_at_start_dead_writers_temp_files_go_and_paths_others_can_write_are_reported(
+        start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    dead_pid = int(dead.stdout)
+    root = tmp_path / "root"
+    (root / "memories").mkdir(parents=True)
+    crashed = root / "memories" / f".alpha.md.{dead_pid}.1.abcd.tmp"
+    crashed.write_text("half a note")
+    live = root / "memories" / f".beta.md.{os.getpid()}.2.beef.tmp"
+    live.write_text("a live writer's")
+    root.chmod(0o777)
+    daemon = start_daemon(root=root)
+    assert not crashed.exists() and live.exists()
+    assert "daemon.removed_stale_temp_files" in daemon.stderr()
+    assert "daemon.loose_modes" in daemon.stderr()
+    client = Client(daemon.rpc)
+    try:
+        assert (await client.call("memory.write", {"topic": "open", "content": "x"}))["ok"]
+        (root / "memories" / "open.md").chmod(0o666)
+        loose = (await client.call("daemon.status"))["looseModes"]
+        assert {(m["path"], m["writable_by"]) for m in loose} == {(".", "group+world"),
+                                                                  ("memories/open.md", "group+world")}
+        root.chmod(0o700)
+        (root / "memories" / "open.md").chmod(0o600)
+        assert (await client.call("daemon.status"))["looseModes"] == []
+    finally:
+        client.close()

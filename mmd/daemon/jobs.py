@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mmd.core.health import loose_modes
 from mmd.core.memory import nudge_report
 from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
 
@@ -119,11 +120,13 @@ class Jobs:
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
-    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, endpoints, queue, ingest,
-    watcher, events, requests}`` (``queue`` and ``ingest`` are null without ingestion; ``rootLost`` says why
-    writes are refused after the root or its lock file was removed or replaced, else null)."""
+    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, endpoints, queue,
+    ingest, watcher, events, requests}`` (``queue`` and ``ingest`` are null without ingestion; ``rootLost``
+    says why writes are refused after the root or its lock file was removed or replaced, else null;
+    ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`)."""
     queue, ingestor, guard = running.review.queue, running.ingestor, running.state.guard
     return {"startedAt": running.started_at, "lang": cfg.lang, "rootLost": guard.check() if guard else None,
+            "looseModes": loose_modes(cfg.root),
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,
             "ingest": ingestor.health.to_json() if ingestor else None,

@@ -29,6 +29,7 @@ import zmq
 
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import MMError
+from mmd.core.health import loose_modes, remove_stale_temp_files
 from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
@@ -186,6 +187,7 @@ class Daemon:
         undo.callback(lock.release)
         state = MemoryState(cfg.memory)
         state.guard = RootGuard(cfg.root, lock.path)
+        await asyncio.to_thread(_tidy_root, cfg.root)
         publisher = Publisher(None, state.now_iso)
         # 2. the state database: the journal, and with ingestion the review queue and ingest cursors
         db = StateDB(cfg.root)
@@ -364,6 +366,18 @@ def _start_authenticator(context: zmq.Context[zmq.Socket[bytes]], clients_dir: P
     auth.start()
     auth.configure_curve(domain="*", location=str(clients_dir))
     return auth
+
+
+def _tidy_root(root: Path) -> None:
+    """At start, with the lock held: remove temp files of our crashed writers; warn about paths others
+    may write (a memory others can write is a prompt-injection channel; ``daemon.status`` lists them)."""
+    removed = remove_stale_temp_files(root)
+    if removed:
+        log.info("daemon.removed_stale_temp_files count=%d paths=%s", len(removed), ",".join(removed))
+    loose = loose_modes(root)
+    if loose:
+        log.warning("daemon.loose_modes paths=%s: others can write this memory; chmod go-w them",
+                    ",".join(f"{m['path']}({m['mode']})" for m in loose))
 
 
 def _refuse_live_endpoint(path: Path) -> None:
