@@ -5,8 +5,11 @@ stays responsive during a long backfill:
 
 1. wait for the sessions folder (watching its nearest existing ancestor),
 2. backfill every log already there (progress in the log: files, bytes, candidates),
-3. follow changes with watchfiles' native backend (never polling), until the
-   folder is deleted or replaced (then back to 1) or the daemon stops.
+3. follow changes with watchfiles' native backend, until the folder is deleted
+   or replaced (then back to 1) or the daemon stops. When the OS refuses native
+   watches (the inotify watch limit), the worker polls instead and says so in its
+   health (``mode``, ``watchError``) and the log; a failing watch restarts after
+   a pause doubling up to a minute (:mod:`..watching`).
 
 Which files count is the sources' call: a path is offered to each source of
 the folder in turn (:data:`mmd.sources.SESSIONS_FOLDER`) and the first whose
@@ -36,7 +39,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,7 @@ from mmd.sources import SESSIONS_FOLDER, SOURCES, Source
 
 from ..queue import ReviewQueue
 from ..statedb import CursorRow
+from ..watching import POLL_DELAY_MS, Backoff, watch_or_poll
 from .harvest import AddedBatch, Harvester, TrackedLog
 from .health import BackfillHealth, IngestHealth
 
@@ -57,8 +61,6 @@ WAKE_MS = 1000
 """The watch wakes at least this often (idle sessions, a vanished folder), milliseconds."""
 PROGRESS_S = 2.0
 """Backfill progress is logged at most this often, seconds."""
-RETRY_S = 1.0
-"""Pause after a failed watch before it restarts, seconds."""
 
 
 class Ingestor:
@@ -98,6 +100,7 @@ class Ingestor:
         self._tracked: dict[str, TrackedLog] = {}
         self._following = False
         self.health = IngestHealth(str(self.sessions_dir))
+        self.backoff = Backoff()
         self.harvester = Harvester(queue, notes=notes, write_budget=write_budget, health=self.health,
                                    on_added=on_added, stop=self._stop)
 
@@ -136,23 +139,31 @@ class Ingestor:
                 self._backfill()
                 self._follow()
             except Exception as error:  # noqa: BLE001 - the watch restarts; the daemon serves on
-                self._failed("ingest.watch_failed", error)
-                self._stop.wait(RETRY_S)
+                self._failed("ingest.watch_failed", error, repeat=True)
+                self._stop.wait(self.backoff.next_s())
         self.health.running = False
 
-    def _failed(self, event: str, error: BaseException, path: str | None = None) -> None:
+    def _failed(self, event: str, error: BaseException, path: str | None = None, repeat: bool = False) -> None:
+        """Count a failure; with ``repeat``, the same failure as the last one is logged at debug level only."""
+        text = f"{path + ': ' if path else ''}{type(error).__name__}: {error}"
         self.health.errors += 1
-        self.health.last_error = f"{path + ': ' if path else ''}{type(error).__name__}: {error}"
-        log.error("%s path=%s error=%r", event, path, f"{type(error).__name__}: {error}")
+        level = logging.DEBUG if repeat and text == self.health.last_error else logging.ERROR
+        self.health.last_error = text
+        log.log(level, "%s path=%s error=%r", event, path, f"{type(error).__name__}: {error}")
 
     # --- the folder ------------------------------------------------------------------------------
 
-    def _watch(self, path: Path, recursive: bool) -> Generator[set[tuple[Any, str]], None, None]:
-        from watchfiles import watch
+    def _watch(self, path: Path, recursive: bool) -> Iterator[set[tuple[Any, str]]]:
+        def report(failure: str | None) -> None:
+            if failure is not None and failure != self.health.watch_error:
+                log.error("ingest.native_refused path=%s error=%r; polling every %d ms instead", path, failure,
+                          POLL_DELAY_MS)
+            self.health.watch_error = failure
+            self.health.mode = "native" if failure is None else "polling"
 
-        return watch(path, watch_filter=None, debounce=self.debounce_ms, step=self.step_ms, stop_event=self._stop,
-                     rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False, force_polling=False,
-                     recursive=recursive, ignore_permission_denied=True)
+        return watch_or_poll(path, recursive=recursive, report=report, watch_filter=None, debounce=self.debounce_ms,
+                             step=self.step_ms, stop_event=self._stop, rust_timeout=WAKE_MS, yield_on_timeout=True,
+                             raise_interrupt=False)
 
     def _ancestor(self) -> Path:
         p = self.sessions_dir.parent
@@ -259,6 +270,7 @@ class Ingestor:
         caught_up = False
         for changes in self._watch(self.sessions_dir, recursive=True):
             self._following = True
+            self.backoff.reset()
             if changes:
                 self.health.last_event_at = iso_ms(system_clock())
                 for path in sorted({p for _, p in changes}):
