@@ -124,3 +124,28 @@ def test_the_public_api_type_checks_with_mypy_and_mistakes_are_caught(tmp_path: 
         'session.reload()', 'session.reload(5)'))
     assert bad.returncode == 1
     assert 'Argument "timeout_ms" to "Client"' in bad.stdout and 'Argument 1 to "reload"' in bad.stdout, bad.stdout
+
+
+async def test_an_mcp_server_started_before_the_daemon_writes_through_it_once_it_runs(start_daemon,
+                                                                                      tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from tests.test_daemon_helpers import DaemonProcess
+    from tests.test_mmctl_mcp import Mcp, _seed, _session
+
+    probe = DaemonProcess(tmp_path)  # the environment the daemon will have
+    _seed(probe.root)
+
+    async def test(mcp: Mcp) -> None:
+        _, note, err = await mcp.call("mem_read", topic="seed")
+        assert not err and note is not None  # served from the files: no daemon yet
+        daemon = await asyncio.to_thread(start_daemon, env={"XDG_RUNTIME_DIR": str(probe.runtime)})
+        text, written, err = await mcp.call("mem_write", topic="later", content="through the daemon")
+        assert not err and written is not None and written["ok"], text
+        async with AsyncClient(daemon.root, env=daemon.env) as client:
+            assert (await client.read("later"))["body"] == "through the daemon"
+            assert (await client.status())["sessions"] == 1  # the server pinned a daemon session
+        text, _, err = await mcp.call("mem_queue_accept", id=2**40)  # an integer id, as mem_queue_list shows
+        assert err and ("E_NOT_FOUND" in text or "review queue" in text), text
+
+    await _session(probe.root, dict(probe.env), test)
