@@ -36,6 +36,9 @@ async def test_a_root_removed_or_replaced_under_the_daemon_refuses_writes_and_is
             assert how in refused.value.error["message"] and "restart" in refused.value.error["message"]
         status = await client.call("daemon.status")
         assert how in status["rootLost"]
+        from mmctl.cli.status import status_warnings  # (``mmctl status`` refuses a root without MEMORY.md)
+
+        assert any(w.startswith("writes are refused") for w in status_warnings(status))
         assert (await client.call("memory.read", {"topic": "kept"}))["body"] == "before"  # reads go on
         if how == "removed":
             assert not first.root.exists()  # never recreated
@@ -51,11 +54,22 @@ async def test_a_root_removed_or_replaced_under_the_daemon_refuses_writes_and_is
         client.close()
 
 
+def _mmctl_out(daemon, *argv: str) -> str:  # type: ignore[no-untyped-def]
+    """What ``mmctl *argv --root ROOT`` prints on stdout (in-process, the daemon's environment)."""
+    import io
+
+    from mmctl.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--root", str(daemon.root)], env=daemon.env, stdout=out, stderr=err) == 0, err.getvalue()
+    return out.getvalue()
+
+
 def _mmctl(daemon, *argv: str) -> int:  # type: ignore[no-untyped-def]
     """``mmctl *argv --root ROOT`` in-process, in the daemon's environment (direct mode when it is stopped)."""
     import io
 
-    from mmctl.cli import main
+    from mmctl.cli.main import main
 
     return main([*argv, "--root", str(daemon.root)], env=daemon.env, stdout=io.StringIO(), stderr=io.StringIO())
 
@@ -119,6 +133,8 @@ async def test_at_start_dead_writers_temp_files_go_and_paths_others_can_write_ar
         loose = (await client.call("daemon.status"))["looseModes"]
         assert {(m["path"], m["writable_by"]) for m in loose} == {(".", "group+world"),
                                                                   ("memories/open.md", "group+world")}
+        out = _mmctl_out(daemon, "status")
+        assert "warning: others can write this memory" in out and "memories/open.md (0o666)" in out
         root.chmod(0o700)
         (root / "memories" / "open.md").chmod(0o600)
         assert (await client.call("daemon.status"))["looseModes"] == []

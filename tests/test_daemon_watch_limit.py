@@ -45,6 +45,16 @@ class LimitedDaemon(DaemonProcess):
         return self
 
 
+def _status_text(daemon: DaemonProcess) -> str:
+    import io
+
+    from mmctl.cli.main import main
+
+    out = io.StringIO()
+    assert main(["status", "--root", str(daemon.root)], env=daemon.env, stdout=out, stderr=io.StringIO()) == 0
+    return out.getvalue()
+
+
 async def test_with_no_inotify_watches_both_watchers_report_it_and_poll(tmp_path: Path) -> None:
     refused = _namespaces_refused()
     if refused:
@@ -57,6 +67,8 @@ async def test_with_no_inotify_watches_both_watchers_report_it_and_poll(tmp_path
         watcher, ingest = status["watcher"], status["ingest"]
         assert watcher["mode"] == "polling" and "watch limit" in watcher["watchError"], watcher
         assert ingest["mode"] == "polling" and "watch limit" in ingest["watchError"], ingest
+        out = _status_text(daemon)
+        assert "warning: the watcher polls" in out and "warning: the ingest polls" in out, out
         assert (await client.call("memory.write", {"topic": "edited", "content": "by the daemon"}))["ok"]
         note = daemon.root / "memories" / "edited.md"
         note.write_text(note.read_text().replace("by the daemon", "by hand"))
