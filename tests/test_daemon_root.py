@@ -140,3 +140,28 @@ async def test_at_start_dead_writers_temp_files_go_and_paths_others_can_write_ar
         assert (await client.call("daemon.status"))["looseModes"] == []
     finally:
         client.close()
+
+
+def test_a_nudge_missed_while_down_fires_once_after_start_and_a_restart_keeps_the_due_time(
+        start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import time
+
+    hour_ms = 3_600_000
+    root = tmp_path / "root"
+    (root / ".mmd").mkdir(parents=True)
+    schedule = root / ".mmd" / "schedule.json"
+    schedule.write_text(json.dumps({"nudge": time.time_ns() // 1_000_000 - 5 * hour_ms}))  # missed 5 times
+    daemon = start_daemon("--nudge-interval-ms", str(hour_ms), root=root)
+    deadline = time.monotonic() + 30
+    while "memory.nudge reason=schedule" not in daemon.stderr():
+        assert time.monotonic() < deadline, "the missed nudge never fired"
+        time.sleep(0.05)
+    due = json.loads(schedule.read_text())["nudge"]
+    assert due > time.time_ns() // 1_000_000 + hour_ms // 2  # the next one is an hour on
+    time.sleep(0.5)
+    assert daemon.stderr().count("memory.nudge reason=schedule") == 1  # coalesced: once, not five times
+    daemon.stop()
+    again = start_daemon("--nudge-interval-ms", str(hour_ms), root=root)
+    assert json.loads(schedule.read_text())["nudge"] == due  # a restart neither resets nor stretches it
+    assert "memory.nudge" not in again.stderr()

@@ -92,8 +92,9 @@ class Jobs:
         self.publisher.publish(MEMORY_CHANGED, change)
 
     def nudge(self) -> None:
-        """The scheduled ``memory/nudge`` (reason ``schedule``)."""
+        """The scheduled ``memory/nudge`` (reason ``schedule``), logged."""
         report = nudge_report(self.state.current, 0, self.state.now_iso())
+        log.info("memory.nudge reason=schedule notes=%s", report.get("noteCount"))
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "schedule", "queuePending": self.review.pending})
 
     def heartbeat(self) -> None:

@@ -30,6 +30,7 @@ import zmq
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import MMError
 from mmd.core.health import loose_modes, remove_stale_temp_files
+from mmd.core.paths import STATE_DIR
 from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
@@ -77,6 +78,8 @@ HARD_MAX_FRAME_FACTOR = 4
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
 ROUTER_RCVHWM = 64
 """Most messages ZeroMQ queues from one client before it stops reading that client (back-pressure)."""
+SCHEDULE_FILE = "schedule.json"
+"""The durable jobs' next due times, in ``<root>/.mmd/`` (:mod:`.scheduler`)."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
                 "ingest")
 """Config fields a SIGHUP cannot change."""
@@ -220,7 +223,7 @@ class Daemon:
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
         schedule = Schedule({"nudge": jobs.nudge, "heartbeat": jobs.heartbeat, "expire": jobs.expire,
-                             "watchdog": self.notifier.watchdog})
+                             "watchdog": self.notifier.watchdog}, due_file=cfg.root / STATE_DIR / SCHEDULE_FILE)
         schedule.start(periods_ms(cfg))
         undo.callback(schedule.shutdown)
         # 6. sockets: PUB first so the first write's event has somewhere to go; at shutdown the ipc
