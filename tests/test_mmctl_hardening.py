@@ -149,3 +149,24 @@ async def test_an_mcp_server_started_before_the_daemon_writes_through_it_once_it
         assert err and ("E_NOT_FOUND" in text or "review queue" in text), text
 
     await _session(probe.root, dict(probe.env), test)
+
+
+def test_an_unnumbered_error_answers_the_request_it_names_by_size() -> None:
+    from mmctl._base import answers
+
+    too_large = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "too large",
+                                                         "data": {"code": "E_TOO_LARGE", "bytes": 5000}}}
+    assert answers(too_large, 3, 5000) and not answers(too_large, 3, 4999)
+    parse = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "bad", "data": {"code": "E_PARSE"}}}
+    assert answers(parse, 3, 10)  # the one request in flight
+    assert not answers({"jsonrpc": "2.0", "id": None, "result": {}}, 3, 10)
+    assert not answers({"jsonrpc": "2.0", "id": 2, "result": {}}, 3, 10)  # a stale answer
+
+
+def test_the_daemon_reads_a_leading_id_without_parsing_the_frame() -> None:
+    from mmd.daemon.rpc import peek_id
+
+    assert peek_id(b'{"jsonrpc":"2.0","id":7,"method":"memory.write","params":{') == 7
+    assert peek_id(b'{"jsonrpc": "2.0", "id": "a-1", "method"') == "a-1"
+    assert peek_id(b'{"method":"memory.write","id":4,') is None  # not leading: unknown without a parse
+    assert peek_id(b'{"jsonrpc":"2.0","id":{"nested":1}') is None

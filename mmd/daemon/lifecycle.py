@@ -76,7 +76,7 @@ LINGER_MS = 1000
 """Longest wait to flush replies and events when the sockets close, milliseconds."""
 HARD_MAX_FRAME_FACTOR = 4
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
-ROUTER_RCVHWM = 64
+ROUTER_RCVHWM = 16
 """Most messages ZeroMQ queues from one client before it stops reading that client (back-pressure)."""
 SCHEDULE_FILE = "schedule.json"
 """The durable jobs' next due times, in ``<root>/.mmd/`` (:mod:`.scheduler`)."""

@@ -32,7 +32,7 @@ class BoundedPool:
         backlog: most calls waiting for a worker; more get ``E_BUSY``.
     """
 
-    def __init__(self, name: str, *, workers: int = 2, backlog: int = 8) -> None:
+    def __init__(self, name: str, *, workers: int = 1, backlog: int = 7) -> None:
         self.name = name
         self.workers = workers
         self.backlog = backlog

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
+import re
 from typing import Any
 
 import zmq
@@ -41,10 +43,15 @@ from mmd.wire.protocol import (
 
 from .methods import Methods
 
-__all__ = ["RpcServer", "error_object"]
+__all__ = ["RpcServer", "error_object", "peek_id"]
 
 BATCH = 128
 """Most requests read per wake-up before yielding to other tasks."""
+BATCH_BYTES = 4 * 1024 * 1024
+"""Most request bytes read per wake-up before yielding (large requests cost time to parse), bytes."""
+PRECHECK_BYTES = 64 * 1024
+"""Requests at least this large are checked against the queued-bytes limits before they are parsed, so a
+flood of large requests is refused without the parsing cost (``E_BUSY`` with ``id: null`` and ``data.bytes``)."""
 MAX_IN_FLIGHT = 4096
 """Most requests waiting on a task at once; more get ``E_BUSY`` at once (memory stays bounded)."""
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
@@ -57,6 +64,22 @@ ENVELOPE_MAX_BYTES = 1024
 the peer's identity alone, so an oversized envelope is never echoed."""
 
 log = logging.getLogger("mmd.rpc")
+
+_LEADING_ID = re.compile(rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,64}")\s*[,}]')
+"""A request whose first top-level key (after ``jsonrpc``) is ``id``, as the clients write them."""
+
+
+def peek_id(head: bytes) -> int | str | None:
+    """The request id from the first bytes of a frame that is refused unparsed (too large, or no room),
+    when it leads the object as the clients write it (``{"jsonrpc":"2.0","id":7,…``); else None.
+
+    Nothing can nest before the first key, so a match is the top-level id.
+    """
+    found = _LEADING_ID.match(head)
+    if found is None:
+        return None
+    value = json.loads(found.group(1))
+    return value if isinstance(value, int | str) else None
 
 _RPC_CODES = {ErrorCode.E_INVALID.value: JsonRpc.INVALID_PARAMS}
 """``data.code`` → JSON-RPC code where it is not -32000 (bad params, mm's or the daemon's)."""
@@ -164,31 +187,45 @@ class RpcServer:
         self._drain_pending = False
         if self.socket.closed:
             return
+        read = 0
         for _ in range(BATCH):
-            try:
-                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+            if read >= BATCH_BYTES:
+                break
+            try:  # frames stay in ZeroMQ's buffers until needed: a refused large request is never copied
+                frames = self.socket.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
             except zmq.ZMQError as error:
                 log.error("rpc.recv_failed error=%s", error)
                 return
+            read += sum(len(f) for f in frames)
             try:
                 self._handle(frames)
             except Exception:  # noqa: BLE001 - a bug in one request must not stop the loop
                 log.exception("rpc.handle_failed")
         self._wake()  # more may be waiting: yield to the other tasks, then come back
 
-    def _handle(self, frames: list[bytes]) -> None:
+    def _handle(self, frames: list[zmq.Frame]) -> None:
         if len(frames) < 2:
             return  # ROUTER always prefixes the peer's identity; anything else is not a client
         self.requests += 1
-        envelope, body = frames[:-1], frames[-1]
+        peer = frames[0].bytes
         size = sum(len(f) for f in frames[1:])
+        small = sum(len(f) for f in frames[:-1]) <= ENVELOPE_MAX_BYTES
+        envelope = [f.bytes for f in frames[:-1]] if small else [peer]  # an oversized envelope is never echoed
         if size > self.max_request_bytes:
-            self._too_large(envelope, size)
+            self._too_large(envelope, size, peek_id(bytes(frames[-1].buffer[:128])))
             return
+        if size >= PRECHECK_BYTES and not self.stopping:
+            try:
+                self._room(peer, size)
+            except DaemonError as busy:
+                error = error_object(busy)
+                error["data"]["bytes"] = size
+                self._send(envelope, reply(peek_id(bytes(frames[-1].buffer[:128])), error=error))
+                return
         try:
-            rid, method, raw_params, wants_reply = parse_request(body)
+            rid, method, raw_params, wants_reply = parse_request(frames[-1].bytes)
         except FrameError as error:
             self._send(envelope, reply(error.request_id, error=error_object(error)))
             return
@@ -201,10 +238,10 @@ class RpcServer:
             params = check_params(method, raw_params)
             inline = self.methods.inline.get(method)
             if inline is None:
-                self._admit(frames[0], size)
+                self._admit(peer, size)
                 task = asyncio.ensure_future(self._run(to, rid, method, params))
                 self.tasks.add(task)
-                task.add_done_callback(functools.partial(self._release, peer=frames[0], size=size))
+                task.add_done_callback(functools.partial(self._release, peer=peer, size=size))
                 return
             result = inline(params)
         except Exception as error:  # noqa: BLE001 - every failure becomes an answer
@@ -212,13 +249,13 @@ class RpcServer:
             return
         self._send(to, reply(rid, result=result))
 
-    def _too_large(self, envelope: list[bytes], size: int) -> None:
-        """Answer an oversized message (id null: it is never parsed) with its size and the limit."""
+    def _too_large(self, envelope: list[bytes], size: int, rid: int | str | None) -> None:
+        """Answer an oversized message (never parsed: its id only when it leads, see :func:`peek_id`)
+        with its size and the limit."""
         error = error_object(FrameError(JsonRpc.INVALID_REQUEST, DaemonCode.E_TOO_LARGE,
                                         f"request of {size} bytes exceeds the {self.max_request_bytes}-byte limit"))
         error["data"].update(bytes=size, limit=self.max_request_bytes)
-        small = sum(len(f) for f in envelope) <= ENVELOPE_MAX_BYTES
-        self._send(envelope if small else envelope[:1], reply(None, error=error))
+        self._send(envelope, reply(rid, error=error))
 
     def _admit(self, peer: bytes, size: int) -> None:
         """Count a task-run request of ``size`` bytes from ``peer``.
@@ -226,6 +263,18 @@ class RpcServer:
         Raises:
             DaemonError(E_BUSY): if it would pass the in-flight or queued-bytes limit, overall or
                 the client's share.
+        """
+        held = self._room(peer, size)
+        held[0] += 1
+        held[1] += size
+        self._peers[peer] = held
+        self.queued_bytes += size
+
+    def _room(self, peer: bytes, size: int) -> list[int]:
+        """``[requests, bytes]`` ``peer`` holds now, when one more request of ``size`` bytes fits.
+
+        Raises:
+            DaemonError(E_BUSY): if it would pass a limit, overall or the client's share.
         """
         held = self._peers.get(peer, [0, 0])
         if len(self.tasks) >= self.max_in_flight or held[0] >= self.max_in_flight - self.max_in_flight // PEER_SHARE:
@@ -235,10 +284,7 @@ class RpcServer:
                 held[1] and held[1] + size > self.max_queued_bytes // PEER_SHARE):
             raise DaemonError(DaemonCode.E_BUSY, f"{self.queued_bytes} request bytes already queued "
                                                  f"({held[1]} of yours); retry later")
-        held[0] += 1
-        held[1] += size
-        self._peers[peer] = held
-        self.queued_bytes += size
+        return held
 
     def _release(self, task: asyncio.Task[None], peer: bytes, size: int) -> None:
         self.tasks.discard(task)
