@@ -36,6 +36,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 from .config import Config, ConfigError
 from .events import Publisher
 from .ingest import Ingestor
+from .inject import Injector
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
 from .methods import Methods
@@ -81,7 +82,7 @@ ROUTER_RCVHWM = 16
 SCHEDULE_FILE = "schedule.json"
 """The durable jobs' next due times, in ``<root>/.mmd/`` (:mod:`.scheduler`)."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
-                "ingest")
+                "sources", "ingest")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -103,6 +104,7 @@ class Running:
     publisher: Publisher
     rpc: RpcServer
     started_at: str
+    injector: Injector
 
 
 class Daemon:
@@ -200,7 +202,10 @@ class Daemon:
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(state, queue)
-        jobs = Jobs(lambda: self.config, state, db, review, publisher)
+        injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
+                            lambda: self.config.export_files)
+        undo.push_async_callback(injector.stop)
+        jobs = Jobs(lambda: self.config, state, db, review, publisher, injector)
         state.on_change = jobs.on_change
         # 3. snapshot (creating MEMORY.md and memories/ if missing)
         await asyncio.to_thread(state.store.ensure_root)
@@ -215,7 +220,7 @@ class Daemon:
         if queue is not None:
             loop = asyncio.get_running_loop()
             ingestor = Ingestor(
-                cfg.sessions_dir, queue, notes=lambda: state.current if state.revision else None,
+                cfg.sources, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
                 idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added),
                 on_session_end=from_worker(loop, jobs.session_ended))
@@ -223,7 +228,8 @@ class Daemon:
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
         schedule = Schedule({"nudge": jobs.nudge, "heartbeat": jobs.heartbeat, "expire": jobs.expire,
-                             "watchdog": self.notifier.watchdog}, due_file=cfg.root / STATE_DIR / SCHEDULE_FILE)
+                             "due": jobs.due, "injectExpire": jobs.inject_expire, "watchdog": self.notifier.watchdog},
+                            due_file=cfg.root / STATE_DIR / SCHEDULE_FILE)
         schedule.start(periods_ms(cfg))
         undo.callback(schedule.shutdown)
         # 6. sockets: PUB first so the first write's event has somewhere to go; at shutdown the ipc
@@ -238,7 +244,7 @@ class Daemon:
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
         digests = BoundedPool("digest")
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, digests),
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector, digests),
                         cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         rpc.start()
@@ -246,7 +252,10 @@ class Daemon:
         # before that, digests (reading a caller's file) are answered E_SHUTTING_DOWN, never waited for
         undo.push_async_callback(self._drain_requests, rpc)
         undo.callback(digests.close)
-        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector)
+        # the first revision: prepared for injection, due topics announced, export blocks refreshed
+        injector.revision_installed(state.current)
+        jobs.inject_expire()
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)
@@ -315,7 +324,7 @@ class Daemon:
         new = dataclasses.replace(new, memory=memory, rpc_endpoint=old.rpc_endpoint, pub_endpoint=old.pub_endpoint,
                                   curve_secret_key=old.curve_secret_key, curve_public_key=old.curve_public_key,
                                   curve_clients_dir=old.curve_clients_dir,
-                                  sessions_dir=old.sessions_dir)
+                                  sessions_dir=old.sessions_dir, sources=old.sources)
         self.config = new
         setup_logging(new.log_level, new.journal)
         if memory != old.memory:

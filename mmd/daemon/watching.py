@@ -14,7 +14,7 @@ Never reads or writes the watched files.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +53,12 @@ def native_failure(path: Path, *, recursive: bool) -> str | None:
     return None
 
 
-def watch_or_poll(path: Path, *, recursive: bool, report: Callable[[str | None], None],
+def watch_or_poll(paths: Sequence[Path], *, recursive: bool, report: Callable[[str | None], None],
                   **options: Any) -> Iterator[set[tuple[Any, str]]]:
-    """watchfiles' ``watch`` on ``path``: native when the OS allows it, else polling.
+    """watchfiles' ``watch`` on ``paths``: native when the OS allows it, else polling.
 
     The native watch is first set up strictly (``ignore_permission_denied=False``, so a refused watch
-    raises instead of seeing nothing); a folder we may not read below ``path`` sets it up again
+    raises instead of seeing nothing); a folder we may not read below them sets it up again
     leniently. The same watch goes on, so nothing happens between the check and the watch.
 
     Args:
@@ -70,7 +70,7 @@ def watch_or_poll(path: Path, *, recursive: bool, report: Callable[[str | None],
 
     failure: str | None = None
     for strict in (True, False):
-        changes = watch(path, recursive=recursive, force_polling=False, ignore_permission_denied=not strict,
+        changes = watch(*paths, recursive=recursive, force_polling=False, ignore_permission_denied=not strict,
                         **options)
         try:
             first = next(changes)
@@ -87,7 +87,7 @@ def watch_or_poll(path: Path, *, recursive: bool, report: Callable[[str | None],
         yield from changes
         return
     report(failure)
-    yield from watch(path, recursive=recursive, force_polling=True, poll_delay_ms=POLL_DELAY_MS,
+    yield from watch(*paths, recursive=recursive, force_polling=True, poll_delay_ms=POLL_DELAY_MS,
                      ignore_permission_denied=True, **options)
 
 
