@@ -170,3 +170,12 @@ def test_the_daemon_reads_a_leading_id_without_parsing_the_frame() -> None:
     assert peek_id(b'{"jsonrpc": "2.0", "id": "a-1", "method"') == "a-1"
     assert peek_id(b'{"method":"memory.write","id":4,') is None  # not leading: unknown without a parse
     assert peek_id(b'{"jsonrpc":"2.0","id":{"nested":1}') is None
+
+
+def test_the_following_memory_forwards_every_call_of_a_session_memory() -> None:
+    import inspect
+
+    from mmctl.mcp.memory import FollowingMemory, SessionMemory
+
+    calls = {n for n, f in vars(SessionMemory).items() if inspect.iscoroutinefunction(f)}
+    assert calls and calls <= {n for n, f in vars(FollowingMemory).items() if inspect.iscoroutinefunction(f)}

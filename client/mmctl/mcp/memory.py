@@ -273,6 +273,15 @@ class FollowingMemory(SessionMemory):
                      topic_hint: str | None) -> dict[str, Any]:
         return await (await self._memory()).digest(text, file, max_items, topic_hint)
 
+    async def delete(self, topic: str) -> dict[str, Any]:
+        return await (await self._memory()).delete(topic)
+
+    async def due(self, within_days: int) -> dict[str, Any]:
+        return await (await self._memory()).due(within_days)
+
+    async def inject(self, client: str, max_bytes: int | None) -> dict[str, Any]:
+        return await (await self._memory()).inject(client, max_bytes)
+
     async def queue(self, action: str, **params: Any) -> Any:
         return await (await self._memory()).queue(action, **params)
 
