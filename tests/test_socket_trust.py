@@ -91,6 +91,8 @@ def test_the_client_sends_nothing_to_a_socket_folder_another_user_made(tmp_path:
             client.write("secret", "the victim's content")
         assert str(OTHER_UID) in str(refused.value)
         assert not (spool / "got").exists() or b"victim" not in (spool / "got").read_bytes()
+        with Client(root, env=env) as client, pytest.raises(UnsafeEndpoint):
+            client.subscribe()  # events from there would be forged
     finally:
         attacker.stop()
         shutil.rmtree(base, ignore_errors=True)

@@ -95,6 +95,7 @@ class AsyncClient(Methods):
 
     def _socket(self) -> zmq.asyncio.Socket:
         if self._sock is None:
+            self._check()  # before connecting: not even ZeroMQ's greeting goes to another user's socket
             sock = connect(self._ctx.socket(zmq.DEALER), self.target.rpc, self.curve)
             self._sock = sock
             self._reader = asyncio.ensure_future(self._read(sock))
@@ -175,6 +176,7 @@ class AsyncClient(Methods):
 
         Args: as :meth:`mmctl.Client.subscribe`.
         """
+        EndpointCheck(self.target.pub)()  # events from another user's socket would be forged
         return AsyncSubscription(self._ctx, self.target.pub, topics, timeout_ms, self.curve)
 
 

@@ -95,6 +95,7 @@ class Client(Methods):
 
     def _socket(self) -> zmq.Socket[bytes]:
         if self._sock is None:
+            self._check()  # before connecting: not even ZeroMQ's greeting goes to another user's socket
             self._sock = connect(self._ctx.socket(zmq.DEALER), self.target.rpc, self.curve)
         return self._sock
 
@@ -155,7 +156,11 @@ class Client(Methods):
         Args:
             topics: topic prefixes (``memory/`` matches ``memory/changed`` and ``memory/nudge``).
             timeout_ms: stop iterating after this long without an event (None: wait forever).
+
+        Raises:
+            UnsafeEndpoint: another user owns the event socket's folder, the socket or its listener.
         """
+        EndpointCheck(self.target.pub)()  # events from another user's socket would be forged
         return Subscription(self._ctx, self.target.pub, topics, timeout_ms, self.curve)
 
 
