@@ -1,12 +1,16 @@
 """The daemon's life, read top to bottom: startup, serve until a signal, shutdown in reverse.
 
-Startup order: the root's lock, the state database (review queue, ingest
-cursors), the first snapshot, the root watcher and the session-log ingestion
-worker, the scheduler, then the PUB and ROUTER sockets; ``READY=1`` goes to
-systemd last (the backfill of old logs runs on after it). Each step pushes its
-undo on one :class:`contextlib.AsyncExitStack`, so shutdown runs in reverse by
-construction, after a partial startup too: stop taking requests, finish the
-in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
+Startup order: the root's lock (and the :class:`~.rootguard.RootGuard` that
+notices a root removed or replaced later; our crashed writers' temp files are
+removed, paths others can write are warned about), the state database (review
+queue, ingest cursors), the first snapshot, the root watcher and the
+session-log ingestion worker, the scheduler, then the PUB and ROUTER sockets
+(only in a private folder, never over a socket a live daemon serves);
+``READY=1`` goes to systemd last (the backfill of old logs runs on after it).
+Each step pushes its undo on one :class:`contextlib.AsyncExitStack`, so
+shutdown runs in reverse by construction, after a partial startup too: answer
+running digests ``E_SHUTTING_DOWN`` (never waited for), stop taking requests,
+finish the in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
 the ingestion worker and the watcher, close the database, release the lock.
 The started parts are one :class:`Running`. Signal handlers only queue the
 signal; the serve loop acts on it. Jobs and event payloads are in :mod:`.jobs`.

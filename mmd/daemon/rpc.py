@@ -13,7 +13,10 @@ request can stop the loop. Memory stays bounded under a flood: the requests
 held by running tasks may hold at most ``max_queued_bytes`` request bytes and
 ``max_in_flight`` requests; one client at most a quarter of those bytes and
 three quarters of those requests, so a flooding client gets ``E_BUSY`` while
-another client's requests are still served.
+another client's requests are still served. Frames stay in ZeroMQ's buffers
+until needed: a request refused for its size (or, when large, for want of
+room) is answered before it is copied or parsed, with its id when the id
+leads the frame (:func:`peek_id`), else ``id: null`` and ``data.bytes``.
 :func:`error_object` is the one place an exception becomes a JSON-RPC error.
 """
 
