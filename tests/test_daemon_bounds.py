@@ -126,3 +126,30 @@ async def test_the_digest_pool_is_bounded_and_closing_it_never_waits_for_a_stuck
             await call
         assert closing.value.code == "E_SHUTTING_DOWN"
     stuck.set()
+
+
+async def test_a_process_pool_returns_results_and_mm_errors_and_stops_a_stuck_call() -> None:
+    import time
+
+    from mmd.core.digest import digest
+    from mmd.core.errors import MMError
+
+    pool = BoundedPool("digest", processes=True, timeout_s=3.0)
+    try:
+        result = await pool.run(digest, text="MEMO: kept in a worker process", dsh_home="/nonexistent")
+        assert result["candidates"][0]["summary"] == "kept in a worker process"
+        with pytest.raises(MMError) as missing:  # an mm error crosses the process boundary whole
+            await pool.run(digest, file="/nonexistent/log", dsh_home="/nonexistent")
+        assert missing.value.code.value == "E_DIGEST_SOURCE"
+        with pytest.raises(DaemonError) as stopped:
+            await pool.run(time.sleep, 3600)
+        assert stopped.value.code == "E_BUSY" and "stopped" in stopped.value.message
+        result = await pool.run(digest, text="MEMO: a fresh worker", dsh_home="/nonexistent")
+        assert result["candidates"][0]["summary"] == "a fresh worker"
+        stuck = asyncio.ensure_future(pool.run(time.sleep, 3600))
+        await asyncio.sleep(0.5)
+    finally:
+        pool.close()
+    with pytest.raises(DaemonError) as closing:
+        await stuck
+    assert closing.value.code == "E_SHUTTING_DOWN"

@@ -83,6 +83,8 @@ HARD_MAX_FRAME_FACTOR = 4
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
 ROUTER_RCVHWM = 16
 """Most messages ZeroMQ queues from one client before it stops reading that client (back-pressure)."""
+DIGEST_TIMEOUT_S = 60.0
+"""Longest run of one ``memory.digest`` (in its worker process), seconds."""
 SCHEDULE_FILE = "schedule.json"
 """The durable jobs' next due times, in ``<root>/.mmd/`` (:mod:`.scheduler`)."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
@@ -247,7 +249,7 @@ class Daemon:
         publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
-        digests = BoundedPool("digest")
+        digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
         rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector, digests),
                         cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
