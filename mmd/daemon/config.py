@@ -59,7 +59,8 @@ class Option:
     """One configurable value: its dotted file key, its flag, its kind and default.
 
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
-    (``~`` and ``$VAR`` expanded) or ``endpoint``; ``default`` None means
+    (``~`` and ``$VAR`` expanded), ``endpoint`` or ``argv`` (a list of strings; a flag is split
+    as a shell would); ``default`` None means
     "derived" (root, sessions folder, endpoints).
     """
 
@@ -98,6 +99,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("candidates.perSession", "--per-session", "int", None,
+           "visible candidates per agent session (default: about 5, scaled by the session's size)"),
+    Option("candidates.command", "--extractor-command", "argv", None,
+           "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
+    Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
+           "how long the extractor command may run, in milliseconds"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -123,6 +130,9 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
+        extractor: ``candidates.command``, the extractor command (empty: none).
+        extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
     """
 
     memory: MemoryOptions
@@ -140,9 +150,12 @@ class Config:
     lang: str
     log_level: str
     config_file: Path | None
-    notify_socket: str | None
-    watchdog_usec: int | None
-    journal: bool
+    per_session: int | None = None
+    extractor: tuple[str, ...] = ()
+    extractor_timeout_ms: int = 60_000
+    notify_socket: str | None = None
+    watchdog_usec: int | None = None
+    journal: bool = False
 
     @property
     def root(self) -> Path:
@@ -224,6 +237,9 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         lang=raw["lang"],
         log_level=raw["daemon.logLevel"],
         config_file=config_file,
+        per_session=raw["candidates.perSession"],
+        extractor=tuple(raw["candidates.command"] or ()),
+        extractor_timeout_ms=raw["candidates.timeoutMs"],
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
@@ -250,7 +266,14 @@ def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | Non
 
 
 def _from_flag(opt: Option, value: Any) -> Any:
-    """A flag's string turned into the option's kind."""
+    """A flag's string turned into the option's kind (an ``argv`` flag is split as a shell would)."""
+    if opt.kind == "argv":
+        import shlex
+
+        try:
+            return _check_type(opt, shlex.split(value))
+        except ValueError as error:
+            raise ConfigError(opt.flag, value, f"cannot be split into words: {error}") from None
     if opt.kind == "int":
         try:
             return _check_type(opt, int(value))
@@ -261,6 +284,10 @@ def _from_flag(opt: Option, value: Any) -> Any:
 
 def _check_type(opt: Option, value: Any) -> Any:
     """``value`` if it has the option's kind, else a ConfigError."""
+    if opt.kind == "argv":
+        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
+            raise ConfigError(opt.key, value, "must be a non-empty list of non-empty strings (program, args…)")
+        return list(value)
     if opt.kind == "int":
         if not is_js_integer(value) or value < 1:
             raise ConfigError(opt.key, value, "must be a positive integer")

@@ -209,6 +209,7 @@ class Daemon:
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
                 idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added),
                 on_session_end=from_worker(loop, jobs.session_ended))
+            ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler

@@ -6,9 +6,12 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 1)::
+Tables (schema version 2)::
 
-    candidates  the review queue: one row per candidate ever seen (the whole history)
+    candidates  the review queue: one row per candidate ever seen (the whole history); schema 2 added
+                rule, score, seen, visible, pinned, norm (the statement's identity), proposal_action,
+                evidence (JSON list), agents and projects (``\n``-framed sets, for filters)
+    extractors  one row per ended session the extractor command ran on (``session``: agent + id or file)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
     journal     every change the daemon saw or made: each new revision of the memory
                 (``memory.write`` / ``memory.delete`` / ``memory.external`` / ``memory.config``)
@@ -32,8 +35,8 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 1
-"""``PRAGMA user_version`` of the schema this module creates."""
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version`` of the schema this module creates (1 → 2 is migrated in place, see :func:`_migrate_1_2`)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
 
@@ -80,6 +83,62 @@ CREATE TABLE IF NOT EXISTS journal (
     detail TEXT NOT NULL
 );
 """
+
+_V2_COLUMNS = (
+    ("rule", "TEXT NOT NULL DEFAULT ''"),
+    ("score", "REAL NOT NULL DEFAULT 0"),
+    ("seen", "INTEGER NOT NULL DEFAULT 1"),
+    ("visible", "INTEGER NOT NULL DEFAULT 1"),
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("norm", "TEXT"),
+    ("proposal_action", "TEXT NOT NULL DEFAULT 'create'"),
+    ("evidence", "TEXT NOT NULL DEFAULT '[]'"),
+    ("agents", "TEXT NOT NULL DEFAULT ''"),
+    ("projects", "TEXT NOT NULL DEFAULT ''"),
+)
+"""Columns schema 2 adds to ``candidates`` (name, SQL type and default)."""
+_V2 = """
+CREATE INDEX IF NOT EXISTS candidates_by_norm ON candidates (norm);
+CREATE INDEX IF NOT EXISTS candidates_by_score ON candidates (status, visible, score);
+CREATE TABLE IF NOT EXISTS extractors (
+    session TEXT PRIMARY KEY,
+    at TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    added INTEGER NOT NULL,
+    detail TEXT NOT NULL
+);
+"""
+_WHO = {"user": "human", "assistant": "assistant", "compaction": "summary"}
+_WEIGHTS = {"uri": 2.0, "explicit": 2.0, "summary": 0.6, "heading": 0.4}
+
+
+def _migrate_1_2(conn: sqlite3.Connection) -> None:
+    """Schema 1 → 2 in place: the new columns, and for each old row its rule, score, identity and evidence.
+
+    Old rows keep their ids, statuses and keys; their ``norm`` makes a statement read again merge into
+    them (so an upgraded daemon queues nothing twice), and their one ``source`` becomes their evidence.
+    """
+    from mmd.candidates.identity import norm_key  # the daemon may import the candidates floor
+
+    have = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
+    for name, kind in _V2_COLUMNS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE candidates ADD COLUMN {name} {kind}")
+    rows = conn.execute("SELECT id, kind, body, session_id, file, seq, message_id, source_kind, created_at"
+                        " FROM candidates WHERE norm IS NULL").fetchall()
+    for r in rows:
+        position: dict[str, Any] = {"file": r[4]}
+        if r[5] is not None:
+            position["seq"] = r[5]
+        if r[6] is not None:
+            position["uuid"] = r[6]
+        agent = "dsh" if r[3] is not None else "other"
+        evidence = [{"agent": agent, "sessionId": r[3], "project": None, "file": r[4], "position": position,
+                     "at": None, "who": _WHO.get(r[7], "text"), "quote": r[2][:500]}]
+        conn.execute("UPDATE candidates SET rule = ?, score = ?, pinned = ?, norm = ?, evidence = ?, agents = ?"
+                     " WHERE id = ?",
+                     (f"mm.{r[1]}", _WEIGHTS.get(r[1], 0.5), int(r[1] in ("uri", "explicit")), norm_key(r[2]),
+                      json.dumps(evidence, ensure_ascii=False), f"\n{agent}\n", r[0]))
 
 
 class SchemaError(Exception):
@@ -133,7 +192,14 @@ class StateDB:
             raise SchemaError(f"{self.path} has schema version {version}; this mmd knows up to {SCHEMA_VERSION}")
         if version < SCHEMA_VERSION:
             with conn:
-                conn.executescript(_SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                _migrate_1_2(conn)
+                for statement in _V2.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def conn(self) -> sqlite3.Connection:
