@@ -8,7 +8,9 @@ statement seen again. A candidate's identity is its statement:
 whitespace folded), or a near-duplicate of it (word or CJK-bigram Jaccard ≥
 0.8), kept for the queue's whole history. A statement seen again — the same
 session read again, a resumed one, a copy of the log, another session or
-agent — merges into the candidate already there: new places join its
+agent — merges into the candidate already there. So does a standing rule the
+person restates in their own words in another session of the same project
+(:func:`same_idea`). Merging: new places join its
 ``evidence``, ``seen`` grows, its score rises (more when it comes from
 another session), and a hidden one becomes visible when the new sighting is;
 a place already in the evidence (the record's uuid, or session and line)
@@ -33,11 +35,12 @@ from typing import Any
 
 from mmd.candidates import NewCandidate
 from mmd.candidates.identity import near_duplicate, shingles
+from mmd.candidates.topics import subject_words
 from mmd.wire.protocol import CandidateJson
 
 from .statedb import CursorRow, StateDB
 
-__all__ = ["OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue"]
+__all__ = ["OTHER_SESSION_BONUS", "SAME_IDEA_OVERLAP", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
 
 STATUSES = ("pending", "accepted", "rejected")
 """A candidate's possible statuses."""
@@ -45,6 +48,18 @@ SAME_SESSION_BONUS = 0.15
 """Score a candidate gains per new sighting in a session it was already seen in."""
 OTHER_SESSION_BONUS = 0.4
 """Score a candidate gains per new session it is seen in: what the user told the agents twice ranks first."""
+
+
+SAME_IDEA_OVERLAP = 0.35
+"""Share of the smaller statement's content words two human statements must have in common to be one idea."""
+_SAME_IDEA_WORDS = 4
+
+
+def same_idea(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two sets of content words (:func:`mmd.candidates.topics.subject_words`) say one thing in other
+    words: at least 4 words in common, and at least :data:`SAME_IDEA_OVERLAP` of the smaller set."""
+    shared = len(a & b)
+    return shared >= _SAME_IDEA_WORDS and shared >= SAME_IDEA_OVERLAP * min(len(a), len(b))
 
 
 def _framed(values: Iterable[str | None]) -> str:
@@ -84,6 +99,10 @@ def _session(e: dict[str, Any]) -> str:
     return f"{e.get('agent')}|{e.get('sessionId') or e.get('file')}"
 
 
+def _human(c: NewCandidate) -> bool:
+    return any(e.who == "human" for e in c.evidence)
+
+
 class ReviewQueue:
     """Candidates in ``<root>/.mmd/state.db``.
 
@@ -99,7 +118,7 @@ class ReviewQueue:
         """Candidates per status, refreshed after every change (read it from any thread)."""
         self.merged = 0
         """Sightings merged into existing candidates since the start (new evidence, not new candidates)."""
-        self._near: dict[int, frozenset[str]] | None = None
+        self._near: dict[int, tuple[frozenset[str], frozenset[str]]] | None = None
         self._near_lock = threading.Lock()
 
     def refresh_counts(self) -> dict[str, int]:
@@ -116,9 +135,11 @@ class ReviewQueue:
         """Pending candidates (as of the last change), hidden ones included."""
         return self.counts["pending"]
 
-    def _near_index(self, conn: sqlite3.Connection) -> dict[int, frozenset[str]]:
+    def _near_index(self, conn: sqlite3.Connection) -> dict[int, tuple[frozenset[str], frozenset[str]]]:
+        """id → (shingles, content words) of every candidate (built once, then kept current by :meth:`add`)."""
         if self._near is None:
-            self._near = {r[0]: shingles(r[1]) for r in conn.execute("SELECT id, body FROM candidates")}
+            self._near = {r[0]: (shingles(r[1]), subject_words(r[1])) for r in conn.execute(
+                "SELECT id, body FROM candidates")}
         return self._near
 
     def _match(self, conn: sqlite3.Connection, c: NewCandidate, words: frozenset[str]) -> sqlite3.Row | None:
@@ -128,11 +149,28 @@ class ReviewQueue:
         if row is not None:
             return row
         with self._near_lock:
-            hits = [cid for cid, other in self._near_index(conn).items() if near_duplicate(words, other)]
+            index = self._near_index(conn)
+            hits = [cid for cid, (other, _) in index.items() if near_duplicate(words, other)]
+            if not hits and _human(c):
+                content = subject_words(c.body)
+                hits = [cid for cid, (_, other) in index.items() if same_idea(content, other)]
+                hits = [cid for cid in hits if self._restated(conn, cid, c)][:1]
         if not hits:
             return None
         found: sqlite3.Row | None = conn.execute("SELECT * FROM candidates WHERE id = ?", (min(hits),)).fetchone()
         return found
+
+    @staticmethod
+    def _restated(conn: sqlite3.Connection, cid: int, c: NewCandidate) -> bool:
+        """Whether pending candidate ``cid`` is the person's own words in the same project, another session."""
+        row = conn.execute("SELECT status, evidence FROM candidates WHERE id = ?", (cid,)).fetchone()
+        if row is None or row[0] != "pending":
+            return False
+        theirs = [e for e in json.loads(row[1]) if e.get("who") == "human"]
+        mine = [e for e in (x.to_json() for x in c.evidence) if e["who"] == "human"]
+        projects = {e.get("project") for e in theirs} - {None}
+        sessions = {_session(e) for e in theirs}
+        return any(e["project"] in projects and _session(e) not in sessions for e in mine)
 
     def _merge(self, conn: sqlite3.Connection, row: sqlite3.Row, c: NewCandidate) -> bool:
         """Merge ``c`` into the pending ``row``: new places, seen, score, visibility. True when it changed."""
@@ -189,7 +227,7 @@ class ReviewQueue:
         conn = self.db.conn()
         now = self._now_iso()
         ids: list[int] = []
-        fresh: dict[int, frozenset[str]] = {}
+        fresh: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             for c in items:
@@ -197,7 +235,7 @@ class ReviewQueue:
                 row = self._match(conn, c, words)
                 if row is None:
                     row = next((conn.execute("SELECT * FROM candidates WHERE id = ?", (i,)).fetchone()
-                                for i, w in fresh.items() if near_duplicate(words, w)), None)
+                                for i, (w, _) in fresh.items() if near_duplicate(words, w)), None)
                 if row is not None:
                     if row["status"] == "pending":
                         self._merge(conn, row, c)
@@ -205,7 +243,7 @@ class ReviewQueue:
                 cid = self._insert(conn, c, now)
                 if cid is not None:
                     ids.append(cid)
-                    fresh[cid] = words
+                    fresh[cid] = (words, subject_words(c.body))
             if cursor is not None:
                 self.db.put_cursor(cursor, now)
         if fresh:
