@@ -2,230 +2,36 @@
 
 Reads every ``*.json`` in ``$MM_CONFORMANCE_DIR`` (default
 ``../shared/conformance/vectors``) and compares as that folder's README says.
-Nothing here depends on vector names except ``DEVIATIONS``: the places where we
-follow the spec (or DESIGN.md) instead of the reference on purpose. Each has
-its reason and a test of the right behaviour in the test module named there.
+Nothing here depends on vector names. ``DEVIATIONS`` (in
+``tests/conformance_rules.py``) are the places where we follow the spec (or
+DESIGN.md, or an issue) instead of the reference on purpose. Each has its reason
+and a test of the right behaviour in the test module named there.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import subprocess
 import sys
-import unicodedata
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mmd.core import budget, digest, format, rootfs, search, text, uri
+from mmd.core import budget, digest, format, search, text, uri
 from mmd.core.clock import iso_ms, parse_iso_ms
 from mmd.core.errors import MMError
 from mmd.core.memory import Memory
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR
 
+from .conformance_rules import DEVIATIONS, explained_by, files_as_reference, has_crlf, same
 from .conftest import SHARED
 
 VECTORS = Path(os.environ.get("MM_CONFORMANCE_DIR") or SHARED / "conformance" / "vectors")
 DEFAULT_NOW = "2026-01-02T03:04:05.000Z"
-
-
-@dataclass(frozen=True)
-class Deviation:
-    """A rule saying where we deliberately differ from the reference, and why.
-
-    ``explains(case, op, got, want)`` is True when the difference between our
-    result and the vector's is exactly this deviation. ``proof`` names the
-    test (``module::function``) that pins our behaviour instead.
-    """
-
-    name: str
-    reason: str
-    proof: str
-    explains: Callable[[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]], bool]
-
-
-_REF_CJK = re.compile("[\u3400-\u9fff]")
-
-
-def _beyond_reference_tokens(value: str) -> bool:
-    """Text our tokenizer reads differently: non-ASCII letters/digits outside U+3400–U+9FFF, or NFKC changes."""
-    if unicodedata.normalize("NFKC", value) != value:
-        return True
-    return any(ord(ch) > 127 and not _REF_CJK.match(ch) and (ch.isalnum() or ord(ch) > 0xFFFF) for ch in value)
-
-
-def _search_shape(outcome: dict[str, Any]) -> Any:
-    """A search outcome without scores, order and snippets (what the weights cannot change)."""
-    if "result" not in outcome:
-        return outcome
-    result = dict(outcome["result"])
-    matches = result.pop("matches")
-    result["count"] = len(matches)
-    if not result["truncated"]:
-        result["rows"] = sorted((m["topic"], m["uri"], m["updated"]) for m in matches)
-    return result
-
-
-def _ids_as_configured(value: Any, memory_id: str) -> Any:
-    """The vector's value with every memory id (fields and URIs) replaced by the configured one."""
-    if isinstance(value, dict):
-        return {k: (memory_id if k == "memoryId" and isinstance(v, str) else _ids_as_configured(v, memory_id))
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ids_as_configured(v, memory_id) for v in value]
-    if isinstance(value, str) and value.startswith("mm://"):
-        return re.sub(r"^mm://[^/]+/", f"mm://{memory_id}/", value)
-    return value
-
-
-def _has_crlf(case: dict[str, Any]) -> bool:
-    texts = [*case.get("setup_files", {}).values(), *(str(o.get("text", "")) + str(o.get("content", ""))
-                                                      for o in case["ops"])]
-    return any("\r\n" in t for t in texts)
-
-
-def _scan_search(op: dict[str, Any], want: dict[str, Any]) -> bool:
-    return op["op"] == "search" and want.get("result", {}).get("engine") == "scan"
-
-
-DEVIATIONS: list[Deviation] = [
-    Deviation(
-        "crlf", "CRLF files parse as LF; the reference drops every CRLF index entry and keeps CRs in bodies "
-        "(DESIGN.md: no silent data loss)", "test_format::test_crlf_index_parses_every_entry",
-        lambda case, op, got, want: _has_crlf(case)),
-    Deviation(
-        "search-limit", "search limit < 1 is E_INVALID; the reference returns nothing for 0 and slices from the "
-        "end for negatives (DESIGN.md)", "test_memory::test_search_limit_below_one_is_invalid",
-        lambda case, op, got, want: op["op"] == "search" and isinstance(op.get("limit"), int)
-        and op["limit"] < 1 and got.get("error", {}).get("code") == "E_INVALID"),
-    Deviation(
-        "tokenizer", "scan tokens are NFKC-lowercased Unicode letter/digit runs plus CJK grams for Han (astral "
-        "planes too), kana and Hangul; the reference knows only [a-z0-9] and U+3400-U+9FFF (issue 2)",
-        "test_search::test_tokenize_kana_hangul_and_astral_han",
-        lambda case, op, got, want: (op["op"] == "search" and _beyond_reference_tokens(op["query"]))
-        or (op["op"] == "tokenize" and _beyond_reference_tokens(op["text"]))),
-    Deviation(
-        "scan-weights", "scan weights topic x3 > summary/tags x2 > body x1 as mm v1 §8 says (reference: topic x2, "
-        "everything else x1); snippets use U+2026 and fit maxSnippetChars. Totals and matched rows must agree",
-        "test_search::test_scan_ranks_topic_over_summary_over_body",
-        lambda case, op, got, want: _scan_search(op, want)
-        and _search_shape(got) == _search_shape(_ids_as_configured(want, case["config"]["memoryId"]))),
-    Deviation(
-        "snippet-ellipsis", "snippets end in U+2026 and never exceed maxChars; the reference writes the mojibake "
-        "'\u00e2\u20ac\u00a6' and can overflow (DESIGN.md)", "test_search::test_make_snippet_never_exceeds_cap",
-        lambda case, op, got, want: op["op"] == "make_snippet" and isinstance(got.get("result"), str)
-        and len(got["result"]) <= max(op["maxChars"], 1) and "\u00e2\u20ac\u00a6" in str(want.get("result"))),
-    Deviation(
-        "one-memory-id", "one memory id per snapshot: note.memoryId, note.uri and search URIs all use the "
-        "configured id; the reference mixes the file's mm-id and the configured one (DESIGN.md)",
-        "test_memory::test_one_memory_id_per_snapshot",
-        lambda case, op, got, want: same(got, _ids_as_configured(want, case["config"]["memoryId"]), False)),
-]
-
-
-def _cli_as_reference(result: dict[str, Any]) -> dict[str, Any]:
-    """A ``cli`` result with our listed differences undone: the ``mmctl:`` prefix, the figures line under a
-    refused write, and exit code 2 for usage."""
-    out = dict(result)
-    stderr = re.sub(r"(?m)^  body \d+/\d+ chars .*\n", "", out.get("stderr", ""))
-    out["stderr"] = re.sub(r"(?m)^mmctl: ", "dsh-memory: ", stderr)
-    if out["stderr"].startswith("dsh-memory: unknown command:"):
-        out["stderr"] = out["stderr"].split("\n")[0]  # the help text that follows is mmctl's own
-    if out.get("exitCode") == 2:
-        out["exitCode"] = 1
-    return out
-
-
-def _cli_explained(got: dict[str, Any], want: dict[str, Any], usage: bool) -> bool:
-    if "result" not in got or "result" not in want:
-        return False
-    mine, theirs = got["result"], dict(want["result"])
-    if (mine.get("exitCode") == 2) != usage:
-        return False
-    if str(theirs.get("stderr", "")).startswith("dsh-memory: unknown command:"):
-        theirs["stderr"] = theirs["stderr"].split("\n")[0]
-    ours = _cli_as_reference(mine)
-    if str(theirs.get("stderr", "")).startswith("dsh-memory: internal error:"):  # first line, newline or not
-        theirs["stderr"], ours["stderr"] = theirs["stderr"].rstrip("\n"), ours["stderr"].rstrip("\n")
-    return same(ours, theirs, False)
-
-
-def _setup_index(case: dict[str, Any]) -> str:
-    return str(case.get("setup_files", {}).get("MEMORY.md", ""))
-
-
-def _has_header_extras(case: dict[str, Any]) -> bool:
-    return bool(format.header_extras(_setup_index(case)))
-
-
-def _names_a_file_outside_memories(case: dict[str, Any]) -> bool:
-    try:
-        entries = format.parse_index(_setup_index(case)).entries
-    except MMError:
-        return False
-    return any(rootfs.note_problem(e.file) is not None for e in entries)
-
-
-def _files_as_reference(case: dict[str, Any], files: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
-    """The root's files with the file-level deviations undone: header lines we keep, and non-notes we
-    never delete (files named by an entry outside memories/ that the reference removed)."""
-    out = dict(files)
-    index = out.get("MEMORY.md")
-    if isinstance(index, str) and _has_header_extras(case):
-        extras = format.header_extras(index)
-        if extras:
-            out["MEMORY.md"] = index.replace("\n" + "\n".join(extras) + "\n", "", 1)
-    if _names_a_file_outside_memories(case):
-        for entry in format.parse_index(_setup_index(case)).entries:
-            rel = "/".join(p for p in entry.file.split("/") if p not in ("", "."))
-            if rootfs.note_problem(entry.file) is not None and rel not in want:
-                out.pop(rel, None)
-    return out
-
-
-DEVIATIONS += [
-    Deviation(
-        "header-lines-kept", "hand-written lines in MEMORY.md's header area (free text, unknown '>' meta) are kept "
-        "by every rewrite; the reference drops them (issue 15: no silent data loss)",
-        "test_core_hardening::test_hand_written_header_lines_are_kept",
-        lambda case, op, got, want: _has_header_extras(case)),
-    Deviation(
-        "notes-under-memories", "an index entry's file may name only a regular file under memories/: another "
-        "file is reported as a malformed note (never read, never deleted); the reference reads and deletes any "
-        "safe relative path, MEMORY.md included (issue 11)",
-        "test_core_hardening::test_an_entry_may_name_only_a_note_under_memories",
-        lambda case, op, got, want: _names_a_file_outside_memories(case)),
-]
-
-
-DEVIATIONS += [
-    Deviation(
-        "cli-prefix", "mmctl's messages on stderr start with 'mmctl:' where the reference's say 'dsh-memory:' "
-        "(the same text otherwise; after 'unknown command' comes mmctl's own help; under a refused write, "
-        "a line of its usage figures)",
-        "test_mmctl_cli::test_messages_on_stderr_start_with_mmctl",
-        lambda case, op, got, want: op["op"] == "cli" and _cli_explained(got, want, usage=False)),
-    Deviation(
-        "cli-usage-exit-2", "a usage error (missing argument, bad flag value, unknown command) exits 2, as issue 5 "
-        "asks; the reference exits 1 for those too", "test_mmctl_cli::test_usage_errors_exit_2",
-        lambda case, op, got, want: op["op"] == "cli" and _cli_explained(got, want, usage=True)),
-]
-
-
-def explained_by(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> str | None:
-    """The name of the deviation that explains ``got != want``, or None."""
-    return next((d.name for d in DEVIATIONS if d.explains(case, op, got, want)), None)
-
-
-# --------------------------------------------------------------------------- harness
 
 
 class Session:
@@ -410,7 +216,8 @@ class Session:
 
 
 def _ours(rel: str) -> bool:
-    """mmd's own state folder: ignored by every mm reader, so not part of a vector's file listing."""
+    """The main root's own state folder: ignored by every mm reader, so not part of a vector's file listing
+    (a state folder elsewhere, e.g. under $HOME, is listed and explained by the ``state-folders`` rule)."""
     return rel == STATE_DIR or rel.startswith(STATE_DIR + "/")
 
 
@@ -466,23 +273,6 @@ def placeholders(value: Any, session: Session) -> Any:
     return value
 
 
-def same(actual: Any, expected: Any, float_tol: bool) -> bool:
-    """Structural equality; floats within 1e-9 relative when ``float_tol``; NaN equals null."""
-    if isinstance(actual, float) and math.isnan(actual):
-        actual = None
-    if isinstance(expected, dict):
-        return (isinstance(actual, dict) and actual.keys() == expected.keys()
-                and all(same(actual[k], expected[k], float_tol) for k in expected))
-    if isinstance(expected, list):
-        return (isinstance(actual, list) and len(actual) == len(expected)
-                and all(same(a, e, float_tol) for a, e in zip(actual, expected, strict=True)))
-    if float_tol and isinstance(expected, float) and isinstance(actual, int | float) and not isinstance(actual, bool):
-        return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return actual is expected
-    return bool(actual == expected)
-
-
 def outcome(session: Session, op: dict[str, Any]) -> dict[str, Any]:
     try:
         result = session.run(op)
@@ -519,9 +309,10 @@ def test_vector(path: Path | None, tmp_path: Path) -> None:
             mismatches.append(f"op {i} {json.dumps(op, ensure_ascii=False)[:200]}\n"
                               f"   got:  {json.dumps(got, ensure_ascii=False)[:1500]}\n"
                               f"   want: {json.dumps(want, ensure_ascii=False)[:1500]}")
-    if not _has_crlf(case):
-        files = _files_as_reference(case, placeholders(session.files(), session), expected["files"])
-        if not same(files, expected["files"], False):
+    if not has_crlf(case):
+        files = files_as_reference(case, placeholders(session.files(), session), expected["files"])
+        if not same(files, expected["files"], False) and not explained_by(
+                case, {"op": "files"}, {"files": files}, {"files": expected["files"]}):
             mismatches.append(f"files:\n   got:  {json.dumps(files, ensure_ascii=False)[:3000]}\n"
                               f"   want: {json.dumps(expected['files'], ensure_ascii=False)[:3000]}")
         if "dirs" in expected and session.dirs() != expected["dirs"]:
@@ -536,3 +327,33 @@ def test_every_deviation_has_a_reason_and_an_existing_proof() -> None:
         module, function = deviation.proof.split("::")
         assert deviation.reason, deviation.name
         assert hasattr(importlib.import_module(f"tests.{module}"), function), deviation.proof
+
+
+def test_the_cli_rules_explain_their_differences_and_nothing_else() -> None:
+    """Synthetic results for the rules of issue 10: each explains its own difference and not an unrelated one."""
+    cli = {"op": "cli", "args": ["read"]}
+    case: dict[str, Any] = {"ops": [cli], "config": {"memoryId": "local"},
+                            "setup_files": {"memories/x.md": "# Project Notes\n\nbody\n"}}
+    bare: dict[str, Any] = {"ops": [], "config": {"memoryId": "local"}}
+    not_root = {"result": {"exitCode": 1, "stdout": "", "stderr": "mmctl: E_NOT_INITIALIZED: no memory root at <ROOT> "
+                           "(from --root): it does not exist; …\n", "json": None}}
+    created = {"result": {"exitCode": 0, "stdout": "Memory index (0 entries…\n", "stderr": "", "json": None}}
+    assert explained_by(case, cli, not_root, created) == "no-silent-roots"
+    assert explained_by(case, {"op": "files"}, {"files": {}}, {"files": {"MEMORY.md": "# MEMORY.md\n"}}) \
+        == "no-silent-roots"
+    assert explained_by(case, {"op": "files"}, {"files": {"$HOME/r/.mmd/lock": ""}}, {"files": {}}) == "state-folders"
+    helped = {"result": {"exitCode": 0, "stdout": "…\n  read      a note\n  write     create\n", "stderr": ""}}
+    theirs = {"result": {"exitCode": 0, "stdout": "Usage:\n  dsh-memory read [topic]\n  dsh-memory write <t>\n"}}
+    assert explained_by(case, {"op": "cli", "args": ["help"]}, helped, theirs) == "help-superset"
+    path_err = {"error": {"code": "E_PARSE", "message": "/r/MEMORY.md: index line 3: bad heading"}}
+    assert explained_by(case, {"op": "reload"}, path_err, {"error": {"code": "E_PARSE", "message": "index line 3: "
+                                                                    "bad heading"}}) == "error-names-the-file"
+    assert explained_by(case, {"op": "reload"}, path_err, {"error": {"code": "E_IO", "message": "x"}}) is None
+    assert explained_by(case, {"op": "reload"}, {"result": {"ok": True}}, {"error": {"code": "E_PARSE"}}) \
+        == "unslug-title-anomaly"
+    assert explained_by(bare, {"op": "write", "updated": "a\nb"}, {"error": {"code": "E_INVALID"}}, {"result": {}}) \
+        == "updated-newline"
+    refused = {"result": {"exitCode": 2, "stderr": "mmctl: search: argument --mode: invalid choice: 'x'\n"}}
+    assert explained_by(bare, {"op": "cli", "args": ["search"]}, refused, created) \
+        == "cli-refuses-what-the-reference-ignored"
+    assert explained_by(bare, cli, {"result": {"exitCode": 1, "stderr": "mmctl: boom\n"}}, created) is None

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from mmctl.cli import main
+from mmctl.cli.main import main
 
 from mmd.core import Memory, MemoryOptions, MMError
 from mmd.core.health import case_twins, loose_modes, remove_stale_temp_files, stale_temp_files

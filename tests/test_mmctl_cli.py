@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mmctl.args import js_number, parse_args
-from mmctl.cli import main
+from mmctl.cli.main import main
+from mmctl.cli.parser import js_number, parse_args
 
 NOW = "2026-01-02T03:04:05.000Z"
 
@@ -51,6 +51,7 @@ def mm(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 def test_messages_on_stderr_start_with_mmctl(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
     r = mm("read", "nowhere")
     assert (r.code, r.out, r.err) == (1, "", "mmctl: no note for topic nowhere\n")
 
@@ -74,7 +75,7 @@ def test_usage_errors_exit_2(mm, argv: list[str], message: str) -> None:  # type
 def test_help_is_printed_for_no_command_help_and_dash_h(mm) -> None:  # type: ignore[no-untyped-def]
     for argv in ([], ["help"], ["-h"], ["--help"]):
         r = mm(*argv, root_flag=False)
-        assert r.code == 0 and r.out.startswith("mmctl — Memory Standard Protocol CLI") and "mmctl watch" in r.out
+        assert r.code == 0 and r.out.startswith("mmctl — Memory Standard Protocol CLI") and "\n  watch " in r.out
 
 
 def test_flag_values_come_as_k_eq_v_or_as_the_next_word(mm) -> None:  # type: ignore[no-untyped-def]
@@ -83,10 +84,11 @@ def test_flag_values_come_as_k_eq_v_or_as_the_next_word(mm) -> None:  # type: ig
     assert (note["body"], note["summary"], note["tags"]) == ("one two", "S", ["x", "y"])
 
 
-def test_json_and_all_never_take_the_next_word_as_their_value() -> None:
-    args = parse_args(["read", "--json", "alpha", "--all", "beta", "--root", "--json"])
-    assert args.positionals == ["read", "alpha", "beta"]
-    assert args.flags == {"--json": True, "--all": True, "--root": True}
+def test_switches_never_take_the_next_word_and_options_mix_with_positionals() -> None:
+    args = parse_args(["--root", "r", "read", "--json", "alpha", "--all"])
+    assert args.positionals == ["read", "alpha"]
+    assert args.flags == {"--json": True, "--all": True, "--root": "r"}
+    assert parse_args(["write", "t", "--summary=--- draft", "--content", "-"]).flags["--summary"] == "--- draft"
 
 
 def test_integers_are_read_as_javascript_number_does() -> None:
@@ -111,6 +113,7 @@ def test_over_budget_write_exits_1_and_prints_the_outcome(mm) -> None:  # type: 
 
 
 def test_reading_a_missing_topic_as_json_says_found_false(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
     r = mm("read", "ghost", "--json")
     assert (r.code, r.json) == (1, {"found": False, "topic": "ghost", "uri": "mm://local/ghost"})
 
@@ -121,6 +124,7 @@ def test_a_bad_topic_fails_with_the_reason(mm) -> None:  # type: ignore[no-untyp
 
 
 def test_an_escaping_core_error_is_one_line_and_a_hint_never_a_traceback(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
     r = mm("uri", "bad topic")
     first, second = r.err.splitlines()
     assert r.code == 1 and first.startswith("mmctl: internal error: MemoryError: topic \"bad topic\"")
@@ -157,6 +161,7 @@ def test_read_all_lists_every_note(mm) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_status_queue_and_watch_say_they_need_the_daemon_and_how_to_start_it(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
     for argv in (["status"], ["queue", "list"], ["watch"]):
         r = mm(*argv)
         assert r.code == 1 and "needs the mmd daemon" in r.err and f"mmd --root {mm.root}" in r.err
@@ -168,6 +173,7 @@ def test_queue_subcommands_are_checked_before_looking_for_the_daemon(mm) -> None
 
 
 def test_nudge_works_on_the_files(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
     r = mm("nudge", "--json")
     assert r.code == 0 and r.json["at"] == NOW and r.json["noteCount"] == 0
     assert "pending writes" in mm("nudge").out
@@ -192,10 +198,11 @@ def test_doctor_reports_and_fix_indexes_orphans_without_deleting_anything(mm) ->
     assert "kept" in mm("list").out  # the dangling entry stays: dropping it is the user's decision
 
 
-def test_doctor_on_a_missing_root_suggests_init_and_fix_creates_it(mm) -> None:  # type: ignore[no-untyped-def]
-    r = mm("doctor")
-    assert r.code == 1 and "mmctl init" in r.out and not mm.root.exists()
-    assert mm("doctor", "--fix").code == 0 and (mm.root / "MEMORY.md").is_file()
+def test_doctor_on_a_missing_root_suggests_init_and_creates_nothing(mm) -> None:  # type: ignore[no-untyped-def]
+    for argv in (["doctor"], ["doctor", "--fix"]):
+        r = mm(*argv)
+        assert r.code == 1 and r.err.startswith("mmctl: E_NOT_INITIALIZED: no memory root at ")
+        assert "mmctl init" in r.err and not mm.root.exists()
 
 
 def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -241,7 +248,11 @@ def test_a_refused_write_prints_its_figures_under_the_message(mm) -> None:  # ty
     assert r.code == 1 and r.out == ""
     message, figures = r.err.splitlines()
     assert message == "mmctl: content exceeds its write budget; compress it to fit (see usage)"
-    assert figures.startswith("  body 12/10 chars (2 over), note 0/65536 bytes, index 9/200 lines")
+    from mmd.core.format import serialize_note
+
+    would = len(serialize_note(topic="a", memory_id="local", file="memories/a.md", body="x" * 12).encode())
+    assert figures.startswith(f"  body 12/10 chars (2 over), note {would}/65536 bytes, index 9/200 lines")
+    assert would > 12 and not (mm.root / "memories" / "a.md").exists()
 
 
 def test_the_config_file_sets_the_root_and_the_memory_options(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -256,6 +267,7 @@ def test_the_config_file_sets_the_root_and_the_memory_options(mm, tmp_path: Path
     assert (budget["memoryId"], budget["index"]["lineCap"]) == ("work", 20)
     refused = mm("write", "b", "--content", "y" * 51, root_flag=False)
     assert refused.code == 1 and "  body 51/50 chars (1 over)" in refused.err
+    mm("init")
     assert mm("uri", "a").out == "mm://work/a\n"  # --root picks the root; the options still come from the file
 
 
@@ -264,3 +276,85 @@ def test_a_bad_config_file_is_reported_with_its_path(mm, tmp_path: Path) -> None
     (tmp_path / ".config" / "mmd" / "config.toml").write_text("indexLines = 0\n")
     r = mm("write", "a", "--content", "x")
     assert r.code == 1 and "config.toml" in r.err and "indexLines must be a positive integer" in r.err
+
+
+def test_a_direct_write_keeps_its_lock_in_the_roots_state_folder(mm) -> None:  # type: ignore[no-untyped-def]
+    """The ``state-folders`` deviation: a written root holds a ``.mmd/`` folder, which no read lists."""
+    assert mm("write", "a", "--content", "x").code == 0
+    assert (mm.root / ".mmd").is_dir()
+    assert mm("list").out == "a\n" and mm("doctor").code == 0
+
+
+def test_content_from_stdin_or_a_file_and_a_value_starting_with_dashes(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    body = tmp_path / "body.md"
+    body.write_text("from a file — ü\n", encoding="utf-8")
+    assert mm("write", "f", "--file", str(body), "--summary=--- draft").code == 0
+    note = mm("read", "f", "--json").json
+    assert (note["body"], note["summary"]) == ("from a file — ü", "--- draft")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["write", "s", "--content", "-", "--root", str(mm.root)], env={"HOME": str(tmp_path)},
+                stdout=out, stderr=err, stdin=io.BytesIO(b"from stdin\n"))
+    assert code == 0, err.getvalue()
+    assert mm("read", "s", "--json").json["body"] == "from stdin"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_scripts_name_every_command_and_complete_topics_from_the_index(mm, shell: str) -> None:  # type: ignore[no-untyped-def]
+    from mmctl.cli.parser import COMMANDS
+
+    r = mm("completion", shell, root_flag=False)
+    assert r.code == 0 and all(name in r.out for name in COMMANDS)
+    assert "mmctl list 2>/dev/null" in r.out
+    if shell == "bash":
+        check = subprocess.run(["bash", "-n"], input=r.out, text=True, capture_output=True, timeout=30)
+        assert check.returncode == 0, check.stderr
+
+
+def test_doctor_finds_what_the_files_show_and_fixes_only_a_dead_writers_temp_file(mm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "a", "--content", "x")
+    mm("write", "b", "--content", "y")
+    memories = mm.root / "memories"
+    (memories / "a.md").write_text("no header here\n")
+    (memories / ".b.md.999999999.1.abcdef01.tmp").write_text("half")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# c\n\nbody\n")
+    (memories / "c.md").symlink_to(outside)
+    index = mm.root / "MEMORY.md"
+    clean = index.read_text()
+    index.write_text(clean + "<<<<<<< HEAD\n=======\n>>>>>>> theirs\n")
+    kinds = {p["kind"]: p for p in mm("doctor", "--json").json["problems"]}
+    assert {"conflict-markers", "temp-file", "no-header", "outside-root"} <= set(kinds)
+    assert kinds["temp-file"]["fixable"] and not kinds["no-header"]["fixable"]
+    index.write_text(clean + "## Not A Slug\n")
+    r = mm("doctor", "--fix", "--json")
+    kinds = {p["kind"]: p for p in r.json["problems"]}
+    assert r.code == 1 and "index line" in kinds["unparsable-index"]["message"] and "temp-file" not in kinds
+    assert [f["done"] for f in r.json["fixed"]] == [True] and not (memories / ".b.md.999999999.1.abcdef01.tmp").exists()
+    assert (memories / "a.md").read_text() == "no header here\n" and outside.read_text() == "# c\n\nbody\n"
+    assert "internal error" not in mm("doctor").err
+
+
+@pytest.mark.parametrize("argv", [
+    ["read", "t", "--root", "r"], ["--root", "r", "read", "--all", "--json"], ["write", "t", "--content", "x y",
+    "--summary=--- d", "--budget", "0x10"], ["search", "q", "--mode", "scan", "--limit=3"], ["queue"],
+    ["queue", "reject", "1", "2", "--reason", "dup"], ["queue", "list", "--status", "all"], ["digest", "--text", ""],
+    ["watch", "--topic", "memory/", "--count", "2"], ["completion", "fish"], ["uri", "t", "--json"],
+])
+def test_the_quick_path_reads_a_plain_line_as_argparse_does(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from mmctl.cli import parser
+
+    def no_argparse(command: Any) -> Any:
+        raise AssertionError("the quick path built an argparse parser")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(parser, "command_parser", no_argparse)
+        quick = parse_args(argv)
+    monkeypatch.setattr(parser, "_plain_parse", lambda command, rest: None)
+    assert parse_args(argv) == quick
+
+
+def test_deleting_a_dangling_entry_says_it_removed_the_entry(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "gone", "--content", "x")
+    (mm.root / "memories" / "gone.md").unlink()
+    assert mm("delete", "gone").out == "deleted gone: removed its index entry (the note file was already gone)\n"
+    assert mm("delete", "gone").out == "deleted gone: not found\n" and mm("list").out == "(no notes)\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mmctl.cli import main
+from mmctl.cli.main import main
 
 from .conftest import SHARED
 
@@ -159,3 +159,21 @@ def test_a_crashed_daemon_leaves_mmctl_working_on_the_files(mmd) -> None:  # typ
     assert time.monotonic() - started < 5
     code, _, err = cli(mmd, "status")
     assert code == 1 and "start it with `mmd --root" in err
+
+
+def test_watch_says_when_the_daemon_is_gone_and_when_it_is_back(mmd) -> None:  # type: ignore[no-untyped-def]
+    env = {**mmd.env, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "mmctl", "watch", "--topic", "daemon/", "--root", str(mmd.root)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        for _ in range(2):  # two heartbeats: watch now knows the interval (200 ms)
+            assert "daemon/heartbeat" in proc.stdout.readline()
+        mmd.signal(signal.SIGKILL)
+        mmd.wait()
+        assert proc.stderr.readline().startswith("mmctl: the daemon is gone: no heartbeat for 3 intervals")
+        mmd.start()
+        assert proc.stderr.readline() == "mmctl: the daemon is back\n"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(10)

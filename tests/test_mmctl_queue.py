@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mmctl import Client
-from mmctl.cli import main
+from mmctl.cli.main import main
 
 from .test_ingest_helpers import copy_samples
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from mmctl.cli import main
+from mmctl.cli.main import main
 
 sys.exit(main())

@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from mmd.core.config_file import config_path, read_config
 from mmd.core.errors import MMError
@@ -32,7 +32,7 @@ from mmd.core.options import MemoryOptions, is_js_integer
 from mmd.core.paths import dsh_home, expand_path
 from mmd.wire.endpoints import endpoints_for
 
-__all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args"]
+__all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args", "parser_for"]
 
 LANGS = ("auto", "en", "zh")
 """Accepted ``lang`` values (language of the agent guide)."""
@@ -163,23 +163,62 @@ class Config:
         return self.memory.root
 
 
-def parse_args(argv: Sequence[str]) -> dict[str, Any]:
-    """Flags given on the command line, as ``{dotted key: raw value}`` (absent flags are left out).
+_SERVICE_USAGE = "mmd service {install,uninstall,status} [--dry-run] [--no-start] [-- DAEMON FLAGS]"
 
-    ``--config PATH`` comes back under the key ``"config"``, ``--version`` under ``"version"`` (a bool).
 
-    Raises:
-        SystemExit(2): on an unknown flag or a flag missing its value (argparse).
+def _epilog(env: Mapping[str, str]) -> str:
+    """The tail of ``mmd --help``: the ``service`` subcommand and the default config file and root here."""
+    from mmd.core.paths import resolve_root
+
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    default_file = Path(base) / "mmd" / "config.toml"
+    state = "present" if default_file.is_file() else "absent: the defaults apply"
+    return (f"subcommands:\n  {_SERVICE_USAGE}\n      run mmd as a user service (systemd on Linux, launchd on "
+            f"macOS); `mmd service --help` for more\n\n"
+            f"defaults here:\n  config file  {default_file} ({state})\n"
+            f"  memory root  {resolve_root(None, env)} (created, parents included, if missing)\n\n"
+            "Flags override the config file, which overrides $DSH_MEMORY_ROOT / $DSH_HOME, which override "
+            "the defaults.")
+
+
+def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
+    """The ``mmd`` argument parser, built from :data:`OPTIONS`; its help names the defaults for ``env``.
+
+    A usage error prints ``mmd: <message>`` and a one-line usage hint on stderr and exits 2.
     """
-    parser = argparse.ArgumentParser(prog="mmd", description="The Memory Standard (mm v1) memory daemon.")
-    parser.add_argument("--config", dest="config", default=None, help="TOML config file")
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"mmd: {message}\nusage: mmd [OPTIONS] | {_SERVICE_USAGE} (see `mmd --help`)\n")
+
+    parser = Parser(prog="mmd", description="The Memory Standard (mm v1) memory daemon: owns one memory root, "
+                    "serves JSON-RPC over ZeroMQ, digests agent session logs into a review queue.",
+                    usage=f"mmd [OPTIONS]\n       {_SERVICE_USAGE}", epilog=_epilog(env), allow_abbrev=False,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", dest="config", default=None, metavar="PATH",
+                        help="TOML config file (default below)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     for opt in OPTIONS:
         if opt.kind == "bool":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
                                 help=opt.help)
         else:
-            parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(), help=opt.help)
+            default = "" if opt.default is None else f" (default {opt.default})"
+            parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(),
+                                help=opt.help + default)
+    return parser
+
+
+def parse_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Flags given on the command line, as ``{dotted key: raw value}`` (absent flags are left out).
+
+    ``--config PATH`` comes back under the key ``"config"``, ``--version`` under ``"version"`` (a bool).
+    ``env`` (default empty) only fills the defaults that ``--help`` prints.
+
+    Raises:
+        SystemExit(2): on an unknown flag, an extra argument or a flag missing its value, after
+            ``mmd: <message>`` and a one-line usage hint on stderr; SystemExit(0) after ``--help``.
+    """
+    parser = parser_for(env if env is not None else {})
     return {k: v for k, v in vars(parser.parse_args(list(argv))).items() if v is not None}
 
 
@@ -254,15 +293,25 @@ def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | Non
     try:
         data = read_config(path)
     except FileNotFoundError:
-        raise ConfigError("--config", str(path), "file not found") from None
+        raise ConfigError("--config" if explicit is not None else str(path), str(path), "file not found") from None
     except OSError as error:
-        raise ConfigError("--config", str(path), f"cannot be read: {error.strerror}") from None
+        raise ConfigError("--config" if explicit is not None else str(path), str(path),
+                          f"cannot be read: {error.strerror}") from None
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError("--config", str(path), f"is not valid TOML: {error}") from None
+        why = str(error).split(" (at line ")[0]
+        raise ConfigError(_toml_place(path, str(error)), None, f"not valid TOML: {why}") from None
     for key, value in data.items():
         if key not in _BY_KEY:
             raise ConfigError(key, value, f"unknown key in {path}")
     return path, data
+
+
+def _toml_place(path: Path, message: str) -> str:
+    """``PATH:LINE:COL`` of a TOML syntax error (tomllib says ``(at line L, column C)``), else ``PATH``."""
+    import re
+
+    found = re.search(r"at line (\d+), column (\d+)", message)
+    return f"{path}:{found[1]}:{found[2]}" if found else str(path)
 
 
 def _from_flag(opt: Option, value: Any) -> Any:

@@ -31,15 +31,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .service import main as service_main
 
         return service_main(args[1:], os.environ)
-    flags = parse_args(args)
+    env = dict(os.environ)
+    try:
+        flags = parse_args(args, env)
+    except SystemExit as stop:
+        return int(stop.code or 0)
     if flags.pop("version", False):
         print(f"mmd {__version__}")
         return 0
-    env = dict(os.environ)
     try:
         config = build_config(flags, env)
     except ConfigError as error:
-        print(f"mmd: config error: {error.key} = {error.value!r}: {error.why}", file=sys.stderr)
+        value = "" if error.value is None else f" = {error.value!r}"
+        print(f"mmd: config error: {error.key}{value}: {error.why}", file=sys.stderr)
         return EXIT_CONFIG
     setup_logging(config.log_level, config.journal)
     daemon = Daemon(config, reload_config=lambda: build_config(flags, dict(os.environ)))

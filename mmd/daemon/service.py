@@ -153,8 +153,59 @@ def execute(action: str, steps: ServicePlan, *, dry_run: bool, run: Runner = _ru
     return code
 
 
+def user_bus(env: Mapping[str, str]) -> bool:
+    """Whether a systemd user bus is reachable: ``$DBUS_SESSION_BUS_ADDRESS``, or ``$XDG_RUNTIME_DIR/bus``."""
+    if env.get("DBUS_SESSION_BUS_ADDRESS"):
+        return True
+    runtime = env.get("XDG_RUNTIME_DIR")
+    return bool(runtime) and os.path.exists(os.path.join(str(runtime), "bus"))
+
+
+def status_words(steps: ServicePlan, *, bus: bool, run: Runner | None = None) -> str:
+    """The user service's state in words: ``installed: yes|no, enabled: …, running: …`` (systemd).
+
+    ``enabled`` is read from the ``default.target.wants`` link; ``running`` asks
+    ``systemctl --user is-active`` (``unknown (no user bus)`` without a bus).
+    """
+    installed = steps.path.is_file()
+    enabled = (steps.path.parent / "default.target.wants" / UNIT_NAME).exists()
+    if not bus:
+        running = "unknown (no systemd user bus)"
+    else:
+        ask = run or (lambda argv: subprocess.run(argv, check=False, stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL).returncode)
+        running = "yes" if ask(["systemctl", "--user", "is-active", "--quiet", UNIT_NAME]) == 0 else "no"
+    return (f"{steps.path}: installed: {'yes' if installed else 'no'}, enabled: {'yes' if enabled else 'no'}, "
+            f"running: {running}")
+
+
+def _without_bus(action: str, steps: ServicePlan) -> int:
+    """``install`` refused, ``uninstall`` done on the file alone, ``status`` in words: no systemd user bus."""
+    if action == "install":
+        print("mmd service: no systemd user bus here ($XDG_RUNTIME_DIR/bus is missing: log in to a systemd user "
+              "session, or `loginctl enable-linger $USER`), so the service cannot be enabled; nothing was "
+              "installed", file=sys.stderr)
+        return 1
+    if action == "status":
+        print(status_words(steps, bus=False))
+        return 0
+    if steps.path.exists():
+        steps.path.unlink()
+        wants = steps.path.parent / "default.target.wants" / UNIT_NAME
+        if wants.is_symlink():
+            wants.unlink()
+        print(f"removed {steps.path} (no systemd user bus: nothing to disable)")
+    else:
+        print(f"{steps.path} was not there")
+    return 0
+
+
 def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
-    """``mmd service …``; returns the exit code (2 for a usage error)."""
+    """``mmd service …``; returns the exit code (2 for a usage error, 1 for a failed step).
+
+    On Linux without a systemd user bus, ``install`` says so and writes nothing,
+    ``uninstall`` removes the unit file, ``status`` reports in words.
+    """
     parser = argparse.ArgumentParser(prog="mmd service", description="Run mmd as a user service.")
     parser.add_argument("action", choices=("install", "uninstall", "status"))
     parser.add_argument("--dry-run", action="store_true", help="print the file and commands, change nothing")
@@ -171,4 +222,13 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
     except ValueError as error:
         print(f"mmd service: {error}", file=sys.stderr)
         return 2
-    return execute(args.action, steps, dry_run=args.dry_run)
+    if steps.manager == "systemd" and not user_bus(env) and not args.dry_run:
+        return _without_bus(args.action, steps)
+    existed = steps.path.exists()
+    code = execute(args.action, steps, dry_run=args.dry_run)
+    if args.action == "install" and code != 0 and not existed and not args.dry_run and steps.path.exists():
+        steps.path.unlink()
+        print(f"removed {steps.path} again: the install did not finish")
+    if args.action == "status" and steps.manager == "systemd":
+        print(status_words(steps, bus=True))
+    return code

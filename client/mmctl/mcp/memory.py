@@ -18,8 +18,8 @@ from typing import Any
 from mmd.core.errors import MMError
 from mmd.core.memory import Memory
 
-from .aclient import AsyncClient, AsyncSession
-from .errors import MmctlError, NoSessionError
+from ..aclient import AsyncClient, AsyncSession
+from ..errors import MmctlError, NoSessionError
 
 __all__ = ["DaemonMemory", "DirectMemory", "MemoryUnavailable", "SessionMemory", "describe_error"]
 

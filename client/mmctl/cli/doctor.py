@@ -1,29 +1,38 @@
 """``mmctl doctor``: what is wrong with a memory root, and the mechanical repairs ``--fix`` may make.
 
-Problems found (mm v1 §5, §6): a missing root or index; dangling entries (an
+A folder that is not an mm root is refused as every read refuses it
+(``E_NOT_INITIALIZED``; only ``init`` and writes create a root). Problems
+found (mm v1 §5, §6): dangling entries (an
 index entry whose note file is missing); orphan files (``memories/*.md`` that
-no entry names); malformed notes; an index over its line or byte cap.
+no entry names); malformed notes; an index over its line or byte cap; an index
+that does not parse (with its line); merge-conflict markers in the index; notes
+without their header; notes that resolve outside the root; temporary files a
+crashed writer left.
 
-``--fix`` only makes repairs that lose nothing: it creates a missing root or
-index, and indexes an orphan file under its own topic (its body kept, written
-through the daemon when one owns the root). It never deletes a file or an
-entry: dangling entries, malformed notes and an over-budget index need a
+``--fix`` only makes repairs that lose nothing: it indexes an orphan file
+under its own topic (its body kept, written through the daemon when one owns
+the root) and removes the temporary file of a writer that is gone (the real
+file is whole). It never deletes a note or an entry: dangling entries, malformed notes and an over-budget index need a
 decision, so doctor says which command makes it.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
 from typing import Any
 
 from mmd.core.errors import MMError
 from mmd.core.format import parse_note
+from mmd.core.health import stale_temp_files
 from mmd.core.memory import Memory
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.text import TOPIC_RE
 
 from .output import EXIT_FAILED, EXIT_OK, Ctx
 
-__all__ = ["diagnose", "run_doctor"]
+__all__ = ["cmd_doctor", "diagnose", "file_problems"]
 
 
 def _problem(kind: str, message: str, fixable: bool = False, **where: str) -> dict[str, Any]:
@@ -87,24 +96,80 @@ def _adopt(ctx: Ctx, memory: Memory, problem: dict[str, Any]) -> dict[str, Any]:
     return {"file": problem["file"], "done": True, "message": f"indexed as {outcome['uri']}"}
 
 
-def run_doctor(ctx: Ctx) -> int:
+def cmd_doctor(ctx: Ctx) -> int:
     """``doctor [--fix] [--json]``: exit 0 when nothing is left to fix, 1 otherwise."""
     fix = ctx.args.flag("--fix")
+    ctx.need_root()
     direct = ctx.direct()
     options = direct.options()
     fixed: list[dict[str, Any]] = []
-    if not (options.root / INDEX_NAME).is_file():
-        if not fix:
-            return _finish(ctx, str(options.root), [_problem(
-                "missing-root", f"no memory at {options.root}; `mmctl init` (or `mmctl doctor --fix`) creates it",
-                True, file=INDEX_NAME)], fixed)
-        fixed.append({"file": INDEX_NAME, "done": True, "message": "created the root and an empty index"})
-    memory = direct.memory(options=options)
-    _, problems = diagnose(memory)
+    files = file_problems(options.root)
+    if fix and any(p["fixable"] for p in files):
+        fixed += [_remove_temp(options.root, p) for p in files if p["fixable"]]
+        files = file_problems(options.root)
+    try:
+        memory = direct.memory(options=options)
+        _, problems = diagnose(memory)
+    except MMError as error:
+        problems = [_problem("unparsable-index", f"{INDEX_NAME} does not parse: {error.message}; fix that line by "
+                                                 "hand (the index is never rewritten while it does not parse)",
+                             file=INDEX_NAME)]
+        return _finish(ctx, str(options.root), files + problems, fixed)
     if fix and any(p["fixable"] for p in problems):
         fixed += [_adopt(ctx, memory, p) for p in problems if p["fixable"]]
         _, problems = diagnose(memory)
-    return _finish(ctx, str(options.root), problems, fixed)
+        files = file_problems(options.root)  # an adopted orphan was rewritten with its header
+    return _finish(ctx, str(options.root), files + problems, fixed)
+
+
+_CONFLICT = re.compile(r"^(<{7}|={7}|>{7})( |$)")
+
+
+def file_problems(root: Path) -> list[dict[str, Any]]:
+    """What the files show before any parsing: ``conflict-markers`` in MEMORY.md (with their line numbers),
+    ``temp-file`` left by a crashed writer (fixable: its pid is gone, the real file is whole), ``no-header``
+    (a note without its ``# topic`` line), ``outside-root`` (a note that resolves outside the root).
+    """
+    problems: list[dict[str, Any]] = []
+    try:
+        index_lines = (root / INDEX_NAME).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        index_lines = []
+    marks = [str(n) for n, line in enumerate(index_lines, 1) if _CONFLICT.match(line)]
+    if marks:
+        problems.append(_problem("conflict-markers", f"{INDEX_NAME} holds merge-conflict markers on line(s) "
+                                                     f"{', '.join(marks)}; resolve the merge by hand, then "
+                                                     "`mmctl doctor` again", file=INDEX_NAME))
+    for temp in stale_temp_files(root):
+        rel, pid = temp["path"], temp["pid"]
+        why = f"its writer (pid {pid}) still runs: leave it" if temp["alive"] else \
+            "a writer crashed before renaming it; the real file is whole, so `mmctl doctor --fix` removes it"
+        problems.append(_problem("temp-file", f"{rel} is a temporary file: {why}", not temp["alive"], file=rel))
+    for path in sorted((root / DETAIL_DIR).glob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        topic = path.name[:-3]
+        if path.is_symlink():  # notes are opened with O_NOFOLLOW (mmd.core.rootfs): a link is never read
+            problems.append(_problem("outside-root", f"{rel} is a symbolic link to {os.path.realpath(path)}; notes "
+                                                     "are never read through a link: move the file into the root",
+                                     topic=topic, file=rel))
+            continue
+        try:
+            head = path.read_text(encoding="utf-8", errors="replace").split("\n", 1)[:1]
+        except OSError:
+            continue
+        if not head or not head[0].startswith("# "):
+            problems.append(_problem("no-header", f"{rel} has no '# {topic}' header line, so the whole "
+                                                  f"file is read as a body; `mmctl write {topic} --file {path}` "
+                                                  "rewrites it with its header", topic=topic, file=rel))
+    return problems
+
+
+def _remove_temp(root: Path, problem: dict[str, Any]) -> dict[str, Any]:
+    try:
+        (root / problem["file"]).unlink()
+    except OSError as error:
+        return {"file": problem["file"], "done": False, "message": f"cannot remove it: {error.strerror}"}
+    return {"file": problem["file"], "done": True, "message": "removed the temporary file of a crashed writer"}
 
 
 def _finish(ctx: Ctx, root: str, problems: list[dict[str, Any]], fixed: list[dict[str, Any]]) -> int:

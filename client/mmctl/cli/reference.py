@@ -12,10 +12,11 @@ from typing import Any
 
 from mmd.core.errors import ErrorCode, MMError
 
-from .args import UsageError
-from .output import EXIT_FAILED, EXIT_OK, Ctx
+from ..render import budget_lines
+from .output import EXIT_FAILED, EXIT_OK, Ctx, js_json
+from .parser import UsageError
 
-__all__ = ["cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
+__all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
            "cmd_uri", "cmd_write", "write_via_daemon"]
 
 
@@ -27,6 +28,7 @@ def _need(value: str | None, message: str) -> str:
 
 def cmd_init(ctx: Ctx) -> int:
     """``init``: create the root, ``memories/`` and an empty index if missing."""
+    ctx.creatable_root()
     memory = ctx.direct().memory()
     if ctx.json:
         ctx.print_json({"ok": True, "root": str(memory.root), "files": ["MEMORY.md", "memories/"]})
@@ -45,7 +47,7 @@ def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> 
     daemon = ctx.daemon()
     if daemon is None:
         return None
-    from .errors import RpcError
+    from ..errors import RpcError
 
     try:
         outcome: dict[str, Any] = daemon.client.write(
@@ -68,8 +70,9 @@ def _as_mm(error: Exception) -> MMError:
 def cmd_write(ctx: Ctx) -> int:
     """``write <topic> --content TEXT [--budget N] [--summary S] [--tags T]``."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
-    content = _need(ctx.args.text("--content"), "write requires --content TEXT")
+    content = _need(body_text(ctx), "write requires --content TEXT")
     budget = ctx.args.integer("--budget")
+    ctx.creatable_root()
     try:
         outcome = write_via_daemon(ctx, topic, content, budget)
         if outcome is None:
@@ -85,8 +88,50 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.write(f"{outcome['action']} {outcome['uri']}\n")
     else:
         ctx.error(outcome["message"])
-        ctx.err.write(usage_figures(outcome["usage"]))
+        ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
+
+
+def body_text(ctx: Ctx) -> str | None:
+    """The body ``--content TEXT``, ``--content -`` (stdin) or ``--file PATH`` gives, or None without any.
+
+    Raises:
+        UsageError: for both ``--content`` and ``--file``.
+        Failure: for a file that cannot be read, or a body that is not UTF-8 (naming the byte offset).
+    """
+    from .output import Failure
+
+    content, file = ctx.args.text("--content"), ctx.args.text("--file")
+    if content is not None and file is not None:
+        raise UsageError("give the body once: --content TEXT, --content - (stdin) or --file PATH, not both")
+    if file is None and content != "-":
+        return content
+    where = "stdin" if file is None else file
+    try:
+        raw = ctx.stdin_bytes() if file is None else open(file, "rb").read()  # noqa: SIM115 - read whole at once
+    except OSError as error:
+        raise Failure(f"cannot read the body from {where}: {error.strerror or error}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise Failure(f"the body from {where} is not UTF-8 (byte {error.start}); convert it to UTF-8 first") \
+            from None
+
+
+def _as_written(ctx: Ctx, topic: str, content: str, usage: dict[str, Any]) -> dict[str, Any]:
+    """A refused write's usage with ``noteBytes`` as the note *would* have been (the outcome says 0: nothing
+    was written), in UTF-8 bytes of the serialized note (mm v1 §4)."""
+    if usage.get("noteBytes"):
+        return usage
+    from mmd.core.format import serialize_note
+    from mmd.core.paths import detail_rel
+
+    try:
+        memory_id = ctx.direct().options().memory_id
+    except MMError:
+        return usage
+    note = serialize_note(topic=topic, memory_id=memory_id, file=detail_rel(topic), body=content)
+    return {**usage, "noteBytes": len(note.encode("utf-8"))}
 
 
 def usage_figures(usage: dict[str, Any]) -> str:
@@ -99,6 +144,7 @@ def usage_figures(usage: dict[str, Any]) -> str:
 
 def cmd_read(ctx: Ctx) -> int:
     """``read [topic] [--all]``: a note, the index, or the index with every note."""
+    ctx.need_root()
     memory = ctx.direct().memory()
     if ctx.rest:
         topic = ctx.rest[0]
@@ -137,6 +183,7 @@ def cmd_read(ctx: Ctx) -> int:
 
 def cmd_list(ctx: Ctx) -> int:
     """``list``: every topic, sorted."""
+    ctx.need_root()
     notes = ctx.direct().memory().list_notes()
     topics = [n.topic for n in notes]
     if ctx.json:
@@ -150,8 +197,11 @@ def cmd_list(ctx: Ctx) -> int:
 def cmd_search(ctx: Ctx) -> int:
     """``search <query> [--mode auto|scan|fts5] [--limit N]``."""
     query = _need(ctx.rest[0] if ctx.rest else None, "search requires a <query>")
+    if not query.strip():
+        raise UsageError("search requires a <query>: an empty query matches nothing; give words to look for")
     mode_arg = ctx.args.text("--mode") or "auto"
     limit = ctx.args.integer("--limit")
+    ctx.need_root()
     memory = ctx.direct().memory(search=True)
     mode = mode_arg if mode_arg in ("scan", "fts5") else "auto"
     result = memory.search(query, mode=mode, limit=limit if limit else None)
@@ -169,29 +219,9 @@ def cmd_search(ctx: Ctx) -> int:
     return EXIT_OK
 
 
-def budget_lines(report: dict[str, Any]) -> list[str]:
-    """The reference's text form of a budget report."""
-    index, detail, anomalies = report["index"], report["detail"], report["anomalies"]
-    over = " — OVER BUDGET" if index["overBudget"] else ""
-    odd = ""
-    if anomalies["danglingEntries"] > 0 or anomalies["orphanFiles"]:
-        odd = f"\nanomalies: {anomalies['danglingEntries']} dangling, {len(anomalies['orphanFiles'])} orphan"
-    return [
-        f"memory root: {report['root']}",
-        f"snapshot: {report['loadedAt']} ({report['pendingWrites']} pending write(s))",
-        f"index: {index['entries']} entries, {index['lines']}/{index['lineCap']} lines, "
-        f"{index['bytes']}/{index['byteCap']} bytes{over}",
-        f"notes: {detail['noteCount']}, {detail['totalBodyChars']} chars / {detail['totalBytes']} bytes "
-        f"(max {detail['maxBytes']}/file)",
-        f"search engine: {report['search']['engine']}{odd}",
-        "",
-        *(f"- {t['topic']}: {t['bodyChars']}/{t['writeBudget']} chars ({t['budgetUsedPct']}%)"
-          for t in report["perTopic"]),
-    ]
-
-
 def cmd_budget(ctx: Ctx) -> int:
     """``budget``: the live budget report."""
+    ctx.need_root()
     report = ctx.direct().memory(search=True).budget()
     if ctx.json:
         ctx.print_json(report)
@@ -224,7 +254,7 @@ def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
     daemon = ctx.daemon()
     if daemon is None:
         return None
-    from .errors import RpcError
+    from ..errors import RpcError
 
     try:
         raw = daemon.client.delete(topic)
@@ -239,6 +269,7 @@ def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
 def cmd_delete(ctx: Ctx) -> int:
     """``delete <topic>``: always allowed, even over budget."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "delete requires a <topic>")
+    ctx.creatable_root()
     try:
         outcome = _delete_via_daemon(ctx, topic)
         if outcome is None:
@@ -249,12 +280,23 @@ def cmd_delete(ctx: Ctx) -> int:
     if ctx.json:
         ctx.print_json(outcome)
     else:
-        ctx.write(f"deleted {topic}: {'removed' if outcome['removed'] else 'not found'}\n")
+        ctx.write(f"deleted {topic}: {_deleted(outcome)}\n")
     return EXIT_OK
+
+
+def _deleted(outcome: dict[str, Any]) -> str:
+    """``removed``, ``not found``, or, for a dangling entry (a change without a file removed), what was removed."""
+    if outcome["removed"]:
+        return "removed"
+    if outcome.get("pendingWrites"):
+        return "removed its index entry (the note file was already gone)"
+    return "not found"
 
 
 def cmd_uri(ctx: Ctx) -> int:
     """``uri <topic>``: the topic's canonical URI (a bad topic escapes as an internal error, as in the reference)."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "uri requires a <topic>")
-    ctx.write(ctx.direct().memory().uri_for(topic) + "\n")
+    ctx.need_root()
+    uri = ctx.direct().memory().uri_for(topic)
+    ctx.write(js_json({"topic": topic, "uri": uri}) + "\n" if ctx.json else uri + "\n")
     return EXIT_OK

@@ -11,17 +11,19 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mmd.core.clock import Clock, system_clock
 from mmd.core.config_file import configured_root
+from mmd.core.errors import ErrorCode
+from mmd.core.paths import INDEX_NAME
 
-from .args import Args
+from .parser import Args
 
 if TYPE_CHECKING:
-    from .backend import Daemon, Direct
+    from ..backend import Daemon, Direct
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "js_json"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "aligned", "js_json"]
 
 EXIT_OK = 0
 """The command did what was asked."""
@@ -64,6 +66,22 @@ def js_json(value: Any) -> str:
     return text
 
 
+def _flat(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_flat(v)}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return ", ".join(_flat(v) for v in value) or "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "-" if value is None or value == "" else str(value)
+
+
+def aligned(rows: list[tuple[str, Any]]) -> str:
+    """``key  value`` lines with the values in one column; nested values are flattened to ``k=v, …``."""
+    width = max((len(k) for k, _ in rows), default=0)
+    return "".join(f"{k.ljust(width)}  {_flat(v)}\n" for k, v in rows)
+
+
 def _utf8(stream: TextIO) -> TextIO:
     if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
         stream.reconfigure(encoding="utf-8")
@@ -81,8 +99,10 @@ class Ctx:
         fts5: forced FTS5 availability (``MMCTL_FTS5``) or None.
     """
 
-    def __init__(self, args: Args, env: Mapping[str, str], out: TextIO, err: TextIO) -> None:
+    def __init__(self, args: Args, env: Mapping[str, str], out: TextIO, err: TextIO,
+                 stdin: BinaryIO | None = None) -> None:
         self.args = args
+        self.stdin = stdin
         self.env = env
         self.out = _utf8(out)
         self.err = _utf8(err)
@@ -111,6 +131,72 @@ class Ctx:
         """The resolved memory root: ``--root``, else the config file's ``root``, else mm v1 §2."""
         return configured_root(self.root_flag(), self.env)
 
+    def root_origin(self) -> str:
+        """How :meth:`root` was resolved, in words: ``--root``, the config file, ``$DSH_MEMORY_ROOT``, ``$DSH_HOME``."""
+        if self.root_flag():
+            return "from --root"
+        from mmd.core.config_file import config_path
+        from mmd.core.paths import resolve_root
+
+        if configured_root(None, self.env) != resolve_root(None, self.env):
+            return f"from the root in {config_path(None, self.env)}"
+        if self.env.get("DSH_MEMORY_ROOT", "").strip():
+            return "from $DSH_MEMORY_ROOT"
+        if self.env.get("DSH_HOME", "").strip():
+            return "from $DSH_HOME/memory"
+        return "the default, ~/.dsh/memory"
+
+    def need_root(self) -> Path:
+        """The resolved root when it is an mm root (a folder holding MEMORY.md); reads never create one.
+
+        Raises:
+            Failure: ``E_NOT_INITIALIZED: no memory root at PATH (how it was resolved); …`` naming the fix.
+        """
+        root = self.root()
+        if (root / INDEX_NAME).is_file():
+            return root
+        what = "is a file, not a folder" if root.is_file() else \
+            f"has no {INDEX_NAME}" if root.is_dir() else "does not exist"
+        raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: no memory root at {root} ({self.root_origin()}): it "
+                      f"{what}; create one with `mmctl init --root {root}`, or give the right --root")
+
+    def stdin_bytes(self) -> bytes:
+        """All of stdin, as bytes (``--content -``)."""
+        if self.stdin is not None:
+            return self.stdin.read()
+        import sys
+
+        return sys.stdin.buffer.read()
+
+    def creatable_root(self) -> Path:
+        """The resolved root, checked before ``init`` or a write creates it.
+
+        A root given with ``--root`` must have an existing parent (a typo makes no
+        folders); a configured or default root is created with its parents (mm v1 §2).
+
+        Raises:
+            Failure: naming the root, how it was resolved and the fix, for a root that is a file, a
+                missing parent (``--root`` only), or a parent that is not a writable folder.
+        """
+        root = self.root()
+        origin = self.root_origin()
+        if root.exists() and not root.is_dir():
+            raise Failure(f"the memory root {root} ({origin}) is a file, not a folder; give a folder")
+        if root.exists():
+            return root
+        parent = root.parent
+        existing = next((p for p in (parent, *parent.parents) if p.exists()), parent)
+        if not existing.is_dir():
+            raise Failure(f"cannot create the memory root {root} ({origin}): {existing} is a file, not a folder")
+        if self.root_flag() and not parent.is_dir():
+            raise Failure(f"cannot create the memory root {root} ({origin}): its parent folder {parent} does not "
+                          f"exist; create it first (`mkdir -p {parent}`) or fix the path")
+        import os
+
+        if not os.access(existing, os.W_OK | os.X_OK):
+            raise Failure(f"cannot create the memory root {root} ({origin}): {existing} is not writable")
+        return root
+
     # --- printing -------------------------------------------------------------------------------
 
     def write(self, text: str) -> None:
@@ -131,21 +217,22 @@ class Ctx:
 
     def direct(self) -> Direct:
         """The files, worked on by this process."""
-        from .backend import Direct
+        from ..backend import Direct
 
         return Direct(self.root_flag(), self.env, self.now, self.fts5)
 
     def daemon(self) -> Daemon | None:
         """The daemon owning the root, if one answers (looked for once per call)."""
         if self._daemon is False:
-            from .backend import find_daemon
+            from ..backend import find_daemon
+            from ..pins import wants_daemon
 
-            off = self.env.get("MMCTL_NO_DAEMON", "") in ("1", "true")
-            self._daemon = None if off else find_daemon(self.root(), self.env)
+            self._daemon = find_daemon(self.root(), self.env) if wants_daemon(self.env) else None
         return self._daemon  # type: ignore[return-value]
 
     def need_daemon(self, command: str) -> Daemon:
         """The daemon, or a :class:`Failure` saying that ``command`` needs one and how to start it."""
+        self.need_root()
         found = self.daemon()
         if found is None:
             from mmd.wire.endpoints import endpoints_for

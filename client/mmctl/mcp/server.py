@@ -3,7 +3,7 @@
 Tools: ``mem_read``, ``mem_write``, ``mem_search``, ``mem_budget``,
 ``mem_digest`` (the reference's five, same meaning) and ``mem_queue_list``,
 ``mem_queue_accept``, ``mem_queue_reject`` (the daemon's review queue). One
-frozen snapshot per connection (:mod:`.mcp_memory`). Every tool returns both a
+frozen snapshot per connection (:mod:`.memory`). Every tool returns both a
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
 schema (the pydantic models below). The agents' guide is the server's
@@ -14,7 +14,7 @@ with its usage, as mm v1 §6 wants.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -27,10 +27,9 @@ from mmd import __version__
 from mmd.core.errors import MMError
 from mmd.core.guide import guide_text
 
-from .errors import MmctlError
-from .mcp_memory import DaemonMemory, DirectMemory, MemoryUnavailable, SessionMemory, describe_error
-from .output import EXIT_OK, Ctx
-from .reference import budget_lines
+from ..errors import MmctlError
+from ..render import budget_lines, candidates
+from .memory import DaemonMemory, DirectMemory, MemoryUnavailable, SessionMemory, describe_error
 
 __all__ = ["DESCRIPTIONS", "BudgetOut", "DigestOut", "MemoryTools", "QueueOut", "ReadOut", "SearchOut", "WriteOut",
            "build_server", "serve"]
@@ -250,9 +249,7 @@ class MemoryTools:
 
     async def mem_queue_list(self, status: str | None = None,
                              limit: int | None = None) -> Annotated[CallToolResult, QueueOut]:
-        from .extra import _candidates
-
-        items = _candidates(await self._queue("list", status=status, limit=limit))
+        items = candidates(await self._queue("list", status=status, limit=limit))
         lines = [f"{len(items)} {status or 'pending'} candidate(s):"] + [
             f"- id {c.get('id')} [{c.get('status', '')}] topic {c.get('topic')} ({c.get('kind')}, "
             f"{c.get('chars')} chars): {c.get('summary', '')}\n  {c.get('body', '')}" for c in items]
@@ -293,24 +290,35 @@ def build_server(memory: SessionMemory, instructions: str) -> MCPServer[Any]:
     return server
 
 
-def serve(ctx: Ctx) -> int:
-    """Run the server on stdin/stdout until the client disconnects; returns the exit code.
+def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
+    """Run the server on stdin/stdout until the client disconnects; returns the exit code (0).
+
+    Args:
+        root: the ``--root`` value, or None (resolved as every command does: config file, mm v1 §2).
+        lang: the guide's language, ``en`` | ``zh`` | ``auto``.
+        env: the environment (``MMCTL_NOW``, ``MMCTL_FTS5`` and ``MMCTL_NO_DAEMON`` are read as the CLI does).
 
     The snapshot is taken here, before the first request: from the daemon when
     one owns the root, else from the files.
+
+    Raises:
+        MMError(E_INVALID): for a bad config file value.
+        ValueError: for a bad ``MMCTL_NOW``.
     """
     import asyncio
 
-    lang = ctx.args.text("--lang") or "en"
-    direct = ctx.direct()
+    from ..backend import Direct, find_daemon
+    from ..pins import pinned_clock, pinned_fts5, wants_daemon
+
+    direct = Direct(root, env, pinned_clock(env), pinned_fts5(env))
     options = direct.options()
     instructions = guide_text(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
-    daemon = ctx.daemon()
+    daemon = find_daemon(options.root, env) if wants_daemon(env) else None
 
     async def run() -> None:
         memory: SessionMemory
         if daemon is not None:
-            from .aclient import AsyncClient
+            from ..aclient import AsyncClient
 
             target = daemon.client.target
             daemon.client.close_socket()
@@ -321,4 +329,4 @@ def serve(ctx: Ctx) -> int:
         await build_server(memory, instructions).run_stdio_async()
 
     asyncio.run(run())
-    return EXIT_OK
+    return 0

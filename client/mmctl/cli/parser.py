@@ -1,0 +1,414 @@
+"""The command line of ``mmctl``: one table of commands (:data:`COMMANDS`), parsed with :mod:`argparse`.
+
+Owns: the commands, their arguments and their help text (``mmctl --help``,
+``mmctl help COMMAND`` and ``mmctl COMMAND --help`` all come from the table),
+and turning argv into :class:`Args`. Every command takes ``--root PATH``; the
+ones that print a result take ``--json``. Options and positionals may come in
+any order (``parse_intermixed_args``); a value that starts with ``--`` is given
+as ``--summary=--- draft``. Refused with :class:`UsageError` (exit code 2):
+unknown commands and options, extra positionals, bad choices, bad integers,
+an option without its value. Integers are read as the reference CLI reads them
+(JavaScript's ``Number()``: ``0x10`` is 16). Nothing here prints or exits:
+help and version text come back as :class:`Shown`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments", "js_number",
+           "parse_args", "render_help", "usage_line"]
+
+_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000\ufeff"
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_RADIX = {"0x": 16, "0o": 8, "0b": 2}
+PROG = "mmctl"
+
+
+class UsageError(Exception):
+    """A usage error (missing argument, bad flag value, unknown command): exit code 2.
+
+    Attributes:
+        message: what is wrong, one line.
+        usage: the command's one-line usage (``usage: mmctl write …``), or "" when none applies.
+    """
+
+    def __init__(self, message: str, usage: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.usage = usage
+
+
+class Shown(Exception):
+    """Not an error: the command line asked for help or the version; ``text`` goes to stdout, exit code 0."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class Opt:
+    """An option: ``flag`` (``--content``), ``metavar`` (None for a switch), ``kind`` ``text``|``int``|``switch``,
+    ``choices``; ``bare_is_missing``: given with no value, it counts as absent (the command says what it needs).
+
+    Plain classes, not dataclasses or NamedTuples: building those costs milliseconds at import, and every
+    one-shot ``mmctl read`` imports this table.
+    """
+
+    __slots__ = ("bare_is_missing", "choices", "flag", "help", "kind", "metavar")
+
+    def __init__(self, flag: str, metavar: str | None, help: str, kind: str = "text",
+                 choices: tuple[str, ...] | None = None, bare_is_missing: bool = False) -> None:
+        self.flag, self.metavar, self.help, self.kind = flag, metavar, help, kind
+        self.choices, self.bare_is_missing = choices, bare_is_missing
+
+
+class Pos:
+    """A positional: ``name`` (``topic``), ``help``, ``many`` (any number of them), ``choices``, ``default``."""
+
+    __slots__ = ("choices", "default", "help", "many", "name")
+
+    def __init__(self, name: str, help: str, many: bool = False, choices: tuple[str, ...] | None = None,
+                 default: str | None = None) -> None:
+        self.name, self.help, self.many, self.choices, self.default = name, help, many, choices, default
+
+
+class Command:
+    """One ``mmctl`` command: ``name``, the ``module`` of ``mmctl.cli`` that runs it, its one-line ``summary``,
+    its ``positionals`` and ``options``; ``json``: it takes ``--json``; ``reference``: a reference CLI command."""
+
+    __slots__ = ("epilog", "json", "module", "name", "options", "positionals", "reference", "summary")
+
+    def __init__(self, name: str, module: str, summary: str, positionals: tuple[Pos, ...] = (),
+                 options: tuple[Opt, ...] = (), json: bool = True, reference: bool = False, epilog: str = "") -> None:
+        self.name, self.module, self.summary, self.positionals, self.options = name, module, summary, positionals, \
+            options
+        self.json, self.reference, self.epilog = json, reference, epilog
+
+
+ROOT = Opt("--root", "PATH", "the memory root (default: the config file's root, $DSH_MEMORY_ROOT, $DSH_HOME/memory)")
+JSON = Opt("--json", None, "print the result as one line of JSON", "switch")
+_CONTENT = Opt("--content", "TEXT", "the note's body; '-' reads it from stdin (UTF-8)", bare_is_missing=True)
+_FILE_BODY = Opt("--file", "PATH", "read the body from this file (UTF-8)")
+_SUMMARY = Opt("--summary", "S", "the index summary (a value starting with -- goes as --summary=--- draft)")
+_TAGS = Opt("--tags", "T", "comma-separated tags")
+_LIMIT = Opt("--limit", "N", "at most N results", "int")
+_LANG = Opt("--lang", "LANG", "the guide's language", choices=("en", "zh", "auto"))
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("init", "reference", "create the memory root, memories/ and an empty index", reference=True),
+    Command("write", "reference", "create or replace a note (never truncated: an over-budget write writes nothing)",
+            (Pos("topic", "the note's topic, an ASCII slug"),),
+            (_CONTENT, _FILE_BODY, Opt("--budget", "N", "this write's budget in characters", "int"), _SUMMARY, _TAGS),
+            reference=True),
+    Command("read", "reference", "a note, the index, or the index with every note",
+            (Pos("topic", "the note's topic (none: the index)"),),
+            (Opt("--all", None, "the index and every note", "switch"),), reference=True),
+    Command("list", "reference", "every topic, sorted", reference=True),
+    Command("search", "reference", "search topics, summaries, tags and bodies",
+            (Pos("query", "the words to look for"),),
+            (Opt("--mode", "MODE", "the search engine", choices=("auto", "scan", "fts5")), _LIMIT), reference=True),
+    Command("budget", "reference", "the live budget report: the index and every note against their caps",
+            reference=True),
+    Command("digest", "reference", "candidate memories from text, a file or the newest session log; never writes",
+            options=(Opt("--file", "PATH", "a session log or text file"), Opt("--text", "TEXT", "the text itself"),
+                     Opt("--max-items", "N", "at most N candidates", "int"),
+                     Opt("--topic-hint", "S", "a topic to suggest")), reference=True),
+    Command("delete", "reference", "delete a note and its index entry (always allowed, even over budget)",
+            (Pos("topic", "the note's topic"),), reference=True),
+    Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
+    Command("status", "status", "the daemon's state (needs the daemon)"),
+    Command("queue", "queue", "the review queue of candidates the daemon distilled (needs the daemon)",
+            (Pos("action", "what to do", choices=("list", "show", "accept", "reject"), default="list"),
+             Pos("id", "candidate ids (show: one; accept, reject: one or more)", many=True)),
+            (Opt("--status", "S", "list: which candidates", choices=("pending", "accepted", "rejected", "all")),
+             _LIMIT, Opt("--offset", "N", "list: skip N", "int"), Opt("--topic", "T", "accept: write under this topic"),
+             _CONTENT, _FILE_BODY, _SUMMARY, _TAGS,
+             Opt("--replace", None, "accept: replace an existing note", "switch"),
+             Opt("--reason", "R", "reject: why")),
+            epilog="Each id of accept or reject is reported on its own line; the exit code is 1 if any failed."),
+    Command("watch", "status", "print the daemon's events as they come (needs the daemon)",
+            options=(Opt("--topic", "T", "only events whose topic starts with T"),
+                     Opt("--count", "N", "stop after N events", "int"))),
+    Command("nudge", "guide", "the nudge report: pending writes, index budget, suggested actions"),
+    Command("guide", "guide", "the agents' guide to this memory", options=(_LANG,), json=False),
+    Command("doctor", "doctor", "dangling entries, orphan files, malformed notes, an over-budget index",
+            options=(Opt("--fix", None, "repair what is marked fixable (never deletes)", "switch"),)),
+    Command("mcp", "mcp", "serve the MCP tools over stdio", options=(_LANG,), json=False),
+    Command("completion", "completion", "print the shell completion script (topics complete from the index)",
+            (Pos("shell", "the shell", choices=("bash", "zsh", "fish")),), json=False,
+            epilog="bash: mmctl completion bash > ~/.local/share/bash-completion/completions/mmctl\n"
+                   "zsh:  mmctl completion zsh > ~/.zfunc/_mmctl\n"
+                   "fish: mmctl completion fish > ~/.config/fish/completions/mmctl.fish"),
+    Command("help", "help", "help on mmctl or on one command", (Pos("command", "the command"),), json=False),
+)}
+"""Every ``mmctl`` command, in the order ``mmctl --help`` lists them."""
+
+_TAIL = """\
+Topics are ASCII slugs (content may be any language). Budgets are deterministic:
+an over-budget write errors with usage metrics and never truncates.
+When an mmd daemon owns the root, writes go through it; otherwise mmctl writes
+the files itself under the root's lock. Only init and writes create a root.
+Exit codes: 0 done, 1 failed, 2 usage error. `mmctl help COMMAND` for more.
+"""
+
+
+class Args:
+    """A parsed command line: ``flags`` maps ``--name`` to its string value or ``True``; ``positionals`` are
+    ``[command, *its positionals]``."""
+
+    def __init__(self, flags: dict[str, str | bool] | None = None, positionals: list[str] | None = None) -> None:
+        self.flags: dict[str, str | bool] = flags if flags is not None else {}
+        self.positionals: list[str] = positionals if positionals is not None else []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Args) and (self.flags, self.positionals) == (other.flags, other.positionals)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Args(flags={self.flags!r}, positionals={self.positionals!r})"
+
+    def text(self, name: str) -> str | None:
+        """The flag's string value, or None when absent."""
+        value = self.flags.get(name)
+        return value if isinstance(value, str) else None
+
+    def flag(self, name: str) -> bool:
+        """True for a given switch."""
+        return self.flags.get(name) is True
+
+    def integer(self, name: str) -> int | None:
+        """A non-negative integer flag read as JavaScript's ``Number()`` would, or None when absent.
+
+        Raises:
+            UsageError: ``<name> expects a non-negative integer (got "<raw>")`` for anything else.
+        """
+        raw = self.text(name)
+        if raw is None:
+            return None
+        number = js_number(raw)
+        if not math.isfinite(number) or number != int(number) or number < 0:
+            raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
+        return int(number)
+
+
+def render_help() -> str:
+    """``mmctl --help``: the commands of :data:`COMMANDS`, one line each, and how the memory behaves."""
+    def rows(reference: bool) -> str:
+        chosen = [c for c in COMMANDS.values() if c.reference == reference]
+        width = max(len(name) for name in COMMANDS)
+        return "".join(f"  {c.name:<{width}}  {c.summary}\n" for c in chosen)
+
+    return (f"{PROG} — Memory Standard Protocol CLI (client of the mmd daemon)\n\n"
+            f"Usage: {PROG} COMMAND [ARGS] [--root PATH] [--json]\n       {PROG} --version\n\n"
+            f"The reference CLI's commands:\n{rows(True)}\nBeyond the reference CLI:\n{rows(False)}\n{_TAIL}")
+
+
+def _builder() -> type[argparse.ArgumentParser]:
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(_reworded(self.prog, message), " ".join(self.format_usage().split()))
+
+        def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+            raise Shown(message or "")
+
+        def print_help(self, file: Any = None) -> None:
+            raise Shown(self.format_help())
+
+    return Parser
+
+
+def _reworded(prog: str, message: str) -> str:
+    """argparse's message, naming the command; ``unrecognized arguments`` split into options and arguments."""
+    if message.startswith("unrecognized arguments: "):
+        words = message.split(": ", 1)[1].split(" ")
+        options = [w for w in words if w.startswith("-") and len(w) > 1]
+        extra = [w for w in words if w not in options]
+        parts = ([f"unknown option {', '.join(options)}"] if options else []) + \
+            ([f"unexpected argument {', '.join(repr(w) for w in extra)}"] if extra else [])
+        message = "; ".join(parts)
+    return f"{prog.split(' ', 1)[-1]}: {message}"
+
+
+def command_parser(command: Command) -> argparse.ArgumentParser:
+    """The argparse parser of one command (help text, choices and metavars from the table)."""
+    import argparse
+
+    parser = _builder()(prog=f"{PROG} {command.name}", description=command.summary, epilog=command.epilog or None,
+                        allow_abbrev=False, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return add_arguments(parser, command)
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: Command) -> argparse.ArgumentParser:
+    """Declare ``command``'s positionals and options (with ``--root`` and, if it prints a result, ``--json``)."""
+    import argparse
+
+    for pos in command.positionals:
+        parser.add_argument(pos.name, nargs="*" if pos.many else "?", help=pos.help, default=pos.default,
+                            choices=pos.choices, metavar=pos.name.upper())
+    for opt in (*command.options, ROOT, *((JSON,) if command.json else ())):
+        dest = opt.flag[2:].replace("-", "_")
+        if opt.kind == "switch":
+            parser.add_argument(opt.flag, action="store_true", help=opt.help, dest=dest)
+        else:
+            parser.add_argument(opt.flag, metavar=opt.metavar, help=opt.help, choices=opt.choices, dest=dest,
+                                nargs="?" if opt.bare_is_missing else None, default=argparse.SUPPRESS)
+    return parser
+
+
+def usage_line(name: str) -> str:
+    """The one-line usage of command ``name`` (``usage: mmctl write [-h] …``), or "" for an unknown name."""
+    command = COMMANDS.get(name)
+    return " ".join(command_parser(command).format_usage().split()) if command else ""
+
+
+def _command_word(argv: list[str]) -> int | None:
+    """The index of the command in ``argv``: the first word that is not an option or an option's value."""
+    valued = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT) if o.kind != "switch"}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--" or not word.startswith("-") or word == "-":
+            return i + 1 if word == "--" and i + 1 < len(argv) else (None if word == "--" else i)
+        i += 2 if word in valued else 1
+    return None
+
+
+def parse_args(argv: list[str]) -> Args:
+    """Parse ``argv`` (without the program name) against :data:`COMMANDS`.
+
+    Raises:
+        UsageError: for anything the table refuses (message and the command's one-line usage).
+        Shown: for ``--help``, ``-h``, ``--version``, ``help [COMMAND]`` or no command at all.
+    """
+    from mmd import __version__
+
+    at = _command_word(argv)
+    if at is None:
+        if "--version" in argv:
+            raise Shown(f"{PROG} {__version__}\n")
+        known = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT, JSON)} | {"-h", "--help"}
+        unknown = [w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in known]
+        if unknown:
+            raise UsageError(f"unknown option {unknown[0]}", f"usage: {PROG} COMMAND [ARGS] | {PROG} --version")
+        raise Shown(render_help())
+    name = argv[at]
+    command = COMMANDS.get(name)
+    if command is None:
+        raise UsageError(f"unknown command: {name}", f"usage: {PROG} COMMAND [ARGS]; commands: {', '.join(COMMANDS)}")
+    rest = argv[:at] + argv[at + 1:]
+    quick = _plain_parse(command, rest) if name != "help" else None
+    if quick is not None:
+        return quick
+    parser = command_parser(command)
+    namespace = parser.parse_intermixed_args(rest)
+    values = vars(namespace)
+    if name == "help":
+        return _help(values.get("command"))
+    args = Args(positionals=[name])
+    for pos in command.positionals:
+        value = values.pop(pos.name, None)
+        args.positionals += value if isinstance(value, list) else ([value] if value is not None else [])
+    for opt in (*command.options, ROOT, JSON):
+        value = values.get(opt.flag[2:].replace("-", "_"))
+        if value is True or isinstance(value, str):
+            args.flags[opt.flag] = value
+        if opt.kind == "int" and isinstance(value, str):
+            try:
+                args.integer(opt.flag)
+            except UsageError as error:
+                raise UsageError(error.message, " ".join(parser.format_usage().split())) from None
+    return args
+
+
+def _plain_parse(command: Command, rest: list[str]) -> Args | None:
+    """``rest`` parsed without argparse when it is plainly valid, else None (argparse then decides).
+
+    Plainly valid: only positionals that do not start with ``-``, known switches, known options as
+    ``--opt=value`` or ``--opt value`` (the value not starting with ``-``), within the positionals' count,
+    choices and integers of the table. argparse reads such a line the same way; a one-shot ``read`` then
+    never builds a parser.
+    """
+    options = {o.flag: o for o in (*command.options, ROOT, *((JSON,) if command.json else ()))}
+    args = Args(positionals=[command.name])
+    words: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if not word.startswith("-"):
+            words.append(word)
+        else:
+            name, eq, value = word.partition("=")
+            opt = options.get(name)
+            if opt is None or (opt.kind == "switch" and eq) or name in ("-h", "--help"):
+                return None
+            if opt.kind == "switch":
+                args.flags[name] = True
+            elif eq:
+                args.flags[name] = value
+            elif i + 1 < len(rest) and not rest[i + 1].startswith("-"):
+                i += 1
+                args.flags[name] = rest[i]
+            else:
+                return None
+            if opt.choices and args.flags[name] not in opt.choices:
+                return None
+        i += 1
+    return _place(command, words, args)
+
+
+def _place(command: Command, words: list[str], args: Args) -> Args | None:
+    """``words`` given to the command's positionals (None when they do not fit), then the integers checked."""
+    many = any(p.many for p in command.positionals)
+    if len(words) > len(command.positionals) and not many:
+        return None
+    for pos, word in zip(command.positionals, words, strict=False):
+        if pos.choices and not pos.many and word not in pos.choices:
+            return None
+    args.positionals += words
+    if not words and command.positionals and command.positionals[0].default is not None:
+        args.positionals.append(command.positionals[0].default)
+    try:
+        for opt in command.options:
+            if opt.kind == "int" and opt.flag in args.flags:
+                args.integer(opt.flag)  # argparse passes a bad integer too: the message is ours either way
+    except UsageError as error:
+        raise UsageError(error.message, usage_line(command.name)) from None
+    return args
+
+
+def _help(topic: str | None) -> NoReturn:
+    if topic is None:
+        raise Shown(render_help())
+    command = COMMANDS.get(topic)
+    if command is None:
+        raise UsageError(f"help: unknown command {topic!r}", f"usage: {PROG} help [COMMAND]; commands: "
+                                                             f"{', '.join(COMMANDS)}")
+    raise Shown(command_parser(command).format_help())
+
+
+def js_number(raw: str) -> float:
+    """JavaScript ``Number(raw)`` for a string: blank is 0, ``0x``/``0o``/``0b`` prefixes, NaN for garbage."""
+    text = raw.strip(_JS_SPACE)
+    if not text:
+        return 0.0
+    radix = _RADIX.get(text[:2].lower())
+    if radix is not None:
+        try:
+            return float(int(text[2:], radix)) if text[2:].isalnum() else math.nan
+        except ValueError:
+            return math.nan
+    if text.lstrip("+-") == "Infinity" and text.count("+") + text.count("-") <= 1:
+        return -math.inf if text.startswith("-") else math.inf
+    if _DECIMAL.fullmatch(text):
+        return float(text)
+    return math.nan

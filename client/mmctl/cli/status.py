@@ -1,0 +1,114 @@
+"""``mmctl status`` and ``mmctl watch``: the daemon's state, once or as its events come (need the daemon).
+
+- ``status``: aligned ``key  value`` rows; ``--json`` the daemon's ``daemon.status`` value
+  ``{version, pid, root, revision, sessions, …}``;
+- ``watch``: one line per event; ``--json`` one event per line, ``{topic, seq, at, …payload, missed?, restarted?}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .output import EXIT_OK, Ctx, aligned, js_json
+from .parser import UsageError
+
+__all__ = ["cmd_status", "cmd_watch"]
+
+
+def cmd_status(ctx: Ctx) -> int:
+    """``status``: the daemon's ``daemon.status`` (needs the daemon)."""
+    status = ctx.need_daemon("status").status
+    if ctx.json:
+        ctx.print_json(status)
+    else:
+        ctx.write(aligned(list(status.items())))
+    return EXIT_OK
+
+
+def _describe(event: Any) -> str:
+    d = event.data
+    if event.topic == "memory/changed":
+        parts = [f"{sign}{item.get('topic')}" for sign, key in (("+", "added"), ("~", "updated"), ("-", "removed"))
+                 for item in d.get(key, [])]
+        return f"revision {d.get('revision')} ({d.get('cause')}): {' '.join(parts) or 'no topic changed'}"
+    if event.topic == "memory/nudge":
+        actions = "; ".join(d.get("suggestedActions", []))
+        return f"{d.get('reason')}: {d.get('pendingWrites', 0)} pending, {d.get('queuePending', 0)} queued — {actions}"
+    if event.topic == "queue/added":
+        return f"{len(d.get('ids', []))} candidate(s) from {d.get('source', '?')}"
+    if event.topic == "daemon/heartbeat":
+        return f"revision {d.get('revision')}, {d.get('queuePending', 0)} queued"
+    return js_json(d)
+
+
+HEARTBEAT_MS = 5000
+"""The daemon's default ``daemon.heartbeatMs``: the interval assumed until two heartbeats show the real one."""
+MISSED_BEATS = 3
+"""Heartbeats missed in a row before ``watch`` says the daemon is gone."""
+
+
+def cmd_watch(ctx: Ctx) -> int:
+    """``watch [--topic T] [--count N] [--json]``: print events as they come, until Ctrl+C or N events.
+
+    Says ``(the daemon is gone: …)`` on stderr after :data:`MISSED_BEATS` heartbeat
+    intervals without any event, and ``(the daemon is back)`` at the next event.
+    """
+    count = ctx.args.integer("--count")
+    topic = ctx.args.text("--topic")
+    if topic is not None:
+        from ..events import TOPICS
+
+        if not any(t.startswith(topic) for t in TOPICS):
+            raise UsageError(f"watch: --topic {topic!r} matches no event topic (use one of {', '.join(TOPICS)}, "
+                             "or a prefix such as memory/)")
+    daemon = ctx.need_daemon("watch")
+    seen = 0
+    with daemon.client.subscribe([], timeout_ms=HEARTBEAT_MS) as events:
+        for event in _watched(ctx, events):
+            if topic and not event.topic.startswith(topic):
+                continue
+            _print_event(ctx, event)
+            seen += 1
+            if count and seen >= count:
+                break
+    return EXIT_OK
+
+
+def _watched(ctx: Ctx, events: Any) -> Any:
+    """Every event of ``events``; says on stderr when the heartbeats stop and when they come back."""
+    import time
+
+    interval_ms, last, last_beat, gone = HEARTBEAT_MS, time.monotonic(), None, False
+    while True:
+        try:
+            event = next(events)
+        except StopIteration:
+            event = None
+        now = time.monotonic()
+        if event is None:
+            if not gone and (now - last) * 1000 >= MISSED_BEATS * interval_ms:
+                gone = True
+                ctx.error(f"the daemon is gone: no heartbeat for {MISSED_BEATS} intervals ({interval_ms} ms each); "
+                          "waiting for it to come back (Ctrl+C stops)")
+            continue
+        if gone:
+            gone = False
+            ctx.error("the daemon is back")
+        if event.topic == "daemon/heartbeat":
+            if last_beat is not None:
+                interval_ms = max(1, round((now - last_beat) * 1000))
+            last_beat = now
+            events.timeout_ms = interval_ms
+        last = now
+        yield event
+
+
+def _print_event(ctx: Ctx, event: Any) -> None:
+    if ctx.json:
+        ctx.print_json(event.to_json())
+        return
+    if event.restarted:
+        ctx.write("(the daemon restarted: resync with `mmctl list`)\n")
+    elif event.missed:
+        ctx.write(f"(missed {event.missed} event(s))\n")
+    ctx.write(f"{event.data.get('at', '')}  #{event.seq:<5} {event.topic:<16} {_describe(event)}\n")

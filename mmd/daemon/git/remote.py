@@ -1,0 +1,368 @@
+"""Syncing a memory root with a git remote: commit, fetch, merge by topic, push (issue 18, "Sync").
+
+Owns: :func:`sync` and :class:`SyncResult`. The merge of two diverged
+histories is computed here, object by object, with the rule of :mod:`.merge`
+(never git's line merge): the result is committed with both parents and the
+working files move onto it atomically (:func:`~.tree.checkout`), so no
+conflict marker ever reaches the disk. Offline, auth and hook failures come
+back as ``SyncResult.error`` values; every local revision is committed before
+anything touches the network, and nothing here ever rewrites or drops a
+local commit. Never does: retries with back-off, events, reloads (the
+daemon's part), or history rewriting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmd.core.durable import WriteLock
+from mmd.core.errors import MMError
+from mmd.core.format import parse_note
+from mmd.core.options import MemoryOptions
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.store import LOCK_TIMEOUT_S
+
+from .history import GitHistory, RootAt, commit_message
+from .merge import TopicConflict, merge_index
+from .runner import NETWORK_TIMEOUT_S, GitError
+from .tree import TreeEntry, checkout, commit_tree, hash_blob, read_blobs, write_tree
+
+__all__ = ["DEFAULT_REMOTE", "PUSH_ATTEMPTS", "SyncResult", "conflict_record", "merge_commits", "repo_status", "sync"]
+
+DEFAULT_REMOTE = "origin"
+"""The remote name synced with when none is configured."""
+PUSH_ATTEMPTS = 3
+"""Fetch-merge-push rounds tried when the remote moved between our fetch and our push."""
+
+_REMOTE_MOVED = ("[rejected]", "fetch first", "non-fast-forward", "cannot lock ref")
+"""Signs in git push's message that the remote branch moved since our fetch (fetch, merge, push again)."""
+
+
+@dataclass
+class SyncResult:
+    """What one :func:`sync` did, JSON-able with :meth:`to_json`.
+
+    Attributes:
+        remote, branch: what was synced (``branch`` None when HEAD is detached).
+        committed: the commit made of uncommitted local files first, if any.
+        fetched: the fetch succeeded (False when there is no remote or it is unreachable).
+        merged: ``none`` (nothing fetched), ``up-to-date`` (nothing new on the remote),
+            ``fast-forward`` or ``merge`` (a merge commit of both sides).
+        head: the local branch's commit afterwards.
+        pushed: the remote branch now holds ``head``.
+        conflicts: one record per topic (or other path) changed on both sides, see :func:`conflict_record`.
+        changed: root-relative paths whose working files changed (the daemon reloads when non-empty).
+        topics: topics whose version changed locally by the merge.
+        index_over_budget: the merged MEMORY.md breaks its caps (allowed; writes stay refused until it fits).
+        ahead, behind: commits only local / only on the remote afterwards (None when unknown).
+        error: ``{stage: commit|fetch|merge|push|branch, message}`` when a step failed; the
+            steps before it stand and no local revision is lost.
+        note: a remark that is not an error, e.g. that no remote is configured.
+    """
+
+    remote: str
+    branch: str | None
+    committed: str | None = None
+    fetched: bool = False
+    merged: str = "none"
+    head: str | None = None
+    pushed: bool = False
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+    index_over_budget: bool = False
+    ahead: int | None = None
+    behind: int | None = None
+    error: dict[str, str] | None = None
+    note: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No step failed."""
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        """The camelCase wire shape of every attribute, plus ``ok``."""
+        return {"ok": self.ok, "remote": self.remote, "branch": self.branch, "committed": self.committed,
+                "fetched": self.fetched, "merged": self.merged, "head": self.head, "pushed": self.pushed,
+                "conflicts": self.conflicts, "changed": self.changed, "topics": self.topics,
+                "indexOverBudget": self.index_over_budget, "ahead": self.ahead, "behind": self.behind,
+                "error": self.error, "note": self.note}
+
+
+def conflict_record(conflict: TopicConflict, bodies: Mapping[Hashable, str], commits: Mapping[str, str | None],
+                    remote_ref: str) -> dict[str, Any]:
+    """A topic conflict as JSON, with both whole notes and a ready ``kind: "conflict"`` review candidate.
+
+    Args:
+        bodies: ``{note blob id: note body}`` for the notes of both versions.
+        commits: ``{"ours"|"theirs"|"base": commit id or None}``.
+        remote_ref: ``<remote>/<branch>``, named in the candidate's summary.
+
+    Returns:
+        ``{topic, kind, kept, other, keptEntry, otherEntry, keptBody, otherBody, keptCommit,
+        otherCommit, baseCommit, candidate: {kind: "conflict", topic, summary, body, action, evidence}}``;
+        ``candidate.action`` is ``write`` (accepting writes the other version back) or ``delete``
+        (the other side deleted the topic); its body is the whole note, not cut to any limit.
+    """
+    kept_body = bodies.get(conflict.kept_version.note) if conflict.kept_version.note is not None else None
+    other_body = bodies.get(conflict.other_version.note) if conflict.other_version.note is not None else None
+    record = conflict.to_json()
+    record.update(keptBody=kept_body, otherBody=other_body, keptCommit=commits.get(conflict.kept),
+                  otherCommit=commits.get(conflict.other), baseCommit=commits.get("base"))
+    where = "this machine" if conflict.other == "ours" else remote_ref
+    other_entry = conflict.other_version.entry
+    if conflict.other_version.present:
+        summary = f"sync conflict: the version of {conflict.topic} from {where} (the newer one was kept)"
+        action = "write"
+    else:
+        summary = f"sync conflict: {conflict.topic} was deleted on {where} and edited on the other side (kept)"
+        action = "delete"
+    record["candidate"] = {
+        "kind": "conflict", "topic": conflict.topic, "summary": summary, "action": action,
+        "body": other_body if other_body is not None else (kept_body or ""),
+        "entrySummary": other_entry.summary if other_entry else None,
+        "tags": ", ".join(other_entry.tags) if other_entry else None,
+        "evidence": {"kept": {"commit": record["keptCommit"], "entry": record["keptEntry"], "body": kept_body},
+                     "other": {"commit": record["otherCommit"], "entry": record["otherEntry"], "body": other_body}},
+    }
+    return record
+
+
+def _memory_paths(state: RootAt) -> set[str]:
+    paths = {INDEX_NAME, *(e.file for e in state.entries.values())}
+    paths.update(p for p in state.tree if p.startswith(f"{DETAIL_DIR}/") and p.endswith(".md"))
+    return paths
+
+
+def _three_way(base: TreeEntry | None, ours: TreeEntry | None, theirs: TreeEntry | None) -> tuple[TreeEntry | None,
+                                                                                                   bool]:
+    """Path-level merge of a file outside the memory: ``(result, conflict)``; a conflict keeps ours."""
+    if ours == theirs or theirs == base:
+        return ours, False
+    if ours == base:
+        return theirs, False
+    return (ours if ours is not None else theirs), True
+
+
+def merge_commits(history: GitHistory, base: str | None, ours: str, theirs: str, *, remote_ref: str,
+                  options: MemoryOptions | None = None) -> tuple[str, dict[str, TreeEntry], dict[str, Any]]:
+    """Merge ``theirs`` into ``ours`` (``base``: their merge base, None when unrelated) as a new commit.
+
+    Returns:
+        ``(merge commit id, its tree, {conflicts, topics, indexOverBudget})``; the working files are
+        not touched (see :func:`~.tree.checkout`).
+
+    Raises:
+        MMError(E_PARSE): if a side's MEMORY.md is not mm v1.
+        GitError: if git fails.
+    """
+    git = history.git
+    states = [history.root_at(c) for c in (base, ours, theirs)]
+    b, o, t = states
+    texts = read_blobs(git, [s.tree[INDEX_NAME].oid for s in states if INDEX_NAME in s.tree])
+    index_text = [texts[s.tree[INDEX_NAME].oid].decode("utf-8", "replace") if INDEX_NAME in s.tree else ""
+                  for s in states]
+    notes = tuple({topic: s.note_oid(topic) for topic in s.topics() if s.note_oid(topic)} for s in states)
+    merged = merge_index(index_text[0], index_text[1], index_text[2], notes=notes,  # type: ignore[arg-type]
+                         memory_id=options.memory_id if options else None,
+                         index_lines=options.index_lines if options else None,
+                         index_bytes=options.index_bytes if options else None)
+    memory = _memory_paths(b) | _memory_paths(o) | _memory_paths(t)
+    files: dict[str, TreeEntry] = {}
+    path_conflicts = []
+    for path in sorted((b.tree.keys() | o.tree.keys() | t.tree.keys()) - memory):
+        kept, clash = _three_way(b.tree.get(path), o.tree.get(path), t.tree.get(path))
+        if kept is not None:
+            files[path] = kept
+        if clash:
+            path_conflicts.append({"path": path, "kind": "both-changed", "kept": "ours"})
+    by_side = {"ours": o, "theirs": t}
+    entries = {e.topic: e for e in merged.entries}
+    for topic, side in merged.picks.items():
+        state = by_side[side]
+        entry = entries.get(topic)
+        note_path = entry.file if entry else f"{DETAIL_DIR}/{topic}.md"
+        if note_path in state.tree:
+            files[note_path] = state.tree[note_path]
+    data = merged.text.encode()
+    ours_index = o.tree.get(INDEX_NAME)
+    same = ours_index is not None and index_text[1].encode() == data
+    files[INDEX_NAME] = ours_index if same and ours_index else TreeEntry("100644", hash_blob(git, data))
+    topics = sorted(x for x in o.topics() | set(merged.picks)
+                    if (x in merged.picks) != (x in o.topics()) or merged.picks.get(x) == "theirs")
+    note_oids = [v.note for c in merged.conflicts for v in (c.kept_version, c.other_version) if v.note]
+    blobs = read_blobs(git, note_oids)  # type: ignore[arg-type]
+    bodies: dict[Hashable, str] = {oid: parse_note(raw.decode("utf-8", "replace")).body for oid, raw in blobs.items()}
+    commits = {"ours": ours, "theirs": theirs, "base": base}
+    conflicts = [conflict_record(c, bodies, commits, remote_ref) for c in merged.conflicts] + path_conflicts
+    tree = write_tree(git, files)
+    message = commit_message([], f"sync: merge {remote_ref}", topics)
+    commit = commit_tree(git, tree, [ours, theirs], message, env=history.identity)
+    return commit, files, {"conflicts": conflicts, "topics": topics, "indexOverBudget": merged.over_budget}
+
+
+def _rev(history: GitHistory, ref: str) -> str | None:
+    done = history.git.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return done.stdout.decode().strip() or None if done.returncode == 0 else None
+
+
+def _is_ancestor(history: GitHistory, older: str, newer: str) -> bool:
+    return history.git.ok("merge-base", "--is-ancestor", older, newer)
+
+
+def _integrate(history: GitHistory, result: SyncResult, theirs: str, ref: str,
+               options: MemoryOptions | None) -> None:
+    """Bring ``theirs`` into the local branch ``ref`` (fast-forward or merge); fills ``result``."""
+    git = history.git
+    ours = history.head()
+    if ours is not None and (ours == theirs or _is_ancestor(history, theirs, ours)):
+        result.merged = "up-to-date"
+        return
+    if ours is None or _is_ancestor(history, ours, theirs):
+        target, tree = theirs, history.root_at(theirs).tree
+        result.merged = "fast-forward"
+        topics = history.changed_topics(history.root_at(ours), history.root_at(theirs))
+    else:
+        done = git.run("merge-base", ours, theirs, check=False)
+        base = done.stdout.decode().strip() or None
+        target, tree, info = merge_commits(history, base, ours, theirs, remote_ref=f"{result.remote}/{result.branch}",
+                                           options=options)
+        result.merged = "merge"
+        # A second round (the remote moved before our push) adds to the first round's report.
+        result.conflicts += info["conflicts"]
+        topics = info["topics"]
+        result.index_over_budget = info["indexOverBudget"]
+    result.topics = sorted(set(result.topics) | set(topics))
+    old_tree = read_tree_of(history, ours)
+    result.changed = sorted(set(result.changed) | set(checkout(git, old_tree, tree, target, ref, ours)))
+
+
+def read_tree_of(history: GitHistory, commit: str | None) -> dict[str, TreeEntry]:
+    """``commit``'s files (``{}`` for None)."""
+    return history.root_at(commit).tree if commit else {}
+
+
+def _fetch(history: GitHistory, remote: str, branch: str) -> str | None:
+    """Fetch ``branch`` into ``refs/remotes/<remote>/<branch>``; its commit, or None if the remote has no such branch.
+
+    Raises:
+        GitError: if the remote cannot be reached or refuses us.
+    """
+    tracking = f"refs/remotes/{remote}/{branch}"
+    done = history.git.run("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}",
+                           check=False, timeout_s=NETWORK_TIMEOUT_S)
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", "replace")
+        if "couldn't find remote ref" in err:
+            return None
+        raise GitError(["fetch", remote], done.returncode, err)
+    return _rev(history, tracking)
+
+
+def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: str | None = None,
+         options: MemoryOptions | None = None, lock: Callable[[], AbstractContextManager[Any]] | None = None,
+         history: GitHistory | None = None, env: Mapping[str, str] | None = None) -> SyncResult:
+    """Commit the root's files, fetch ``remote``, merge by topic, push; return what happened.
+
+    Args:
+        root: a root prepared by :func:`~.repo.ensure_repo`.
+        remote: a remote NAME (``git remote``); none configured is not an error (``note`` says so).
+        branch: the branch on both sides; it must be the checked-out one (default: it).
+        options: the root's options, for the merged index's header (id and caps); default ours' header.
+        lock: serializes the steps that change files or the branch against writers (default the
+            root's :class:`~mmd.core.durable.WriteLock`; the daemon, which holds that lock, passes
+            its own). The network steps run outside it.
+        history, env: a :class:`GitHistory` to reuse, or the environment for a new one.
+
+    Returns:
+        A :class:`SyncResult`; failures are in ``error``, never raised, except as below.
+
+    Raises:
+        GitMissing: if git is not on PATH.
+    """
+    history = history or GitHistory(root, env)
+    path = Path(os.path.abspath(root))
+    locked = lock or (lambda: WriteLock(path, timeout_s=LOCK_TIMEOUT_S))
+    git = history.git
+    current = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.decode().strip() or None
+    result = SyncResult(remote, branch or current)
+    stage = "commit"
+    try:
+        with locked():
+            result.committed = history.commit([], "external edit", [])
+        if current is None or (branch is not None and branch != current):
+            why = "HEAD is detached" if current is None else f"the current branch is {current}, not {branch}"
+            result.error = {"stage": "branch", "message": f"{why}: sync works on the checked-out branch"}
+            return result
+        branch = current
+        if remote not in git.out("remote").split():
+            result.note = f"no remote {remote!r} is configured: revisions are committed locally only"
+            return result
+        for _ in range(PUSH_ATTEMPTS):
+            stage = "fetch"
+            theirs = _fetch(history, remote, branch)
+            result.fetched = True
+            stage = "merge"
+            with locked():
+                result.committed = history.commit([], "external edit", []) or result.committed
+                if theirs is not None:
+                    _integrate(history, result, theirs, f"refs/heads/{branch}", options)
+            stage = "push"
+            done = git.run("push", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False,
+                           timeout_s=NETWORK_TIMEOUT_S)
+            if done.returncode == 0:
+                result.pushed = True
+                git.run("update-ref", f"refs/remotes/{remote}/{branch}", "HEAD")
+                break
+            err = done.stderr.decode("utf-8", "replace")
+            if not any(sign in err for sign in _REMOTE_MOVED):
+                raise GitError(["push", remote], done.returncode, err)
+        else:
+            result.error = {"stage": "push", "message": "the remote kept moving: try again"}
+    except GitError as error:
+        result.error = {"stage": stage, "message": error.stderr or str(error)}
+    except MMError as error:
+        result.error = {"stage": stage, "message": str(error)}
+    finally:
+        result.head = history.head()
+        _ahead_behind(history, result)
+    return result
+
+
+def _ahead_behind(history: GitHistory, result: SyncResult) -> None:
+    tracking = f"refs/remotes/{result.remote}/{result.branch}"
+    if result.head is None or result.branch is None or _rev(history, tracking) is None:
+        return
+    done = history.git.run("rev-list", "--left-right", "--count", f"HEAD...{tracking}", check=False)
+    if done.returncode == 0:
+        ahead, behind = done.stdout.decode().split()
+        result.ahead, result.behind = int(ahead), int(behind)
+
+
+def repo_status(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE,
+                history: GitHistory | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What ``mmctl status`` shows of the repository, read locally (no network).
+
+    Returns:
+        ``{branch, head, remote, remoteConfigured, ahead, behind, uncommitted}``: ``ahead``/``behind``
+        count commits against ``refs/remotes/<remote>/<branch>`` as of the last fetch (None before
+        one); ``uncommitted`` counts files that differ from HEAD.
+
+    Raises:
+        GitMissing: if git is not on PATH.
+    """
+    history = history or GitHistory(root, env)
+    git = history.git
+    branch = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.decode().strip() or None
+    result = SyncResult(remote, branch, head=history.head())
+    _ahead_behind(history, result)
+    dirty = git.run("status", "--porcelain", "-z", "--untracked-files=all", check=False).stdout
+    return {"branch": branch, "head": result.head, "remote": remote,
+            "remoteConfigured": remote in git.out("remote").split(), "ahead": result.ahead,
+            "behind": result.behind, "uncommitted": len([r for r in dirty.split(b"\0") if r.strip()])}

@@ -1,0 +1,129 @@
+"""Running the ``git`` command for a memory root.
+
+Owns: finding ``git`` on ``PATH``, running it in the root with an environment
+cleaned of the variables that would point it at another repository
+(``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE``, … — set when mmd itself runs
+inside a git hook), and turning its failures into :class:`GitError` values.
+The user's configuration, hooks and credentials apply: nothing here overrides
+them, except that git never prompts on a terminal (``GIT_TERMINAL_PROMPT=0``),
+since a daemon has none, and speaks untranslated (``LC_ALL=C``), since some of
+its messages are read. Never does: merges, history, or any decision.
+
+Errors::
+
+    GitError            git ran and failed (``returncode``, ``stderr``)
+    └── GitMissing      no ``git`` executable on PATH
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+__all__ = ["Git", "GitError", "GitMissing", "NETWORK_TIMEOUT_S"]
+
+NETWORK_TIMEOUT_S = 120.0
+"""Longest a fetch or push may take, in seconds, before it is reported as failed."""
+
+_SCRUBBED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
+             "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES")
+
+
+class GitError(Exception):
+    """Raised by :meth:`Git.run` when git exits non-zero (or times out: ``returncode`` -1).
+
+    Attributes:
+        args_: the git arguments (after ``git``).
+        returncode: the exit status.
+        stderr: git's message, stripped.
+    """
+
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        self.args_ = list(args)
+        self.returncode = returncode
+        self.stderr = stderr.strip()
+        super().__init__(f"git {' '.join(self.args_[:3])} failed ({returncode}): {self.stderr or 'no message'}")
+
+
+class GitMissing(GitError):
+    """Raised by :class:`Git` when no ``git`` executable is on ``PATH``."""
+
+    def __init__(self) -> None:
+        super().__init__([], 127, "git is not installed or not on PATH: mmd's git history and sync need it")
+
+    def __str__(self) -> str:
+        return self.stderr
+
+
+class Git:
+    """Runs ``git`` with the memory root as its working directory.
+
+    Args:
+        root: the folder git runs in (``-C``).
+        env: the environment to start from (default ``os.environ``); the repository-locating
+            variables listed in the module docstring are removed from it.
+
+    Raises:
+        GitMissing: if ``git`` is not on ``PATH``.
+    """
+
+    def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
+        exe = shutil.which("git", path=(env or os.environ).get("PATH"))
+        if exe is None:
+            raise GitMissing()
+        self.exe = exe
+        self.root = Path(root)
+        base = dict(os.environ if env is None else env)
+        for name in _SCRUBBED:
+            base.pop(name, None)
+        base["GIT_TERMINAL_PROMPT"] = "0"
+        # git's messages are matched ("nothing to commit", "couldn't find remote ref"): untranslated.
+        base["LC_ALL"] = "C"
+        self.env = base
+
+    def run(self, *args: str, check: bool = True, input: bytes | None = None,
+            env: Mapping[str, str] | None = None, timeout_s: float | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run ``git <args>`` in the root and return the finished process (stdout/stderr as bytes).
+
+        Args:
+            check: raise :class:`GitError` on a non-zero exit.
+            input: bytes for stdin.
+            env: extra variables for this call.
+            timeout_s: kill git after this many seconds (reported as returncode -1).
+
+        Raises:
+            GitError: if ``check`` and git fails or times out.
+        """
+        full_env = self.env if env is None else {**self.env, **env}
+        try:
+            done = subprocess.run([self.exe, *args], cwd=self.root, env=full_env, input=input,
+                                  capture_output=True, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired as error:
+            raise GitError(args, -1, f"timed out after {timeout_s} s: {_text(error.stderr)}") from error
+        except OSError as error:
+            raise GitError(args, -1, str(error)) from error
+        if check and done.returncode != 0:
+            raise GitError(args, done.returncode, _text(done.stderr) or _text(done.stdout))
+        return done
+
+    def out(self, *args: str, env: Mapping[str, str] | None = None) -> str:
+        """stdout of ``git <args>`` decoded as UTF-8, trailing newline removed; raises as :meth:`run`."""
+        return self.run(*args, env=env).stdout.decode("utf-8", "replace").rstrip("\n")
+
+    def ok(self, *args: str) -> bool:
+        """Whether ``git <args>`` exits 0."""
+        return self.run(*args, check=False).returncode == 0
+
+    def config_get(self, key: str) -> str | None:
+        """``git config --get key`` or None when unset."""
+        done = self.run("config", "--get", key, check=False)
+        return done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else None
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data

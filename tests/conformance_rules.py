@@ -1,0 +1,333 @@
+"""The conformance runner's deviation rules: where mmd deliberately differs from the reference, and why.
+
+Each :class:`Deviation` names the difference, its reason and the test that
+pins our behaviour; ``explained_by`` says which rule, if any, explains a
+difference between our result and a vector's. Rules look at the case, the op
+and the two results, never at a vector's name. ``files`` differences come as
+the pseudo-op ``{"op": "files"}`` with ``{"files": …}`` on both sides.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mmd.core import format, rootfs
+from mmd.core.errors import MMError
+from mmd.core.paths import STATE_DIR
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A rule saying where we deliberately differ from the reference, and why.
+
+    ``explains(case, op, got, want)`` is True when the difference between our
+    result and the vector's is exactly this deviation. ``proof`` names the
+    test (``module::function``) that pins our behaviour instead.
+    """
+
+    name: str
+    reason: str
+    proof: str
+    explains: Callable[[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]], bool]
+
+
+_REF_CJK = re.compile("[\u3400-\u9fff]")
+
+
+def _beyond_reference_tokens(value: str) -> bool:
+    """Text our tokenizer reads differently: non-ASCII letters/digits outside U+3400–U+9FFF, or NFKC changes."""
+    if unicodedata.normalize("NFKC", value) != value:
+        return True
+    return any(ord(ch) > 127 and not _REF_CJK.match(ch) and (ch.isalnum() or ord(ch) > 0xFFFF) for ch in value)
+
+
+def _search_shape(outcome: dict[str, Any]) -> Any:
+    """A search outcome without scores, order and snippets (what the weights cannot change)."""
+    if "result" not in outcome:
+        return outcome
+    result = dict(outcome["result"])
+    matches = result.pop("matches")
+    result["count"] = len(matches)
+    if not result["truncated"]:
+        result["rows"] = sorted((m["topic"], m["uri"], m["updated"]) for m in matches)
+    return result
+
+
+def _ids_as_configured(value: Any, memory_id: str) -> Any:
+    """The vector's value with every memory id (fields and URIs) replaced by the configured one."""
+    if isinstance(value, dict):
+        return {k: (memory_id if k == "memoryId" and isinstance(v, str) else _ids_as_configured(v, memory_id))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ids_as_configured(v, memory_id) for v in value]
+    if isinstance(value, str) and value.startswith("mm://"):
+        return re.sub(r"^mm://[^/]+/", f"mm://{memory_id}/", value)
+    return value
+
+
+def has_crlf(case: dict[str, Any]) -> bool:
+    texts = [*case.get("setup_files", {}).values(), *(str(o.get("text", "")) + str(o.get("content", ""))
+                                                      for o in case["ops"])]
+    return any("\r\n" in t for t in texts)
+
+
+def _scan_search(op: dict[str, Any], want: dict[str, Any]) -> bool:
+    return op["op"] == "search" and want.get("result", {}).get("engine") == "scan"
+
+
+DEVIATIONS: list[Deviation] = [
+    Deviation(
+        "crlf", "CRLF files parse as LF; the reference drops every CRLF index entry and keeps CRs in bodies "
+        "(DESIGN.md: no silent data loss)", "test_format::test_crlf_index_parses_every_entry",
+        lambda case, op, got, want: has_crlf(case)),
+    Deviation(
+        "search-limit", "search limit < 1 is E_INVALID; the reference returns nothing for 0 and slices from the "
+        "end for negatives (DESIGN.md)", "test_memory::test_search_limit_below_one_is_invalid",
+        lambda case, op, got, want: op["op"] == "search" and isinstance(op.get("limit"), int)
+        and op["limit"] < 1 and got.get("error", {}).get("code") == "E_INVALID"),
+    Deviation(
+        "tokenizer", "scan tokens are NFKC-lowercased Unicode letter/digit runs plus CJK grams for Han (astral "
+        "planes too), kana and Hangul; the reference knows only [a-z0-9] and U+3400-U+9FFF (issue 2)",
+        "test_search::test_tokenize_kana_hangul_and_astral_han",
+        lambda case, op, got, want: (op["op"] == "search" and _beyond_reference_tokens(op["query"]))
+        or (op["op"] == "tokenize" and _beyond_reference_tokens(op["text"]))),
+    Deviation(
+        "scan-weights", "scan weights topic x3 > summary/tags x2 > body x1 as mm v1 §8 says (reference: topic x2, "
+        "everything else x1); snippets use U+2026 and fit maxSnippetChars. Totals and matched rows must agree",
+        "test_search::test_scan_ranks_topic_over_summary_over_body",
+        lambda case, op, got, want: _scan_search(op, want)
+        and _search_shape(got) == _search_shape(_ids_as_configured(want, case["config"]["memoryId"]))),
+    Deviation(
+        "snippet-ellipsis", "snippets end in U+2026 and never exceed maxChars; the reference writes the mojibake "
+        "'\u00e2\u20ac\u00a6' and can overflow (DESIGN.md)", "test_search::test_make_snippet_never_exceeds_cap",
+        lambda case, op, got, want: op["op"] == "make_snippet" and isinstance(got.get("result"), str)
+        and len(got["result"]) <= max(op["maxChars"], 1) and "\u00e2\u20ac\u00a6" in str(want.get("result"))),
+    Deviation(
+        "one-memory-id", "one memory id per snapshot: note.memoryId, note.uri and search URIs all use the "
+        "configured id; the reference mixes the file's mm-id and the configured one (DESIGN.md)",
+        "test_memory::test_one_memory_id_per_snapshot",
+        lambda case, op, got, want: same(got, _ids_as_configured(want, case["config"]["memoryId"]), False)),
+]
+
+
+def _cli_as_reference(result: dict[str, Any]) -> dict[str, Any]:
+    """A ``cli`` result with our listed differences undone: the ``mmctl:`` prefix, the figures line under a
+    refused write, and exit code 2 for usage."""
+    out = dict(result)
+    stderr = re.sub(r"(?m)^  body \d+/\d+ chars .*\n", "", out.get("stderr", ""))
+    stderr = re.sub(r"(?m)^usage: mmctl .*\n", "", stderr)
+    out["stderr"] = re.sub(r"(?m)^mmctl: ", "dsh-memory: ", stderr)
+    if out["stderr"].startswith("dsh-memory: unknown command:"):
+        out["stderr"] = out["stderr"].split("\n")[0]  # the help text that follows is mmctl's own
+    if out.get("exitCode") == 2:
+        out["exitCode"] = 1
+    return out
+
+
+def _cli_explained(got: dict[str, Any], want: dict[str, Any], usage: bool) -> bool:
+    if "result" not in got or "result" not in want:
+        return False
+    mine, theirs = got["result"], dict(want["result"])
+    if (mine.get("exitCode") == 2) != usage:
+        return False
+    if str(theirs.get("stderr", "")).startswith("dsh-memory: unknown command:"):
+        theirs["stderr"] = theirs["stderr"].split("\n")[0]
+    ours = _cli_as_reference(mine)
+    if str(theirs.get("stderr", "")).startswith("dsh-memory: internal error:"):  # first line, newline or not
+        theirs["stderr"], ours["stderr"] = theirs["stderr"].rstrip("\n"), ours["stderr"].rstrip("\n")
+    return same(ours, theirs, False)
+
+
+DEVIATIONS += [
+    Deviation(
+        "cli-prefix", "mmctl's messages on stderr start with 'mmctl:' where the reference's say 'dsh-memory:' "
+        "(the same text otherwise; after 'unknown command' comes mmctl's own help; under a refused write, "
+        "a line of its usage figures)",
+        "test_mmctl_cli::test_messages_on_stderr_start_with_mmctl",
+        lambda case, op, got, want: op["op"] == "cli" and _cli_explained(got, want, usage=False)),
+    Deviation(
+        "cli-usage-exit-2", "a usage error (missing argument, bad flag value, unknown command) exits 2 and adds a "
+        "one-line 'usage: mmctl …' hint, as issues 5 and 10 ask; the reference exits 1 for those too",
+        "test_mmctl_cli::test_usage_errors_exit_2",
+        lambda case, op, got, want: op["op"] == "cli" and _cli_explained(got, want, usage=True)),
+]
+
+
+_READS = ("read", "list", "search", "budget", "uri", "doctor", "status", "nudge")
+_REFUSALS = re.compile(r"^mmctl: (\w+: )?(unknown option|unexpected argument|argument --[\w-]+: invalid choice|"
+                       r"argument --[\w-]+: expected one argument|search requires a <query>: an empty query)")
+_PATHISH = re.compile(r"\S*(/|\.md\b|\.toml\b)\S*")
+
+
+def _help_superset(op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Our help lists every command the reference's help lists (its usage lines name them after the program)."""
+    mine, theirs = got.get("result", {}), want.get("result", {})
+    if op["op"] != "cli" or (op["args"][:1] not in ([], ["help"], ["--help"], ["-h"])):
+        return False
+    if mine.get("exitCode") != 0 or theirs.get("exitCode") != 0:
+        return False
+    names = set(re.findall(r"(?m)^\s+dsh-memory (\w+)", str(theirs.get("stdout", ""))))
+    return bool(names) and all(f"\n  {name} " in str(mine.get("stdout", "")) for name in names)
+
+
+def _without_paths(message: str) -> str:
+    return " ".join(_PATHISH.sub("", message).replace(":", " ").split())
+
+
+def _path_added(got: dict[str, Any], want: dict[str, Any]) -> bool:
+    """The same error code, and our message is the reference's once file paths are left out of both."""
+    mine, theirs = got.get("error"), want.get("error")
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        return bool(mine.get("code") == theirs.get("code") and (theirs.get("message", "") in mine.get("message", "")
+                    or _without_paths(mine.get("message", "")) == _without_paths(theirs.get("message", ""))))
+    return False
+
+
+def _unslug_title(case: dict[str, Any]) -> bool:
+    """A note file in the setup whose ``# title`` line is not a topic slug."""
+    from mmd.core.text import TOPIC_RE
+
+    for rel, body in case.get("setup_files", {}).items():
+        first = str(body).split("\n", 1)[0]
+        if rel.startswith("memories/") and first.startswith("# ") and not TOPIC_RE.fullmatch(first[2:].strip()):
+            return True
+    return False
+
+
+def _not_a_root(op: dict[str, Any], got: dict[str, Any]) -> bool:
+    result = got.get("result", {})
+    return (op["op"] == "cli" and bool(op["args"]) and op["args"][0] in _READS and result.get("exitCode") == 1
+            and str(result.get("stderr", "")).startswith("mmctl: E_NOT_INITIALIZED: no memory root at "))
+
+
+def _files_apart_from_state(got: dict[str, Any], want: dict[str, Any]) -> bool:
+    """The files are the same once every ``.mmd/`` folder (a root's lock and state) is left out of ours."""
+    mine = {k: v for k, v in got.get("files", {}).items() if f"/{STATE_DIR}/" not in f"/{k}"}
+    return "files" in want and same(mine, want["files"], False)
+
+
+def _files_without_silent_root(case: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Ours lack only the empty root a read created silently in the reference (MEMORY.md and nothing else new)."""
+    mine, theirs = got.get("files", {}), want.get("files", {})
+    refused = any(o["op"] == "cli" and o["args"][:1] and o["args"][0] in _READS for o in case["ops"])
+    return refused and set(theirs) - set(mine) == {"MEMORY.md"} and all(theirs.get(k) == v for k, v in mine.items())
+
+
+DEVIATIONS += [
+    Deviation(
+        "help-superset", "`mmctl help` lists every command of the reference's help under our program name, plus "
+        "our own commands (status, queue, watch, nudge, guide, doctor, mcp, help)",
+        "test_mmctl_cli::test_help_is_printed_for_no_command_help_and_dash_h",
+        lambda case, op, got, want: _help_superset(op, got, want)),
+    Deviation(
+        "state-folders", "a root mmctl or mmd wrote to keeps its lock and state in its own .mmd/ folder, also when "
+        "that root is not the test's main one (e.g. under $HOME); mm readers ignore .mmd/",
+        "test_mmctl_cli::test_a_direct_write_keeps_its_lock_in_the_roots_state_folder",
+        lambda case, op, got, want: op["op"] == "files" and _files_apart_from_state(got, want)),
+    Deviation(
+        "error-names-the-file", "an error keeps the reference's code and adds the file's path to its message, so "
+        "a person knows which file to fix", "test_memory::test_unparsable_index_is_never_overwritten",
+        lambda case, op, got, want: _path_added(got, want)),
+    Deviation(
+        "unslug-title-anomaly", "a note whose '# title' is not a topic slug loads as a malformed-note anomaly and "
+        "the rest of the memory loads (DESIGN.md: one bad file never hides the others); the reference fails the load",
+        "test_memory::test_a_malformed_note_is_an_anomaly_and_the_rest_loads",
+        lambda case, op, got, want: _unslug_title(case) and "error" in want and "error" not in got),
+    Deviation(
+        "updated-newline", "an `updated` value with a newline is refused with E_INVALID (DESIGN.md: it would forge "
+        "index lines); the reference writes it", "test_memory::test_updated_with_a_newline_is_refused",
+        lambda case, op, got, want: "\n" in str(op.get("updated", "")) and got.get("error", {}).get("code")
+        == "E_INVALID"),
+    Deviation(
+        "no-silent-roots", "reads, list, search, budget, uri, doctor, status and nudge on a folder that is not an mm "
+        "root fail with E_NOT_INITIALIZED naming the path and how it was resolved; only init and writes create a "
+        "root (issue 10); the reference creates an empty root",
+        "test_cli_usage::test_a_bad_invocation_is_refused_clearly_and_changes_nothing",
+        lambda case, op, got, want: _not_a_root(op, got)
+        or (op["op"] == "files" and _files_without_silent_root(case, got, want))),
+    Deviation(
+        "cli-refuses-what-the-reference-ignored", "unknown options, extra arguments, bad choices (--mode bogus), "
+        "an option without its value and an empty search are refused with exit 2 (issue 10); the reference ignored "
+        "them", "test_cli_usage::test_a_bad_invocation_is_refused_clearly_and_changes_nothing",
+        lambda case, op, got, want: op["op"] == "cli" and got.get("result", {}).get("exitCode") == 2
+        and bool(_REFUSALS.match(str(got.get("result", {}).get("stderr", ""))))),
+]
+
+
+def _setup_index(case: dict[str, Any]) -> str:
+    return str(case.get("setup_files", {}).get("MEMORY.md", ""))
+
+
+def _has_header_extras(case: dict[str, Any]) -> bool:
+    return bool(format.header_extras(_setup_index(case)))
+
+
+def _names_a_file_outside_memories(case: dict[str, Any]) -> bool:
+    try:
+        entries = format.parse_index(_setup_index(case)).entries
+    except MMError:
+        return False
+    return any(rootfs.note_problem(e.file) is not None for e in entries)
+
+
+def files_as_reference(case: dict[str, Any], files: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
+    """The root's files with the two file-level deviations below undone: header lines we keep
+    (``header-lines-kept``), and non-notes we never delete (``notes-under-memories``: files named by an
+    entry outside memories/ that the reference removed). Applies only to cases those rules cover."""
+    out = dict(files)
+    index = out.get("MEMORY.md")
+    if isinstance(index, str) and _has_header_extras(case):
+        extras = format.header_extras(index)
+        if extras:
+            out["MEMORY.md"] = index.replace("\n" + "\n".join(extras) + "\n", "", 1)
+    if _names_a_file_outside_memories(case):
+        for entry in format.parse_index(_setup_index(case)).entries:
+            rel = "/".join(p for p in entry.file.split("/") if p not in ("", "."))
+            if rootfs.note_problem(entry.file) is not None and rel not in want:
+                out.pop(rel, None)
+    return out
+
+
+DEVIATIONS += [
+    Deviation(
+        "header-lines-kept", "hand-written lines in MEMORY.md's header area (free text, unknown '>' meta) are kept "
+        "by every rewrite; the reference drops them (issue 15: no silent data loss)",
+        "test_core_hardening::test_hand_written_header_lines_are_kept",
+        lambda case, op, got, want: _has_header_extras(case)),
+    Deviation(
+        "notes-under-memories", "an index entry's file may name only a regular file under memories/: another "
+        "file is reported as a malformed note (never read, never deleted); the reference reads and deletes any "
+        "safe relative path, MEMORY.md included (issue 11)",
+        "test_core_hardening::test_an_entry_may_name_only_a_note_under_memories",
+        lambda case, op, got, want: _names_a_file_outside_memories(case)),
+]
+
+
+def explained_by(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> str | None:
+    """The name of the deviation that explains ``got != want``, or None."""
+    return next((d.name for d in DEVIATIONS if d.explains(case, op, got, want)), None)
+
+
+# --------------------------------------------------------------------------- harness
+
+
+def same(actual: Any, expected: Any, float_tol: bool) -> bool:
+    """Structural equality; floats within 1e-9 relative when ``float_tol``; NaN equals null."""
+    if isinstance(actual, float) and math.isnan(actual):
+        actual = None
+    if isinstance(expected, dict):
+        return (isinstance(actual, dict) and actual.keys() == expected.keys()
+                and all(same(actual[k], expected[k], float_tol) for k in expected))
+    if isinstance(expected, list):
+        return (isinstance(actual, list) and len(actual) == len(expected)
+                and all(same(a, e, float_tol) for a, e in zip(actual, expected, strict=True)))
+    if float_tol and isinstance(expected, float) and isinstance(actual, int | float) and not isinstance(actual, bool):
+        return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return actual is expected
+    return bool(actual == expected)

@@ -1,0 +1,188 @@
+"""Bad invocations of real ``mmctl`` and ``mmd`` processes: the exit code, the first line of stderr, nothing touched.
+
+Each row runs one process in a sandbox (``HOME``, ``DSH_HOME``, ``XDG_*`` under
+one temporary folder holding an initialized root, a folder that is not a root,
+a plain file, a Latin-1 file and a broken TOML file) and checks that every
+file in the sandbox is byte for byte and mtime for mtime what it was, and that
+no message says "internal error" (that is kept for real bugs: issue 10).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mmd import __version__
+
+MMCTL = Path(sys.executable).with_name("mmctl")
+MMCTL_ARGV = [str(MMCTL)] if MMCTL.exists() else [sys.executable, "-m", "mmctl"]
+MMD_ARGV = [sys.executable, "-m", "mmd.daemon.main"]
+
+_E = "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/typo (from --root): it does not exist"
+
+# (program, argv, extra env, exit code, first line of stderr (prefix; "" = stderr empty), stdout prefix)
+ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
+    ("mmctl", ["--bogus"], {}, 2, "mmctl: unknown option --bogus", ""),
+    ("mmctl", ["frob"], {}, 2, "mmctl: unknown command: frob", ""),
+    ("mmctl", ["init", "--bogus"], {}, 2, "mmctl: init: unknown option --bogus", ""),
+    ("mmctl", ["init", "extra"], {}, 2, "mmctl: init: unexpected argument 'extra'", ""),
+    ("mmctl", ["write", "t", "--content", "x", "--bogus"], {}, 2, "mmctl: write: unknown option --bogus", ""),
+    ("mmctl", ["write", "t", "u", "--content", "x"], {}, 2, "mmctl: write: unexpected argument 'u'", ""),
+    ("mmctl", ["write"], {}, 2, "mmctl: write requires a <topic>", ""),
+    ("mmctl", ["write", "t"], {}, 2, "mmctl: write requires --content TEXT", ""),
+    ("mmctl", ["write", "t", "--content"], {}, 2, "mmctl: write requires --content TEXT", ""),
+    ("mmctl", ["write", "t", "--content", "x", "--budget", "abc"], {}, 2,
+     'mmctl: --budget expects a non-negative integer (got "abc")', ""),
+    ("mmctl", ["write", "t", "--content", "x", "--budget"], {}, 2,
+     "mmctl: write: argument --budget: expected one argument", ""),
+    ("mmctl", ["write", "t", "--content", "x", "--file", "{tmp}/latin1.txt"], {}, 2, "mmctl: give the body once", ""),
+    ("mmctl", ["write", "t", "--file", "{tmp}/missing.txt"], {}, 1, "mmctl: cannot read the body from", ""),
+    ("mmctl", ["write", "t", "--file", "{tmp}/latin1.txt"], {}, 1,
+     "mmctl: the body from {tmp}/latin1.txt is not UTF-8 (byte 3)", ""),
+    ("mmctl", ["write", b"t\xff", "--content", "x"], {}, 1, "mmctl: E_INVALID: argument 2 is not valid UTF-8", ""),
+    ("mmctl", ["read", "a", "b"], {}, 2, "mmctl: read: unexpected argument 'b'", ""),
+    ("mmctl", ["read", "--bogus"], {}, 2, "mmctl: read: unknown option --bogus", ""),
+    ("mmctl", ["list", "x"], {}, 2, "mmctl: list: unexpected argument 'x'", ""),
+    ("mmctl", ["list", "--all"], {}, 2, "mmctl: list: unknown option --all", ""),
+    ("mmctl", ["search"], {}, 2, "mmctl: search requires a <query>", ""),
+    ("mmctl", ["search", ""], {}, 2, "mmctl: search requires a <query>: an empty query matches nothing", ""),
+    ("mmctl", ["search", "q", "--mode", "bogus"], {}, 2, "mmctl: search: argument --mode: invalid choice: 'bogus'",
+     ""),
+    ("mmctl", ["search", "q", "--limit", "x"], {}, 2, 'mmctl: --limit expects a non-negative integer (got "x")', ""),
+    ("mmctl", ["search", "q", "--limit", "-1"], {}, 2, 'mmctl: --limit expects a non-negative integer (got "-1")',
+     ""),
+    ("mmctl", ["budget", "x"], {}, 2, "mmctl: budget: unexpected argument 'x'", ""),
+    ("mmctl", ["digest", "--max-items", "x"], {}, 2, 'mmctl: --max-items expects a non-negative integer', ""),
+    ("mmctl", ["digest", "--bogus"], {}, 2, "mmctl: digest: unknown option --bogus", ""),
+    ("mmctl", ["delete"], {}, 2, "mmctl: delete requires a <topic>", ""),
+    ("mmctl", ["delete", "a", "b"], {}, 2, "mmctl: delete: unexpected argument 'b'", ""),
+    ("mmctl", ["uri"], {}, 2, "mmctl: uri requires a <topic>", ""),
+    ("mmctl", ["uri", "a", "--bogus"], {}, 2, "mmctl: uri: unknown option --bogus", ""),
+    ("mmctl", ["status", "x"], {}, 2, "mmctl: status: unexpected argument 'x'", ""),
+    ("mmctl", ["queue", "frob"], {}, 2, "mmctl: queue: argument ACTION: invalid choice: 'frob'", ""),
+    ("mmctl", ["queue", "accept"], {}, 2, "mmctl: queue accept requires a candidate <id>", ""),
+    ("mmctl", ["queue", "show", "1", "2"], {}, 2, "mmctl: queue show takes one id (got 1 2)", ""),
+    ("mmctl", ["queue", "list", "--status", "bogus"], {}, 2, "mmctl: queue: argument --status: invalid choice", ""),
+    ("mmctl", ["queue", "list", "--limit", "x"], {}, 2, 'mmctl: --limit expects a non-negative integer', ""),
+    ("mmctl", ["watch", "--count", "x"], {}, 2, 'mmctl: --count expects a non-negative integer (got "x")', ""),
+    ("mmctl", ["watch", "--topic", "bogus/x"], {}, 2, "mmctl: watch: --topic 'bogus/x' matches no event topic", ""),
+    ("mmctl", ["guide", "--lang", "fr"], {}, 2, "mmctl: guide: argument --lang: invalid choice: 'fr'", ""),
+    ("mmctl", ["guide", "--json"], {}, 2, "mmctl: guide: unknown option --json", ""),
+    ("mmctl", ["doctor", "--fix", "x"], {}, 2, "mmctl: doctor: unexpected argument 'x'", ""),
+    ("mmctl", ["mcp", "--lang", "fr"], {}, 2, "mmctl: mcp: argument --lang: invalid choice: 'fr'", ""),
+    ("mmctl", ["completion"], {}, 2, "mmctl: completion requires a <shell>: bash, zsh or fish", ""),
+    ("mmctl", ["completion", "tcsh"], {}, 2, "mmctl: completion: argument SHELL: invalid choice: 'tcsh'", ""),
+    ("mmctl", ["help", "frob"], {}, 2, "mmctl: help: unknown command 'frob'", ""),
+    ("mmctl", ["nudge", "--json", "x"], {}, 2, "mmctl: nudge: unexpected argument 'x'", ""),
+    ("mmctl", ["read", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["read", "t", "--json", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["list", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["search", "q", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["budget", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["uri", "a", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["doctor", "--fix", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["status", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["nudge", "--root", "{tmp}/typo"], {}, 1, _E, ""),
+    ("mmctl", ["read", "--root", "{tmp}/checkout"], {}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/checkout (from --root): it has no MEMORY.md", ""),
+    ("mmctl", ["list", "--root", "{tmp}/afile"], {}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/afile (from --root): it is a file, not a folder", ""),
+    ("mmctl", ["read"], {"DSH_MEMORY_ROOT": "{tmp}/typo"}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/typo (from $DSH_MEMORY_ROOT)", ""),
+    ("mmctl", ["read"], {"DSH_HOME": "{tmp}/nohome"}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/nohome/memory (from $DSH_HOME/memory)", ""),
+    ("mmctl", ["write", "t", "--content", "x", "--root", "{tmp}/afile"], {}, 1,
+     "mmctl: the memory root {tmp}/afile (from --root) is a file, not a folder", ""),
+    ("mmctl", ["init", "--root", "{tmp}/typo/deeper"], {}, 1,
+     "mmctl: cannot create the memory root {tmp}/typo/deeper (from --root): its parent folder {tmp}/typo does not "
+     "exist", ""),
+    ("mmctl", ["init", "--root", "{tmp}/afile/x"], {}, 1,
+     "mmctl: cannot create the memory root {tmp}/afile/x (from --root): {tmp}/afile is a file, not a folder", ""),
+    ("mmctl", ["--version"], {}, 0, "", f"mmctl {__version__}\n"),
+    ("mmctl", ["help", "write"], {}, 0, "", "usage: mmctl write [-h]"),
+    ("mmctl", ["write", "--help"], {}, 0, "", "usage: mmctl write [-h]"),
+    ("mmctl", ["queue", "-h"], {}, 0, "", "usage: mmctl queue [-h]"),
+    ("mmd", ["--bogus"], {}, 2, "mmd: unrecognized arguments: --bogus", ""),
+    ("mmd", ["stray"], {}, 2, "mmd: unrecognized arguments: stray", ""),
+    ("mmd", ["--index-lines"], {}, 2, "mmd: argument --index-lines: expected one argument", ""),
+    ("mmd", ["--index-lines", "abc"], {}, 2, "mmd: config error: --index-lines = 'abc': must be a positive integer",
+     ""),
+    ("mmd", ["--config", "{tmp}/bad.toml"], {}, 2,
+     "mmd: config error: {tmp}/bad.toml:1:9: not valid TOML: Invalid value", ""),
+    ("mmd", [], {"XDG_CONFIG_HOME": "{tmp}/badconf"}, 2,
+     "mmd: config error: {tmp}/badconf/mmd/config.toml:1:9: not valid TOML: Invalid value", ""),
+    ("mmd", ["--version"], {}, 0, "", f"mmd {__version__}\n"),
+    ("mmd", ["--help"], {}, 0, "", "usage: mmd [OPTIONS]\n       mmd service {install,uninstall,status}"),
+    ("mmd", ["service", "bogus"], {}, 2, "usage: mmd service", ""),
+    ("mmd", ["service", "install"], {}, 1, "mmd service: no systemd user bus here", ""),
+    ("mmd", ["service", "status"], {}, 0, "", "{tmp}/.config/systemd/user/mmd.service: installed: no, enabled: no"),
+]
+
+
+def _tree(base: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file and folder under ``base``: relative path → (mtime in ns, bytes; b"" for folders)."""
+    found: dict[str, tuple[int, bytes]] = {}
+    for path in sorted(base.rglob("*")):
+        stat = path.lstat()
+        found[str(path.relative_to(base))] = (stat.st_mtime_ns, path.read_bytes() if path.is_file() else b"")
+    return found
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An initialized root, a folder that is not a root, a file, a Latin-1 file, two broken TOML files."""
+    from mmctl.cli.main import main
+
+    tmp = tmp_path_factory.mktemp("usage")
+    out = io.StringIO()
+    assert main(["init", "--root", str(tmp / "root")], env={"HOME": str(tmp)}, stdout=out, stderr=out) == 0
+    (tmp / "checkout" / ".git").mkdir(parents=True)
+    (tmp / "afile").write_text("not a folder\n")
+    (tmp / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    (tmp / "bad.toml").write_text("root = [unclosed\n")
+    (tmp / "badconf" / "mmd").mkdir(parents=True)
+    (tmp / "badconf" / "mmd" / "config.toml").write_text("root = [unclosed\n")
+    (tmp / "run").mkdir()
+    return tmp
+
+
+def _expand(value: Any, tmp: Path) -> Any:
+    return value.replace("{tmp}", str(tmp)) if isinstance(value, str) else value
+
+
+@pytest.mark.parametrize(("program", "argv", "env", "code", "first", "stdout"), ROWS,
+                         ids=[f"{r[0]} {' '.join(map(str, r[1]))}"[:60] for r in ROWS])
+def test_a_bad_invocation_is_refused_clearly_and_changes_nothing(
+        sandbox: Path, program: str, argv: list[Any], env: dict[str, str], code: int, first: str,
+        stdout: str) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "MMCTL_", "XDG_", "DBUS_"))}
+    environ.update({"HOME": str(sandbox), "DSH_HOME": str(sandbox / "home"), "XDG_RUNTIME_DIR": str(sandbox / "run"),
+                    "XDG_CONFIG_HOME": str(sandbox / ".config"), "DSH_MEMORY_ROOT": str(sandbox / "root"),
+                    "MMCTL_NO_DAEMON": "1"})
+    environ.update({k: _expand(v, sandbox) for k, v in env.items()})
+    if "DSH_HOME" in env:
+        environ.pop("DSH_MEMORY_ROOT")
+    before = _tree(sandbox)
+    base = MMCTL_ARGV if program == "mmctl" else MMD_ARGV
+    args = [a if isinstance(a, bytes) else _expand(a, sandbox) for a in argv]
+    proc = subprocess.run([*base, *args], env=environ, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    err = proc.stderr.decode("utf-8", "replace")
+    out = proc.stdout.decode("utf-8", "replace")
+    assert proc.returncode == code, err
+    assert (err.splitlines() or [""])[0].startswith(_expand(first, sandbox)) if first else err == "", err
+    assert out.startswith(_expand(stdout, sandbox)), out
+    assert "internal error" not in err and "Traceback" not in err
+    assert _tree(sandbox) == before
+
+
+def test_the_table_has_a_row_for_every_command() -> None:
+    from mmctl.cli.parser import COMMANDS
+
+    named = {str(r[1][0]) for r in ROWS if r[0] == "mmctl" and r[1]}
+    assert set(COMMANDS) <= named and len(ROWS) >= 40
