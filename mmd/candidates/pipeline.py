@@ -37,7 +37,7 @@ from .score import MIN_SCORE, WHO_FACTOR, Draft, select
 from .statements import MAX_STATEMENT, split, summarize
 from .topics import proposal
 
-__all__ = ["MARKED_SCORE", "candidates_from", "proposed_topic"]
+__all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "proposed_topic"]
 
 _NUMBERED = re.compile(r"(memo|summary)-\d+", re.ASCII)
 _TOPIC_WORDS = 6
@@ -79,32 +79,45 @@ def _cut(body: str, limit: int) -> tuple[str, bool]:
     return head.rstrip(" ,;:-–—\n") + "…", True
 
 
+def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str, score: float, visible: bool,
+                   evidence: Sequence[Evidence], write_budget: int = MAX_STATEMENT, topic: str | None = None,
+                   pinned: bool = False) -> NewCandidate | None:
+    """One candidate of a statement: body cut to min(``write_budget``, 500) code points at a word, summary to
+    120, a proposal (append to a note on the same subject, else a new topic: ``topic`` when given, else a slug of
+    whole words). None when the body is blank or a note already holds it (``seen.note_texts``).
+
+    ``evidence`` must hold at least one place (the first is the older ``source``).
+    """
+    cut, over = _cut(body, max(1, min(MAX_STATEMENT, write_budget)))
+    needle = normalized(cut)
+    if not needle or any(needle in note for note in seen.note_texts):
+        return None
+    first = evidence[0]
+    chosen = proposal(f"{summary} {cut}", seen.subjects, fallback=topic)
+    if topic is not None and chosen["action"] == "append" and topic not in {s.topic for s in seen.subjects}:
+        chosen = {"action": "create", "topic": topic}  # an mm://…/<topic> the person named wins
+    return NewCandidate(
+        kind, chosen["topic"], summarize(summary or cut), cut, len(cut), over, first.session_id, first.file,
+        first.position.get("seq"), first.position.get("uuid"), SOURCE_KINDS.get(first.who, first.who), rule,
+        round(score, 4), visible or pinned, tuple(evidence), chosen["action"], pinned)
+
+
 class _Batch:
     """The candidates of one call, with what the notes already hold and what the notes are about."""
 
     def __init__(self, seen: Seen | None, write_budget: int) -> None:
         self.seen = seen or Seen()
-        self.limit = max(1, min(MAX_STATEMENT, write_budget))
+        self.budget = write_budget
         self.out: list[NewCandidate] = []
         self.marked: list[frozenset[str]] = []
 
-    def in_notes(self, body: str) -> bool:
-        needle = normalized(body)
-        return bool(needle) and any(needle in note for note in self.seen.note_texts)
-
     def make(self, *, kind: str, rule: str, body: str, summary: str, score: float, visible: bool,
              evidence: Sequence[Evidence], topic: str | None = None, pinned: bool = False) -> None:
-        cut, over = _cut(body, self.limit)
-        if not cut or self.in_notes(cut):
-            return
-        first = evidence[0]
-        chosen = proposal(f"{summary} {cut}", self.seen.subjects, fallback=topic)
-        if topic is not None and chosen["action"] == "append" and topic not in {s.topic for s in self.seen.subjects}:
-            chosen = {"action": "create", "topic": topic}  # an mm://…/<topic> the person named wins
-        self.out.append(NewCandidate(
-            kind, chosen["topic"], summarize(summary or cut), cut, len(cut), over, first.session_id, first.file,
-            first.position.get("seq"), first.position.get("uuid"), SOURCE_KINDS.get(first.who, first.who), rule,
-            round(score, 4), visible or pinned, tuple(evidence), chosen["action"], pinned))
+        made = make_candidate(self.seen, kind=kind, rule=rule, body=body, summary=summary, score=score,
+                              visible=visible, evidence=evidence, write_budget=self.budget, topic=topic,
+                              pinned=pinned)
+        if made is not None:
+            self.out.append(made)
 
     def marks(self, u: Utterance) -> None:
         """The mm v1 markers (no headings) and ``mm: …`` lines of one agent utterance: pinned or scored."""
