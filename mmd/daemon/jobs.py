@@ -118,12 +118,14 @@ class Jobs:
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, endpoints, queue, ingest, watcher,
-    events, requests}`` (``queue`` and ``ingest`` are null without ingestion)."""
+    events, requests, extractor}`` (``queue`` and ``ingest`` are null without ingestion, ``extractor`` without
+    ``[candidates] command``)."""
     queue, ingestor = running.review.queue, running.ingestor
     return {"startedAt": running.started_at, "lang": cfg.lang,
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,
             "ingest": ingestor.health.to_json() if ingestor else None,
+            "extractor": running.extractor.health() if running.extractor else None,
             "watcher": dict(running.watcher.health),
             "events": {"seq": running.publisher.seq},
             "requests": running.rpc.requests}

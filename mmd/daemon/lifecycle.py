@@ -27,6 +27,7 @@ from typing import Any
 
 import zmq
 
+from mmd.candidates import Seen
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import MMError
 from mmd.wire.endpoints import ensure_private_dir, ipc_path
@@ -34,6 +35,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path
 from .config import Config, ConfigError
 from .events import Publisher
 from .ingest import Ingestor
+from .ingest.extractor import Extractor
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
 from .methods import Methods
@@ -95,6 +97,8 @@ class Running:
     publisher: Publisher
     rpc: RpcServer
     started_at: str
+    extractor: Extractor | None = None
+    """The extractor command's runner (``[candidates] command``), or None when none is configured."""
 
 
 class Daemon:
@@ -201,14 +205,29 @@ class Daemon:
         watcher = Watcher(cfg.root, state.refresh)
         await watcher.start()
         undo.push_async_callback(watcher.stop)
-        ingestor = None
+        ingestor = extractor = None
         if queue is not None:
             loop = asyncio.get_running_loop()
+            ended = from_worker(loop, jobs.session_ended)
+            if cfg.extractor:
+                extractor = Extractor(cfg.extractor, cfg.extractor_timeout_ms, queue,
+                                      seen=lambda: ingestor.harvester.candidacy.seen() if ingestor else Seen(),
+                                      write_budget=lambda: state.options.default_write_budget,
+                                      on_added=from_worker(loop, jobs.queue_added), now_iso=state.now_iso)
+                extractor.start()
+                undo.push_async_callback(asyncio.to_thread, extractor.stop)
+
+                def ended_with_extractor(session_id: str, path: str, run: Extractor = extractor) -> None:
+                    run.submit(session_id, path)
+                    ended(session_id, path)
+
+                on_end: Callable[[str, str], None] = ended_with_extractor
+            else:
+                on_end = ended
             ingestor = Ingestor(
                 cfg.sessions_dir, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
-                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added),
-                on_session_end=from_worker(loop, jobs.session_ended))
+                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end)
             ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
@@ -233,7 +252,7 @@ class Daemon:
         rpc.start()
         # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
         undo.push_async_callback(self._drain_requests, rpc)
-        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, extractor)
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)

@@ -203,7 +203,8 @@ class Review:
             try:
                 got = await one(raw)
             except (DaemonError, MMError) as error:
-                results.append({"id": raw, "ok": False, "error": {"code": str(error.code), "message": str(error)}})
+                message = str(getattr(error, "message", None) or error)
+                results.append({"id": raw, "ok": False, "error": {"code": str(error.code), "message": message}})
                 continue
             if isinstance(got, dict) and "write" in got:
                 results.append({"id": raw, **got})
