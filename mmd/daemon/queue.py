@@ -8,9 +8,10 @@ statement seen again. A candidate's identity is its statement:
 whitespace folded), or a near-duplicate of it (word or CJK-bigram Jaccard ≥
 0.8), kept for the queue's whole history. A statement seen again — the same
 session read again, a resumed one, a copy of the log, another session or
-agent — merges into the candidate already there. So does a standing rule the
-person restates in their own words in another session of the same project
-(:func:`same_idea`). Merging: new places join its
+agent — merges into the candidate already there. So does a restatement in
+other words (:func:`same_idea`): a standing rule the person says again in
+another session of the same project, and a compaction summary's bullet that
+restates something said earlier in its own session. Merging: new places join its
 ``evidence``, ``seen`` grows, its score rises (more when it comes from
 another session), and a hidden one becomes visible when the new sighting is;
 a place already in the evidence (the record's uuid, or session and line)
@@ -99,10 +100,6 @@ def _session(e: dict[str, Any]) -> str:
     return f"{e.get('agent')}|{e.get('sessionId') or e.get('file')}"
 
 
-def _human(c: NewCandidate) -> bool:
-    return any(e.who == "human" for e in c.evidence)
-
-
 class ReviewQueue:
     """Candidates in ``<root>/.mmd/state.db``.
 
@@ -151,7 +148,7 @@ class ReviewQueue:
         with self._near_lock:
             index = self._near_index(conn)
             hits = [cid for cid, (other, _) in index.items() if near_duplicate(words, other)]
-            if not hits and _human(c):
+            if not hits and any(e.who in ("human", "summary") for e in c.evidence):
                 content = subject_words(c.body)
                 hits = [cid for cid, (_, other) in index.items() if same_idea(content, other)]
                 hits = [cid for cid in hits if self._restated(conn, cid, c)][:1]
@@ -162,15 +159,19 @@ class ReviewQueue:
 
     @staticmethod
     def _restated(conn: sqlite3.Connection, cid: int, c: NewCandidate) -> bool:
-        """Whether pending candidate ``cid`` is the person's own words in the same project, another session."""
+        """Whether ``c`` restates pending candidate ``cid`` (words in common checked by the caller): the person's
+        own words again in another session of the same project, or a summary bullet of a session it was said in."""
         row = conn.execute("SELECT status, evidence FROM candidates WHERE id = ?", (cid,)).fetchone()
         if row is None or row[0] != "pending":
             return False
-        theirs = [e for e in json.loads(row[1]) if e.get("who") == "human"]
-        mine = [e for e in (x.to_json() for x in c.evidence) if e["who"] == "human"]
-        projects = {e.get("project") for e in theirs} - {None}
-        sessions = {_session(e) for e in theirs}
-        return any(e["project"] in projects and _session(e) not in sessions for e in mine)
+        theirs = json.loads(row[1])
+        mine = [x.to_json() for x in c.evidence]
+        if any(e["who"] == "summary" and _session(e) in {_session(t) for t in theirs} for e in mine):
+            return True
+        human = [e for e in theirs if e.get("who") == "human"]
+        projects = {e.get("project") for e in human} - {None}
+        sessions = {_session(e) for e in human}
+        return any(e["who"] == "human" and e["project"] in projects and _session(e) not in sessions for e in mine)
 
     def _merge(self, conn: sqlite3.Connection, row: sqlite3.Row, c: NewCandidate) -> bool:
         """Merge ``c`` into the pending ``row``: new places, seen, score, visibility. True when it changed."""
@@ -227,29 +228,27 @@ class ReviewQueue:
         conn = self.db.conn()
         now = self._now_iso()
         ids: list[int] = []
-        fresh: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            for c in items:
-                words = shingles(c.body)
-                row = self._match(conn, c, words)
-                if row is None:
-                    row = next((conn.execute("SELECT * FROM candidates WHERE id = ?", (i,)).fetchone()
-                                for i, (w, _) in fresh.items() if near_duplicate(words, w)), None)
-                if row is not None:
-                    if row["status"] == "pending":
-                        self._merge(conn, row, c)
-                    continue
-                cid = self._insert(conn, c, now)
-                if cid is not None:
-                    ids.append(cid)
-                    fresh[cid] = (words, subject_words(c.body))
-            if cursor is not None:
-                self.db.put_cursor(cursor, now)
-        if fresh:
+        try:
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                for c in items:
+                    words = shingles(c.body)
+                    row = self._match(conn, c, words)
+                    if row is not None:
+                        if row["status"] == "pending":
+                            self._merge(conn, row, c)
+                        continue
+                    cid = self._insert(conn, c, now)
+                    if cid is not None:
+                        ids.append(cid)
+                        with self._near_lock:  # later candidates of this call match it too
+                            self._near_index(conn)[cid] = (words, subject_words(c.body))
+                if cursor is not None:
+                    self.db.put_cursor(cursor, now)
+        except BaseException:
             with self._near_lock:
-                if self._near is not None:
-                    self._near.update(fresh)
+                self._near = None  # rolled back: rebuilt from the table on the next add
+            raise
         if ids:
             self.refresh_counts()
         return ids
