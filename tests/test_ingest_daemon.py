@@ -32,7 +32,7 @@ from tests.test_ingest_helpers import (
 )
 
 SAMPLE_CANDIDATES = sum(len(v) for v in SAMPLES_EXPECTED.values())
-"""Candidates the samples yield: 14 (issue 13 took out the compaction headings, the narration, the duplicates)."""
+"""Candidates the samples yield: 19 (issue 13 took out the compaction headings, the narration, the duplicates)."""
 
 
 def test_the_samples_fill_the_queue_with_exactly_the_expected_candidates(start_daemon, tmp_path: Path) -> None:

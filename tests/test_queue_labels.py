@@ -97,8 +97,8 @@ def test_rules_repeated_across_sessions_are_one_candidate_each_seen_twice(queued
 
 
 @pytest.mark.xfail(strict=False, reason="visibility of CA-4, CA-7, CX2-4 and the firing on CB1-4, CX1-2, CX1-3, "
-                   "CX2-2, and the visible CB1-N5, depend on the scores and rules of mmd/candidates/{signals,score}.py, "
-                   "tuned in another branch of issue 13")
+                   "CX2-2, and the visible CB1-N5, depend on the scores and rules of "
+                   "mmd/candidates/{signals,score}.py, tuned in another branch of issue 13")
 def test_every_labelled_memory_is_visible_and_no_visible_noise_is(queued) -> None:  # type: ignore[no-untyped-def]
     labels, got = queued
     visible = [c for c in got if c["visible"]]

@@ -43,6 +43,7 @@ _NUMBERED = re.compile(r"(memo|summary)-\d+", re.ASCII)
 _TOPIC_WORDS = 6
 _MM_LINE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?mm:[ \t]+(\S.*)$", re.MULTILINE | re.IGNORECASE)
 _PINNED_KINDS = ("uri", "explicit")
+_HEADING_LINE = re.compile(r"^[ \t]*#{2,}[ \t].*$", re.MULTILINE)
 _WEIGHT = {r.kind: r.weight for r in MM_V1}
 MARKED_SCORE = 2.0
 """Score of a candidate marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): above any rule's."""
@@ -123,7 +124,9 @@ class _Batch:
         """The mm v1 markers (no headings) and ``mm: …`` lines of one agent utterance: pinned or scored."""
         found: list[Found] = []
         if may_hold_candidates(u.text):
-            found = [c for c in apply(u.text, 1_000_000) if c["kind"] != "heading"]
+            # headings are never candidates here, and must not swallow the marker lines under them
+            text = _HEADING_LINE.sub("", u.text)
+            found = [c for c in apply(text, 1_000_000) if c["kind"] != "heading"]
         said = {normalized(c["body"]) for c in found}
         for m in _MM_LINE.finditer(u.text):
             if normalized(m.group(1)) not in said:
