@@ -108,12 +108,12 @@ def _report(ctx: Ctx, sub: str, cid: Any, result: dict[str, Any]) -> bool:
     return not result.get("ok")
 
 
-def _list(ctx: Ctx, client: Any) -> int:
+def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     a = ctx.args
     status = a.text("--status") or "pending"
     limit, offset = a.integer("--limit"), a.integer("--offset")
     result = client.queue_list(status=status, limit=limit or None, offset=offset, all=a.flag("--all"),
-                               min_score=_score(ctx, "--min-score"), project=a.text("--project"),
+                               min_score=min_score, project=a.text("--project"),
                                agent=a.text("--agent"))
     ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status))
     return EXIT_OK
@@ -129,6 +129,7 @@ def cmd_queue(ctx: Ctx) -> int:
     sub = ctx.rest[0] if ctx.rest else "list"
     ids = ctx.rest[1:]
     below = _score(ctx, "--below") if sub == "reject" else None
+    min_score = _score(ctx, "--min-score") if sub == "list" else None
     if sub != "list" and not ids and below is None:
         raise UsageError(f"queue {sub} requires a candidate <id> (see `mmctl queue list`)")
     if sub in ("list", "show") and len(ids) > (0 if sub == "list" else 1):
@@ -143,7 +144,7 @@ def cmd_queue(ctx: Ctx) -> int:
         content = body_text(ctx)
     client = ctx.need_daemon("queue").client
     if sub == "list":
-        return _list(ctx, client)
+        return _list(ctx, client, min_score)
     if sub == "show":
         result = client.queue_get(_candidate_id(ids[0]))
         ctx.write(js_json(result) + "\n" if ctx.json else _show(result))
