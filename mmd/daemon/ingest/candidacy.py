@@ -2,8 +2,8 @@
 
 Owns: :class:`Candidacy` — each slice's utterances go through
 :func:`mmd.candidates.candidates_from` together with the session's earlier
-utterances (kept in memory, bounded: :data:`CONTEXT_UTTERANCES` a session,
-:data:`CONTEXT_SESSIONS` sessions), so a session's visible budget and the
+utterances (kept in memory, bounded: the newest :data:`CONTEXT_UTTERANCES`
+and :data:`CONTEXT_CHARS` of a session, :data:`CONTEXT_SESSIONS` sessions), so a session's visible budget and the
 signals across turns (a correction acknowledged, a fact carried into a
 summary) see the whole session while candidates still reach the queue as the
 log is read. Later slices may re-rank what earlier ones queued (the queue
@@ -23,10 +23,13 @@ from mmd.candidates import NewCandidate, Seen, candidates_from
 from mmd.core.snapshot import Snapshot
 from mmd.sources import Utterance
 
-__all__ = ["CONTEXT_SESSIONS", "CONTEXT_UTTERANCES", "Candidacy", "seen_of_snapshot"]
+__all__ = ["CONTEXT_CHARS", "CONTEXT_SESSIONS", "CONTEXT_UTTERANCES", "Candidacy", "seen_of_snapshot"]
 
 CONTEXT_UTTERANCES = 4000
 """Most utterances of one session kept in view (the newest)."""
+CONTEXT_CHARS = 400_000
+"""Most utterance text (code points) of one session kept in view (the newest): a slice's pipeline run stays
+near a quarter of a second however long the session grows."""
 CONTEXT_SESSIONS = 64
 """Most sessions kept in view (the least recently read are dropped)."""
 
@@ -95,7 +98,7 @@ class Candidacy:
             if not new:
                 self._context[key] = before
                 continue
-            context = (before + new)[-CONTEXT_UTTERANCES:]
+            context = _newest(before + new)
             self._context[key] = context
             self._context.move_to_end(key)
             fresh = {id(u) for u in new}
@@ -106,6 +109,17 @@ class Candidacy:
         while len(self._context) > CONTEXT_SESSIONS:
             self._context.popitem(last=False)
         return out
+
+
+def _newest(utterances: list[Utterance]) -> list[Utterance]:
+    """The newest utterances within :data:`CONTEXT_UTTERANCES` and :data:`CONTEXT_CHARS` (at least one)."""
+    kept = utterances[-CONTEXT_UTTERANCES:]
+    size = 0
+    for i in range(len(kept) - 1, -1, -1):
+        size += len(kept[i].text)
+        if size > CONTEXT_CHARS:
+            return kept[i + 1:] or kept[-1:]
+    return kept
 
 
 def _utterances_of(c: NewCandidate, context: Sequence[Utterance]) -> list[Utterance]:
