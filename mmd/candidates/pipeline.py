@@ -90,8 +90,7 @@ def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str,
     ``evidence`` must hold at least one place (the first is the older ``source``).
     """
     cut, over = _cut(body, max(1, min(MAX_STATEMENT, write_budget)))
-    needle = normalized(cut)
-    if not needle or any(needle in note for note in seen.note_texts):
+    if not normalized(cut) or _held(cut, seen.note_texts):
         return None
     first = evidence[0]
     chosen = proposal(f"{summary} {cut}", seen.subjects, fallback=topic)
@@ -149,6 +148,12 @@ class _Batch:
                   evidence=evidence)
 
 
+def _held(body: str, notes: Sequence[str]) -> bool:
+    """Whether one of the notes (normalized texts) already holds ``body`` (normalized containment)."""
+    needle = normalized(body)
+    return bool(needle) and any(needle in note for note in notes)
+
+
 def _quote(u: Utterance, words: frozenset[str]) -> str:
     """The statement of ``u`` that shares the most of ``words`` (a repetition's own wording)."""
     best, hits = u.text, -1
@@ -194,9 +199,10 @@ def candidates_from(utterances: Iterable[Utterance], *, write_budget: int, seen:
     items = list(utterances)
     out: list[NewCandidate] = []
     agent = [u for u in items if u.who != "text"]
+    notes = seen.note_texts if seen is not None else ()
     for u in items:
         if u.who == "text":
-            out.extend(_text_candidates(u, write_budget))
+            out.extend(c for c in _text_candidates(u, write_budget) if not _held(c.body, notes))
     if agent:
         batch = _Batch(seen, write_budget)
         for u in agent:
