@@ -7,8 +7,8 @@ candidate pipeline with the session's earlier utterances in view, minus
 statements a note already holds), and the candidates with the
 file's cursor into the queue in one transaction per slice (at most
 :data:`SLICE_BYTES` of log or :data:`SLICE_CHARS` of text), so memory stays
-bounded and a restart resumes where the last slice ended. The queue drops
-candidates it has seen before.
+bounded and a restart resumes where the last slice ended. The queue merges a
+statement it has seen before into its candidate (and drops a rejected one).
 
 Never: names a log format (the adapter decides everything about the file),
 decides which files to read or when (:mod:`.follow` does), or publishes
@@ -73,12 +73,10 @@ class Harvester:
         health: the ingestion's health (``bytes_read``, ``candidates_added``, ``warnings``), updated here.
         on_added: called after each slice that added candidates.
         stop: set when the daemon stops; a long log is left between two slices.
-        per_session: ``candidates.perSession`` (None: scaled by the session's size).
     """
 
     def __init__(self, queue: ReviewQueue, *, notes: Callable[[], Snapshot | None], write_budget: Callable[[], int],
-                 health: IngestHealth, on_added: Callable[[AddedBatch], None], stop: threading.Event,
-                 per_session: Callable[[], int | None] = lambda: None) -> None:
+                 health: IngestHealth, on_added: Callable[[AddedBatch], None], stop: threading.Event) -> None:
         self.queue = queue
         self._notes = notes
         self._write_budget = write_budget
@@ -87,7 +85,8 @@ class Harvester:
         self._stop = stop
         self.rows: dict[str, CursorRow] = {}
         """The stored cursor of every log, by path (loaded by the caller, kept current here)."""
-        self.candidacy = Candidacy(per_session, notes)
+        self.candidacy = Candidacy(lambda: None, notes)
+        """The candidate pipeline (its ``per_session`` is set by the composition root from the config)."""
 
     def read(self, t: TrackedLog) -> int:
         """Read what is new in one log, slice by slice; returns the bytes consumed.
