@@ -49,9 +49,10 @@ async def test_mmd_digests_real_logs_into_a_queue_that_mmctl_reviews(start_daemo
     assert listed.returncode == 0, listed.stderr
     queue = json.loads(listed.stdout)["candidates"]
     # the visible ones, highest score first (ties in scan order); the rest are hidden, still pending
-    visible = sorted((c for c in expected_in_scan_order() if c["visible"]), key=lambda c: -c["score"])
+    expected = expected_in_scan_order(tmp_path / "dsh" / "sessions")
+    visible = sorted((c for c in expected if c["visible"]), key=lambda c: -c["score"])
     assert [comparable(c) for c in queue] == visible
-    pending = len(expected_in_scan_order())
+    pending = len(expected)
 
     events = Subscriber(daemon.pub)
     try:

@@ -109,7 +109,7 @@ def test_an_upgraded_daemon_keeps_the_queue_and_cursors_and_queues_nothing_twice
         1, "rejected", "mm.explicit", "s-old")
     assert [c["body"] for c in got[1:]] == ["invoices go out monthly."]
     db = sqlite3.connect(root / ".mmd" / "state.db")
-    assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    assert db.execute("PRAGMA user_version").fetchone() == (3,)
     assert db.execute("SELECT path FROM cursors WHERE path = '/elsewhere/gone.jsonl'").fetchone() is not None
     db.close()
 

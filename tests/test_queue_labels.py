@@ -1,6 +1,6 @@
 """Issue 13 on ``../shared/sessions-other`` (synthetic Claude Code and Codex logs with ``labels.json``; skipped
-visibly without it): the daemon's candidate pipeline (:class:`mmd.daemon.ingest.candidacy.Candidacy`) and its
-review queue on a real SQLite state.db, fed the logs in the order they were written.
+visibly without it), in a real daemon whose fake ``HOME`` holds them as ``.claude/projects`` and
+``.codex/sessions``; the queue is read over RPC once both backfills are done.
 
 - the two standing rules repeated across sessions and agents are one candidate each, ``seen`` = 2, two evidence
   entries; a compaction or a resumed session's replay restating a memory adds no candidate (each labelled memory
@@ -16,40 +16,18 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mmd.candidates.identity import normalized
-from mmd.daemon.ingest.candidacy import Candidacy
-from mmd.daemon.queue import ReviewQueue
-from mmd.daemon.statedb import StateDB
-from mmd.sources.base import Source, Utterance
-from mmd.sources.claude_code import ClaudeCodeSource
-from mmd.sources.codex import CodexSource
 from tests.conftest import shared_path
+from tests.test_ingest_helpers import backfilled, candidates, wait_until
 
-IN_ORDER = (  # as LABELS.md dates them
-    "codex/sessions/2025/10/28/rollout-2025-10-28T14-42-10-019a298d-7fd0-7f4b-bca9-349edcf4bb99.jsonl",
-    "claude/projects/-home-mara-code-logslice/3f8a2d17-9c4e-4b6a-8e05-1a7d9c2b5f60.jsonl",
-    "claude/projects/-home-mara-code-logslice/b92e6c04-5d1a-4e8f-a3b7-6c0f4d9e2a18.jsonl",
-    "claude/projects/-home-mara-code-teashop-django/7c1e5a92-3b4d-4f0e-9a61-2d8f0b6c4e13.jsonl",
-    "codex/sessions/2026/02/17/rollout-2026-02-17T07-50-05-019c68dc-783e-7226-b63c-5ab791b7584a.jsonl",
-)
 REPEATED = (("CA-1", "CX2-1"), ("CB1-1", "CX1-1"))
 """The standing rules said again in another session, by another agent, in other words (LABELS.md)."""
-
-
-def read_all(source: Source, path: Path) -> list[Utterance]:
-    out: list[Utterance] = []
-    cursor: dict[str, Any] | None = None
-    while True:
-        s = source.read(str(path), cursor, max_bytes=1 << 25, max_chars=1_000_000)
-        out += s.utterances
-        cursor = s.cursor
-        if not s.more:
-            return out
 
 
 def matches(quote: str, body: str) -> bool:
@@ -61,21 +39,19 @@ def matches(quote: str, body: str) -> bool:
     return any(len(p) >= 20 and p in q for p in (normalized(s) for s in re.split(r"(?<=[.!?。！？；;])\s*", body)))
 
 
-@pytest.fixture(scope="module")
-def queued(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``(labels, every candidate)`` after the five logs went through the pipeline into the queue."""
-    home = shared_path("sessions-other")
-    labels = json.loads((home / "labels.json").read_text(encoding="utf-8"))
-    db = StateDB(tmp_path_factory.mktemp("root"))
-    db.open()
-    queue = ReviewQueue(db, lambda: "2026-11-30T00:00:00.000Z")
-    pipeline = Candidacy(lambda: None, lambda: None)
-    for rel in IN_ORDER:
-        source: Source = ClaudeCodeSource() if rel.startswith("claude/") else CodexSource()
-        queue.add(pipeline.run(read_all(source, home / rel), write_budget=4000))
-    found, _ = queue.list("all", limit=1000, hidden=True)
-    db.close()
-    return labels, list(found)
+@pytest.fixture
+def queued(start_daemon, tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:  # type: ignore[no-untyped-def]
+    """``(labels, every candidate)`` once a daemon read the five logs (and the subagent file it skips)."""
+    shared = shared_path("sessions-other")
+    labels = json.loads((shared / "labels.json").read_text(encoding="utf-8"))
+    home = tmp_path / "home"
+    shutil.copytree(shared / "claude" / "projects", home / ".claude" / "projects")
+    shutil.copytree(shared / "codex" / "sessions", home / ".codex" / "sessions")
+    (tmp_path / "sessions").mkdir()  # the daemon helper's (empty) DSH folder
+    daemon = start_daemon()
+    wait_until(lambda: (s := backfilled(daemon)) and all(
+        x["backfill"]["done"] for x in s["ingest"]["sources"] if x["enabled"]), what="both folders")
+    return labels, candidates(daemon, "all")
 
 
 def memories(labels: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -96,9 +72,9 @@ def test_rules_repeated_across_sessions_are_one_candidate_each_seen_twice(queued
         assert len([c for c in got if matches(m["quote"], c["body"])]) <= 1, m["id"]
 
 
-@pytest.mark.xfail(strict=False, reason="visibility of CA-4, CA-7, CX2-4 and the firing on CB1-4, CX1-2, CX1-3, "
-                   "CX2-2, and the visible CB1-N5, depend on the scores and rules of "
-                   "mmd/candidates/{signals,score}.py, tuned in another branch of issue 13")
+@pytest.mark.xfail(strict=False, reason="which memories fire and stay within a session's budget is decided by "
+                   "the rules and scores of mmd/candidates/{signals,score}.py (issue 13's quality work); the "
+                   "test prints those not visible yet")
 def test_every_labelled_memory_is_visible_and_no_visible_noise_is(queued) -> None:  # type: ignore[no-untyped-def]
     labels, got = queued
     visible = [c for c in got if c["visible"]]

@@ -11,7 +11,10 @@ and the validation all read it.
 The file accepts the reference's config block (``root``, ``memoryId``,
 ``indexLines``, ``indexBytes``, ``detailMaxBytes``, ``defaultWriteBudget``,
 ``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
-``lang``) plus the daemon's own keys in a ``[daemon]`` table. This module
+``lang``) plus the daemon's own keys in a ``[daemon]`` table, among them
+``[[daemon.sources]]`` tables (``kind``, ``path``, ``enabled``): the agent
+session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`), and the
+instruction files whose memory block it keeps fresh (``[export] files``). This module
 reads files and the given environment mapping only: sockets, the lock and the
 watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
 """
@@ -24,12 +27,13 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mmd.core.config_file import config_path, read_config
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions, is_js_integer
 from mmd.core.paths import dsh_home, expand_path
+from mmd.sources import SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
 
 __all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args", "parser_for"]
@@ -59,9 +63,12 @@ class Option:
     """One configurable value: its dotted file key, its flag, its kind and default.
 
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
-    (``~`` and ``$VAR`` expanded), ``endpoint`` or ``argv`` (a list of strings; a flag is split
-    as a shell would); ``default`` None means
-    "derived" (root, sessions folder, endpoints).
+    (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
+    expanded; the flag may be repeated), ``endpoint``, ``sources`` (a repeatable
+    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file), ``kinds``
+    (a repeatable ``KIND`` flag; a list of kinds in the file) or ``argv`` (a list of
+    strings; the flag is split as a shell would); ``default`` None
+    means "derived" (root, sessions folder, endpoints).
     """
 
     key: str
@@ -84,8 +91,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("nudge.enabled", "--nudge", "bool", True, "publish periodic memory/nudge events"),
     Option("nudge.intervalMs", "--nudge-interval-ms", "int", 1_800_000, "nudge period, in milliseconds"),
     Option("lang", "--lang", "str", "auto", "guide language: auto | en | zh"),
-    Option("daemon.sessions", "--sessions", "path", None, "agent session logs (default $DSH_HOME/sessions)"),
-    Option("daemon.ingest", "--ingest", "bool", True, "watch the sessions folder and fill the review queue"),
+    Option("daemon.sessions", "--sessions", "path", None,
+           "DSH session logs, the dsh source's folder (default $DSH_HOME/sessions)"),
+    Option("daemon.sources", "--source", "sources", (),
+           "an agent's session-log folder, KIND=PATH, repeatable (KIND: dsh | claude-code | codex); "
+           "default: each agent's own folder, read when it exists"),
+    Option("daemon.sourcesOff", "--no-source", "kinds", (), "turn a source off, KIND (repeatable)"),
+    Option("daemon.ingest", "--ingest", "bool", True, "follow the agent-log folders and fill the review queue"),
     Option("daemon.sessionIdleSeconds", "--session-idle-seconds", "int", 300,
            "quiet time after which a followed agent session counts as ended (session-end nudge), seconds"),
     Option("daemon.rpc", "--rpc", "endpoint", None, "RPC endpoint (default ipc://<runtime>/mmd/<key>.rpc)"),
@@ -99,6 +111,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("daemon.injectTtlDays", "--inject-ttl-days", "int", 30,
+           "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
+    Option("export.files", "--export-file", "paths", (),
+           "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
     Option("candidates.perSession", "--per-session", "int", None,
            "visible candidates per agent session (default: about 5, scaled by the session's size)"),
     Option("candidates.command", "--extractor-command", "argv", None,
@@ -108,6 +124,11 @@ OPTIONS: tuple[Option, ...] = (
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
+if TYPE_CHECKING:
+    from .config_sources import SourceSetting
+REPEATED = ("sources", "kinds")
+"""Option kinds whose flag may be given more than once (each value is kept, in order)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Config:
@@ -115,8 +136,9 @@ class Config:
 
     Attributes:
         memory: the memory options (root, caps, search, nudge).
-        sessions_dir: agent session logs folder (ingestion).
-        ingest: watch ``sessions_dir`` and fill the review queue.
+        sessions_dir: the DSH session logs folder (the ``dsh`` source's folder).
+        sources: every source kind's setting, in :data:`mmd.sources.FOLDERS` order.
+        ingest: follow the sources' folders and fill the review queue.
         session_idle_s: quiet time before a followed agent session counts as ended, seconds.
         rpc_endpoint, pub_endpoint: ZeroMQ endpoints (``ipc://`` or ``tcp://``).
         session_ttl_ms: idle time after which a session expires, milliseconds.
@@ -130,6 +152,8 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        inject_ttl_days: days a client's injection view is kept after its last confirmation.
+        export_files: absolute paths of the files whose memory block the daemon refreshes.
         per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
         extractor: ``candidates.command``, the extractor command (empty: none).
         extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
@@ -137,6 +161,7 @@ class Config:
 
     memory: MemoryOptions
     sessions_dir: Path
+    sources: tuple[SourceSetting, ...]
     ingest: bool
     session_idle_s: int
     rpc_endpoint: str
@@ -150,12 +175,14 @@ class Config:
     lang: str
     log_level: str
     config_file: Path | None
+    notify_socket: str | None
+    watchdog_usec: int | None
+    journal: bool
+    inject_ttl_days: int = 30
+    export_files: tuple[Path, ...] = ()
     per_session: int | None = None
     extractor: tuple[str, ...] = ()
     extractor_timeout_ms: int = 60_000
-    notify_socket: str | None = None
-    watchdog_usec: int | None = None
-    journal: bool = False
 
     @property
     def root(self) -> Path:
@@ -201,6 +228,12 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
         if opt.kind == "bool":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
                                 help=opt.help)
+        elif opt.kind == "paths":
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action="append", metavar="PATH",
+                                help=opt.help)
+        elif opt.kind in REPEATED:
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action="append",
+                                metavar="KIND=PATH" if opt.kind == "sources" else "KIND", help=opt.help)
         else:
             default = "" if opt.default is None else f" (default {opt.default})"
             parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(),
@@ -237,6 +270,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     config_file, from_file = _read_file(flags.get("config"), env)
     raw: dict[str, Any] = {}
     for opt in OPTIONS:
+        if opt.kind in REPEATED:
+            continue  # merged per kind by _source_settings
         if opt.key in flags:
             raw[opt.key] = _from_flag(opt, flags[opt.key])
         elif opt.key in from_file:
@@ -248,6 +283,9 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         if raw[key] not in choices:
             raise ConfigError(key, raw[key], f"must be one of {', '.join(choices)}")
     sessions = _path(raw["daemon.sessions"], env) if raw["daemon.sessions"] else dsh_home(env) / "sessions"
+    from .config_sources import source_settings
+
+    sources = source_settings(flags, from_file, env, sessions, "daemon.sessions" in flags)
     derived = endpoints_for(memory.root, env)
     rpc = raw["daemon.rpc"] or derived.rpc
     pub = raw["daemon.pub"] or derived.pub
@@ -262,7 +300,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     watchdog = env.get("WATCHDOG_USEC", "")
     return Config(
         memory=memory,
-        sessions_dir=sessions,
+        sessions_dir=next(s.folder for s in sources if s.kind == SESSIONS_KIND),
+        sources=sources,
         ingest=raw["daemon.ingest"],
         session_idle_s=raw["daemon.sessionIdleSeconds"],
         rpc_endpoint=rpc,
@@ -282,6 +321,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
+        inject_ttl_days=raw["daemon.injectTtlDays"],
+        export_files=_export_files(raw["export.files"], env),
     )
 
 
@@ -345,6 +386,10 @@ def _check_type(opt: Option, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(opt.key, value, "must be true or false")
         return value
+    if opt.kind == "paths":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError(opt.key, value, "must be a list of file paths")
+        return tuple(value)
     if not isinstance(value, str):
         raise ConfigError(opt.key, value, "must be a string")
     if opt.kind == "str" and not value.strip():
@@ -364,6 +409,22 @@ def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOpt
     except MMError as error:
         key = next((k for k in ("memoryId", "search.mode") if error.message.startswith(k)), "memory")
         raise ConfigError(key, raw.get(key), error.message) from None
+
+
+def _export_files(raw: Sequence[str], env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``export.files`` as absolute paths (``~`` and ``$VAR`` expanded), each once, in the given order.
+
+    Raises:
+        ConfigError: for a relative path (the daemon's working folder is no place to guess from).
+    """
+    out: list[Path] = []
+    for value in raw:
+        path = Path(expand_path(value, env))
+        if not path.is_absolute():
+            raise ConfigError("export.files", value, "must be an absolute path (~ and $VAR are expanded)")
+        if path not in out:
+            out.append(path)
+    return tuple(out)
 
 
 def _path(raw: str, env: Mapping[str, str]) -> Path:

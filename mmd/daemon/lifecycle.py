@@ -36,6 +36,8 @@ from .config import Config, ConfigError
 from .events import Publisher
 from .ingest import Ingestor
 from .ingest.extractor import Extractor
+from .ingest.folders import EndedSession
+from .inject import Injector
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
 from .methods import Methods
@@ -75,7 +77,7 @@ LINGER_MS = 1000
 HARD_MAX_FRAME_FACTOR = 16
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
-                "ingest")
+                "sources", "ingest")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -97,6 +99,7 @@ class Running:
     publisher: Publisher
     rpc: RpcServer
     started_at: str
+    injector: Injector
     extractor: Extractor | None = None
     """The extractor command's runner (``[candidates] command``), or None when none is configured."""
 
@@ -194,7 +197,10 @@ class Daemon:
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(state, queue)
-        jobs = Jobs(lambda: self.config, state, db, review, publisher)
+        injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
+                            lambda: self.config.export_files)
+        undo.push_async_callback(injector.stop)
+        jobs = Jobs(lambda: self.config, state, db, review, publisher, injector)
         state.on_change = jobs.on_change
         # 3. snapshot (creating MEMORY.md and memories/ if missing)
         await asyncio.to_thread(state.store.ensure_root)
@@ -217,15 +223,15 @@ class Daemon:
                 extractor.start()
                 undo.push_async_callback(asyncio.to_thread, extractor.stop)
 
-                def ended_with_extractor(session_id: str, path: str, run: Extractor = extractor) -> None:
-                    run.submit(session_id, path)
-                    ended(session_id, path)
+                def ended_with_extractor(session: EndedSession, run: Extractor = extractor) -> None:
+                    run.submit(session.session_id, session.file)
+                    ended(session)
 
-                on_end: Callable[[str, str], None] = ended_with_extractor
+                on_end: Callable[[EndedSession], None] = ended_with_extractor
             else:
                 on_end = ended
             ingestor = Ingestor(
-                cfg.sessions_dir, queue, notes=lambda: state.current if state.revision else None,
+                cfg.sources, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
                 idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end)
             ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
@@ -233,7 +239,7 @@ class Daemon:
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
         schedule = Schedule({"nudge": jobs.nudge, "heartbeat": jobs.heartbeat, "expire": jobs.expire,
-                             "watchdog": self.notifier.watchdog})
+                             "due": jobs.due, "injectExpire": jobs.inject_expire, "watchdog": self.notifier.watchdog})
         schedule.start(periods_ms(cfg))
         undo.callback(schedule.shutdown)
         # 6. sockets: PUB first so the first write's event has somewhere to go; at shutdown the ipc
@@ -247,12 +253,17 @@ class Daemon:
         publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review), cfg.max_request_bytes)
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector),
+                        cfg.max_request_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         rpc.start()
         # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
         undo.push_async_callback(self._drain_requests, rpc)
-        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, extractor)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector,
+                               extractor)
+        # the first revision: prepared for injection, due topics announced, export blocks refreshed
+        injector.revision_installed(state.current)
+        jobs.inject_expire()
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)
@@ -319,7 +330,7 @@ class Daemon:
         new = dataclasses.replace(new, memory=memory, rpc_endpoint=old.rpc_endpoint, pub_endpoint=old.pub_endpoint,
                                   curve_secret_key=old.curve_secret_key, curve_public_key=old.curve_public_key,
                                   curve_clients_dir=old.curve_clients_dir,
-                                  sessions_dir=old.sessions_dir)
+                                  sessions_dir=old.sessions_dir, sources=old.sources)
         self.config = new
         setup_logging(new.log_level, new.journal)
         if memory != old.memory:

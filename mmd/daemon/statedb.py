@@ -6,9 +6,10 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 2)::
+Tables (schema version 3; version 1 lacked the ``inject_*`` and ``due_announced`` tables, versions
+1 and 2 the review queue's columns of issue 13 and ``extractors``: an upgrade adds them in place)::
 
-    candidates  the review queue: one row per candidate ever seen (the whole history); schema 2 added
+    candidates  the review queue: one row per candidate ever seen (the whole history); schema 3 added
                 rule, score, seen, visible, pinned, norm (the statement's identity), proposal_action,
                 evidence (JSON list), agents and projects (``\n``-framed sets, for filters)
     extractors  one row per ended session the extractor command ran on (``session``: agent + id or file)
@@ -16,6 +17,10 @@ Tables (schema version 2)::
     journal     every change the daemon saw or made: each new revision of the memory
                 (``memory.write`` / ``memory.delete`` / ``memory.external`` / ``memory.config``)
                 and each queue decision (``queue.accept`` / ``queue.reject``)
+    inject_views    the topic → content-hash maps clients were shown (one row per map, shared by clients)
+    inject_clients  per client key: the view it last confirmed, the reminders it got, when it confirmed
+    inject_pending  injections given but not yet confirmed (``memory.injected`` moves one to inject_clients)
+    due_announced   (topic, review date) pairs already announced as ``memory/due`` events
 
 Never: reads session logs or memory files, or touches a socket.
 """
@@ -35,8 +40,9 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 2
-"""``PRAGMA user_version`` of the schema this module creates (1 → 2 is migrated in place, see :func:`_migrate_1_2`)."""
+SCHEMA_VERSION = 3
+"""``PRAGMA user_version`` of the schema this module creates (1 and 2 are upgraded in place, see
+:func:`_migrate_candidates`)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
 
@@ -82,9 +88,35 @@ CREATE TABLE IF NOT EXISTS journal (
     candidate_id INTEGER,
     detail TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS inject_views (
+    key TEXT PRIMARY KEY,
+    hashes TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inject_clients (
+    client TEXT PRIMARY KEY,
+    view_key TEXT NOT NULL,
+    reminded TEXT NOT NULL,
+    token TEXT NOT NULL,
+    committed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inject_pending (
+    token TEXT PRIMARY KEY,
+    client TEXT NOT NULL,
+    view_key TEXT NOT NULL,
+    reminded TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS inject_pending_by_client ON inject_pending (client, created_at);
+CREATE TABLE IF NOT EXISTS due_announced (
+    topic TEXT NOT NULL,
+    review_after TEXT NOT NULL,
+    announced_at TEXT NOT NULL,
+    PRIMARY KEY (topic, review_after)
+);
 """
 
-_V2_COLUMNS = (
+_CANDIDATE_COLUMNS = (
     ("rule", "TEXT NOT NULL DEFAULT ''"),
     ("score", "REAL NOT NULL DEFAULT 0"),
     ("seen", "INTEGER NOT NULL DEFAULT 1"),
@@ -96,8 +128,8 @@ _V2_COLUMNS = (
     ("agents", "TEXT NOT NULL DEFAULT ''"),
     ("projects", "TEXT NOT NULL DEFAULT ''"),
 )
-"""Columns schema 2 adds to ``candidates`` (name, SQL type and default)."""
-_V2 = """
+"""Columns schema 3 adds to ``candidates`` (name, SQL type and default)."""
+_SCHEMA_3 = """
 CREATE INDEX IF NOT EXISTS candidates_by_norm ON candidates (norm);
 CREATE INDEX IF NOT EXISTS candidates_by_score ON candidates (status, visible, score);
 CREATE TABLE IF NOT EXISTS extractors (
@@ -112,8 +144,8 @@ _WHO = {"user": "human", "assistant": "assistant", "compaction": "summary"}
 _WEIGHTS = {"uri": 2.0, "explicit": 2.0, "summary": 0.6, "heading": 0.4}
 
 
-def _migrate_1_2(conn: sqlite3.Connection) -> None:
-    """Schema 1 → 2 in place: the new columns, and for each old row its rule, score, identity and evidence.
+def _migrate_candidates(conn: sqlite3.Connection) -> None:
+    """Schema 1 or 2 → 3 in place: the new columns, and for each old row its rule, score, identity and evidence.
 
     Old rows keep their ids, statuses and keys; their ``norm`` makes a statement read again merge into
     them (so an upgraded daemon queues nothing twice), and their one ``source`` becomes their evidence.
@@ -121,7 +153,7 @@ def _migrate_1_2(conn: sqlite3.Connection) -> None:
     from mmd.candidates.identity import norm_key  # the daemon may import the candidates floor
 
     have = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
-    for name, kind in _V2_COLUMNS:
+    for name, kind in _CANDIDATE_COLUMNS:
         if name not in have:
             conn.execute(f"ALTER TABLE candidates ADD COLUMN {name} {kind}")
     rows = conn.execute("SELECT id, kind, body, session_id, file, seq, message_id, source_kind, created_at"
@@ -196,8 +228,8 @@ class StateDB:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
-                _migrate_1_2(conn)
-                for statement in _V2.split(";"):
+                _migrate_candidates(conn)
+                for statement in _SCHEMA_3.split(";"):
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
