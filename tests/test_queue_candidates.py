@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mmd.daemon.statedb import _SCHEMA
 from tests.test_ingest_helpers import backfilled, call, candidates, dsh_line, user_message, wait_until
 
@@ -84,22 +86,23 @@ def test_a_statement_seen_again_merges_and_a_rejected_one_never_returns(start_da
     assert not any("VPN" in b.upper() and c["status"] == "pending" for b, c in final.items())
 
 
-def test_an_upgraded_daemon_keeps_the_queue_and_cursors_and_queues_nothing_twice(start_daemon,
-                                                                               tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_upgraded_daemon_keeps_the_queue_and_cursors_and_queues_nothing_twice(start_daemon, tmp_path: Path,
+                                                                               version: int) -> None:
     sessions = tmp_path / "sessions"
     log = session_log(sessions, "--home-test-shop--", "s-old",
                       [("m-1", VPN), ("m-2", "MEMO: invoices go out monthly.")])
     root = tmp_path / "root"
     (root / ".mmd").mkdir(parents=True)
     db = sqlite3.connect(root / ".mmd" / "state.db")
-    db.executescript(_SCHEMA)  # schema 1, as the daemon before issue 13 wrote it
+    db.executescript(_SCHEMA)  # the tables before issue 13 (schema 1 lacked the inject ones: unused here)
     db.execute("INSERT INTO candidates (key, status, kind, topic, summary, body, chars, over_budget, session_id, file,"
                " seq, message_id, source_kind, created_at, decided_at, reason) VALUES ('old-key', 'rejected',"
                " 'explicit', 'memo-1', 'x', 'staging deploys always need the corporate VPN connection first.', 63, 0,"
                " 's-old', ?, 1, 'm-1', 'user', '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z', 'no')",
                (str(log),))
     db.execute("INSERT INTO cursors VALUES ('/elsewhere/gone.jsonl', 'dsh', 's-x', 1, 2, 3, 0, -1, '{}', 'now')")
-    db.execute("PRAGMA user_version = 1")
+    db.execute(f"PRAGMA user_version = {version}")
     db.commit()
     db.close()
     daemon = start_daemon("--sessions", str(sessions), root=root)
