@@ -93,6 +93,12 @@ async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # ty
             assert not rejected.is_error
             again = await session.call_tool("mem_queue_reject", {"id": str(first["id"])})
             assert again.is_error and "already accepted" in again.content[0].text  # type: ignore[union-attr]
+            everything = await session.call_tool("mem_queue_list", {"all": True, "limit": 100})
+            rest = [c for c in everything.structured_content["candidates"]  # type: ignore[index]
+                    if c["status"] == "pending"]
+            assert any(not c["visible"] for c in rest) and "seen" in everything.content[0].text  # type: ignore
+            appended = await session.call_tool("mem_queue_accept", {"id": str(rest[0]["id"]), "into": "via-mcp"})
+            assert "updated mm://local/via-mcp" in appended.content[0].text  # type: ignore[union-attr]
 
 
 def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  # type: ignore[no-untyped-def]
