@@ -2,7 +2,8 @@
 
 Both lines the user marked with ``mm:`` are visible candidates, no bullet of a transient compaction section
 (primary request, files and code, pending jobs, current work, next step, an "(none)") is a candidate, the
-compaction bullets that restate a marked statement are merged into it, and what a reviewer keeps
+compaction bullets that restate a marked statement are merged into it (the four duplicates a reviewer saw before
+issue 13 are one candidate each), and what a reviewer keeps
 (``tests/fixtures/ingest/samples_reviewed.json``, labelled by hand) makes a precision of at least 0.7 among the
 visible candidates.
 """
@@ -45,6 +46,8 @@ def test_the_samples_queue_is_worth_reading(start_daemon, tmp_path: Path) -> Non
     for transient in REVIEWED["transient"]:
         assert not [c["id"] for c in got if transient in c["body"]
                     or any(transient in e["quote"] for e in c["evidence"])], transient
+    for phrase in REVIEWED["duplicates"]["phrases"]:  # the four duplicates: one candidate each
+        assert len([c for c in got if phrase.casefold() in c["body"].casefold()]) == 1, phrase
     for restated in REVIEWED["restatedInSummaries"]:
         c = bodies[restated]
         assert c["seen"] == 2 and [e["who"] for e in c["evidence"]] == ["human", "summary"], c
