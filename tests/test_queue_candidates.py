@@ -207,3 +207,27 @@ def test_the_new_queue_shapes_match_the_schema_on_a_real_daemon(start_daemon, tm
     merged = wire.result("memory.merge", {"topics": ["a-note", "b-note"], "into": "a-note"})
     assert merged["ok"] and merged["merged"] == ["b-note"]
     assert wire.result("memory.read", {"topic": "a-note"})["body"] == "a-note body\n\nb-note body"
+
+
+def test_a_candidate_on_a_noted_subject_proposes_an_append_and_accepting_appends(start_daemon, tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    daemon = start_daemon("--sessions", str(sessions))
+    backfilled(daemon)
+    assert call(daemon, "memory.write", {"topic": "deploy", "content": "Staging deploys go through the bastion.",
+                                         "tags": "staging,vpn", "summary": "how staging deploys work"})["ok"]
+    session_log(sessions, "--home-test-shop--", "s-app", [
+        ("m-1", "REMEMBER: staging deploys need the VPN token from the team vault."),
+        ("m-2", "MEMO: the cafeteria closes at three on Fridays."),
+        ("m-3", "mm: staging deploys go through the bastion.")])  # already in the note: not queued
+    got = wait_until(lambda: len(c := by_body(daemon)) == 2 and c, what="the two candidates")
+    vpn = got["staging deploys need the VPN token from the team vault."]
+    assert vpn["proposal"] == {"action": "append", "topic": "deploy"} and vpn["topic"] == "deploy"
+    lunch = got["the cafeteria closes at three on Fridays."]
+    assert lunch["proposal"] == {"action": "create", "topic": "cafeteria-closes-three-fridays"}
+    accepted = call(daemon, "queue.accept", {"id": vpn["id"]})
+    assert accepted["ok"] and accepted["write"]["action"] == "updated"
+    note = call(daemon, "memory.read", {"topic": "deploy"})
+    assert note["body"] == ("Staging deploys go through the bastion.\n\n"
+                            "staging deploys need the VPN token from the team vault.")
+    assert note["summary"] == "how staging deploys work" and note["tags"] == ["staging", "vpn"]
