@@ -35,13 +35,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mmd.candidates import NewCandidate
-from mmd.candidates.identity import near_duplicate, shingles
-from mmd.candidates.topics import subject_words
+from mmd.candidates.identity import shingles
 from mmd.wire.protocol import CandidateJson
 
+from .queue_index import StatementIndex, same_idea
 from .statedb import CursorRow, StateDB
 
-__all__ = ["OTHER_SESSION_BONUS", "SAME_IDEA_OVERLAP", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
+__all__ = ["OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
 
 STATUSES = ("pending", "accepted", "rejected")
 """A candidate's possible statuses."""
@@ -49,18 +49,6 @@ SAME_SESSION_BONUS = 0.15
 """Score a candidate gains per new sighting in a session it was already seen in."""
 OTHER_SESSION_BONUS = 0.4
 """Score a candidate gains per new session it is seen in: what the user told the agents twice ranks first."""
-
-
-SAME_IDEA_OVERLAP = 0.35
-"""Share of the smaller statement's content words two human statements must have in common to be one idea."""
-_SAME_IDEA_WORDS = 4
-
-
-def same_idea(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Whether two sets of content words (:func:`mmd.candidates.topics.subject_words`) say one thing in other
-    words: at least 4 words in common, and at least :data:`SAME_IDEA_OVERLAP` of the smaller set."""
-    shared = len(a & b)
-    return shared >= _SAME_IDEA_WORDS and shared >= SAME_IDEA_OVERLAP * min(len(a), len(b))
 
 
 def _framed(values: Iterable[str | None]) -> str:
@@ -115,7 +103,7 @@ class ReviewQueue:
         """Candidates per status, refreshed after every change (read it from any thread)."""
         self.merged = 0
         """Sightings merged into existing candidates since the start (new evidence, not new candidates)."""
-        self._near: dict[int, tuple[frozenset[str], frozenset[str]]] | None = None
+        self._near: StatementIndex | None = None
         self._near_lock = threading.Lock()
 
     def refresh_counts(self) -> dict[str, int]:
@@ -132,11 +120,10 @@ class ReviewQueue:
         """Pending candidates (as of the last change), hidden ones included."""
         return self.counts["pending"]
 
-    def _near_index(self, conn: sqlite3.Connection) -> dict[int, tuple[frozenset[str], frozenset[str]]]:
-        """id → (shingles, content words) of every candidate (built once, then kept current by :meth:`add`)."""
+    def _near_index(self, conn: sqlite3.Connection) -> StatementIndex:
+        """Every candidate's statement, indexed (built once, then kept current by :meth:`add`)."""
         if self._near is None:
-            self._near = {r[0]: (shingles(r[1]), subject_words(r[1])) for r in conn.execute(
-                "SELECT id, body FROM candidates")}
+            self._near = StatementIndex((r[0], r[1]) for r in conn.execute("SELECT id, body FROM candidates"))
         return self._near
 
     def _match(self, conn: sqlite3.Connection, c: NewCandidate, words: frozenset[str]) -> sqlite3.Row | None:
@@ -147,11 +134,9 @@ class ReviewQueue:
             return row
         with self._near_lock:
             index = self._near_index(conn)
-            hits = [cid for cid, (other, _) in index.items() if near_duplicate(words, other)]
+            hits = index.near(c.body)
             if not hits and any(e.who in ("human", "summary") for e in c.evidence):
-                content = subject_words(c.body)
-                hits = [cid for cid, (_, other) in index.items() if same_idea(content, other)]
-                hits = [cid for cid in hits if self._restated(conn, cid, c)][:1]
+                hits = [cid for cid in index.restated(c.body) if self._restated(conn, cid, c)][:1]
         if not hits:
             return None
         found: sqlite3.Row | None = conn.execute("SELECT * FROM candidates WHERE id = ?", (min(hits),)).fetchone()
@@ -242,7 +227,7 @@ class ReviewQueue:
                     if cid is not None:
                         ids.append(cid)
                         with self._near_lock:  # later candidates of this call match it too
-                            self._near_index(conn)[cid] = (words, subject_words(c.body))
+                            self._near_index(conn).add(cid, c.body)
                 if cursor is not None:
                     self.db.put_cursor(cursor, now)
         except BaseException:
