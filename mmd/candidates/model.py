@@ -58,10 +58,10 @@ class Evidence:
     @property
     def place(self) -> str:
         """Identity of the place, so a log read again or copied adds no sighting: the record's uuid when the
-        format has one, else session and line/seq, else file and line/seq; plus who and quote."""
+        format has one, else session and line/seq, else file and line/seq; plus who said it."""
         p = self.position
         where = p.get("uuid") or f"{self.session_id or p['file']}:{p.get('line')}:{p.get('seq')}"
-        return f"{self.agent}|{where}|{self.who}|{self.quote[:80]}"
+        return f"{self.agent}|{where}|{self.who}"
 
     def to_json(self) -> dict[str, Any]:
         """The wire shape: ``{agent, sessionId, project, file, position, at, who, quote}``."""

@@ -81,7 +81,7 @@ def _place(e: dict[str, Any]) -> str:
     """See :attr:`mmd.candidates.model.Evidence.place` (the same identity over the stored JSON)."""
     p = e.get("position") or {}
     where = p.get("uuid") or f"{e.get('sessionId') or p.get('file')}:{p.get('line')}:{p.get('seq')}"
-    return f"{e.get('agent')}|{where}|{e.get('who')}|{str(e.get('quote') or '')[:80]}"
+    return f"{e.get('agent')}|{where}|{e.get('who')}"
 
 
 def _session(e: dict[str, Any]) -> str:
