@@ -200,3 +200,38 @@ def test_the_queue_updates_live_after_a_decision_made_elsewhere(start_daemon, tm
     assert page.locator("article.candidate").count() == len(EXPECTED_TOPICS) - 1
     assert queue_rows(daemon)["release-day"] == ("rejected", "decided in the terminal", None)
     assert note_files(daemon) == {}
+
+
+def test_an_append_proposal_with_its_evidence_is_accepted_into_its_note(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                        page: Any) -> None:
+    from tests.test_ingest_helpers import candidates, user_message, wait_until
+
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    assert call(daemon, "memory.write", {"topic": "deploy", "content": "Staging deploys go through the bastion.",
+                                         "tags": "staging", "summary": "how staging deploys work"})["ok"]
+    folder = tmp_path / "sessions" / "--home-dev-shop--" / "s-web-3"
+    folder.mkdir()
+    header = (b'{"type":"session","version":4,"id":"s-web-3","createdAt":1790787873424,"isSeeded":false,'
+              b'"delegationDepth":0}\n')
+    (folder / "session.v4.jsonl").write_bytes(
+        header + user_message(1, "REMEMBER: staging deploys need the VPN token from the team vault.", "m1"))
+    cand = wait_until(lambda: next((c for c in candidates(daemon, "pending")
+                                    if c.get("proposal", {}).get("action") == "append"), None),
+                      what="the append proposal")
+    page.goto(url)
+    card = page.locator(f"#cand-{cand['id']}")
+    assert "Proposal: append to deploy" in " ".join(card.locator(".proposal").inner_text().split())
+    assert "VPN token from the team vault" in card.locator(".evidence q").first.inner_text()
+    assert card.locator(".score").inner_text() == f"{cand['score']:.2f}"
+    assert card.locator(".seen").inner_text() == str(cand["seen"])
+    card.locator("button.do-append").click()
+    assert any("accepted as deploy" in t for t in flash_texts(page))
+    note = call(daemon, "memory.read", {"topic": "deploy"})
+    assert note["body"] == ("Staging deploys go through the bastion.\n\n"
+                            "staging deploys need the VPN token from the team vault.")
+    assert note["summary"] == "how staging deploys work" and note["tags"] == ["staging"]
+    assert queue_rows(daemon)[cand["topic"]] == ("accepted", None, "deploy")
+    undone = call(daemon, "queue.undo", {"id": cand["id"]})
+    assert undone["reverted"] == "restored"
+    assert call(daemon, "memory.read", {"topic": "deploy"})["body"] == "Staging deploys go through the bastion."
+    assert note_files(daemon)["deploy.md"].rstrip().endswith("Staging deploys go through the bastion.")

@@ -115,13 +115,21 @@ class Page:
         group = request.query_params.get("group", "project")
         group = group if group in CANDIDATE_GROUPS else "project"
         offset = _int(request.query_params.get("offset"), 0)
-        return self.render("queue.html", request, **await self.queue_values(group, offset))
+        show_all = request.query_params.get("all") == "1"
+        return self.render("queue.html", request, **await self.queue_values(group, offset, show_all))
 
-    async def queue_values(self, group: str, offset: int) -> dict[str, Any]:
-        """The queue template's values: ``{group, groups, page, topics, offset, unavailable}``."""
+    async def queue_values(self, group: str, offset: int, show_all: bool = False) -> dict[str, Any]:
+        """The queue template's values: ``{group, groups, page, topics, offset, unavailable, show_all, back}``.
+
+        ``show_all`` lists the hidden candidates too, where ``queue.list`` takes ``all``.
+        """
         unavailable: str | None = None
+        can_show_hidden = "all" in METHODS["queue.list"].params
+        params: dict[str, Any] = {"status": "pending", "limit": PAGE_SIZE, "offset": offset}
+        if show_all and can_show_hidden:
+            params["all"] = True
         try:
-            page = await call(self.methods, "queue.list", {"status": "pending", "limit": PAGE_SIZE, "offset": offset})
+            page = await call(self.methods, "queue.list", params)
         except DaemonError as error:
             if error.code != DaemonCode.E_UNAVAILABLE.value:
                 raise
@@ -129,7 +137,8 @@ class Page:
         topics = [e.topic for e in self.methods.state.current.entries]
         return {"group": group, "groups": candidate_groups(page["candidates"], group), "page": page,
                 "topics": sorted(topics), "offset": offset, "page_size": PAGE_SIZE, "unavailable": unavailable,
-                "groupings": CANDIDATE_GROUPS}
+                "groupings": CANDIDATE_GROUPS, "show_all": show_all, "can_show_hidden": can_show_hidden,
+                "back": f"/?{urlencode({'group': group, 'offset': offset, **({'all': 1} if show_all else {})})}"}
 
     async def memory(self, request: Request) -> Response:
         """``GET /memory?group=tag|date|due&q=…``: the index grouped, budget meters, search results."""
