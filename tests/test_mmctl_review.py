@@ -30,7 +30,7 @@ def test_review_accepts_edits_rejects_undoes_and_quits(start_daemon, tmp_path: P
     editor = tmp_path / "fake_editor.py"
     editor.write_text(FAKE_EDITOR)
     env = {**daemon.env, "EDITOR": f"{sys.executable} {editor}", "NO_COLOR": "1", "COLUMNS": "100"}
-    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project=--home-dev-api--",
+    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project", "/home/dev/api",
                                            "--root", str(daemon.root)], env=env, encoding="utf-8", timeout=20)
     try:
         def at(topic: str) -> None:
@@ -80,7 +80,7 @@ def test_review_accepts_into_an_existing_topic(start_daemon, tmp_path: Path) -> 
     daemon, _ = start_web_daemon(start_daemon, tmp_path)
     assert call(daemon, "memory.write", {"topic": "api-notes", "content": "The API is versioned in the path.",
                                          "summary": "how the API works"})["ok"]
-    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project=--home-dev-api--",
+    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project", "/home/dev/api",
                                            "--root", str(daemon.root)], env={**daemon.env, "NO_COLOR": "1"},
                           encoding="utf-8", timeout=20)
     try:
@@ -131,7 +131,7 @@ def test_review_takes_the_candidates_that_came_in_meanwhile(start_daemon, tmp_pa
     from tests.test_ingest_helpers import candidates, user_message, wait_until
 
     daemon, _ = start_web_daemon(start_daemon, tmp_path)
-    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project=--home-dev-api--",
+    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project", "/home/dev/api",
                                            "--root", str(daemon.root)], env={**daemon.env, "NO_COLOR": "1"},
                           encoding="utf-8", timeout=20)
     try:

@@ -1,4 +1,4 @@
-"""Labels of a review-queue candidate's JSON that every review surface shows alike: project, agent, score.
+"""Labels of a review-queue candidate's JSON that every review surface shows alike: project and score.
 
 Owns: reading them from a candidate as the daemon answers it (``queue.list`` /
 ``queue.get``), with the fallbacks a queue from an older daemon needs. Pure
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["agent_of", "project_of", "score_of"]
+__all__ = ["project_of", "score_of"]
 
 
 def project_of(candidate: dict[str, Any]) -> str:
@@ -25,16 +25,6 @@ def project_of(candidate: dict[str, Any]) -> str:
     file = (candidate.get("source") or {}).get("file") or ""
     parts = PurePath(file).parts
     return parts[-3] if len(parts) >= 3 else "(unknown)"
-
-
-def agent_of(candidate: dict[str, Any]) -> str:
-    """The agent the candidate came from: its ``agent``, else its first evidence's, else ``"(unknown)"``."""
-    if candidate.get("agent"):
-        return str(candidate["agent"])
-    for quote in candidate.get("evidence") or []:
-        if isinstance(quote, dict) and quote.get("agent"):
-            return str(quote["agent"])
-    return "(unknown)"
 
 
 def score_of(candidate: dict[str, Any]) -> float:

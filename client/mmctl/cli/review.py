@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from mmd.candidates.labels import agent_of, project_of, score_of
+from mmd.candidates.labels import project_of, score_of
 
 from ..errors import RpcError
 from ..render import cut, terminal_width
@@ -33,11 +32,13 @@ KEYS = "[a]ccept  [e]dit  [i]nto topic  [r]eject  [s]kip  [u]ndo  [q]uit"
 _PAGE = 1000
 
 
-def _pending(client: Any) -> list[dict[str, Any]]:
-    """Every pending candidate."""
+def _pending(client: Any, ctx: Ctx) -> list[dict[str, Any]]:
+    """Every pending candidate the filters keep (``queue.list`` filters: the same as ``mmctl queue list``)."""
+    a = ctx.args
     out: list[dict[str, Any]] = []
     while True:
-        page = client.queue_list(status="pending", limit=_PAGE, offset=len(out))
+        page = client.queue_list(status="pending", limit=_PAGE, offset=len(out), project=a.text("--project"),
+                                 agent=a.text("--agent"), min_score=a.integer("--min-score"))
         out.extend(page["candidates"])
         if len(out) >= page["total"] or not page["candidates"]:
             return out
@@ -205,20 +206,9 @@ def _into(client: Any, cand: dict[str, Any], into: str) -> dict[str, Any] | None
             "content": f"{str(note.get('body', '')).rstrip()}\n\n{cand.get('body', '')}"}
 
 
-def _filters(ctx: Ctx) -> Callable[[dict[str, Any]], bool]:
-    project, agent = ctx.args.text("--project"), ctx.args.text("--agent")
-    min_score = ctx.args.integer("--min-score")
-
-    def keep(c: dict[str, Any]) -> bool:
-        return ((project is None or project_of(c) == project) and (agent is None or agent_of(c) == agent)
-                and (min_score is None or score_of(c) >= min_score))
-
-    return keep
-
-
 def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], screen: _Screen) -> bool:
     """At the end of the list: append the pending candidates that came in meanwhile; True when some did."""
-    fresh = sorted((c for c in _pending(client) if c["id"] not in seen and _filters(ctx)(c)),
+    fresh = sorted((c for c in _pending(client, ctx) if c["id"] not in seen),
                    key=lambda c: (-score_of(c), c["id"]))
     if fresh:
         screen.say(f"{len(fresh)} new candidate(s) came in meanwhile")
@@ -230,7 +220,7 @@ def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], 
 def cmd_review(ctx: Ctx) -> int:
     """``review [--project P] [--agent A] [--min-score N]``: the keyboard loop (see the module docstring)."""
     client = ctx.need_daemon("review").client
-    todo = sorted(filter(_filters(ctx), _pending(client)), key=lambda c: (-score_of(c), c["id"]))
+    todo = sorted(_pending(client, ctx), key=lambda c: (-score_of(c), c["id"]))
     screen = _Screen(ctx)
     decided: list[tuple[dict[str, Any], str]] = []
     counts = {"accepted": 0, "rejected": 0, "skipped": 0, "undone": 0}
