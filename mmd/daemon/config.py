@@ -11,7 +11,8 @@ and the validation all read it.
 The file accepts the reference's config block (``root``, ``memoryId``,
 ``indexLines``, ``indexBytes``, ``detailMaxBytes``, ``defaultWriteBudget``,
 ``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
-``lang``) plus the daemon's own keys in a ``[daemon]`` table. This module
+``lang``) plus the daemon's own keys in a ``[daemon]`` table and the
+``[git]`` table (``enabled``, ``remote``, ``branch``, ``syncIntervalMs``). This module
 reads files and the given environment mapping only: sockets, the lock and the
 watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from mmd.core.options import MemoryOptions, is_js_integer
 from mmd.core.paths import dsh_home, expand_path
 from mmd.wire.endpoints import endpoints_for
 
-__all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args", "parser_for"]
+__all__ = ["OPTIONS", "Config", "ConfigError", "GitSettings", "Option", "build_config", "parse_args", "parser_for"]
 
 LANGS = ("auto", "en", "zh")
 """Accepted ``lang`` values (language of the agent guide)."""
@@ -98,8 +100,31 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("git.enabled", "--git", "bool", False,
+           "keep the root's history in git: one commit per revision, sync with a remote (issue 18)"),
+    Option("git.remote", "--git-remote", "str", "origin", "the git remote NAME synced with"),
+    Option("git.branch", "--git-branch", "str", None, "the branch synced (default: the repository's current one)"),
+    Option("git.syncIntervalMs", "--git-sync-interval-ms", "int", 300_000,
+           "period of the automatic sync with the remote, in milliseconds"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class GitSettings:
+    """The ``[git]`` table (issue 18).
+
+    Attributes:
+        enabled: the root's history is kept in git (``--git``).
+        remote: the remote NAME synced with (``origin``); none configured in the repository is not an error.
+        branch: the branch synced, or None for the repository's current branch.
+        sync_interval_ms: period of the automatic sync, milliseconds.
+    """
+
+    enabled: bool = False
+    remote: str = "origin"
+    branch: str | None = None
+    sync_interval_ms: int = 300_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +148,7 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        git: the ``[git]`` settings (off by default).
     """
 
     memory: MemoryOptions
@@ -143,6 +169,7 @@ class Config:
     notify_socket: str | None
     watchdog_usec: int | None
     journal: bool
+    git: GitSettings = GitSettings()
 
     @property
     def root(self) -> Path:
@@ -161,7 +188,9 @@ def _epilog(env: Mapping[str, str]) -> str:
     default_file = Path(base) / "mmd" / "config.toml"
     state = "present" if default_file.is_file() else "absent: the defaults apply"
     return (f"subcommands:\n  {_SERVICE_USAGE}\n      run mmd as a user service (systemd on Linux, launchd on "
-            f"macOS); `mmd service --help` for more\n\n"
+            f"macOS); `mmd service --help` for more\n"
+            f"  mmd merge-index BASE OURS THEIRS PATH\n      the merge driver git runs for a root kept with "
+            f"--git (registered by mmd itself)\n\n"
             f"defaults here:\n  config file  {default_file} ({state})\n"
             f"  memory root  {resolve_root(None, env)} (created, parents included, if missing)\n\n"
             "Flags override the config file, which overrides $DSH_MEMORY_ROOT / $DSH_HOME, which override "
@@ -266,7 +295,22 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
+        git=_git_settings(raw),
     )
+
+
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|[/.]$|\.lock$|^@$")
+"""What git refuses in a remote or branch name (git-check-ref-format, simplified: refused, never guessed)."""
+
+
+def _git_settings(raw: Mapping[str, Any]) -> GitSettings:
+    """The ``[git]`` table, its names checked as git would (``git check-ref-format``)."""
+    for key in ("git.remote", "git.branch"):
+        value = raw[key]
+        if value is not None and _REF_BAD.search(value):
+            raise ConfigError(key, value, "is not a valid git name (no spaces, '..', '~^:?*[\\', "
+                                          "leading '-' or '.', trailing '/' or '.lock')")
+    return GitSettings(raw["git.enabled"], raw["git.remote"], raw["git.branch"], raw["git.syncIntervalMs"])
 
 
 def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | None, dict[str, Any]]:

@@ -29,6 +29,7 @@ from .state import MemoryState
 from .statedb import StateDB
 
 if TYPE_CHECKING:
+    from .gitsync import GitSync
     from .lifecycle import Running
 
 __all__ = ["Jobs", "from_worker", "periods_ms", "status_payload"]
@@ -77,6 +78,8 @@ class Jobs:
         self.db = db
         self.review = review
         self.publisher = publisher
+        self.git: GitSync | None = None
+        """With ``--git``: told of each revision (its commit)."""
 
     def on_change(self, revision: Revision, cause: str) -> None:
         """A new revision (``cause``: ``write`` | ``delete`` | ``external`` | ``config``): journal it, publish it."""
@@ -89,6 +92,8 @@ class Jobs:
         except sqlite3.Error as error:  # the journal is a record; the change itself already landed
             log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
         self.publisher.publish(MEMORY_CHANGED, change)
+        if self.git is not None:
+            self.git.revised(revision, cause)
 
     def nudge(self) -> None:
         """The scheduled ``memory/nudge`` (reason ``schedule``)."""
@@ -118,7 +123,7 @@ class Jobs:
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, endpoints, queue, ingest, watcher,
-    events, requests}`` (``queue`` and ``ingest`` are null without ingestion)."""
+    events, requests, git}`` (``queue`` and ``ingest`` are null without ingestion, ``git`` without ``--git``)."""
     queue, ingestor = running.review.queue, running.ingestor
     return {"startedAt": running.started_at, "lang": cfg.lang,
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
@@ -126,4 +131,5 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
             "ingest": ingestor.health.to_json() if ingestor else None,
             "watcher": dict(running.watcher.health),
             "events": {"seq": running.publisher.seq},
-            "requests": running.rpc.requests}
+            "requests": running.rpc.requests,
+            "git": running.git.status() if running.git else None}

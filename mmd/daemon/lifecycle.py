@@ -1,13 +1,15 @@
 """The daemon's life, read top to bottom: startup, serve until a signal, shutdown in reverse.
 
 Startup order: the root's lock, the state database (review queue, ingest
-cursors), the first snapshot, the root watcher and the session-log ingestion
-worker, the scheduler, then the PUB and ROUTER sockets; ``READY=1`` goes to
-systemd last (the backfill of old logs runs on after it). Each step pushes its
-undo on one :class:`contextlib.AsyncExitStack`, so shutdown runs in reverse by
+cursors), with ``--git`` the repository (:mod:`.gitsync`), the first snapshot,
+the root watcher and the session-log ingestion worker, the scheduler, then the
+PUB and ROUTER sockets; ``READY=1`` goes to systemd last (the backfill of old
+logs runs on after it). Each step pushes its undo on one
+:class:`contextlib.AsyncExitStack`, so shutdown runs in reverse by
 construction, after a partial startup too: stop taking requests, finish the
 in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
-the ingestion worker and the watcher, close the database, release the lock.
+the ingestion worker and the watcher, commit what is pending (``--git``),
+close the database, release the lock.
 The started parts are one :class:`Running`. Signal handlers only queue the
 signal; the serve loop acts on it. Jobs and event payloads are in :mod:`.jobs`.
 """
@@ -21,7 +23,7 @@ import logging
 import os
 import signal
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
 from .config import Config, ConfigError
 from .events import Publisher
+from .gitsync import GitSync
 from .ingest import Ingestor
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
@@ -73,7 +76,7 @@ LINGER_MS = 1000
 HARD_MAX_FRAME_FACTOR = 16
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
-                "ingest")
+                "ingest", "git")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -83,7 +86,8 @@ log = logging.getLogger("mmd.daemon")
 class Running:
     """The parts of a daemon that finished starting (built once, as startup's last step).
 
-    ``ingestor`` is None when ingestion is off (``--no-ingest``), as ``review.queue`` is.
+    ``ingestor`` is None when ingestion is off (``--no-ingest``), as ``review.queue`` is (unless ``--git``
+    keeps the queue for sync conflicts); ``git`` is None without ``--git``.
     """
 
     state: MemoryState
@@ -95,6 +99,7 @@ class Running:
     publisher: Publisher
     rpc: RpcServer
     started_at: str
+    git: GitSync | None = None
 
 
 class Daemon:
@@ -103,10 +108,13 @@ class Daemon:
     Args:
         config: the validated configuration.
         reload_config: builds a fresh Config on SIGHUP (flags and file re-read); None disables reloads.
+        merge_driver: the command git runs as the merge driver (``[<mmd>, "merge-index"]``), for ``--git``.
     """
 
-    def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None) -> None:
+    def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None,
+                 merge_driver: Sequence[str] | None = None) -> None:
         self.config = config
+        self.merge_driver = list(merge_driver or ["mmd", "merge-index"])
         self._reload_config = reload_config
         self.notifier = Notifier(config.notify_socket)
         self.running: Running | None = None
@@ -186,23 +194,31 @@ class Daemon:
         db = StateDB(cfg.root)
         await asyncio.to_thread(db.open)
         undo.callback(db.close)
-        queue = ReviewQueue(db, state.now_iso) if cfg.ingest else None
+        queue = ReviewQueue(db, state.now_iso) if cfg.ingest or cfg.git.enabled else None
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(state, queue)
         jobs = Jobs(lambda: self.config, state, db, review, publisher)
         state.on_change = jobs.on_change
-        # 3. snapshot (creating MEMORY.md and memories/ if missing)
+        # 3. with --git: the repository (revision numbers continue above its history's); then the snapshot
+        #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
+        git = None
+        if cfg.git.enabled and queue is not None:
+            git = jobs.git = GitSync(cfg.git, state, queue, publisher, self.merge_driver)
+            state.revision_floor = await asyncio.to_thread(git.prepare)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
         started_at = state.now_iso()
+        if git is not None:
+            await git.start()
+            undo.push_async_callback(git.stop)  # after the watcher and requests stopped: commits what is pending
         # 4. watchers: the root (it catches up on edits made since the load), then the session logs;
         #    at shutdown the ingestion worker finishes its current slice
         watcher = Watcher(cfg.root, state.refresh)
         await watcher.start()
         undo.push_async_callback(watcher.stop)
         ingestor = None
-        if queue is not None:
+        if queue is not None and cfg.ingest:
             loop = asyncio.get_running_loop()
             ingestor = Ingestor(
                 cfg.sessions_dir, queue, notes=lambda: state.current if state.revision else None,
@@ -227,12 +243,12 @@ class Daemon:
         publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review), cfg.max_request_bytes)
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, git), cfg.max_request_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         rpc.start()
         # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
         undo.push_async_callback(self._drain_requests, rpc)
-        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, git)
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)
@@ -299,7 +315,7 @@ class Daemon:
         new = dataclasses.replace(new, memory=memory, rpc_endpoint=old.rpc_endpoint, pub_endpoint=old.pub_endpoint,
                                   curve_secret_key=old.curve_secret_key, curve_public_key=old.curve_public_key,
                                   curve_clients_dir=old.curve_clients_dir,
-                                  sessions_dir=old.sessions_dir)
+                                  sessions_dir=old.sessions_dir, git=old.git)
         self.config = new
         setup_logging(new.log_level, new.journal)
         if memory != old.memory:

@@ -83,6 +83,8 @@ class MemoryState:
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
+        self.revision_floor = 0
+        """Revision numbers start above it (``--git``: the last revision the root's history records)."""
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
         """Called on the loop after each new revision but the first, with its cause
         (``write`` | ``delete`` | ``external`` | ``config``)."""
@@ -116,8 +118,9 @@ class MemoryState:
         Raises:
             MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`~mmd.core.snapshot.load_snapshot`.
         """
-        return load_revision(self.options, self._current, self.store.live_index, number=self.revision + 1,
-                             loaded_at=self.now_iso(), engine=self.engine)
+        return load_revision(self.options, self._current, self.store.live_index,
+                             number=max(self.revision, self.revision_floor) + 1, loaded_at=self.now_iso(),
+                             engine=self.engine)
 
     def _prepare_patch(self, touched: str) -> Revision:
         if self._current is None or self._current.memory_id != self.options.memory_id:
@@ -244,6 +247,15 @@ class MemoryState:
                 return None
             self._install(revision, None, "external")
             return revision
+
+    def adopt(self, revision: Revision, cause: str) -> bool:
+        """Install a revision from :meth:`prepare_load` made while the caller holds :attr:`lock` (a git
+        sync changed the files); announced with ``cause``. False when nothing a reader sees changed."""
+        if revision.empty and _meta(self.current) == _meta(revision.snapshot):
+            self.fingerprints = revision.fingerprints
+            return False
+        self._install(revision, None, cause)
+        return True
 
     def _check_revision(self, if_revision: int | None) -> None:
         if if_revision is not None and if_revision != self.revision:

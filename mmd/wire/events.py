@@ -16,6 +16,7 @@ __all__ = [
     "EVENT_PAYLOADS",
     "MEMORY_CHANGED",
     "MEMORY_NUDGE",
+    "MEMORY_SYNCED",
     "QUEUE_ADDED",
     "TOPICS",
     "ChangedEvent",
@@ -23,6 +24,7 @@ __all__ = [
     "HeartbeatEvent",
     "NudgeEvent",
     "QueueAddedEvent",
+    "SyncedEvent",
 ]
 
 MEMORY_NUDGE = "memory/nudge"
@@ -34,7 +36,10 @@ QUEUE_ADDED = "queue/added"
 DAEMON_HEARTBEAT = "daemon/heartbeat"
 """The daemon is alive, every ``daemon.heartbeatMs`` (:class:`HeartbeatEvent`)."""
 
-TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, QUEUE_ADDED, DAEMON_HEARTBEAT)
+MEMORY_SYNCED = "memory/synced"
+"""A git sync finished, well or not (:class:`SyncedEvent`; only with ``mmd --git``)."""
+
+TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, QUEUE_ADDED, DAEMON_HEARTBEAT, MEMORY_SYNCED)
 """Every event topic, as sent in the first frame (UTF-8)."""
 
 
@@ -46,7 +51,7 @@ class ChangedItem(TypedDict):
 
 
 class ChangedEvent(TypedDict):
-    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``external`` | ``config``."""
+    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``external`` | ``config`` | ``sync``."""
 
     seq: int
     at: str
@@ -96,7 +101,33 @@ class QueueAddedEvent(TypedDict):
     source: str
 
 
+class SyncedEvent(TypedDict):
+    """``memory/synced``: what a git sync did (``mmctl sync``, or every ``git.syncIntervalMs``).
+
+    ``merged`` is ``none`` | ``up-to-date`` | ``fast-forward`` | ``merge``; ``topics`` changed locally
+    by the merge; ``queued`` are the ids of the ``conflict`` candidates it added; ``error`` is
+    ``{stage, message}`` or null (no local revision is lost; the sync is retried with back-off);
+    ``ahead``/``behind`` count commits against the remote branch (null when unknown).
+    """
+
+    seq: int
+    at: str
+    ok: bool
+    remote: str
+    branch: str | None
+    merged: str
+    pushed: bool
+    head: str | None
+    ahead: int | None
+    behind: int | None
+    topics: list[str]
+    queued: list[int]
+    error: dict[str, str] | None
+    revision: int
+    indexOverBudget: bool
+
 
 EVENT_PAYLOADS: dict[str, type] = {MEMORY_NUDGE: NudgeEvent, MEMORY_CHANGED: ChangedEvent,
-                                   QUEUE_ADDED: QueueAddedEvent, DAEMON_HEARTBEAT: HeartbeatEvent}
+                                   QUEUE_ADDED: QueueAddedEvent, DAEMON_HEARTBEAT: HeartbeatEvent,
+                                   MEMORY_SYNCED: SyncedEvent}
 """``{topic: the TypedDict of its payload}`` (``schema/events.schema.json`` holds the same)."""

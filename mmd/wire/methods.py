@@ -26,14 +26,19 @@ __all__ = [
     "MEMORY_BUDGET",
     "MEMORY_CLOSE",
     "MEMORY_DELETE",
+    "MEMORY_DIFF",
     "MEMORY_DIGEST",
     "MEMORY_INDEX",
     "MEMORY_LIST",
+    "MEMORY_LOG",
     "MEMORY_NUDGE",
     "MEMORY_OPEN",
     "MEMORY_READ",
     "MEMORY_RELOAD",
+    "MEMORY_RESTORE",
+    "MEMORY_REVERT",
     "MEMORY_SEARCH",
+    "MEMORY_SYNC",
     "MEMORY_WRITE",
     "METHODS",
     "QUEUE_ACCEPT",
@@ -112,11 +117,17 @@ QUEUE_ACCEPT = Method("queue.accept", {
     "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_ID, True), "reason": Param(_STR)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
+# The root's git history and sync (issue 18; E_UNAVAILABLE without --git). REV: a commit or ``r42``.
+MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT)}, idempotent=True)
+MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR)}, idempotent=True)
+MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
+MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True)})
+MEMORY_SYNC = Method("memory.sync", idempotent=True)
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
     MEMORY_WRITE, MEMORY_DELETE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT, QUEUE_REJECT,
-    DAEMON_STATUS)}
+    DAEMON_STATUS, MEMORY_LOG, MEMORY_DIFF, MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}
