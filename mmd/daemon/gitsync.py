@@ -262,6 +262,7 @@ class GitSync:
         candidates = [c["candidate"] for c in result["conflicts"] if "candidate" in c]
         result["queued"] = self._queue(candidates, f"git:{result['remote']}/{result['branch']}")
         result["queued"] += self.drain_spool()
+        self._refresh_repo()
         at = self.state.now_iso()
         self.last_sync = {"at": at, "ok": result["ok"], "merged": result["merged"], "pushed": result["pushed"],
                           "conflicts": len(result["conflicts"]), "note": result["note"], "error": result["error"]}
@@ -272,7 +273,6 @@ class GitSync:
                         result["error"]["message"], self.failures)
         else:
             self.failures = 0
-        self._refresh_repo()
         return result
 
     def reload_if_moved(self) -> None:
@@ -339,18 +339,26 @@ class GitSync:
 
     # --- history use-cases ------------------------------------------------------------------------
 
+    async def committed(self) -> None:
+        """Return once the revisions installed so far are committed (the worker runs its jobs in order)."""
+        await self._submit(_nothing)
+
     async def log(self, topic: str | None, limit: int) -> dict[str, Any]:
-        """``{commits: [...]}`` newest first (see :meth:`~.git.history.GitHistory.log`)."""
+        """``{commits: [...]}`` newest first (see :meth:`~.git.history.GitHistory.log`), the latest
+        revisions' commits included."""
         if topic is not None:
             validate_topic(topic)
+        await self.committed()
         return {"commits": await asyncio.to_thread(self.history.log, topic, limit=limit)}
 
     async def diff(self, rev: str, other: str | None) -> dict[str, Any]:
         """What changed (see :meth:`~.git.history.GitHistory.diff`)."""
+        await self.committed()
         return await asyncio.to_thread(self.history.diff, rev, other)
 
     async def revert(self, rev: str) -> dict[str, Any]:
         """Undo ``rev`` with new writes: ``{ok, rev, commit, results: [{topic, action, changedSince, outcome}]}``."""
+        await self.committed()
         commit = await asyncio.to_thread(self.history.resolve, rev)
         plan = await asyncio.to_thread(self.history.revert_plan, commit)
         results = []
@@ -364,6 +372,7 @@ class GitSync:
     async def restore(self, topic: str, at: str) -> dict[str, Any]:
         """``topic`` back as it was at ``at``: ``{ok, topic, at, commit, action, outcome}``."""
         validate_topic(topic)
+        await self.committed()
         note = await asyncio.to_thread(self.history.note_at, topic, at)
         _LABEL.set("restore")
         if note is None:
@@ -396,6 +405,10 @@ class GitSync:
                 "commitError": self.commit_error, "lastSync": self.last_sync, "lastError": self.last_error,
                 "failures": self.failures, "nextSyncAt": self.next_sync_at,
                 "syncIntervalMs": self.settings.sync_interval_ms}
+
+
+def _nothing() -> None:
+    """A job that does nothing: awaiting it waits for the jobs queued before it."""
 
 
 def _iso_in(now_iso: str, delay_ms: int) -> str:
