@@ -345,9 +345,15 @@ class GitSync:
 
     async def log(self, topic: str | None, limit: int) -> dict[str, Any]:
         """``{commits: [...]}`` newest first (see :meth:`~.git.history.GitHistory.log`), the latest
-        revisions' commits included."""
+        revisions' commits included.
+
+        Raises:
+            MMError(E_INVALID): for a bad topic slug or a ``limit`` below 1.
+        """
         if topic is not None:
             validate_topic(topic)
+        if limit < 1:
+            raise MMError(ErrorCode.E_INVALID, f"limit must be at least 1 (got {limit})")
         await self.committed()
         return {"commits": await asyncio.to_thread(self.history.log, topic, limit=limit)}
 
