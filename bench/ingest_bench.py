@@ -14,9 +14,21 @@ step/turn bookkeeping. Figures, each from a fresh ``mmd`` process:
 - the slowest ``daemon.status`` answer during the plain backfill (the RPC must stay responsive);
 - append-to-queue latency while the daemon follows the log: a line holding a
   ``MEMO:`` is appended every 100 ms and timed until its ``queue/added``
-  event arrives, p50 and p95 (target: p95 ≤ 500 ms with default settings).
+  event arrives, p50 and p95 (target: p95 ≤ 500 ms with default settings);
+- 10,000 small Claude Code transcripts already there at start
+  (``--transcripts``): the backfill's time, files/s and peak RSS, and the
+  slowest ``daemon.status`` and ``memory.index`` answers while it runs (reads
+  and RPC must not wait for it), and whether the newest file came first;
+- a Claude Code case through the daemon (``--source claude-code=…``): a
+  transcript of at least ``--mb`` MB from :func:`bench.sources_bench.generate`
+  (the real 2.1.x shapes: big tool results, ``progress`` records nesting them,
+  thinking, snapshots), its backfill throughput (target ≥ 150 MB/s) beside
+  the floor (the same lines read and ``json.loads``-ed, in this process) and
+  the daemon's peak RSS (target < 60 MiB).
 
-Run: ``python bench/ingest_bench.py [--mb 110] [--appends 60]``. Prints one line per figure.
+Every daemon runs with ``HOME`` in the bench's temp folder, so the machine's
+own agent logs are never read. Run: ``python bench/ingest_bench.py [--mb 110]
+[--appends 60] [--only dsh|claude-code]``. Prints one line per figure.
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ from mmd.wire.endpoints import endpoints_for  # noqa: E402
 FLOOR_MB_S = 340.0
 RSS_TARGET_MIB = 60.0
 P95_TARGET_MS = 500.0
+CLAUDE_TARGET_MB_S = 150.0
 WORDS = ("the retry path idempotency key merchant refund capture ledger settles invoice tenant shard replica "
          "queue worker backoff jitter cache eviction schema migration index vacuum deploy region").split()
 
@@ -135,16 +148,17 @@ def to_zstd(src: Path, dest: Path, per_frame: int = 8) -> None:
 
 
 class Daemon:
-    def __init__(self, base: Path, sessions: Path) -> None:
+    def __init__(self, base: Path, sessions: Path, *extra: str) -> None:
         self.runtime = Path(tempfile.mkdtemp(prefix="mmdb"))
         self.root = base / "root"
         self.env = {**os.environ, "XDG_RUNTIME_DIR": str(self.runtime), "PYTHONPATH": str(REPO),
-                    "DSH_HOME": str(base / "dsh")}
-        self.env.pop("DSH_MEMORY_ROOT", None)
+                    "DSH_HOME": str(base / "dsh"), "HOME": str(base / "home")}
+        for name in ("DSH_MEMORY_ROOT", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+            self.env.pop(name, None)
         ep = endpoints_for(self.root, self.env)
         self.rpc, self.pub = ep.rpc, ep.pub
         self.proc = subprocess.Popen([sys.executable, "-m", "mmd.daemon.main", "--root", str(self.root),
-                                      "--sessions", str(sessions), "--log-level", "warning"],
+                                      "--sessions", str(sessions), "--log-level", "warning", *extra],
                                      env=self.env, stdout=subprocess.DEVNULL)
         self.ctx = zmq.Context.instance()
 
@@ -184,9 +198,9 @@ class Daemon:
         shutil.rmtree(self.runtime, ignore_errors=True)
 
 
-def backfill(base: Path, sessions: Path) -> tuple[float, float, float, int]:
+def backfill(base: Path, sessions: Path, *extra: str) -> tuple[float, float, float, int]:
     """(MB/s, peak RSS MiB, slowest daemon.status ms during the backfill, candidates)."""
-    daemon = Daemon(base, sessions)
+    daemon = Daemon(base, sessions, *extra)
     try:
         daemon.wait_ready()
         slowest = 0.0
@@ -234,13 +248,82 @@ def latency(base: Path, sessions: Path, log: Path, appends: int) -> list[float]:
         daemon.stop()
 
 
+def claude_code(base: Path, megabytes: float) -> None:
+    """The Claude Code case: one generated transcript backfilled by a daemon that reads only that source."""
+    from bench import sources_bench
+
+    projects = base / "claude" / "projects"
+    transcript = projects / sources_bench.CWD.replace("/", "-") / f"{sources_bench.SID}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    t0 = time.perf_counter()
+    size = sources_bench.generate(transcript, int(megabytes + 0.999))
+    print(f"claude-code transcript: {size / 1e6:.1f} MB generated in {time.perf_counter() - t0:.1f} s")
+    sources_bench.floor(transcript)  # warm the page cache
+    floor_mbs = size / 1e6 / sources_bench.floor(transcript)
+    mbs, rss, slowest, n = backfill(base / "run-claude", base / "no-dsh", "--source", f"claude-code={projects}",
+                                    "--no-source", "codex")
+    print(f"claude-code backfill: {mbs:7.1f} MB/s   (target >= {CLAUDE_TARGET_MB_S:.0f} MB/s; floor, read + "
+          f"json.loads of the same lines: {floor_mbs:.0f} MB/s)   candidates {n}")
+    print(f"claude-code peak RSS: {rss:7.1f} MiB  (target < {RSS_TARGET_MIB:.0f} MiB)")
+    print(f"slowest daemon.status during the claude-code backfill: {slowest:.1f} ms")
+
+
+def many_transcripts(base: Path, count: int) -> None:
+    """``count`` small Claude Code transcripts already there at start: the backfill runs in the background
+    (newest first) while reads and ``daemon.status`` stay answered."""
+    projects = base / "many" / "projects"
+    now = time.time()
+    for i in range(count):
+        sid = f"{i:08x}-2222-4333-8444-555555555555"
+        path = projects / f"-home-dev-p{i % 200}" / f"{sid}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [{"type": "user", "uuid": f"{sid}-{n}", "sessionId": sid, "cwd": f"/home/dev/p{i % 200}",
+                  "timestamp": "2026-02-17T03:00:00.000Z", "message": {"role": "user", "content": text}}
+                 for n, text in enumerate((f"MEMO: service {i} deploys from tag v{i}.", "please run the tests",
+                                           f"REMEMBER: service {i} listens on port {10000 + i}."))]
+        path.write_text("".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines), encoding="utf-8")
+        os.utime(path, (now - count + i, now - count + i))  # the last one is the newest
+    daemon = Daemon(base / "run-many", base / "no-dsh", "--source", f"claude-code={projects}", "--no-source", "codex")
+    try:
+        daemon.wait_ready()
+        slowest_status = slowest_read = 0.0
+        while True:
+            t0 = time.perf_counter()
+            st = daemon.call("daemon.status")
+            t1 = time.perf_counter()
+            daemon.call("memory.index")
+            t2 = time.perf_counter()
+            slowest_status, slowest_read = max(slowest_status, (t1 - t0) * 1000), max(slowest_read, (t2 - t1) * 1000)
+            source = next(s for s in st["ingest"]["sources"] if s["kind"] == "claude-code")
+            if source["backfill"]["done"]:
+                break
+            time.sleep(0.05)
+        b = source["backfill"]
+        first = daemon.call("queue.list", {"limit": 1})["candidates"][0]
+        rate = b["files"] / b["seconds"]
+        print(f"{count} claude-code transcripts at start: backfill {b['seconds']:.1f} s ({rate:.0f} files/s), "
+              f"candidates {st['queue']['total']}, peak RSS {daemon.peak_rss_mib():.1f} MiB")
+        print(f"  during it: slowest daemon.status {slowest_status:.1f} ms, slowest memory.index {slowest_read:.1f} ms;"
+              f" first candidate from {Path(first['source']['file']).name} (newest: {count - 1:08x}-…)")
+    finally:
+        daemon.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=110.0, help="size of the generated log, MB (default 110)")
     parser.add_argument("--appends", type=int, default=60, help="appends timed for the latency figure")
+    parser.add_argument("--only", choices=("dsh", "claude-code", "many"), help="run one case only")
+    parser.add_argument("--transcripts", type=int, default=10_000, help="transcripts of the many case")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mmd-ingest-bench-") as tmp:
         base = Path(tmp)
+        if args.only in (None, "many"):
+            many_transcripts(base, args.transcripts)
+        if args.only in (None, "claude-code"):
+            claude_code(base, args.mb)
+        if args.only not in (None, "dsh"):
+            return
         plain_dir = base / "plain" / "--home-dev-bench--" / "session-bench"
         plain_dir.mkdir(parents=True)
         log = plain_dir / "session.v4.jsonl"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mmd.candidates.score import MIN_SCORE, Draft, budget, select
+from mmd.candidates.score import DEFAULT_TUNING, MIN_SCORE, Draft, Tuning, budget, select
+from mmd.candidates.signals import RULES, without
 from mmd.sources.base import Position, Utterance
 
 
@@ -35,7 +36,10 @@ def test_the_budget_hides_the_rest_but_keeps_them() -> None:
     prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
     drafts = select(prompts)
     assert len(drafts) == 30
-    assert sum(d.visible for d in drafts) == budget(prompts) == 7
+    assert budget(prompts) == 7  # 2 + sqrt(30), rounded
+    # all 30 score at least Tuning.sure: the budget grows to its cap of 8, the rest stay hidden
+    assert sum(d.visible for d in drafts) == budget(prompts, DEFAULT_TUNING, drafts) == 8
+    assert sum(d.visible for d in select(prompts, tuning=Tuning(sure=5.0))) == 7
     assert [d.visible for d in select(prompts, per_session=2)].count(True) == 2
     assert not any(d.visible for d in select(prompts, per_session=0))
 
@@ -93,3 +97,48 @@ def test_a_finding_the_session_later_disproves_sinks() -> None:
         return next(d.score for d in drafts if d.evidence[0] is finding)
 
     assert score_of(select([finding, later])) < score_of(select([finding, other]))
+
+
+def test_the_tuning_sets_the_budget_formula_and_the_floor() -> None:
+    topics = [f"{a} {b}" for a in ("parser", "renderer", "exporter", "scheduler")
+              for b in ("cache", "queue", "schema", "config")]
+    prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
+    assert budget(prompts) == budget(prompts, DEFAULT_TUNING) == 6  # 2 + sqrt(16)
+    flat = Tuning(budget_base=3.0, budget_slope=0.0, sure=5.0)
+    assert budget(prompts, flat) == 3
+    assert sum(d.visible for d in select(prompts, tuning=flat)) == 3
+    assert budget(prompts, Tuning(budget_slope=5.0, budget_max=10)) == 10
+    assert not any(d.visible for d in select(prompts, tuning=Tuning(min_score=5.0)))
+
+
+def test_the_budget_grows_to_show_every_sure_draft() -> None:
+    rules = ("never touch the parser cache without asking. always run the schema check first. "
+             "don't commit the generated files. never push to the release branch. always sign the tags.")
+    prompt = [say("human", rules, 1)]
+    assert budget(prompt) == 3  # 2 + sqrt(1)
+    drafts = select(prompt, tuning=Tuning(sure=0.8))
+    assert len(drafts) == 5 and all(d.score >= 0.8 for d in drafts)
+    assert budget(prompt, Tuning(sure=0.8), drafts) == 5 and all(d.visible for d in drafts)
+    assert budget(prompt, Tuning(sure=0.8, budget_max=4), drafts) == 4
+    assert sum(d.visible for d in select(prompt, tuning=Tuning(sure=5.0))) == 3
+
+
+def test_the_tuning_weighs_the_assistant() -> None:
+    finding = say("assistant", "The build never finishes because the cache lock is not released.", 1)
+    low = select([finding], tuning=Tuning(assistant=0.5))[0].score
+    high = select([finding], tuning=Tuning(assistant=0.9))[0].score
+    assert high > low
+
+
+def test_select_fires_the_rules_it_is_given() -> None:
+    prompt = say("human", "from now on run the formatter before every commit", 1)
+    assert [d.rule for d in select([prompt])] == ["human-from-now-on"]
+    assert select([prompt], rules=without(RULES, {("human-from-now-on", 0)})) == []
+
+
+def test_an_agreeing_reply_ranks_below_the_correction_it_agrees_with() -> None:
+    correction = say("human", "no, the exporter must never write to the shared folder", 1)
+    reply = say("assistant", "You're right — the exporter should keep to its own folder from here.", 2)
+    drafts = select([correction, reply])
+    assert [d.evidence[0] for d in drafts] == [correction, reply]
+    assert drafts[0].visible and drafts[0].score > drafts[1].score + 0.3

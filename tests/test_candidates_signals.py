@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from mmd.candidates.signals import fire, strength
+from mmd.candidates.signals import RULES, Rule, fire, phrases, strength, without
 from mmd.candidates.statements import Statement, split
 
 
@@ -33,6 +35,9 @@ def rule_of(text: str, who: str, section: str = "") -> str | None:
     ("we use squash merges for every pull request", "human-we-use"),
     ("the config loader should read the user folder first", "human-should"),
     ("also you have a virtual environment in /tmp/review-venv", "human-environment"),
+    ("for the record: the release builds run on the old build box", "human-notice"),
+    ("heads-up, the staging database is reset every night", "human-notice"),
+    ("btw keep the changelog entries short, I read them all", "human-notice"),
 ])
 def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     assert rule_of(text, "human") == rule
@@ -48,8 +53,12 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("The parser doesn't accept a leading minus, so the caller strips it.", "assistant-pitfall"),
     ("The settings module defaults to production, which needs a secret key.", "assistant-pitfall"),
     ("报错的根本原因是缓存键里没有租户编号", "assistant-root-cause"),
+    ("The real issue was the stale lock file left by the crashed run.", "assistant-root-cause"),
     ("空列表时求和返回的是空值而不是零，所以要写默认值", "assistant-pitfall"),
     ("Good catch - the second call reads the stale value.", "assistant-acknowledged"),
+    ("One thing to know: the importer skips rows with an empty id.", "assistant-notice"),
+    ("Pitfall I hit: the settings module defaults to production.", "assistant-notice"),
+    ("踩到一个坑：空列表时求和返回的是空值而不是零", "assistant-notice"),
 ])
 def test_assistant_findings_fire(text: str, rule: str) -> None:
     assert rule_of(text, "assistant") == rule
@@ -68,6 +77,7 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
     ("Good point, I will look at it.", "assistant"),
     ("The issue is that I need to make the helper work with blocks.", "assistant"),  # a plan, not a finding
     ("I don't think that matters here at all", "human"),         # a hedge, not a rule
+    ("The issue is that the page background stays dark in the code block.", "assistant"),  # a diagnosis of the moment
 ])
 def test_look_alikes_stay_quiet(text: str, who: str) -> None:
     assert rule_of(text, who) is None
@@ -113,3 +123,27 @@ def test_strength_halves_a_question_and_lifts_a_reason() -> None:
     reason = strength(one("we use squash merges because the history stays linear"), "human")
     question = strength(one("we use squash merges for pull requests, right?"), "human")
     assert reason > plain > question
+
+
+def test_make_sure_is_a_request_not_a_standing_rule() -> None:
+    assert rule_of("make sure the exported file keeps every field", "human") == "human-should"
+    assert rule_of("never export the secrets, make sure of it", "human") == "human-standing-rule"
+
+
+def test_phrases_split_a_rule_at_its_top_level_alternatives_only() -> None:
+    rule = Rule("r", "fact", 0.5, ("human",), re.compile(r"[|a]b|c(?:d|e)|x\|y|[^]|]z", re.IGNORECASE))
+    assert phrases(rule) == ("[|a]b", "c(?:d|e)", r"x\|y", "[^]|]z")
+    for each in RULES:
+        assert "|".join(phrases(each)) == each.pattern.pattern
+
+
+def test_without_takes_phrases_out_and_a_rule_left_empty_goes() -> None:
+    text = "from now on run the formatter before every commit"
+    assert rule_of(text, "human") == "human-from-now-on"
+    fewer = without(RULES, {("human-from-now-on", 0)})
+    assert fire(one(text), "human", fewer) is None
+    kept = fire(one("going forward run the formatter first"), "human", fewer)
+    assert kept is not None and kept.name == "human-from-now-on"
+    rule = next(r for r in RULES if r.name == "human-from-now-on")
+    every = {(rule.name, i) for i in range(len(phrases(rule)))}
+    assert [r.name for r in without(RULES, every)] == [r.name for r in RULES if r is not rule]

@@ -43,7 +43,9 @@ class DaemonProcess:
         self.runtime = Path(tempfile.mkdtemp(prefix="mmdrt"))
         self.env = {**os.environ, "XDG_RUNTIME_DIR": str(self.runtime), "DSH_HOME": str(base / "dsh"),
                     "XDG_CONFIG_HOME": str(base / "xdg-config"), "PYTHONPATH": str(REPO)}
-        self.env.pop("DSH_MEMORY_ROOT", None)
+        self.env["HOME"] = str(base / "home")  # a fake home: never the machine's own agent logs
+        for name in ("DSH_MEMORY_ROOT", "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+            self.env.pop(name, None)
         self.env.pop("NOTIFY_SOCKET", None)
         self.env.update(env or {})
         self.extra = list(extra)

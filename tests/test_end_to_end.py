@@ -48,7 +48,7 @@ async def test_mmd_digests_real_logs_into_a_queue_that_mmctl_reviews(start_daemo
     listed = mmctl(daemon, "queue", "list", "--json")
     assert listed.returncode == 0, listed.stderr
     queue = json.loads(listed.stdout)["candidates"]
-    assert [comparable(c) for c in queue] == expected_in_scan_order()
+    assert [comparable(c) for c in queue] == expected_in_scan_order(tmp_path / "dsh" / "sessions")
 
     events = Subscriber(daemon.pub)
     try:

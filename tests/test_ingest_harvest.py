@@ -30,7 +30,8 @@ def test_the_status_json_keeps_its_shape() -> None:
     assert IngestHealth("/s").to_json() == {
         "running": False, "phase": "stopped", "sessionsDir": "/s", "folderPresent": False, "filesTracked": 0,
         "bytesRead": 0, "candidatesAdded": 0, "lastEventAt": None, "errors": 0, "lastError": None, "warnings": 0,
-        "sessionsEnded": 0, "backfill": {"done": False, "files": 0, "bytes": 0, "candidates": 0, "seconds": None}}
+        "sessionsEnded": 0, "backfill": {"done": False, "files": 0, "bytes": 0, "candidates": 0, "seconds": None},
+        "sources": []}
 
 
 def test_a_log_goes_to_the_queue_with_its_cursor_row_and_is_not_read_twice(tmp_path: Path) -> None:

@@ -118,9 +118,13 @@ def comparable(candidate: dict[str, Any]) -> dict[str, Any]:
     return {**{k: candidate[k] for k in keep}, "source": source}
 
 
-def expected_in_scan_order(names: list[str] | None = None) -> list[dict[str, Any]]:
-    """The expected candidates of the samples in backfill order (files sorted by path)."""
-    return [c for name in sorted(names or SAMPLES_EXPECTED) for c in SAMPLES_EXPECTED[name]]
+def expected_in_scan_order(folder: Path, names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The expected candidates of the samples copied to ``folder`` in backfill order (newest file first, then
+    by path)."""
+    def newest_first(name: str) -> tuple[int, str]:
+        return -(folder / name).stat().st_mtime_ns, str(folder / name)
+
+    return [c for name in sorted(names or SAMPLES_EXPECTED, key=newest_first) for c in SAMPLES_EXPECTED[name]]
 
 
 def dsh_line(seq: int, etype: str, data: dict[str, Any]) -> bytes:

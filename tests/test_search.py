@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 import threading
 from typing import Any
 
@@ -379,11 +380,9 @@ def fts_corpus() -> list[Note]:
         ("deploy actions", [("deploy", 1.8754115491470216), ("other", 0.8493949993376035)]),
         ("us-east-1", [("deploy", 1.1386573404877838)]),
         ("OAuth jwt", [("auth", 2.2773146809755676)]),
-        ("部署", []),
-        ("部署区域", [("region", 1.809918218067918)]),
     ],
 )
-def test_fts5_scores_are_negated_bm25_ranks(query: str, expected: list[tuple[str, float]]) -> None:
+def test_fts5_latin_scores_are_the_references_negated_bm25_ranks(query: str, expected: list[tuple[str, float]]) -> None:
     with Fts5Index(fts_corpus()) as index:
         result = index.search(query, 10, 160)
     assert result["engine"] == "fts5"
@@ -391,6 +390,17 @@ def test_fts5_scores_are_negated_bm25_ranks(query: str, expected: list[tuple[str
     assert [m["topic"] for m in result["matches"]] == [t for t, _ in expected]
     for match, (_, score) in zip(result["matches"], expected, strict=True):
         assert match["score"] == pytest.approx(score, rel=1e-9)
+
+
+@needs_fts5
+def test_fts5_finds_cjk_terms_the_reference_misses() -> None:
+    with Fts5Index(fts_corpus()) as index:
+        short = index.search("部署", 10, 160)  # the reference: nothing (unicode61 keeps the Han run whole)
+        whole = index.search("部署区域", 10, 160)  # the reference: region, 1.809918218067918 (its summary)
+    assert topics(short) == ["region"] and short["total"] == 1
+    assert topics(whole) == ["region"] and whole["total"] == 1
+    # the reference's phrase contribution plus the Han grams' contributions
+    assert whole["matches"][0]["score"] > 1.809918218067918
 
 
 @needs_fts5
@@ -485,3 +495,33 @@ def test_fts5_index_after_close_returns_no_rows() -> None:
 def test_fts5_accepts_lone_surrogates_in_notes() -> None:
     with Fts5Index([note("odd", body="x \ud800 y")]) as index:
         assert topics(index.search("x", 10, 160)) == ["odd"]
+
+
+@needs_fts5
+def test_fts5_one_word_scores_equal_sqlites_bm25_bit_for_bit() -> None:
+    # one-word phrases are scored from the term's instances, not by bm25(): the figures must not move
+    rng = random.Random(5)
+    words = ["alpha", "Beta", "gamma", "delta", "x1", "42", "部署", "naïve", "us-east-1", "q"]
+    notes = [note(f"n{i:02d}", body=" ".join(rng.choices(words, k=rng.randint(0, 30))), summary=rng.choice(words),
+                  tags=tuple(rng.sample(words, 2))) for i in range(60)]
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE memfts USING fts5(topic UNINDEXED, body)")
+    db.executemany("INSERT INTO memfts VALUES (?, ?)", [
+        (n.topic, " ".join([n.topic, n.entry.summary, " ".join(n.entry.tags), n.body])) for n in notes])
+    with Fts5Index(notes) as index:
+        for word in ("alpha", "BETA", "gamma", "delta", "x1", "42", "q", "nothing"):
+            want = dict(db.execute("SELECT topic, -rank FROM memfts WHERE memfts MATCH ?", (f'"{word}"',)))
+            got = {m["topic"]: m["score"] for m in index.search(word, 100, 10)["matches"]}
+            assert got == want, word
+
+
+def test_a_new_index_reads_changed_notes_afresh_and_reuses_unchanged_ones() -> None:
+    # the counts memo is keyed by the whole text: a rewritten body, summary or tag is never served stale
+    before = [note("a", body="alpha words", summary="first"), note("b", body="bravo", tags=("x",))]
+    assert topics(ScanIndex(before).search("alpha", 10, 40)) == ["a"]
+    after = [note("a", body="other words", summary="first"), note("b", body="bravo", tags=("y",))]
+    index = ScanIndex(after)
+    assert index.search("alpha", 10, 40)["total"] == 0
+    assert topics(index.search("other", 10, 40)) == ["a"]
+    assert index.search("x", 10, 40)["total"] == 0 and topics(index.search("y", 10, 40)) == ["b"]
+    assert topics(index.search("bravo words", 10, 40)) == ["a", "b"]

@@ -85,6 +85,8 @@ MESSAGES: list[tuple[type, dict[str, Any]]] = [
     (protocol.QueueAcceptResult, RPC["queue.accept.result"]),
     (protocol.ErrorObject, RPC["errorObject"]),
     (protocol.Request, RPC["request"]),
+    (protocol.IngestSourceStatus, RPC["ingestSource"]),
+    (protocol.IngestSourceBackfill, RPC["ingestSource"]["properties"]["backfill"]),
     (events.ChangedItem, EVENTS["presentTopic"]),
     *((events.EVENT_PAYLOADS[topic], EVENTS[topic]) for topic in events.TOPICS),
 ]

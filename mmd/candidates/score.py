@@ -8,7 +8,8 @@ repetition). Issue 13 "Score, cap, hide".
 
 Score = rule weight × :data:`WHO_FACTOR` × :func:`~mmd.candidates.signals.strength`, plus 0.15
 a repetition (up to three), 0.2 an acknowledged correction, 0.1 carried into a later summary,
-minus 0.3 disproved; a second draft of one utterance ranks ×0.6. Recency was measured
+minus 0.3 disproved; a second draft of one utterance ranks ×0.6. The global parameters are a
+:class:`Tuning` (``bench/queue_quality.py --cv`` picks them leave-one-file-out). Recency was measured
 (±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files,
 so it is not a term; ``bench/queue_quality.py`` is the measure.
 
@@ -26,14 +27,12 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mmd.candidates.signals import Kind, Rule, fire, strength
+from mmd.candidates.signals import RULES, Kind, Rule, fire, strength
 from mmd.candidates.statements import Statement, looks_pasted, split, summarize
 from mmd.sources.base import Utterance
 
-__all__ = ["MIN_SCORE", "WHO_FACTOR", "Draft", "budget", "select"]
+__all__ = ["DEFAULT_TUNING", "MIN_SCORE", "WHO_FACTOR", "Draft", "Tuning", "budget", "select"]
 
-WHO_FACTOR: dict[str, float] = {"human": 1.0, "summary": 0.85, "assistant": 0.7}
-"""How much who said it counts: the human's own words weigh most."""
 
 _ACK = re.compile(
     r"\b(?:you'?re (?:absolutely |completely |totally )?(?:right|correct)|good (?:catch|point)|"
@@ -47,10 +46,41 @@ _DISPROVED = re.compile(
     r"(?:disproves?|rules? out|contrary to) (?:my|the|what i)|that (?:theory|hypothesis) (?:is|was) wrong)\b",
     re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]{3,}|[\u4e00-\u9fff]{2}")
-_MAX_BUDGET = 8
 _CONTEXT = 300
-_SAME_TURN = 0.6
-MIN_SCORE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Tuning:
+    """The global parameters of scoring and the visible budget (``bench/queue_quality.py --cv``
+    chooses them out of fold: leave one session file out, pick on the rest, score the one left out).
+
+    Attributes:
+        assistant: :data:`WHO_FACTOR` of the assistant's words (the human's are 1.0).
+        summary: :data:`WHO_FACTOR` of compaction summaries.
+        min_score: a draft below this score is never visible.
+        budget_base, budget_slope, budget_max: the visible budget of a session,
+            ``base + slope × sqrt(human prompts)``, rounded, capped to 1..max.
+        same_turn: a second draft of one utterance ranks ×this (a third ×this², …).
+        sure: the budget grows to show every draft scoring at least this (up to ``budget_max``):
+            a short session dense with rules shows them all.
+    """
+
+    assistant: float = 0.7
+    summary: float = 0.85
+    min_score: float = 0.5
+    budget_base: float = 2.0
+    budget_slope: float = 1.0
+    budget_max: int = 8
+    same_turn: float = 0.6
+    sure: float = 0.8
+
+
+DEFAULT_TUNING = Tuning()
+"""The defaults the daemon uses (set with the measure in bench/queue_quality.py)."""
+WHO_FACTOR: dict[str, float] = {"human": 1.0, "summary": DEFAULT_TUNING.summary,
+                                 "assistant": DEFAULT_TUNING.assistant}
+"""How much who said it counts with the defaults: the human's own words weigh most."""
+MIN_SCORE = DEFAULT_TUNING.min_score
 """A draft below this score is never visible (set with the measure in bench/queue_quality.py)."""
 
 
@@ -111,22 +141,29 @@ def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
             return text
 
 
-def budget(utterances: Sequence[Utterance]) -> int:
+def budget(utterances: Sequence[Utterance], tuning: Tuning = DEFAULT_TUNING, ranked: Sequence[Draft] = ()) -> int:
     """The visible budget of one session: about 5, scaled by its size.
 
     ``2 + sqrt(prompts)`` where prompts = the human utterances, capped to 1..8: a one-prompt
-    session shows up to 3, a 9-prompt session 5, a 36-prompt one 8. Drafts scoring below
-    :data:`MIN_SCORE` are hidden whatever the budget.
+    session shows up to 3, a 9-prompt session 5, a 36-prompt one 8 (``tuning`` sets the
+    numbers). With ``ranked`` (the session's drafts, as :func:`select` passes them) it grows to
+    the number scoring at least :attr:`Tuning.sure` (0.8), within the cap: a short session dense
+    with the person's rules shows them all. Drafts scoring below :data:`MIN_SCORE` are hidden
+    whatever the budget.
     """
     prompts = sum(1 for u in utterances if u.who == "human")
-    return max(1, min(_MAX_BUDGET, round(2 + math.sqrt(prompts))))
+    base = round(tuning.budget_base + tuning.budget_slope * math.sqrt(prompts))
+    sure = sum(1 for draft in ranked if draft.score >= tuning.sure)
+    return max(1, min(tuning.budget_max, max(base, sure)))
 
 
 class _Session:
     """The drafts of one session as they are made, with the state the cross-turn signals need."""
 
-    def __init__(self, utterances: Sequence[Utterance]) -> None:
+    def __init__(self, utterances: Sequence[Utterance], tuning: Tuning, rules: Sequence[Rule]) -> None:
         self.utterances = utterances
+        self.rules = rules
+        self.who_factor = {"human": 1.0, "summary": tuning.summary, "assistant": tuning.assistant}
         self.drafts: list[Draft] = []
         self.words: list[set[str]] = []
         self.by_utterance: dict[int, list[int]] = {}
@@ -147,9 +184,8 @@ class _Session:
         self.drafts.append(Draft(rule.name, rule.kind, self._base(rule, utterance, weight), False,
                                  summarize(statement.text), body, [utterance]))
 
-    @staticmethod
-    def _base(rule: Rule, utterance: Utterance, weight: float) -> float:
-        return rule.weight * WHO_FACTOR.get(utterance.who, 0.5) * weight
+    def _base(self, rule: Rule, utterance: Utterance, weight: float) -> float:
+        return rule.weight * self.who_factor.get(utterance.who, 0.5) * weight
 
     def read(self) -> None:
         for turn, utterance in enumerate(self.utterances):
@@ -160,10 +196,10 @@ class _Session:
             text = _INJECTED.sub(" ", utterance.text) if utterance.who == "human" else utterance.text
             statements = split(text)
             for statement in statements:
-                rule = fire(statement, utterance.who)
+                rule = fire(statement, utterance.who, self.rules)
                 if rule is not None:
-                    self.add(rule, statement, _with_context(statement, statements), utterance, turn,
-                             strength(statement, utterance.who))
+                    weight = strength(statement, utterance.who, self.rules)
+                    self.add(rule, statement, _with_context(statement, statements), utterance, turn, weight)
 
     def _disproved(self) -> None:
         """An assistant finding the session later calls wrong ("that wasn't the cause") sinks."""
@@ -198,8 +234,8 @@ class _Session:
                     self.drafts[i].score += 0.1
 
 
-def _diverse(drafts: list[Draft]) -> list[Draft]:
-    """Highest score first, but a second draft of the same utterance ranks as if ×_SAME_TURN.
+def _diverse(drafts: list[Draft], same_turn: float) -> list[Draft]:
+    """Highest score first, but a second draft of the same utterance ranks as if ×``same_turn``.
 
     A prompt usually carries one memory; its other sentences give way to other prompts.
     """
@@ -207,17 +243,20 @@ def _diverse(drafts: list[Draft]) -> list[Draft]:
     taken: dict[int, int] = {}
     for i, draft in enumerate(sorted(drafts, key=lambda d: -d.score)):
         origin = id(draft.evidence[0])
-        order.append((draft.score * _SAME_TURN ** taken.get(origin, 0), i, draft))
+        order.append((draft.score * same_turn ** taken.get(origin, 0), i, draft))
         taken[origin] = taken.get(origin, 0) + 1
     return [draft for _, _, draft in sorted(order, key=lambda t: (-t[0], t[1]))]
 
 
-def select(utterances: Sequence[Utterance], *, per_session: int | None = None) -> list[Draft]:
+def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
+           tuning: Tuning = DEFAULT_TUNING, rules: Sequence[Rule] = RULES) -> list[Draft]:
     """Drafts for the utterances of one or more sessions, highest score first within a session.
 
     Utterances are grouped by ``session_id`` (by ``position.file`` when it is None), kept in
     the order given. Each session shows its best ``per_session`` drafts (``None``: :func:`budget`
-    of the session; 0 shows none); the rest come back with ``visible=False``. Utterances of
+    of the session; 0 shows none); the rest come back with ``visible=False``. ``tuning`` holds
+    the global parameters (who-factors, budget formula, score floor; default :data:`DEFAULT_TUNING`);
+    ``rules`` the rules to fire (default :data:`~mmd.candidates.signals.RULES`). Utterances of
     channel ``text`` (files that are not agent logs) are not read here: the mm v1 rules apply
     to them. Never raises on any text.
     """
@@ -226,12 +265,12 @@ def select(utterances: Sequence[Utterance], *, per_session: int | None = None) -
         groups.setdefault(utterance.session_id or utterance.position.file, []).append(utterance)
     out: list[Draft] = []
     for group in groups.values():
-        session = _Session(group)
+        session = _Session(group, tuning, rules)
         session.read()
         session.cross_turn()
-        ranked = _diverse(session.drafts)
-        cap = budget(group) if per_session is None else max(0, per_session)
+        ranked = _diverse(session.drafts, tuning.same_turn)
+        cap = budget(group, tuning, ranked) if per_session is None else max(0, per_session)
         for i, draft in enumerate(ranked):
-            draft.visible = i < cap and draft.score >= MIN_SCORE
+            draft.visible = i < cap and draft.score >= tuning.min_score
         out.extend(ranked)
     return out

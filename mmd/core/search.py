@@ -1,6 +1,8 @@
-"""Search over a frozen snapshot (mm v1 §8): the ``scan`` engine and the optional FTS5 engine.
+"""Search over a frozen snapshot (mm v1 §8): the ``scan`` engine, and the names of the FTS5 one.
 
-This module owns tokenization, snippets, engine selection and both engines. It
+This module owns tokenization, snippets, engine selection and the scan engine;
+the optional FTS5 engine (:class:`Fts5Index`, :func:`search_fts5`) lives in
+:mod:`.fts5` and is imported from here on first use. It
 never reads the disk: callers hand it the snapshot's :class:`~mmd.core.model.Note`
 objects, so a search always serves the frozen snapshot.
 
@@ -28,17 +30,19 @@ from __future__ import annotations
 import heapq
 import operator
 import re
-import sqlite3
 import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .engine import choose_engine, fts5_available
 from .model import Note
-from .text import JS_WS, js_trim
+from .text import JS_WS
+
+if TYPE_CHECKING:
+    from .fts5 import Fts5Index, search_fts5
 
 __all__ = [
     "ELLIPSIS",
@@ -94,7 +98,6 @@ _WORD_RE = re.compile(f"[^\\W_{_CJK}]+")
 _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 _ASCII_WORD_RE = re.compile("[a-z0-9]+")
 _WS_SPLIT_RE = re.compile(f"[{JS_WS}]+")
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 def tokenize(text: str) -> list[str]:
@@ -184,6 +187,11 @@ def _match_row(note: Note, score: int | float, needle: str, max_snippet_chars: i
     }
 
 
+def _result(query: str, engine: str, total: int, truncated: bool, matches: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``SearchResult`` dict, keys in the reference's order."""
+    return {"query": query, "engine": engine, "total": total, "truncated": truncated, "matches": matches}
+
+
 def _weighted_counts(note: Note, canonical: dict[str, str]) -> dict[str, int]:
     """Token -> weighted occurrences in ``note``; keys are shared through ``canonical``."""
     counts = Counter(tokenize(note.body))
@@ -197,6 +205,37 @@ def _weighted_counts(note: Note, canonical: dict[str, str]) -> dict[str, int]:
             counts[token] += weight
     share = canonical.setdefault
     return {share(token, token): count for token, count in counts.items()}
+
+
+_COUNTS_MEMO: dict[tuple[str, str, tuple[str, ...], str], dict[str, int]] = {}
+"""Weighted counts of the notes indexed lately, by ``(topic, summary, tags, body)``; never mutated.
+
+Trigger: the daemon loads a new snapshot after every write, and the first search of each snapshot
+tokenized every note again (~30 us a note: 0.6 s at 20,000 topics). Why: between two snapshots nearly
+every note is unchanged. Outcome: an unchanged note reuses its counts; the memo starts over past
+:data:`_COUNTS_MEMO_NOTES` entries or twice the notes being indexed (most of its dicts are the live
+index's own).
+"""
+_COUNTS_MEMO_NOTES = 60_000
+"""Notes :data:`_COUNTS_MEMO` may remember beyond twice the notes of the index being built."""
+
+
+def _all_weighted_counts(notes: Sequence[Note], vocabulary: dict[str, str]) -> list[dict[str, int]]:
+    """:func:`_weighted_counts` of every note (from :data:`_COUNTS_MEMO` when unchanged); fills ``vocabulary``."""
+    memo = _COUNTS_MEMO
+    if len(memo) > max(_COUNTS_MEMO_NOTES, 2 * len(notes)):
+        memo.clear()
+    out = []
+    for note in notes:
+        entry = note.entry
+        key = (entry.topic, entry.summary, entry.tags, note.body)
+        counts = memo.get(key)
+        if counts is None:
+            memo[key] = counts = _weighted_counts(note, vocabulary)
+        else:
+            vocabulary.update(zip(counts, counts, strict=True))
+        out.append(counts)
+    return out
 
 
 _COLUMN_CACHE_CELLS = 4_000_000
@@ -232,12 +271,13 @@ class ScanIndex:
         notes: the snapshot's notes; the sequence is copied.
     """
 
-    __slots__ = ("_cache", "_data", "_lock", "_notes")
+    __slots__ = ("_cache", "_data", "_lock", "_notes", "_postings")
 
     def __init__(self, notes: Sequence[Note]) -> None:
         self._notes: tuple[Note, ...] = tuple(notes)
         self._data: _ScanData | None = None
         self._cache: dict[str, list[int]] = {}
+        self._postings: dict[str, list[int]] | None = None
         self._lock = threading.Lock()
 
     @property
@@ -257,7 +297,7 @@ class ScanIndex:
                 if self._data is None:
                     notes = self._notes
                     vocabulary: dict[str, str] = {}
-                    counts = [_weighted_counts(note, vocabulary) for note in notes]
+                    counts = _all_weighted_counts(notes, vocabulary)
                     by_topic = sorted(range(len(notes)), key=lambda pos: (notes[pos].topic, pos))
                     tie_bonus = [0] * len(notes)
                     for rank, pos in enumerate(by_topic):
@@ -266,8 +306,43 @@ class ScanIndex:
                 data = self._data
         return data
 
-    def _column(self, token: str) -> list[int] | None:
-        """``token``'s weighted count in every note (by position), or None when no note has it."""
+    def lengths(self) -> list[int]:
+        """Each note's length in weighted tokens (the sum of its weighted counts), by position."""
+        return [sum(counts.values()) for counts in self._build().counts]
+
+    def postings(self, token: str) -> list[int]:
+        """The positions (ascending) of the notes that hold ``token``; shared, never change the list.
+
+        The first call inverts the whole index once (token -> positions).
+        """
+        data = self._build()
+        postings = self._postings
+        if postings is None:
+            with self._lock:
+                if self._postings is None:
+                    inverted: dict[str, list[int]] = {}
+                    get = inverted.get
+                    for pos, counts in enumerate(data.counts):
+                        for key in counts:
+                            found = get(key)
+                            if found is None:
+                                inverted[key] = [pos]
+                            else:
+                                found.append(pos)
+                    self._postings = inverted
+                postings = self._postings
+        return postings.get(token, [])
+
+    def counts(self, token: str, positions: Iterable[int]) -> list[int]:
+        """``token``'s weighted count in the notes at ``positions`` (each must hold it)."""
+        data = self._build()
+        return list(map(dict.__getitem__, map(data.counts.__getitem__, positions), repeat(token)))
+
+    def column(self, token: str) -> list[int] | None:
+        """``token``'s weighted count in every note (by position), or None when no note has it.
+
+        ``token`` must be one :func:`tokenize` token; the list is cached and shared, never change it.
+        """
         column = self._cache.get(token)
         if column is None:
             data = self._build()
@@ -284,7 +359,7 @@ class ScanIndex:
         """``(total, [(position, score), ...])``: the best ``count`` notes, score desc then topic asc."""
         totals: list[int] | None = None
         for token in tokens:
-            column = self._column(token)
+            column = self.column(token)
             if column is not None:
                 totals = column if totals is None else list(map(operator.add, totals, column))
         if totals is None or count <= 0:
@@ -321,15 +396,8 @@ class ScanIndex:
         """
         tokens = list(dict.fromkeys(tokenize(query)))
         total, ranked = self._ranked(tokens, limit)
-        needle = tokens[0] if tokens else ""
-        notes = self._notes
-        return {
-            "query": query,
-            "engine": "scan",
-            "total": total,
-            "truncated": total > limit,
-            "matches": [_match_row(notes[pos], score, needle, max_snippet_chars) for pos, score in ranked],
-        }
+        return _result(query, "scan", total, total > limit, [
+            _match_row(self._notes[pos], score, tokens[0], max_snippet_chars) for pos, score in ranked])
 
 
 def search_scan(notes: Sequence[Note], query: str, limit: int, max_snippet_chars: int) -> dict[str, Any]:
@@ -340,126 +408,10 @@ def search_scan(notes: Sequence[Note], query: str, limit: int, max_snippet_chars
     return ScanIndex(notes).search(query, limit, max_snippet_chars)
 
 
-def _sqlite_text(value: str) -> str:
-    """``value`` with lone surrogates replaced by U+FFFD (sqlite3 cannot encode them)."""
-    return _SURROGATE_RE.sub("\ufffd", value)
+def __getattr__(name: str) -> Any:
+    """``Fts5Index`` and ``search_fts5`` live in :mod:`.fts5` (imported on first use, it needs this module)."""
+    if name in ("Fts5Index", "search_fts5"):
+        from . import fts5
 
-
-def _match_expression(query: str) -> str | None:
-    """The reference's FTS5 MATCH text: each whitespace term double-quoted, OR-ed; None if blank."""
-    terms = [t for t in _WS_SPLIT_RE.split(js_trim(query)) if t]
-    if not terms:
-        return None
-    return " OR ".join('"' + _sqlite_text(t).replace('"', '""') + '"' for t in terms)
-
-
-class Fts5Index:
-    """An in-memory SQLite FTS5 index of one snapshot (mm v1 §8, optional engine).
-
-    The table is the reference's ``memfts(topic UNINDEXED, body)`` with the
-    default ``unicode61`` tokenizer; ``body`` is ``"<topic> <summary> <tags> <body>"``.
-    Queries are quoted term by term, so FTS5 syntax characters (``- ' " * : ( )``)
-    are plain text and a query never raises. Thread-safe (one lock per index).
-
-    Args:
-        notes: the snapshot's notes.
-
-    Raises:
-        RuntimeError: if SQLite has no FTS5 (check :func:`fts5_available` first).
-    """
-
-    def __init__(self, notes: Sequence[Note]) -> None:
-        self._lock = threading.Lock()
-        self._by_topic = {note.topic: note for note in notes}
-        self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        try:
-            self._db.execute("CREATE VIRTUAL TABLE memfts USING fts5(topic UNINDEXED, body)")
-        except sqlite3.Error as exc:
-            self._db.close()
-            raise RuntimeError("SQLite FTS5 unavailable") from exc
-        rows = (
-            (
-                _sqlite_text(n.topic),
-                _sqlite_text(" ".join([n.topic, n.entry.summary, " ".join(n.entry.tags), n.body])),
-            )
-            for n in notes
-        )
-        with self._db:
-            self._db.executemany("INSERT INTO memfts(topic, body) VALUES (?, ?)", rows)
-
-    def _query(self, sql: str, query: str, *params: object) -> list[Any]:
-        expr = _match_expression(query)
-        if expr is None:
-            return []
-        try:
-            with self._lock:
-                return self._db.execute(sql, (expr, *params)).fetchall()
-        except (sqlite3.Error, ValueError, OverflowError):
-            return []
-
-    def search(self, query: str, limit: int, max_snippet_chars: int) -> dict[str, Any]:
-        """:func:`search_fts5` over the notes this index was built from (same API as :class:`ScanIndex`)."""
-        return _fts5_result(self, self._by_topic, query, limit, max_snippet_chars)
-
-    def ranked(self, query: str, limit: int) -> list[tuple[str, float]]:
-        """``(topic, rank)`` rows best first (bm25 rank, lower is better), at most ``max(1, limit)``."""
-        sql = "SELECT topic, rank FROM memfts WHERE memfts MATCH ? ORDER BY rank LIMIT ?"
-        return [(str(t), float(r)) for t, r in self._query(sql, query, max(1, limit))]
-
-    def count(self, query: str) -> int:
-        """Number of rows that match ``query`` (same MATCH expression as :meth:`search`, no limit)."""
-        rows = self._query("SELECT COUNT(*) FROM memfts WHERE memfts MATCH ?", query)
-        return int(rows[0][0]) if rows else 0
-
-    def close(self) -> None:
-        """Release the database; later queries return no rows."""
-        with self._lock:
-            self._db.close()
-
-    def __enter__(self) -> Fts5Index:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def search_fts5(
-    index: Fts5Index, notes: Sequence[Note], query: str, limit: int, max_snippet_chars: int
-) -> dict[str, Any]:
-    """FTS5 search mapped onto the ``SearchResult`` shape (mm v1 §8).
-
-    Args:
-        index: the snapshot's :class:`Fts5Index`.
-        notes: the same snapshot's notes (rows are mapped back by topic).
-        query: free text; each whitespace-separated term is a quoted phrase, OR-ed.
-        limit: most matches returned (``>= 1``).
-        max_snippet_chars: snippet cap in code points.
-
-    Returns:
-        The ``SearchResult`` dict with ``engine: "fts5"``; ``score`` is
-        ``max(0, -rank)`` (a float), ``total`` the match count, ``truncated`` is
-        ``total > len(rows)``. The snippet centres on the first raw query term.
-        A query FTS5 cannot run gives zero matches; nothing is raised.
-    """
-    return _fts5_result(index, {note.topic: note for note in notes}, query, limit, max_snippet_chars)
-
-
-def _fts5_result(
-    index: Fts5Index, by_topic: dict[str, Note], query: str, limit: int, max_snippet_chars: int
-) -> dict[str, Any]:
-    total = index.count(query)
-    rows = index.ranked(query, limit)
-    terms = _WS_SPLIT_RE.split(js_trim(query))
-    needle = terms[0] if terms else ""
-    matches = [
-        _match_row(by_topic[topic], max(0.0, -rank), needle, max_snippet_chars)
-        for topic, rank in rows
-        if topic in by_topic
-    ]
-    return {
-        "query": query,
-        "engine": "fts5",
-        "total": total,
-        "truncated": total > len(rows),
-        "matches": matches,
-    }
+        return getattr(fts5, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,9 @@ and the validation all read it.
 The file accepts the reference's config block (``root``, ``memoryId``,
 ``indexLines``, ``indexBytes``, ``detailMaxBytes``, ``defaultWriteBudget``,
 ``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
-``lang``) plus the daemon's own keys in a ``[daemon]`` table and the
+``lang``) plus the daemon's own keys in a ``[daemon]`` table, among them
+``[[daemon.sources]]`` tables (``kind``, ``path``, ``enabled``): the agent
+session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`); and the
 ``[git]`` table (``enabled``, ``remote``, ``branch``, ``syncIntervalMs``). This module
 reads files and the given environment mapping only: sockets, the lock and the
 watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
@@ -26,7 +28,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mmd.core.config_file import config_path, read_config
 from mmd.core.errors import MMError
@@ -61,8 +63,10 @@ class Option:
     """One configurable value: its dotted file key, its flag, its kind and default.
 
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
-    (``~`` and ``$VAR`` expanded) or ``endpoint``; ``default`` None means
-    "derived" (root, sessions folder, endpoints).
+    (``~`` and ``$VAR`` expanded), ``endpoint``, ``sources`` (a repeatable
+    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file) or ``kinds``
+    (a repeatable ``KIND`` flag; a list of kinds in the file); ``default`` None
+    means "derived" (root, sessions folder, endpoints).
     """
 
     key: str
@@ -85,8 +89,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("nudge.enabled", "--nudge", "bool", True, "publish periodic memory/nudge events"),
     Option("nudge.intervalMs", "--nudge-interval-ms", "int", 1_800_000, "nudge period, in milliseconds"),
     Option("lang", "--lang", "str", "auto", "guide language: auto | en | zh"),
-    Option("daemon.sessions", "--sessions", "path", None, "agent session logs (default $DSH_HOME/sessions)"),
-    Option("daemon.ingest", "--ingest", "bool", True, "watch the sessions folder and fill the review queue"),
+    Option("daemon.sessions", "--sessions", "path", None,
+           "DSH session logs, the dsh source's folder (default $DSH_HOME/sessions)"),
+    Option("daemon.sources", "--source", "sources", (),
+           "an agent's session-log folder, KIND=PATH, repeatable (KIND: dsh | claude-code | codex); "
+           "default: each agent's own folder, read when it exists"),
+    Option("daemon.sourcesOff", "--no-source", "kinds", (), "turn a source off, KIND (repeatable)"),
+    Option("daemon.ingest", "--ingest", "bool", True, "follow the agent-log folders and fill the review queue"),
     Option("daemon.sessionIdleSeconds", "--session-idle-seconds", "int", 300,
            "quiet time after which a followed agent session counts as ended (session-end nudge), seconds"),
     Option("daemon.rpc", "--rpc", "endpoint", None, "RPC endpoint (default ipc://<runtime>/mmd/<key>.rpc)"),
@@ -108,6 +117,11 @@ OPTIONS: tuple[Option, ...] = (
            "period of the automatic sync with the remote, in milliseconds"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
+
+if TYPE_CHECKING:
+    from .config_sources import SourceSetting
+REPEATED = ("sources", "kinds")
+"""Option kinds whose flag may be given more than once (each value is kept, in order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +147,9 @@ class Config:
 
     Attributes:
         memory: the memory options (root, caps, search, nudge).
-        sessions_dir: agent session logs folder (ingestion).
-        ingest: watch ``sessions_dir`` and fill the review queue.
+        sessions_dir: the DSH session logs folder (the ``dsh`` source's folder).
+        sources: every source kind's setting, in :data:`mmd.sources.FOLDERS` order.
+        ingest: follow the sources' folders and fill the review queue.
         session_idle_s: quiet time before a followed agent session counts as ended, seconds.
         rpc_endpoint, pub_endpoint: ZeroMQ endpoints (``ipc://`` or ``tcp://``).
         session_ttl_ms: idle time after which a session expires, milliseconds.
@@ -153,6 +168,7 @@ class Config:
 
     memory: MemoryOptions
     sessions_dir: Path
+    sources: tuple[SourceSetting, ...]
     ingest: bool
     session_idle_s: int
     rpc_endpoint: str
@@ -217,6 +233,9 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
         if opt.kind == "bool":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
                                 help=opt.help)
+        elif opt.kind in REPEATED:
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action="append",
+                                metavar="KIND=PATH" if opt.kind == "sources" else "KIND", help=opt.help)
         else:
             default = "" if opt.default is None else f" (default {opt.default})"
             parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(),
@@ -253,6 +272,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     config_file, from_file = _read_file(flags.get("config"), env)
     raw: dict[str, Any] = {}
     for opt in OPTIONS:
+        if opt.kind in REPEATED:
+            continue  # merged per kind by _source_settings
         if opt.key in flags:
             raw[opt.key] = _from_flag(opt, flags[opt.key])
         elif opt.key in from_file:
@@ -264,6 +285,9 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         if raw[key] not in choices:
             raise ConfigError(key, raw[key], f"must be one of {', '.join(choices)}")
     sessions = _path(raw["daemon.sessions"], env) if raw["daemon.sessions"] else dsh_home(env) / "sessions"
+    from .config_sources import source_settings
+
+    sources = source_settings(flags, from_file, env, sessions, "daemon.sessions" in flags)
     derived = endpoints_for(memory.root, env)
     rpc = raw["daemon.rpc"] or derived.rpc
     pub = raw["daemon.pub"] or derived.pub
@@ -278,7 +302,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     watchdog = env.get("WATCHDOG_USEC", "")
     return Config(
         memory=memory,
-        sessions_dir=sessions,
+        sessions_dir=next(s.folder for s in sources if s.kind == "dsh"),
+        sources=sources,
         ingest=raw["daemon.ingest"],
         session_idle_s=raw["daemon.sessionIdleSeconds"],
         rpc_endpoint=rpc,

@@ -22,7 +22,7 @@ from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEU
 
 from .config import Config
 from .events import Publisher
-from .ingest import AddedBatch
+from .ingest import AddedBatch, EndedSession
 from .review import Review
 from .revision import Revision
 from .state import MemoryState
@@ -112,13 +112,16 @@ class Jobs:
 
     def queue_added(self, batch: AddedBatch) -> None:
         """``queue/added`` after an ingestion batch added candidates."""
-        self.publisher.publish(QUEUE_ADDED, {"ids": batch.ids, "sessionId": batch.session_id, "source": batch.file})
+        self.publisher.publish(QUEUE_ADDED, {"ids": batch.ids, "sessionId": batch.session_id, "source": batch.file,
+                                             "agent": batch.agent})
 
-    def session_ended(self, session_id: str, path: str) -> None:
-        """A followed agent session went quiet with its lock released: a ``session-end`` nudge."""
+    def session_ended(self, ended: EndedSession) -> None:
+        """A followed agent session went quiet (and its source reports no writer): a ``session-end`` nudge
+        naming the agent, its session id, the project (null when unknown) and the log."""
         report = nudge_report(self.state.current, 0, self.state.now_iso())
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
-                                              "sessionId": session_id, "source": path})
+                                              "sessionId": ended.session_id, "source": ended.file,
+                                              "agent": ended.agent, "project": ended.project})
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:

@@ -76,7 +76,7 @@ LINGER_MS = 1000
 HARD_MAX_FRAME_FACTOR = 16
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
-                "ingest", "git")
+                "sources", "ingest", "git")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -221,7 +221,7 @@ class Daemon:
         if queue is not None and cfg.ingest:
             loop = asyncio.get_running_loop()
             ingestor = Ingestor(
-                cfg.sessions_dir, queue, notes=lambda: state.current if state.revision else None,
+                cfg.sources, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
                 idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added),
                 on_session_end=from_worker(loop, jobs.session_ended))
@@ -315,7 +315,7 @@ class Daemon:
         new = dataclasses.replace(new, memory=memory, rpc_endpoint=old.rpc_endpoint, pub_endpoint=old.pub_endpoint,
                                   curve_secret_key=old.curve_secret_key, curve_public_key=old.curve_public_key,
                                   curve_clients_dir=old.curve_clients_dir,
-                                  sessions_dir=old.sessions_dir, git=old.git)
+                                  sessions_dir=old.sessions_dir, sources=old.sources, git=old.git)
         self.config = new
         setup_logging(new.log_level, new.journal)
         if memory != old.memory:

@@ -66,7 +66,9 @@ class NudgeEvent(TypedDict):
     """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``).
 
     A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
-    agent's DSH session whose log went quiet with its lock released (then ``source`` is the log's path).
+    agent's session whose log went quiet for ``daemon.sessionIdleSeconds`` (and, for DSH, with its lock
+    released): then ``agent`` is the source (``dsh`` | ``claude-code`` | ``codex``), ``project`` the
+    session's working directory (None when the log does not say) and ``source`` the log's path.
     """
 
     seq: int
@@ -75,6 +77,8 @@ class NudgeEvent(TypedDict):
     queuePending: int
     sessionId: NotRequired[str]
     source: NotRequired[str]
+    agent: NotRequired[str]
+    project: NotRequired[str | None]
     pendingWrites: int
     noteCount: int
     indexOverBudget: bool
@@ -92,13 +96,15 @@ class HeartbeatEvent(TypedDict):
 
 
 class QueueAddedEvent(TypedDict):
-    """``queue/added``: after each ingestion batch that added candidates; ``source`` is the log's path."""
+    """``queue/added``: after each ingestion batch that added candidates; ``source`` is the log's path,
+    ``agent`` the source that read it (``dsh`` | ``claude-code`` | ``codex`` | ``other``)."""
 
     seq: int
     at: str
     ids: list[int]
     sessionId: str | None
     source: str
+    agent: str
 
 
 class SyncedEvent(TypedDict):

@@ -33,6 +33,8 @@ __all__ = [
     "DaemonError",
     "ErrorObject",
     "FrameError",
+    "IngestSourceBackfill",
+    "IngestSourceStatus",
     "JsonRpc",
     "OpenResult",
     "QueueAcceptResult",
@@ -217,6 +219,37 @@ class QueueAcceptResult(TypedDict):
     ok: bool
     candidate: CandidateJson
     write: dict[str, Any]
+
+
+class IngestSourceBackfill(TypedDict):
+    """A source folder's last backfill: files and bytes read so far of ``filesTotal`` / ``bytesTotal``."""
+
+    done: bool
+    files: int
+    bytes: int
+    candidates: int
+    seconds: float | None
+    filesTotal: int
+    bytesTotal: int
+
+
+class IngestSourceStatus(TypedDict):
+    """One of ``daemon.status`` ``ingest.sources``: a source of agent session logs (``kind`` ``dsh`` |
+    ``claude-code`` | ``codex``), its folder, whether it is read (``phase`` ``off`` | ``stopped`` | ``waiting`` |
+    ``backfill`` | ``following``), and its figures since start (bytes in bytes)."""
+
+    kind: str
+    folder: str
+    enabled: bool
+    phase: str
+    folderPresent: bool
+    files: int
+    bytesRead: int
+    candidatesAdded: int
+    lastEventAt: str | None
+    errors: int
+    lastError: str | None
+    backfill: IngestSourceBackfill
 
 
 def parse_request(frame: bytes) -> tuple[Any, str, dict[str, Any], bool]:

@@ -1,7 +1,7 @@
 """``mmctl status`` and ``mmctl watch``: the daemon's state, once or as its events come (need the daemon).
 
-- ``status``: aligned ``key  value`` rows; ``--json`` the daemon's ``daemon.status`` value
-  ``{version, pid, root, revision, sessions, …}``;
+- ``status``: aligned ``key  value`` rows, then the agent-log sources (``ingest.sources``) as a table;
+  ``--json`` the daemon's ``daemon.status`` value ``{version, pid, root, revision, sessions, …}``;
 - ``watch``: one line per event; ``--json`` one event per line, ``{topic, seq, at, …payload, missed?, restarted?}``.
 """
 
@@ -16,13 +16,56 @@ __all__ = ["cmd_status", "cmd_watch"]
 
 
 def cmd_status(ctx: Ctx) -> int:
-    """``status``: the daemon's ``daemon.status`` (needs the daemon)."""
+    """``status``: the daemon's ``daemon.status`` (needs the daemon); the agent-log sources as a table."""
     status = ctx.need_daemon("status").status
     if ctx.json:
         ctx.print_json(status)
-    else:
-        ctx.write(aligned([(k, _git_line(v) if k == "git" else v) for k, v in status.items()]))
+        return EXIT_OK
+    ingest = status.get("ingest") if isinstance(status, dict) else None
+    sources = ingest.get("sources") if isinstance(ingest, dict) else None
+    if isinstance(ingest, dict) and isinstance(sources, list):
+        status = {**status, "ingest": {k: v for k, v in ingest.items() if k != "sources"}}
+    ctx.write(aligned([(k, _git_line(v) if k == "git" else v) for k, v in status.items()]))
+    if isinstance(sources, list) and sources:
+        ctx.write("\nsources:\n" + sources_table(sources))
     return EXIT_OK
+
+
+def _size(n: Any) -> str:
+    """Bytes as ``123 B`` / ``4.5 kB`` / ``67.8 MB`` (decimal units)."""
+    if not isinstance(n, int):
+        return "-"
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _backfill(b: Any) -> str:
+    if not isinstance(b, dict) or (not b.get("done") and not b.get("filesTotal")):
+        return "-"
+    files = f"{b.get('files', 0)}/{b.get('filesTotal', 0)} files"
+    if b.get("done"):
+        return f"{files} in {b.get('seconds') or 0:.1f} s"
+    return f"{files}, {_size(b.get('bytes'))} of {_size(b.get('bytesTotal'))}"
+
+
+def sources_table(sources: list[Any]) -> str:
+    """``daemon.status`` ``ingest.sources`` as aligned rows: source, state (``off`` when turned off), files
+    followed, bytes read, last event, errors, backfill progress and folder; each last error on its own line."""
+    rows = [("source", "state", "files", "read", "last event", "errors", "backfill", "folder")]
+    notes: list[str] = []
+    for s in sources:
+        if not isinstance(s, dict):
+            continue
+        rows.append((str(s.get("kind", "?")), str(s.get("phase") if s.get("enabled") else "off"),
+                     str(s.get("files", 0)), _size(s.get("bytesRead")), str(s.get("lastEventAt") or "-"),
+                     str(s.get("errors", 0)), _backfill(s.get("backfill")), str(s.get("folder", ""))))
+        if s.get("lastError"):
+            notes.append(f"  {s.get('kind')}: last error: {s['lastError']}")
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  " + "  ".join([*(r[i].ljust(widths[i]) for i in range(len(widths))), r[-1]]).rstrip() for r in rows]
+    return "\n".join(lines + notes) + "\n"
 
 
 def _git_line(git: Any) -> Any:
@@ -54,9 +97,11 @@ def _describe(event: Any) -> str:
         return f"revision {d.get('revision')} ({d.get('cause')}): {' '.join(parts) or 'no topic changed'}"
     if event.topic == "memory/nudge":
         actions = "; ".join(d.get("suggestedActions", []))
-        return f"{d.get('reason')}: {d.get('pendingWrites', 0)} pending, {d.get('queuePending', 0)} queued — {actions}"
+        ended = f" of {d['agent']} session {d.get('sessionId')} in {d.get('project') or '?'}" if d.get("agent") else ""
+        return (f"{d.get('reason')}{ended}: {d.get('pendingWrites', 0)} pending, {d.get('queuePending', 0)} queued"
+                f" — {actions}")
     if event.topic == "queue/added":
-        return f"{len(d.get('ids', []))} candidate(s) from {d.get('source', '?')}"
+        return f"{len(d.get('ids', []))} candidate(s) from {d.get('agent', '?')} {d.get('source', '?')}"
     if event.topic == "daemon/heartbeat":
         return f"revision {d.get('revision')}, {d.get('queuePending', 0)} queued"
     if event.topic == "memory/synced":

@@ -1,30 +1,29 @@
-"""Session-log ingestion: watch the sessions folder and turn what agents said into review-queue candidates.
+"""Session-log ingestion: follow every enabled source folder and turn what agents said into review-queue candidates.
 
-One worker thread (:class:`Ingestor`) owns the whole job, so the RPC loop
-stays responsive during a long backfill:
+One worker thread (:class:`Ingestor`) owns the whole job for every source
+(DSH, Claude Code, Codex), so the RPC loop stays responsive during a long
+backfill:
 
-1. wait for the sessions folder (watching its nearest existing ancestor),
-2. backfill every log already there (progress in the log: files, bytes, candidates),
-3. follow changes with watchfiles' native backend (never polling), until the
-   folder is deleted or replaced (then back to 1) or the daemon stops.
+1. wait until at least one enabled source folder exists (a missing folder is
+   looked for at every wake, at most :data:`WAKE_MS` apart: one ``stat``),
+2. backfill the logs already in each folder that appeared, every folder
+   together, newest file first (progress per folder in ``daemon.status``),
+3. follow changes in every present folder with one watchfiles watch (native
+   backend, never polling), until a folder is deleted or replaced (it goes
+   back to 1), a missing one appears (it is backfilled) or the daemon stops.
 
-Which files count is the sources' call: a path is offered to each source of
-the folder in turn (:data:`mmd.sources.SESSIONS_FOLDER`) and the first whose
-``classify`` says yes reads it (the DSH adapter takes the newest generation of
-each session, the ``other`` adapter other ``*.jsonl`` / ``*.json`` / ``*.md``
-files); hidden paths and the daemon's own root are never offered. When a log
-stops being wanted (deleted, or replaced by a newer file beside it), its
-cursor is forgotten and the files beside it are offered again. Reading one
-log into candidates is :class:`~.harvest.Harvester`'s job. A re-read (shrink,
-replaced file, new generation) produces the same candidates again and the
-queue drops them by identity (:func:`mmd.candidates.candidate_key`);
-candidates whose body equals an existing note's are skipped.
+Which files count is the sources' call (:class:`~.folders.Folders`): a path
+goes to the deepest folder holding it and to the first of that folder's
+sources whose ``classify`` says yes. When a log stops being wanted (deleted,
+or replaced by a newer file beside it), its cursor is forgotten and the files
+beside it are offered again. Reading one log into candidates is
+:class:`~.harvest.Harvester`'s job; a re-read produces the same candidates
+again and the queue drops them by identity.
 
-Utterances are digested as soon as their lines are complete (a torn tail is
-never parsed). A log of a session (its slices name a session id) that grew
-while the daemon followed it, then stayed quiet for ``idle_s`` seconds while
-its source does not report it live (:meth:`mmd.sources.Source.is_live`), is
-reported once as ended.
+A log of a session (its slices name a session id) that grew while the daemon
+followed it, then stayed quiet for ``idle_s`` seconds while its source does
+not report it live (:meth:`mmd.sources.Source.is_live`), is reported once as
+ended (:class:`~.folders.EndedSession`: agent, session id, project, file).
 
 Never: names a log format, writes memory files, publishes events itself
 (callbacks do, on the loop), or reads ``os.environ``.
@@ -42,19 +41,20 @@ from typing import Any
 
 from mmd.core.clock import iso_ms, system_clock
 from mmd.core.snapshot import Snapshot
-from mmd.sources import SESSIONS_FOLDER, SOURCES, Source
+from mmd.sources import Source
 
 from ..queue import ReviewQueue
 from ..statedb import CursorRow
+from .folders import EndedSession, Folder, Folders, FolderSetting
 from .harvest import AddedBatch, Harvester, TrackedLog
 from .health import BackfillHealth, IngestHealth
 
-__all__ = ["AddedBatch", "Ingestor"]
+__all__ = ["AddedBatch", "EndedSession", "Ingestor"]
 
 log = logging.getLogger("mmd.ingest")
 
 WAKE_MS = 1000
-"""The watch wakes at least this often (idle sessions, a vanished folder), milliseconds."""
+"""The watch wakes at least this often (idle sessions, a missing or vanished folder), milliseconds."""
 PROGRESS_S = 2.0
 """Backfill progress is logged at most this often, seconds."""
 RETRY_S = 1.0
@@ -65,30 +65,25 @@ class Ingestor:
     """The ingestion worker of one daemon.
 
     Args:
-        sessions_dir: the folder to watch.
+        sources: the configured sources (kind, folder, enabled), one per kind of :data:`mmd.sources.FOLDERS`.
         queue: the review queue (candidates and cursors).
         notes: the current memory snapshot (None before the first load): candidates equal to a note are skipped.
         write_budget: the default write budget (code points) the digest cuts bodies to.
-        exclude: the daemon's own paths (the memory root) never read even when inside the folder.
+        exclude: the daemon's own paths (the memory root) never read even when inside a folder.
         idle_s: quiet seconds after which a followed session log counts as ended.
         on_added: called (in the worker thread) after each slice that added candidates.
-        on_session_end: called (in the worker thread) with ``(session id, log path)`` once per ended session.
+        on_session_end: called (in the worker thread) once per ended session.
         monotonic: the clock for idleness, seconds.
         debounce_ms, step_ms: watchfiles' grouping window and step, milliseconds.
-        sources: the sources that read this folder, in the order a path is offered to them
-            (default: :data:`mmd.sources.SESSIONS_FOLDER`).
     """
 
-    def __init__(self, sessions_dir: Path, queue: ReviewQueue, *, notes: Callable[[], Snapshot | None],
+    def __init__(self, sources: Sequence[FolderSetting], queue: ReviewQueue, *, notes: Callable[[], Snapshot | None],
                  write_budget: Callable[[], int], exclude: Sequence[Path] = (), idle_s: float = 300.0,
                  on_added: Callable[[AddedBatch], None] = lambda batch: None,
-                 on_session_end: Callable[[str, str], None] = lambda sid, path: None,
-                 monotonic: Callable[[], float] = time.monotonic, debounce_ms: int = 50, step_ms: int = 50,
-                 sources: Sequence[Source] | None = None) -> None:
-        self.sessions_dir = Path(os.path.abspath(sessions_dir))
+                 on_session_end: Callable[[EndedSession], None] = lambda ended: None,
+                 monotonic: Callable[[], float] = time.monotonic, debounce_ms: int = 50, step_ms: int = 50) -> None:
+        self.folders = Folders(sources, exclude)
         self.queue = queue
-        self.exclude = [Path(p) for p in exclude]
-        self.sources = list(sources) if sources is not None else [SOURCES[name] for name in SESSIONS_FOLDER]
         self.idle_s = idle_s
         self._on_session_end = on_session_end
         self._monotonic = monotonic
@@ -97,7 +92,9 @@ class Ingestor:
         self._thread: threading.Thread | None = None
         self._tracked: dict[str, TrackedLog] = {}
         self._following = False
-        self.health = IngestHealth(str(self.sessions_dir))
+        dsh = next((f for f in self.folders.all if f.kind == "dsh"), None)
+        self.health = IngestHealth(str(dsh.root) if dsh is not None else "",
+                                   sources=[f.health for f in self.folders.all])
         self.harvester = Harvester(queue, notes=notes, write_budget=write_budget, health=self.health,
                                    on_added=on_added, stop=self._stop)
 
@@ -105,10 +102,9 @@ class Ingestor:
 
     def start(self) -> None:
         """Start the worker thread."""
-        for own in self.exclude:
-            if own == self.sessions_dir or own in self.sessions_dir.parents:
-                log.warning("ingest.sessions_inside_own sessions=%s own=%s (nothing there will be read)",
-                            self.sessions_dir, own)
+        for f in self.folders.enabled():
+            if self.folders.own(str(f.root)):
+                log.warning("ingest.folder_inside_own kind=%s folder=%s (nothing there will be read)", f.kind, f.root)
         self._thread = threading.Thread(target=self._run, name="mmd-ingest", daemon=True)
         self.health.running = True
         self._thread.start()
@@ -122,6 +118,8 @@ class Ingestor:
                 log.warning("ingest.stop_timeout: the worker is still busy; leaving it")
         self.health.running = False
         self.health.phase = "stopped"
+        for f in self.folders.enabled():
+            f.health.phase = "stopped"
 
     def _run(self) -> None:
         try:
@@ -131,9 +129,9 @@ class Ingestor:
             self._failed("ingest.db_failed", error)
         while not self._stop.is_set():
             try:
-                if not self._wait_for_folder():
+                if not self._wait_for_folders():
                     break
-                self._backfill()
+                self._backfill([f for f in self.folders.watched() if not f.backfilled])
                 self._follow()
             except Exception as error:  # noqa: BLE001 - the watch restarts; the daemon serves on
                 self._failed("ingest.watch_failed", error)
@@ -141,156 +139,167 @@ class Ingestor:
         self.health.running = False
 
     def _failed(self, event: str, error: BaseException, path: str | None = None) -> None:
+        text = f"{path + ': ' if path else ''}{type(error).__name__}: {error}"
         self.health.errors += 1
-        self.health.last_error = f"{path + ': ' if path else ''}{type(error).__name__}: {error}"
+        self.health.last_error = text
+        folder = self.folders.folder_of(path) if path else None
+        if folder is not None:
+            folder.health.errors += 1
+            folder.health.last_error = text
         log.error("%s path=%s error=%r", event, path, f"{type(error).__name__}: {error}")
 
-    # --- the folder ------------------------------------------------------------------------------
+    # --- the folders -----------------------------------------------------------------------------
 
-    def _watch(self, path: Path, recursive: bool) -> Generator[set[tuple[Any, str]], None, None]:
+    def _watch(self, paths: Sequence[Path]) -> Generator[set[tuple[Any, str]], None, None]:
         from watchfiles import watch
 
-        return watch(path, watch_filter=None, debounce=self.debounce_ms, step=self.step_ms, stop_event=self._stop,
+        return watch(*paths, watch_filter=None, debounce=self.debounce_ms, step=self.step_ms, stop_event=self._stop,
                      rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False, force_polling=False,
-                     recursive=recursive, ignore_permission_denied=True)
+                     recursive=True, ignore_permission_denied=True)
 
-    def _ancestor(self) -> Path:
-        p = self.sessions_dir.parent
-        while not p.is_dir() and p != p.parent:
-            p = p.parent
-        return p
+    def _look(self) -> bool:
+        """Note which enabled folders exist now; True when that changed (one appeared, vanished or was replaced)."""
+        changed = False
+        for f in self.folders.enabled():
+            inode = f.present_inode()
+            if inode is not None and inode == f.inode:
+                continue
+            if inode is None and f.health.phase == "waiting":
+                continue
+            changed = changed or inode is not None or f.inode is not None
+            if f.inode is not None:
+                log.warning("ingest.folder_gone kind=%s folder=%s (waiting for it to come back)", f.kind, f.root)
+                self._drop_tracked(f)
+            f.inode, f.backfilled = inode, False
+            f.health.folder_present = inode is not None
+            f.health.phase = "waiting" if inode is None else "backfill"
+            if inode is None:
+                log.info("ingest.waiting kind=%s folder=%s (missing; read when it appears)", f.kind, f.root)
+        dsh = self.folders.by_source.get("dsh")
+        self.health.folder_present = dsh is not None and dsh.inode is not None
+        return changed
 
-    def _wait_for_folder(self) -> bool:
-        """Block until the sessions folder exists (True) or the worker stops (False)."""
-        self.health.folder_present = self.sessions_dir.is_dir()
-        if self.health.folder_present:
-            return True
-        self.health.phase = "waiting"
-        log.info("ingest.waiting sessions=%s (missing; ingestion starts when it appears)", self.sessions_dir)
-        while not self._stop.is_set():
-            ancestor = self._ancestor()
-            for _changes in self._watch(ancestor, recursive=False):
-                if self.sessions_dir.is_dir():
-                    self.health.folder_present = True
-                    return True
-                if self._ancestor() != ancestor:
-                    break
-        return False
+    def _wait_for_folders(self) -> bool:
+        """Block until at least one enabled folder exists (True) or the worker stops (False)."""
+        self._look()
+        while not self.folders.watched():
+            self.health.phase = "waiting"
+            if self._stop.wait(WAKE_MS / 1000):
+                return False
+            self._look()
+        return not self._stop.is_set()
 
-    def _same_folder(self, inode: int) -> bool:
-        try:
-            return os.stat(self.sessions_dir).st_ino == inode
-        except OSError:
-            return False
-
-    # --- which files ---------------------------------------------------------------------------
-
-    def _own(self, path: str) -> bool:
-        """Whether ``path`` is at or under one of the daemon's own paths (as given, or resolved)."""
-        p = Path(path)
-        try:
-            real = p.resolve()
-        except (OSError, RuntimeError):
-            real = p
-        for own in self.exclude:
-            if _inside(real, own.resolve()) or _inside(p.absolute(), own.absolute()):
-                return True
-        return False
-
-    def _source_of(self, path: str) -> Source | None:
-        """The source that reads ``path`` now, or None (not a log, not wanted now, or our own file)."""
-        if self._own(path):
-            return None
-        p = Path(path)
-        for source in self.sources:
-            if source.classify(p, self.sessions_dir):
-                return source
-        return None
-
-    def _scan(self) -> list[tuple[str, Source]]:
-        """Every log in the folder a source reads now, sorted by path (hidden folders and files skipped)."""
-        found: list[tuple[str, Source]] = []
-        for dirpath, dirnames, filenames in os.walk(self.sessions_dir, followlinks=False):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for name in filenames:
-                if name.startswith("."):
-                    continue
-                path = os.path.join(dirpath, name)
-                source = self._source_of(path)
-                if source is not None:
-                    found.append((path, source))
-        return sorted(found, key=lambda item: item[0])
+    def _drop_tracked(self, folder: Folder) -> None:
+        """A folder vanished: stop following its logs (their cursors stay until its next backfill)."""
+        for path in [p for p, t in self._tracked.items() if self.folders.by_source.get(t.source.name) is folder]:
+            del self._tracked[path]
+        folder.health.files = 0
+        self.health.files_tracked = len(self._tracked)
 
     # --- backfill and follow --------------------------------------------------------------------
 
-    def _backfill(self) -> None:
-        """Read every log already in the folder; forget cursors of logs that are gone."""
+    def _backfill(self, folders: list[Folder]) -> None:
+        """Read every log already in ``folders``, newest first; forget cursors of their logs that are gone."""
+        if not folders:
+            return
         self.health.phase = "backfill"
         self._following = False
         started = self._monotonic()
         b0, c0 = self.health.bytes_read, self.health.candidates_added
-        found = self._scan()
-        log.info("ingest.backfill_start sessions=%s files=%d", self.sessions_dir, len(found))
-        present = {path for path, _ in found}
-        inside = str(self.sessions_dir) + os.sep
-        for path in [p for p in self.harvester.rows if p not in present and p.startswith(inside)]:
-            self._forget(path)
+        found: list[tuple[int, str, Source, Folder]] = []
+        for f in folders:
+            f.health.phase = "backfill"
+            logs = self.folders.scan(f)
+            sizes = 0
+            for path, source in logs:
+                st = _stat(path)
+                sizes += st.st_size if st else 0
+                found.append((st.st_mtime_ns if st else 0, path, source, f))
+            f.health.backfill = BackfillHealth(False, 0, 0, 0, None, len(logs), sizes)
+            self._forget_gone(f, {path for path, _ in logs})
+            log.info("ingest.backfill_start kind=%s folder=%s files=%d bytes=%d", f.kind, f.root, len(logs), sizes)
+        found.sort(key=lambda item: (-item[0], item[1]))
         last = started
-        for n, (path, source) in enumerate(found, 1):
+        for n, (_, path, source, f) in enumerate(found, 1):
             if self._stop.is_set():
                 return
-            self._ingest(path, source)
+            done = self._ingest(path, source, f)
+            b = f.health.backfill
+            f.health.backfill = BackfillHealth(False, b.files + 1, b.bytes + done[0], b.candidates + done[1], None,
+                                               b.files_total, b.bytes_total)
             now = self._monotonic()
             if now - last >= PROGRESS_S:
                 last = now
                 log.info("ingest.backfill files=%d/%d bytes=%d candidates=%d", n, len(found),
                          self.health.bytes_read - b0, self.health.candidates_added - c0)
         seconds = round(self._monotonic() - started, 3)
-        done = BackfillHealth(True, len(found), self.health.bytes_read - b0, self.health.candidates_added - c0,
-                              seconds)
-        self.health.backfill = done
-        log.info("ingest.backfill_done files=%d bytes=%d candidates=%d seconds=%.3f", len(found), done.bytes,
-                 done.candidates, seconds)
+        for f in folders:
+            b = f.health.backfill
+            f.health.backfill = BackfillHealth(True, b.files, b.bytes, b.candidates, seconds, b.files_total,
+                                               b.bytes_total)
+            f.backfilled = True
+        total = BackfillHealth(True, len(found), self.health.bytes_read - b0, self.health.candidates_added - c0,
+                               seconds)
+        self.health.backfill = total
+        log.info("ingest.backfill_done files=%d bytes=%d candidates=%d seconds=%.3f", len(found), total.bytes,
+                 total.candidates, seconds)
+
+    def _forget_gone(self, folder: Folder, present: set[str]) -> None:
+        """Forget the stored cursors of ``folder``'s sources for logs under it that are no longer there."""
+        names = {s.name for s in folder.sources}
+        for path, row in list(self.harvester.rows.items()):
+            if row.kind in names and folder.holds(path) and path not in present:
+                self._forget(path)
 
     def _follow(self) -> None:
-        """Follow changes until the folder is deleted or replaced, or the worker stops."""
+        """Follow changes in every watched folder until the set of present folders changes or the worker stops."""
+        watched = self.folders.watched()
         self.health.phase = "following"
-        inode = os.stat(self.sessions_dir).st_ino
+        for f in watched:
+            f.health.phase = "following"
         caught_up = False
-        for changes in self._watch(self.sessions_dir, recursive=True):
+        for changes in self._watch([f.root for f in watched]):
             self._following = True
             if changes:
-                self.health.last_event_at = iso_ms(system_clock())
-                for path in sorted({p for _, p in changes}):
-                    if self._stop.is_set():
-                        return
-                    if os.path.isdir(path) and not os.path.islink(path):
-                        self._ingest_tree(path)
-                    else:
-                        self._ingest(path)
+                self._changed(sorted({p for _, p in changes}))
             if not caught_up:
                 # Trigger: the first wake of a new watch. Why: lines appended between the backfill's scan
                 # and the watch's start raised no event. Outcome: one catch-up pass (unchanged files cost a stat).
                 caught_up = True
-                for path, source in self._scan():
-                    self._ingest(path, source)
+                for f in watched:
+                    for path, source in self.folders.scan(f):
+                        self._ingest(path, source, f)
             self._check_idle()
-            if not self._same_folder(inode):
-                log.warning("ingest.folder_gone sessions=%s (waiting for it to come back)", self.sessions_dir)
-                self.health.folder_present = False
+            if self._stop.is_set() or self._look():
                 return
 
-    def _ingest_tree(self, folder: str) -> None:
-        """A folder appeared (created or moved in): read the logs under it."""
-        for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for name in sorted(filenames):
-                self._ingest(os.path.join(dirpath, name))
+    def _changed(self, paths: list[str]) -> None:
+        """Read what the watch reported (files, or folders created or moved in)."""
+        at = iso_ms(system_clock())
+        self.health.last_event_at = at
+        for path in paths:
+            if self._stop.is_set():
+                return
+            folder = self.folders.folder_of(path)
+            if folder is None:
+                continue
+            folder.health.last_event_at = at
+            if os.path.isdir(path) and not os.path.islink(path):
+                for dirpath, dirnames, filenames in os.walk(path, followlinks=False):
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                    for name in sorted(filenames):
+                        self._ingest(os.path.join(dirpath, name))
+            else:
+                self._ingest(path)
 
     # --- one log ---------------------------------------------------------------------------------
 
     def _forget(self, path: str) -> None:
-        self._tracked.pop(path, None)
+        t = self._tracked.pop(path, None)
+        if t is not None:
+            folder = self.folders.by_source.get(t.source.name)
+            if folder is not None:
+                folder.health.files = max(0, folder.health.files - 1)
         if self.harvester.rows.pop(path, None) is not None:
             self.queue.db.drop_cursor(path)
         self.health.files_tracked = len(self._tracked)
@@ -298,32 +307,42 @@ class Ingestor:
     def _known(self) -> set[str]:
         return {*self._tracked, *self.harvester.rows}
 
-    def _ingest(self, path: str, source: Source | None = None) -> None:
+    def _ingest(self, path: str, source: Source | None = None, folder: Folder | None = None) -> tuple[int, int]:
         """Read what is new in one path, if a source reads it now; never raises.
 
         Args:
             path: the file (absolute).
-            source: its source when the caller has just classified it, else None (classified here).
+            source, folder: its source and folder when the caller has just classified it, else None.
+
+        Returns:
+            (log bytes consumed, candidates added).
         """
+        c0 = self.health.candidates_added
         try:
-            source = source or self._source_of(path)
-            if source is None:
-                self._unwanted(path)
-                return
+            folder = folder or self.folders.folder_of(path)
+            source = source or self.folders.source_of(path, folder)
+            if source is None or folder is None:
+                self._unwanted(path, folder)
+                return 0, 0
             t = self._tracked.get(path)
             if t is None:
                 if self._following:
                     self._forget_replaced(path)
-                t = self._track(path, source, self.harvester.rows.get(path))
+                t = self._track(path, source, folder, self.harvester.rows.get(path))
             consumed = self.harvester.read(t)
+            added = self.health.candidates_added - c0
+            folder.health.bytes_read += consumed
+            folder.health.candidates_added += added
             if consumed and self._following:
                 t.grew_at, t.ended = self._monotonic(), False
+            return consumed, added
         except FileNotFoundError:
             self._forget(path)  # gone between the event and the read
         except Exception as error:  # noqa: BLE001 - one bad log never stops the others
             self._failed("ingest.log_failed", error, path)
+        return 0, self.health.candidates_added - c0
 
-    def _unwanted(self, path: str) -> None:
+    def _unwanted(self, path: str, folder: Folder | None) -> None:
         """``path`` is no log read now: forget it (and, if it is gone, what was under it); offer the files beside it."""
         if path in self._tracked or path in self.harvester.rows:
             self._forget(path)  # deleted, or a newer file beside it took over
@@ -332,35 +351,35 @@ class Ingestor:
             for gone in [p for p in self._known() if p.startswith(under)]:
                 self._forget(gone)
             return
-        rel = os.path.relpath(path, self.sessions_dir)
-        if not os.path.isfile(path) or rel.startswith("..") or any(part.startswith(".") for part in Path(rel).parts):
+        if folder is None or not self.folders.visible(folder, path):
             return
         # Trigger: a file that exists but no source reads now (e.g. an older generation, a lock, a temp file).
         # Why: the file that replaced it may not have raised its own event yet. Outcome: the new files beside it
         # are read now; the ones already followed are left to their own events.
-        folder = os.path.dirname(path)
+        where = os.path.dirname(path)
         try:
-            names = sorted(os.listdir(folder))
+            names = sorted(os.listdir(where))
         except OSError:
             return
         for name in names:
-            sibling = os.path.join(folder, name)
+            sibling = os.path.join(where, name)
             if sibling != path and sibling not in self._tracked and not name.startswith("."):
-                source = self._source_of(sibling)
+                source = self.folders.source_of(sibling, folder)
                 if source is not None:
-                    self._ingest(sibling, source)
+                    self._ingest(sibling, source, folder)
 
     def _forget_replaced(self, path: str) -> None:
         """A log is new to us while following: stop following the files beside it that no source reads any more."""
-        folder = os.path.dirname(path)
-        for old in [p for p in self._known() if p != path and os.path.dirname(p) == folder]:
-            if self._source_of(old) is None:
+        where = os.path.dirname(path)
+        for old in [p for p in self._known() if p != path and os.path.dirname(p) == where]:
+            if self.folders.source_of(old) is None:
                 self._forget(old)
 
-    def _track(self, path: str, source: Source, row: CursorRow | None) -> TrackedLog:
+    def _track(self, path: str, source: Source, folder: Folder, row: CursorRow | None) -> TrackedLog:
         """Follow ``path`` from its stored cursor (the adapter reads the JSON; one it does not know restarts it)."""
         t = self._tracked[path] = TrackedLog(path, source, row.session_id if row is not None else None,
                                              row.cursor if row is not None else None)
+        folder.health.files += 1
         self.health.files_tracked = len(self._tracked)
         return t
 
@@ -376,9 +395,13 @@ class Ingestor:
                 continue  # a writer still holds the log: it is only pausing
             t.ended = True
             self.health.sessions_ended += 1
-            log.info("session.ended session=%s file=%s idle_s=%.1f", t.session_id, t.path, now - t.grew_at)
-            self._on_session_end(t.session_id, t.path)
+            log.info("session.ended agent=%s session=%s project=%s file=%s idle_s=%.1f", t.source.name,
+                     t.session_id, t.project, t.path, now - t.grew_at)
+            self._on_session_end(EndedSession(t.source.name, t.session_id, t.project, t.path))
 
 
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None

@@ -42,21 +42,23 @@ SLICE_CHARS = 1_000_000
 
 @dataclass(frozen=True)
 class AddedBatch:
-    """Candidates one slice of one log added: the payload of ``queue/added``."""
+    """Candidates one slice of one log added: the payload of ``queue/added`` (``agent``: the source's name)."""
 
     ids: list[int]
     session_id: str | None
     file: str
+    agent: str = ""
 
 
 @dataclass
 class TrackedLog:
-    """One log being followed: its source, session, opaque cursor JSON and quiet time."""
+    """One log being followed: its source, session, opaque cursor JSON, project (the session's cwd) and quiet time."""
 
     path: str
     source: Source
     session_id: str | None
     cursor: dict[str, Any] | None
+    project: str | None = None
     grew_at: float | None = None  # monotonic seconds of the last growth seen while following
     ended: bool = True
 
@@ -108,6 +110,8 @@ class Harvester:
             consumed += s.consumed
             if s.session_id is not None:
                 t.session_id = s.session_id
+            if s.project is not None:
+                t.project = s.project
             candidates = candidates_from(s.utterances, write_budget=self._write_budget(),
                                          seen=self._seen_notes()) if s.utterances else []
             if candidates or s.restarted or t.cursor is None or s.cursor != t.cursor:
@@ -124,4 +128,4 @@ class Harvester:
         if ids:
             self.health.candidates_added += len(ids)
             log.info("queue.added file=%s session=%s ids=%d", t.path, t.session_id, len(ids))
-            self._on_added(AddedBatch(ids, t.session_id, t.path))
+            self._on_added(AddedBatch(ids, t.session_id, t.path, t.source.name))
