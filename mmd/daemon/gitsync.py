@@ -135,6 +135,8 @@ class GitSync:
         self.commit_error: str | None = None
         self.next_sync_at: str | None = None
         self.commits = 0
+        self._repo_stale = False
+        """A commit moved HEAD since :attr:`repo` was read: the next ``status`` has it read again."""
 
     # --- start and stop ---------------------------------------------------------------------------
 
@@ -207,29 +209,50 @@ class GitSync:
             self._worker.submit(self.drain_spool)
 
     def _flush(self) -> None:
-        """Worker thread: take the write lock and commit the pending revisions as one commit."""
+        """Worker thread: stage the files of the pending revisions under the write lock, then commit them as
+        one commit (writes go on meanwhile: the commit records the staged files)."""
         try:
             asyncio.run_coroutine_threadsafe(self.state.lock.acquire(), self.loop).result()
         except RuntimeError:  # the loop is gone: the next start commits the files as an external edit
             return
         try:
-            self.commit_pending()
+            batch = self._take()
+            staged = bool(batch) and self._stage()
         finally:
             self.loop.call_soon_threadsafe(self.state.lock.release)
-        self._refresh_repo()
+        if batch and staged:
+            self._commit(batch, True)
+        elif batch:  # git add failed: keep the revisions for the next commit (status says why)
+            self._pending[:0] = batch
 
     def commit_pending(self) -> None:
         """Commit the revisions installed so far (the caller holds the write lock); errors are kept in status."""
+        batch = self._take()
+        if batch:
+            self._commit(batch, False)
+
+    def _take(self) -> list[tuple[int, str, list[str]]]:
         self._flush_queued = False
         batch, self._pending = self._pending, []
-        if not batch:
-            return
+        return batch
+
+    def _stage(self) -> bool:
+        try:
+            self.history.stage()
+            return True
+        except MMError as error:
+            self.commit_error = str(error)
+            log.error("git.stage_failed error=%r", str(error))
+            return False
+
+    def _commit(self, batch: list[tuple[int, str, list[str]]], staged: bool) -> None:
         causes = list(dict.fromkeys(c for _, c, _ in batch))
         topics = list(dict.fromkeys(t for _, _, ts in batch for t in ts))
         try:
-            if self.history.commit([r for r, _, _ in batch], ", ".join(causes), topics):
+            if self.history.commit([r for r, _, _ in batch], ", ".join(causes), topics, staged=staged):
                 self.commits += 1
             self.commit_error = None
+            self._repo_stale = True
         except MMError as error:  # a hook refused it: the files stay, the next commit takes them along
             self.commit_error = str(error)
             log.error("git.commit_failed revisions=%s error=%r", [r for r, _, _ in batch], str(error))
@@ -237,6 +260,7 @@ class GitSync:
     def _refresh_repo(self) -> None:
         from .git import repo_status
 
+        self._repo_stale = False
         try:
             self.repo = repo_status(self.root, remote=self.settings.remote, history=self.history)
         except Exception as error:  # noqa: BLE001 - status is a report; the daemon serves on
@@ -404,7 +428,11 @@ class GitSync:
     def status(self) -> dict[str, Any]:
         """The ``git`` object of ``daemon.status``: ``{branch, head, remote, remoteConfigured, ahead, behind,
         uncommitted, commits, pendingCommits, commitError, lastSync, lastError, failures, nextSyncAt,
-        syncIntervalMs}`` (``ahead``/``behind`` as of the last fetch)."""
+        syncIntervalMs}`` (``ahead``/``behind`` as of the last fetch; ``branch``…``uncommitted`` as of the
+        last sync, or the status call after the last commit)."""
+        if self._repo_stale and not self._stop.is_set():
+            self._repo_stale = False
+            self._worker.submit(self._refresh_repo)
         return {**{k: self.repo.get(k) for k in ("branch", "head", "remoteConfigured", "ahead", "behind",
                                                  "uncommitted")},
                 "remote": self.settings.remote, "commits": self.commits, "pendingCommits": len(self._pending),
