@@ -250,3 +250,43 @@ def test_the_merge_driver_is_registered_by_the_installed_mmd_and_runs(
     base.write_text("# Memory Index\n")
     usage = subprocess.run([*driver.split()[:-4], "only-one"], capture_output=True, text=True)
     assert usage.returncode == 2 and "usage: mmd merge-index" in usage.stderr
+
+
+def test_a_merged_index_over_its_caps_is_kept_reported_and_nudges_a_consolidation(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Any) -> None:
+    import zmq
+
+    isolate_git(monkeypatch, tmp_path)
+    remote = bare_remote(tmp_path / "remote.git")
+    laptop, box = (start_daemon("--git", "--no-ingest", "--index-lines", "24", "--heartbeat-ms", "100",
+                                root=tmp_path / name) for name in ("laptop", "box"))
+    for daemon in (laptop, box):
+        git(daemon.root, "remote", "add", "origin", str(remote))
+    write(laptop, "alpha", "first")
+    write(laptop, "beta", "second")
+    write(box, "gamma", "third")  # each side fits its cap; the two together do not
+    mmctl_sync(laptop)
+    sub = zmq.Context.instance().socket(zmq.SUB)
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(box.pub)
+    try:
+        assert sub.poll(10_000) and sub.recv_multipart()  # the subscription is live (a heartbeat came)
+        merged = mmctl_sync(box)
+        assert merged["indexOverBudget"] is True and set(bodies(box)) == {"alpha", "beta", "gamma"}
+        events = []
+        while sub.poll(10_000):
+            topic, payload = sub.recv_multipart()
+            events.append((topic.decode(), json.loads(payload)))
+            if topic == b"memory/nudge":
+                break
+        assert [t for t, _ in events if t == "memory/changed"] and events[-1][0] == "memory/nudge", events
+        assert any(t == "memory/changed" and p["cause"] == "sync" for t, p in events)
+        nudge = events[-1][1]
+        assert (nudge["reason"], nudge["indexOverBudget"]) == ("sync", True)
+    finally:
+        sub.close()
+    refused = call(box, "memory.write", {"topic": "delta", "content": "one more"})
+    assert refused["ok"] is False  # writes stay refused until the index fits (mm v1 section 6)
+    call(box, "memory.delete", {"topic": "alpha"})  # a consolidation
+    assert write(box, "beta", "fits again") > 0

@@ -33,9 +33,10 @@ from typing import Any
 
 from mmd.candidates import NewCandidate
 from mmd.core.errors import ErrorCode, MMError
+from mmd.core.memory import nudge_report
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.text import validate_topic
-from mmd.wire.events import MEMORY_SYNCED, QUEUE_ADDED
+from mmd.wire.events import MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_ADDED
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .config import GitSettings
@@ -273,6 +274,9 @@ class GitSync:
         candidate ids and ``revision``) once it is all done; a failure is in ``error``, never raised."""
         result: dict[str, Any] = await self._submit(self._sync)
         result["revision"] = self.state.revision
+        if result["indexOverBudget"]:  # allowed on disk, as an external edit would be: nudge a consolidation
+            report = nudge_report(self.state.current, 0, self.state.now_iso())
+            self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "sync", "queuePending": self.queue.pending})
         self.publisher.publish(MEMORY_SYNCED, {
             k: result[k] for k in ("ok", "remote", "branch", "merged", "pushed", "head", "ahead", "behind", "topics",
                                    "queued", "error", "revision", "indexOverBudget")})

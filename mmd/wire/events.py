@@ -63,7 +63,8 @@ class ChangedEvent(TypedDict):
 
 
 class NudgeEvent(TypedDict):
-    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``).
+    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end`` | ``sync``: a git
+    sync merged an index over its caps).
 
     A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
     agent's session whose log went quiet for ``daemon.sessionIdleSeconds`` (and, for DSH, with its lock
