@@ -68,7 +68,12 @@ def files(root: Path) -> dict[str, bytes]:
 
 
 def conflicts(daemon: DaemonProcess) -> list[dict[str, Any]]:
-    return [c for c in call(daemon, "queue.list", {"status": "all"})["candidates"] if c["kind"] == "conflict"]
+    """The ``conflict`` candidates of the daemon's queue, each checked against ``schema/rpc.schema.json``."""
+    from tests.test_schema import check, rpc_def
+
+    page = call(daemon, "queue.list", {"status": "all"})
+    check(rpc_def("queue.list.result"), page, "queue.list with conflict candidates")
+    return [c for c in page["candidates"] if c["kind"] == "conflict"]
 
 
 def test_distinct_topics_written_on_both_converge_after_a_sync_on_each(pair: Any) -> None:
@@ -107,6 +112,9 @@ def test_the_same_topic_written_on_both_ends_keeps_the_newer_and_queues_the_othe
     (candidate,) = conflicts(box)
     assert candidate["id"] == merged["queued"][0] and candidate["topic"] == "deploy-region"
     assert candidate["body"] == long_laptop and len(long_laptop) > 500 and candidate["status"] == "pending"
+    assert candidate["source"]["kind"] == "sync" and candidate["source"]["file"] == "git:origin/main"
+    kept, other = candidate["source"]["messageId"].split("..")
+    assert other == git(laptop.root, "rev-parse", "HEAD") and kept == conflict["keptCommit"]  # both revisions
     assert conflicts(laptop) == []  # only the machine that merged has it
     mmctl_sync(laptop)
     for daemon in (laptop, box):

@@ -203,6 +203,8 @@ class GitSync:
             return
         topics = [i["topic"] for part in (revision.added, revision.updated, revision.removed) for i in part]
         self._pending.append((revision.snapshot.revision, label, topics))
+        if self._stop.is_set():  # shutting down: stop() commits it; after that, the next start does
+            return
         if not self._flush_queued:
             self._flush_queued = True
             self._worker.submit(self._flush)
@@ -363,7 +365,12 @@ class GitSync:
                 return
             except TimeoutError:
                 pass
-            await self.sync_now()
+            try:
+                await self.sync_now()
+            except Exception as error:  # noqa: BLE001 - a bug must not end the schedule; it is counted and retried
+                self.failures += 1
+                self.last_error = {"at": self.state.now_iso(), "stage": "sync", "message": repr(error)}
+                log.exception("git.sync_crashed")
 
     # --- history use-cases ------------------------------------------------------------------------
 
