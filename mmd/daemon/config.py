@@ -34,6 +34,7 @@ from mmd.core.config_file import config_path, read_config
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions, is_js_integer
 from mmd.core.paths import dsh_home, expand_path
+from mmd.sources import SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
 
 __all__ = ["OPTIONS", "Config", "ConfigError", "GitSettings", "Option", "build_config", "parse_args", "parser_for"]
@@ -302,7 +303,7 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     watchdog = env.get("WATCHDOG_USEC", "")
     return Config(
         memory=memory,
-        sessions_dir=next(s.folder for s in sources if s.kind == "dsh"),
+        sessions_dir=next(s.folder for s in sources if s.kind == SESSIONS_KIND),
         sources=sources,
         ingest=raw["daemon.ingest"],
         session_idle_s=raw["daemon.sessionIdleSeconds"],
