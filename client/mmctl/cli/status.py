@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
+from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_ADDED
 
 from .output import EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
@@ -106,7 +106,7 @@ def _describe(event: Any) -> str:
         return f"{len(d.get('ids', []))} candidate(s) from {d.get('agent', '?')} {d.get('source', '?')}"
     if event.topic == DAEMON_HEARTBEAT:
         return f"revision {d.get('revision')}, {d.get('queuePending', 0)} queued"
-    if event.topic == "memory/synced":
+    if event.topic == MEMORY_SYNCED:
         error = d.get("error")
         pushed = "pushed" if d.get("pushed") else "not pushed"
         return (f"{d.get('remote')}/{d.get('branch')}: {d.get('merged')}, {pushed}, "
