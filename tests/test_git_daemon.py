@@ -298,3 +298,26 @@ def test_a_merged_index_over_its_caps_is_kept_reported_and_nudges_a_consolidatio
     assert refused["ok"] is False  # writes stay refused until the index fits (mm v1 section 6)
     call(box, "memory.delete", {"topic": "alpha"})  # a consolidation
     assert write(box, "beta", "fits again") > 0
+
+
+def test_a_git_merge_run_by_hand_goes_through_the_driver_and_its_conflicts_reach_the_queue(pair: Any) -> None:
+    laptop, box = pair
+    write(laptop, "shared", "the start")
+    mmctl_sync(laptop)
+    mmctl_sync(box)  # one history from here on
+    mmctl_sync(laptop)
+    write(laptop, "deploy-region", "We deploy to eu-west-1 (laptop).")
+    write(box, "deploy-region", "We deploy to us-east-1 (box, newer).")
+    mmctl_sync(laptop)
+    cli(box, "log", "--json")  # box's write is committed
+    git(box.root, "fetch", "--quiet", "origin")
+    git(box.root, "merge", "--no-edit", "origin/main")  # a person's own merge: git runs `mmd merge-index`
+    assert "<<<<<<<" not in (box.root / "memories" / "deploy-region.md").read_text()
+    assert bodies(box)["deploy-region"] == "We deploy to us-east-1 (box, newer)."  # the newer stayed
+    spool = box.root / ".mmd" / "git-conflicts"
+    assert list(spool.glob("*.json"))  # the driver left its records for the daemon
+    synced = mmctl_sync(box)  # the next reload or sync (or the next commit) queues them
+    (candidate,) = conflicts(box)
+    assert candidate["id"] in synced["queued"] and candidate["topic"] == "deploy-region"
+    assert candidate["body"] == "We deploy to eu-west-1 (laptop)." and candidate["source"]["file"] == "git merge driver"
+    assert not list(spool.glob("*.json"))  # drained: one candidate for the index's and the note's record

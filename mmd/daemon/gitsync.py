@@ -10,7 +10,8 @@ the sync (``memory.sync`` and every ``git.syncIntervalMs``, backing off after
 a failure) with the state's lock as the engine's lock; the reload after a sync
 changed the files (``memory/changed`` with ``cause: "sync"``, installed under
 the same lock so the watcher never reports those files as external); the
-conflict records queued as ``kind: "conflict"`` review candidates; the
+conflict records queued as ``kind: "conflict"`` review candidates (the sync's,
+and those the merge driver spooled during a person's own ``git merge``); the
 ``memory/synced`` event and the ``git`` object of ``daemon.status``; and the
 history use-cases (log, diff, revert, restore — reverts and restores are new
 writes through the state under every budget, never a history rewrite).
@@ -208,8 +209,6 @@ class GitSync:
         if not self._flush_queued:
             self._flush_queued = True
             self._worker.submit(self._flush)
-        if cause == "external":
-            self._worker.submit(self.drain_spool)
 
     def _flush(self) -> None:
         """Worker thread: stage the files of the pending revisions under the write lock, then commit them as
@@ -225,6 +224,7 @@ class GitSync:
             self.loop.call_soon_threadsafe(self.state.lock.release)
         if batch and staged:
             self._commit(batch, True)
+            self.drain_spool()
         elif batch:  # git add failed: keep the revisions for the next commit (status says why)
             self._pending[:0] = batch
 
@@ -327,7 +327,8 @@ class GitSync:
         asyncio.run_coroutine_threadsafe(adopt(), self.loop).result()
 
     def drain_spool(self) -> list[int]:
-        """Queue the conflicts ``git merge`` left in the driver's spool (a person's own ``git pull``)."""
+        """Queue the conflicts ``git merge`` left in the driver's spool (a person's own ``git pull``); run after
+        each commit (an external edit's included) and each sync. Returns the new candidates' ids."""
         from .git import drain_conflicts
 
         out = []
