@@ -238,13 +238,13 @@ def test_a_root_inside_another_repository_or_without_git_is_refused_at_start(
     inside = start_daemon("--git", "--no-ingest", root=project / "memory", wait=False)
     assert inside.wait() == 1
     assert f"is inside the git repository {project}" in inside.stderr()
-    assert not (project / "memory" / ".git").exists()
+    assert not (project / "memory").exists()  # refused before anything was created in the project
     empty = tmp_path / "no-git-here"
     empty.mkdir()
     nogit = start_daemon("--git", "--no-ingest", root=tmp_path / "plain", env={"PATH": str(empty)}, wait=False)
     assert nogit.wait() == 1
     assert "--git needs the git command, which is not on PATH" in nogit.stderr()
-    assert not (tmp_path / "plain" / ".git").exists()
+    assert not (tmp_path / "plain").exists()
 
 
 def test_the_merge_driver_is_registered_by_the_installed_mmd_and_runs(

@@ -46,7 +46,7 @@ from .queue import ReviewQueue
 from .revision import Revision
 from .state import MemoryState
 
-__all__ = ["RETRY_FIRST_MS", "RETRY_MAX_MS", "GitSync", "retry_delay_ms"]
+__all__ = ["RETRY_FIRST_MS", "RETRY_MAX_MS", "GitSync", "check_root", "retry_delay_ms"]
 
 log = logging.getLogger("mmd.git")
 
@@ -59,6 +59,35 @@ _CAUSES = {"write": "write", "delete": "delete", "external": "external edit"}
 
 _LABEL: contextvars.ContextVar[str | None] = contextvars.ContextVar("mmd_git_cause", default=None)
 """Set while a revert or restore writes: its revisions are committed under that cause."""
+
+
+def check_root(root: Path) -> None:
+    """Refuse ``--git`` on ``root`` before anything is created there: no ``git`` on PATH, or a root (existing
+    or not) inside another repository (mmd never commits on a user's project branch).
+
+    Raises:
+        MMError(E_INVALID): naming the reason (and the other repository's top level).
+    """
+    from .git import GitMissing
+    from .git.runner import Git
+
+    probe = root
+    while not probe.is_dir() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        done = Git(probe).run("rev-parse", "--show-toplevel", check=False)
+    except GitMissing as error:
+        raise _no_git(error) from error
+    top = done.stdout.decode("utf-8", "surrogateescape").strip() if done.returncode == 0 else ""
+    if top and os.path.realpath(top) != os.path.realpath(root):
+        raise MMError(ErrorCode.E_INVALID,
+                      f"the memory root {root} is inside the git repository {top}: mmd never commits on another "
+                      f"repository's branch; move the root out of it, or make the root a repository of its own",
+                      details=top)
+
+
+def _no_git(error: Exception) -> MMError:
+    return MMError(ErrorCode.E_INVALID, f"--git needs the git command, which is not on PATH: {error}")
 
 
 def retry_delay_ms(interval_ms: int, failures: int) -> int:
@@ -123,7 +152,7 @@ class GitSync:
         try:
             self.history = GitHistory(self.root)
         except GitMissing as error:
-            raise MMError(ErrorCode.E_INVALID, f"--git needs the git command, which is not on PATH: {error}") from error
+            raise _no_git(error) from error
         self.loop = asyncio.get_running_loop()
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mmd-git")
         self._pending: list[tuple[int, str, list[str]]] = []

@@ -35,7 +35,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
 from .config import Config, ConfigError
 from .events import Publisher
-from .gitsync import GitSync
+from .gitsync import GitSync, check_root
 from .ingest import Ingestor
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
@@ -183,6 +183,8 @@ class Daemon:
             sqlite3.Error / SchemaError: if ``.mmd/state.db`` cannot be opened or is from a newer mmd.
         """
         cfg, undo = self.config, self._stack
+        if cfg.git.enabled:  # refused before anything is created: no git, or a root inside another repository
+            await asyncio.to_thread(check_root, cfg.root)
         # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
         await asyncio.to_thread(cfg.root.mkdir, parents=True, exist_ok=True)
         lock = WriteLock(cfg.root)
