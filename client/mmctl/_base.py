@@ -339,6 +339,32 @@ class Methods:
         """
         return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
 
+    # --- the root's git history and sync (a daemon run with --git; else RpcError(E_UNAVAILABLE)) -----
+
+    def log(self, topic: str | None = None, *, limit: int | None = None) -> Any:
+        """``memory.log`` → ``{commits: [{commit, parents, date, author, subject, revisions, topics}]}``, newest
+        first (those touching ``topic`` when given)."""
+        return self._call(wire.MEMORY_LOG.name, {"topic": topic, "limit": limit})
+
+    def diff(self, rev: str, other: str | None = None) -> Any:
+        """``memory.diff`` → ``{from, to, topics, patch}``: what ``rev`` (a commit or ``r42``) changed, or the range."""
+        return self._call(wire.MEMORY_DIFF.name, {"rev": rev, "other": other})
+
+    def revert(self, rev: str) -> Any:
+        """``memory.revert`` → ``{ok, rev, commit, results, revision}``: new writes under every budget."""
+        return self._call(wire.MEMORY_REVERT.name, {"rev": rev})
+
+    def restore(self, topic: str, at: str) -> Any:
+        """``memory.restore`` → ``{ok, topic, at, commit, action, outcome, revision}``: a new write (or delete)."""
+        return self._call(wire.MEMORY_RESTORE.name, {"topic": topic, "at": at})
+
+    def sync(self) -> Any:
+        """``memory.sync`` → what the sync did, once commit, fetch, merge, push and the reload are done.
+
+        It waits the client's ``timeout_ms``; over a slow network use ``call("memory.sync", timeout_ms=…)``.
+        """
+        return self._call(wire.MEMORY_SYNC.name, {})
+
 
 class SessionMethods(Methods):
     """A frozen-snapshot session: the same methods, each sent with this ``session_id``."""
