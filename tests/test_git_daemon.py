@@ -328,3 +328,17 @@ def test_a_git_merge_run_by_hand_goes_through_the_driver_and_its_conflicts_reach
     assert candidate["id"] in synced["queued"] and candidate["topic"] == "deploy-region"
     assert candidate["body"] == "We deploy to eu-west-1 (laptop)." and candidate["source"]["file"] == "git merge driver"
     assert not list(spool.glob("*.json"))  # drained: one candidate for the index's and the note's record
+
+
+def test_the_configured_branch_names_a_new_repository_and_a_checked_out_other_branch_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Any) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    daemon = start_daemon("--git", "--no-ingest", "--git-branch", "memory", root=tmp_path / "root")
+    write(daemon, "alpha", "one")
+    assert git(daemon.root, "symbolic-ref", "--short", "HEAD") == "memory"
+    assert call(daemon, "daemon.status")["git"]["branch"] == "memory"
+    daemon.stop()
+    other = start_daemon("--git", "--no-ingest", "--git-branch", "team", root=tmp_path / "root", wait=False)
+    assert other.wait() == 1
+    assert "git.branch = 'team' but the repository" in other.stderr() and "is on memory" in other.stderr()
+    assert git(tmp_path / "root", "symbolic-ref", "--short", "HEAD") == "memory"  # never switched

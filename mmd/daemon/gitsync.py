@@ -180,13 +180,16 @@ class GitSync:
                 names it), or ``git.branch`` is not the repository's branch.
             MMError(E_IO): if git fails.
         """
-        from .git import ensure_repo
+        from .git import GitError, ensure_repo
 
         info = ensure_repo(self.root, driver=self.driver)
         wanted = self.settings.branch
         if wanted is not None and info.branch != wanted:
             if self.history.head() is None:  # an unborn branch (a new repository): name it as configured
-                self.history.git.run("symbolic-ref", "HEAD", f"refs/heads/{wanted}")
+                try:
+                    self.history.git.run("symbolic-ref", "HEAD", f"refs/heads/{wanted}")
+                except GitError as error:
+                    raise MMError(ErrorCode.E_IO, f"git cannot name the branch {wanted}: {error.stderr}") from error
             else:
                 raise MMError(ErrorCode.E_INVALID,
                               f"git.branch = {wanted!r} but the repository at {self.root} is on "
