@@ -13,10 +13,11 @@ The file accepts the reference's config block (``root``, ``memoryId``,
 ``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
 ``lang``) plus the daemon's own keys in a ``[daemon]`` table, among them
 ``[[daemon.sources]]`` tables (``kind``, ``path``, ``enabled``): the agent
-session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`); and the
-``[git]`` table (``enabled``, ``remote``, ``branch``, ``syncIntervalMs``). This module
-reads files and the given environment mapping only: sockets, the lock and the
-watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
+session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`), and the
+instruction files whose memory block it keeps fresh (``[export] files``); and the ``[git]``
+table (``enabled``, ``remote``, ``branch``, ``syncIntervalMs``). This module reads files
+and the given environment mapping only: sockets, the lock and the watcher open
+in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class Option:
     """One configurable value: its dotted file key, its flag, its kind and default.
 
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
-    (``~`` and ``$VAR`` expanded), ``endpoint``, ``sources`` (a repeatable
+    (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
+    expanded; the flag may be repeated), ``endpoint``, ``sources`` (a repeatable
     ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file) or ``kinds``
     (a repeatable ``KIND`` flag; a list of kinds in the file); ``default`` None
     means "derived" (root, sessions folder, endpoints).
@@ -110,6 +112,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("daemon.injectTtlDays", "--inject-ttl-days", "int", 30,
+           "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
+    Option("export.files", "--export-file", "paths", (),
+           "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
     Option("git.enabled", "--git", "bool", False,
            "keep the root's history in git: one commit per revision, sync with a remote (issue 18)"),
     Option("git.remote", "--git-remote", "str", "origin", "the git remote NAME synced with"),
@@ -164,6 +170,8 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        inject_ttl_days: days a client's injection view is kept after its last confirmation.
+        export_files: absolute paths of the files whose memory block the daemon refreshes.
         git: the ``[git]`` settings (off by default).
     """
 
@@ -186,6 +194,8 @@ class Config:
     notify_socket: str | None
     watchdog_usec: int | None
     journal: bool
+    inject_ttl_days: int = 30
+    export_files: tuple[Path, ...] = ()
     git: GitSettings = GitSettings()
 
     @property
@@ -233,6 +243,9 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
     for opt in OPTIONS:
         if opt.kind == "bool":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
+                                help=opt.help)
+        elif opt.kind == "paths":
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action="append", metavar="PATH",
                                 help=opt.help)
         elif opt.kind in REPEATED:
             parser.add_argument(opt.flag, dest=opt.key, default=None, action="append",
@@ -321,6 +334,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
+        inject_ttl_days=raw["daemon.injectTtlDays"],
+        export_files=_export_files(raw["export.files"], env),
         git=_git_settings(raw),
     )
 
@@ -388,6 +403,10 @@ def _check_type(opt: Option, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(opt.key, value, "must be true or false")
         return value
+    if opt.kind == "paths":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError(opt.key, value, "must be a list of file paths")
+        return tuple(value)
     if not isinstance(value, str):
         raise ConfigError(opt.key, value, "must be a string")
     if opt.kind == "str" and not value.strip():
@@ -407,6 +426,22 @@ def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOpt
     except MMError as error:
         key = next((k for k in ("memoryId", "search.mode") if error.message.startswith(k)), "memory")
         raise ConfigError(key, raw.get(key), error.message) from None
+
+
+def _export_files(raw: Sequence[str], env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``export.files`` as absolute paths (``~`` and ``$VAR`` expanded), each once, in the given order.
+
+    Raises:
+        ConfigError: for a relative path (the daemon's working folder is no place to guess from).
+    """
+    out: list[Path] = []
+    for value in raw:
+        path = Path(expand_path(value, env))
+        if not path.is_absolute():
+            raise ConfigError("export.files", value, "must be an absolute path (~ and $VAR are expanded)")
+        if path not in out:
+            out.append(path)
+    return tuple(out)
 
 
 def _path(raw: str, env: Mapping[str, str]) -> Path:

@@ -363,16 +363,13 @@ class GitSync:
         each commit (an external edit's included) and each sync. Returns the new candidates' ids."""
         from .git import drain_conflicts
 
-        out = []
-        for record in drain_conflicts(self.root):
-            kept, other = record.get("keptBody"), record.get("otherBody")
-            entry = record.get("otherEntry") or {}
-            out.append({"kind": "conflict", "topic": str(record.get("topic")),
-                        "entrySummary": entry.get("summary"), "body": other if other is not None else kept or "",
-                        "evidence": {"kept": {"commit": None}, "other": {"commit": None}}})
+        out = [{"topic": str(r.get("topic")), "entrySummary": (r.get("otherEntry") or {}).get("summary"),
+                "body": r["otherBody"] if r.get("otherBody") is not None else r.get("keptBody") or ""}
+               for r in drain_conflicts(self.root)]
         return self._queue(out, "git merge driver") if out else []
 
     def _queue(self, candidates: list[dict[str, Any]], source: str) -> list[int]:
+        """Add ``conflict`` candidates (``messageId``: ``<kept commit>..<other commit>``), then ``queue/added``."""
         rows = []
         for c in candidates:
             body = c.get("body") or ""
@@ -495,10 +492,4 @@ def _iso_in(now_iso: str, delay_ms: int) -> str:
     from mmd.core.clock import iso_ms, parse_iso_ms
 
     return iso_ms(parse_iso_ms(now_iso) + timedelta(milliseconds=delay_ms))
-
-
-def unavailable() -> DaemonError:
-    """The error of a history or sync method when the daemon runs without ``--git``."""
-    return DaemonError(DaemonCode.E_UNAVAILABLE, "this daemon keeps no git history: start it with --git "
-                       "(or [git] enabled = true)")
 
