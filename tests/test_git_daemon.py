@@ -13,6 +13,7 @@ start with the reason.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -221,13 +222,14 @@ def test_log_diff_revert_and_restore_on_a_root_with_50_revisions(
         assert client.sync()["note"].startswith("no remote 'origin'")
 
 
-def test_revision_numbers_continue_above_the_history_after_a_restart(
+def test_revision_numbers_continue_above_the_history_in_a_root_without_mmd_state(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Any) -> None:
     isolate_git(monkeypatch, tmp_path)
     root = tmp_path / "root"
     first = start_daemon("--git", "--no-ingest", root=root)
     last = write(first, "alpha", "one")
     first.stop()
+    shutil.rmtree(root / ".mmd")  # as in a fresh clone: only the history knows the revision numbers
     (root / "memories" / "alpha.md").write_text((root / "memories" / "alpha.md").read_text().replace("one", "two"))
     second = start_daemon("--git", "--no-ingest", root=root)
     assert call(second, "daemon.status")["revision"] > last

@@ -29,10 +29,12 @@ import contextvars
 import logging
 import os
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from mmd.candidates import NewCandidate
+from mmd.core.clock import iso_ms, parse_iso_ms
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import nudge_report
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
@@ -171,15 +173,18 @@ class GitSync:
 
     # --- start and stop ---------------------------------------------------------------------------
 
-    def prepare(self) -> int:
-        """Make the root a repository mmd can commit in; returns the revision floor (worker thread or before
-        the loop serves).
+    def prepare(self) -> None:
+        """Make the root a repository mmd can commit in, and raise the root's revision mark to the last
+        revision its history records (a fresh clone has no ``.mmd/``): ``r42`` stays one revision. Run with
+        the root's lock held, before the first load.
 
         Raises:
             MMError(E_INVALID): if git is missing, the root lies inside another repository (the reason
                 names it), or ``git.branch`` is not the repository's branch.
-            MMError(E_IO): if git fails.
+            MMError(E_IO): if git fails or the mark cannot be written.
         """
+        from mmd.core.revision_mark import advance_mark, read_mark
+
         from .git import GitError, ensure_repo
 
         info = ensure_repo(self.root, driver=self.driver)
@@ -195,7 +200,12 @@ class GitSync:
                               f"git.branch = {wanted!r} but the repository at {self.root} is on "
                               f"{info.branch or 'a detached HEAD'}: check out {wanted} first (mmd never "
                               f"switches a repository's branch)")
-        return self.history.last_revision()
+        last = self.history.last_revision()
+        if last > read_mark(self.root):
+            try:
+                advance_mark(self.root, last)
+            except OSError as error:
+                raise MMError(ErrorCode.E_IO, f"recording revision {last} in .mmd/ failed: {error}") from error
 
     async def start(self) -> None:
         """After the first load: commit the edits made while the daemon was down, then sync on schedule."""
@@ -406,7 +416,7 @@ class GitSync:
 
     async def committed(self) -> None:
         """Return once the revisions installed so far are committed (the worker runs its jobs in order)."""
-        await self._submit(_nothing)
+        await self._submit(lambda: None)  # the jobs queued before it are done
 
     async def log(self, topic: str | None, limit: int) -> dict[str, Any]:
         """``{commits: [...]}`` newest first (see :meth:`~.git.history.GitHistory.log`), the latest
@@ -482,14 +492,6 @@ class GitSync:
                 "syncIntervalMs": self.settings.sync_interval_ms}
 
 
-def _nothing() -> None:
-    """A job that does nothing: awaiting it waits for the jobs queued before it."""
-
-
 def _iso_in(now_iso: str, delay_ms: int) -> str:
-    from datetime import timedelta
-
-    from mmd.core.clock import iso_ms, parse_iso_ms
-
     return iso_ms(parse_iso_ms(now_iso) + timedelta(milliseconds=delay_ms))
 
