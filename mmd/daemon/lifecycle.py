@@ -36,6 +36,7 @@ from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import MMError
 from mmd.core.health import loose_modes, remove_stale_temp_files
 from mmd.core.paths import STATE_DIR
+from mmd.core.rootfs import make_folders
 from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
@@ -201,7 +202,7 @@ class Daemon:
         if cfg.git.enabled:  # refused before anything is created: no git, or a root inside another repository
             await asyncio.to_thread(check_root, cfg.root)
         # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
-        await asyncio.to_thread(cfg.root.mkdir, parents=True, exist_ok=True)
+        await asyncio.to_thread(make_folders, cfg.root)  # 0700 whatever the umask (issue 15)
         lock = WriteLock(cfg.root)
         lock.acquire(blocking=False)
         undo.callback(lock.release)

@@ -25,6 +25,7 @@ Never: reads session logs or memory files, or touches a socket.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from mmd.core.paths import STATE_DIR
+from mmd.core.rootfs import FILE_MODE, make_folders
 
 __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB"]
 
@@ -157,7 +159,10 @@ class StateDB:
             SchemaError: if the file's ``user_version`` is newer than :data:`SCHEMA_VERSION`.
             sqlite3.Error: if the file cannot be opened or is not a database.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(self.path.parent)
+        # Created 0600 before SQLite opens it, whatever the umask: it holds text from session logs, and
+        # SQLite gives its -wal and -shm files the database file's mode.
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE))
         conn = self.conn()
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
