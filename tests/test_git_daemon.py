@@ -215,11 +215,11 @@ def test_log_diff_revert_and_restore_on_a_root_with_50_revisions(
     assert cli(daemon, "diff", "r99999")[0] == 1  # no such revision: a clear failure
     from mmctl import Client
 
-    with Client(daemon.root, env=daemon.env) as client:  # the Python client has the same methods
-        (newest,) = client.log("topic-2", limit=1)["commits"]
-        assert client.diff(newest["commit"])["topics"][0]["topic"] == "topic-2"
-        assert client.restore("topic-2", f"r{revs[2]}")["ok"] and client.revert(newest["commit"])["ok"]
-        assert client.sync()["note"].startswith("no remote 'origin'")
+    with Client(daemon.root, env=daemon.env) as client:  # the Python client calls them by name
+        (newest,) = client.call("memory.log", {"topic": "topic-2", "limit": 1})["commits"]
+        assert client.call("memory.diff", {"rev": newest["commit"]})["topics"][0]["topic"] == "topic-2"
+        assert client.call("memory.restore", {"topic": "topic-2", "at": f"r{revs[2]}"})["ok"]
+        assert client.call("memory.sync", timeout_ms=60_000)["note"].startswith("no remote 'origin'")
 
 
 def test_revision_numbers_continue_above_the_history_in_a_root_without_mmd_state(

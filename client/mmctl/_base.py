@@ -385,17 +385,35 @@ class Methods:
         """``memory.due`` → ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
         return self._call(wire.MEMORY_DUE.name, {"withinDays": within_days})
 
-    def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
-        """``queue.list`` → ``{candidates, total, pending, offset, limit}``, oldest first.
+    def merge(self, topics: Sequence[str], into: str, *, if_revision: int | None = None,
+              session_id: str | None = None) -> Any:
+        """``memory.merge`` → ``{ok, topic, uri, action, merged, usage, revision}``: the notes joined into ``into``
+        (bodies joined, the others deleted, one revision); allowed over the index caps when it shrinks the index.
+        A budget refusal is ``{ok: false, code, …}``.
+
+        Raises:
+            RpcError(E_INVALID): a bad topic, nothing to merge, or a topic without a note. ConflictError.
+        """
+        return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "ifRevision": if_revision,
+                                                   "sessionId": session_id})
+
+    def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
+                   all: bool = False, min_score: float | None = None, project: str | None = None,
+                   agent: str | None = None) -> Any:
+        """``queue.list`` → ``{candidates, total, pending, offset, limit}``; pending ones highest score first.
 
         Args:
             status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``.
             limit: page size, 1–1000 (default 100). offset: candidates to skip.
+            all: include candidates hidden by their session's budget. min_score: only those scoring at least this.
+            project, agent: only candidates seen in this project (cwd) or from this agent.
 
         Raises:
             RpcError(E_UNAVAILABLE): if the daemon runs without ingestion. RpcError(E_INVALID): bad status or range.
         """
-        return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset})
+        return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset,
+                                                 "all": all or None, "minScore": min_score, "project": project,
+                                                 "agent": agent})
 
     def queue_get(self, candidate_id: str | int) -> Any:
         """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.
@@ -407,10 +425,11 @@ class Methods:
 
     def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
                      summary: str | None = None, tags: str | Sequence[str] | None = None,
-                     if_revision: int | None = None, replace: bool = False) -> Any:
+                     if_revision: int | None = None, replace: bool = False, into: str | None = None) -> Any:
         """``queue.accept`` → ``{ok, candidate, write}``: the candidate (fields overridden) goes through
         ``memory.write``, so budgets hold; a refused write is ``ok: false`` and the candidate stays pending.
-        A topic that already has a note is overwritten only with ``replace``.
+        A topic that already has a note is overwritten only with ``replace``; ``into`` appends the body to
+        that note instead (as does a candidate whose proposal is ``append``, when no topic is given).
 
         Raises:
             RpcError(E_NOT_FOUND | E_DECIDED | E_EXISTS): no such candidate, already decided, or the topic
@@ -418,7 +437,7 @@ class Methods:
         """
         return self._call(wire.QUEUE_ACCEPT.name, {"id": candidate_id, "topic": topic, "content": content,
                                            "summary": summary, "tags": tags, "ifRevision": if_revision,
-                                           "replace": replace or None})
+                                           "replace": replace or None, "into": into})
 
     def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
         """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.
@@ -428,31 +447,10 @@ class Methods:
         """
         return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
 
-    # --- the root's git history and sync (a daemon run with --git; else RpcError(E_UNAVAILABLE)) -----
-
-    def log(self, topic: str | None = None, *, limit: int | None = None) -> Any:
-        """``memory.log`` → ``{commits: [{commit, parents, date, author, subject, revisions, topics}]}``, newest
-        first (those touching ``topic`` when given)."""
-        return self._call(wire.MEMORY_LOG.name, {"topic": topic, "limit": limit})
-
-    def diff(self, rev: str, other: str | None = None) -> Any:
-        """``memory.diff`` → ``{from, to, topics, patch}``: what ``rev`` (a commit or ``r42``) changed, or the range."""
-        return self._call(wire.MEMORY_DIFF.name, {"rev": rev, "other": other})
-
-    def revert(self, rev: str) -> Any:
-        """``memory.revert`` → ``{ok, rev, commit, results, revision}``: new writes under every budget."""
-        return self._call(wire.MEMORY_REVERT.name, {"rev": rev})
-
-    def restore(self, topic: str, at: str) -> Any:
-        """``memory.restore`` → ``{ok, topic, at, commit, action, outcome, revision}``: a new write (or delete)."""
-        return self._call(wire.MEMORY_RESTORE.name, {"topic": topic, "at": at})
-
-    def sync(self) -> Any:
-        """``memory.sync`` → what the sync did, once commit, fetch, merge, push and the reload are done.
-
-        It waits the client's ``timeout_ms``; over a slow network use ``call("memory.sync", timeout_ms=…)``.
-        """
-        return self._call(wire.MEMORY_SYNC.name, {})
+    def queue_reject_below(self, score: float, *, reason: str | None = None) -> Any:
+        """``queue.reject {below}`` → ``{ok, results: [{id, ok, candidate?, error?}]}``: every pending candidate
+        scoring below ``score`` rejected for good, each reported."""
+        return self._call(wire.QUEUE_REJECT.name, {"below": score, "reason": reason})
 
 
 class SessionMethods(Methods):

@@ -38,6 +38,8 @@ from mmd.core.paths import dsh_home, expand_path
 from mmd.sources import SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
 
+from .config_git import GitSettings, git_settings
+
 __all__ = ["OPTIONS", "Config", "ConfigError", "GitSettings", "Option", "build_config", "parse_args", "parser_for"]
 
 LANGS = ("auto", "en", "zh")
@@ -67,8 +69,9 @@ class Option:
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
     (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
     expanded; the flag may be repeated), ``endpoint``, ``sources`` (a repeatable
-    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file) or ``kinds``
-    (a repeatable ``KIND`` flag; a list of kinds in the file); ``default`` None
+    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file), ``kinds``
+    (a repeatable ``KIND`` flag; a list of kinds in the file) or ``argv`` (a list of
+    strings; the flag is split as a shell would); ``default`` None
     means "derived" (root, sessions folder, endpoints).
     """
 
@@ -118,6 +121,12 @@ OPTIONS: tuple[Option, ...] = (
            "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
     Option("export.files", "--export-file", "paths", (),
            "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
+    Option("candidates.perSession", "--per-session", "int", None,
+           "visible candidates per agent session (default: about 5, scaled by the session's size)"),
+    Option("candidates.command", "--extractor-command", "argv", None,
+           "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
+    Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
+           "how long the extractor command may run, in milliseconds"),
     Option("git.enabled", "--git", "bool", False,
            "keep the root's history in git: one commit per revision, sync with a remote (issue 18)"),
     Option("git.remote", "--git-remote", "str", "origin", "the git remote NAME synced with"),
@@ -131,23 +140,6 @@ if TYPE_CHECKING:
     from .config_sources import SourceSetting
 REPEATED = ("sources", "kinds")
 """Option kinds whose flag may be given more than once (each value is kept, in order)."""
-
-
-@dataclass(frozen=True, slots=True)
-class GitSettings:
-    """The ``[git]`` table (issue 18).
-
-    Attributes:
-        enabled: the root's history is kept in git (``--git``).
-        remote: the remote NAME synced with (``origin``); none configured in the repository is not an error.
-        branch: the branch synced, or None for the repository's current branch.
-        sync_interval_ms: period of the automatic sync, milliseconds.
-    """
-
-    enabled: bool = False
-    remote: str = "origin"
-    branch: str | None = None
-    sync_interval_ms: int = 300_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +167,9 @@ class Config:
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
         inject_ttl_days: days a client's injection view is kept after its last confirmation.
         export_files: absolute paths of the files whose memory block the daemon refreshes.
+        per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
+        extractor: ``candidates.command``, the extractor command (empty: none).
+        extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
         git: the ``[git]`` settings (off by default).
     """
 
@@ -200,6 +195,9 @@ class Config:
     journal: bool
     inject_ttl_days: int = 30
     export_files: tuple[Path, ...] = ()
+    per_session: int | None = None
+    extractor: tuple[str, ...] = ()
+    extractor_timeout_ms: int = 60_000
     git: GitSettings = GitSettings()
 
     @property
@@ -336,27 +334,16 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         lang=raw["lang"],
         log_level=raw["daemon.logLevel"],
         config_file=config_file,
+        per_session=raw["candidates.perSession"],
+        extractor=tuple(raw["candidates.command"] or ()),
+        extractor_timeout_ms=raw["candidates.timeoutMs"],
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
         inject_ttl_days=raw["daemon.injectTtlDays"],
         export_files=_export_files(raw["export.files"], env),
-        git=_git_settings(raw),
+        git=git_settings(raw),
     )
-
-
-_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|^[-/.]|[/.]$|\.lock$|^@$")
-"""What git refuses in a remote or branch name (git-check-ref-format, simplified: refused, never guessed)."""
-
-
-def _git_settings(raw: Mapping[str, Any]) -> GitSettings:
-    """The ``[git]`` table, its names checked as git would (``git check-ref-format``)."""
-    for key in ("git.remote", "git.branch"):
-        value = raw[key]
-        if value is not None and _REF_BAD.search(value):
-            raise ConfigError(key, value, "is not a valid git name (no spaces, '..', '~^:?*[\\', "
-                                          "leading '-' or '.', trailing '/' or '.lock')")
-    return GitSettings(raw["git.enabled"], raw["git.remote"], raw["git.branch"], raw["git.syncIntervalMs"])
 
 
 def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | None, dict[str, Any]]:
@@ -382,14 +369,20 @@ def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | Non
 
 def _toml_place(path: Path, message: str) -> str:
     """``PATH:LINE:COL`` of a TOML syntax error (tomllib says ``(at line L, column C)``), else ``PATH``."""
-    import re
 
     found = re.search(r"at line (\d+), column (\d+)", message)
     return f"{path}:{found[1]}:{found[2]}" if found else str(path)
 
 
 def _from_flag(opt: Option, value: Any) -> Any:
-    """A flag's string turned into the option's kind."""
+    """A flag's string turned into the option's kind (an ``argv`` flag is split as a shell would)."""
+    if opt.kind == "argv":
+        import shlex
+
+        try:
+            return _check_type(opt, shlex.split(value))
+        except ValueError as error:
+            raise ConfigError(opt.flag, value, f"cannot be split into words: {error}") from None
     if opt.kind == "int":
         try:
             return _check_type(opt, int(value))
@@ -400,6 +393,10 @@ def _from_flag(opt: Option, value: Any) -> Any:
 
 def _check_type(opt: Option, value: Any) -> Any:
     """``value`` if it has the option's kind, else a ConfigError."""
+    if opt.kind == "argv":
+        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
+            raise ConfigError(opt.key, value, "must be a non-empty list of non-empty strings (program, args…)")
+        return list(value)
     if opt.kind == "int":
         if not is_js_integer(value) or value < 1:
             raise ConfigError(opt.key, value, "must be a positive integer")

@@ -33,7 +33,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from mmd.candidates import NewCandidate
+from mmd.candidates import Evidence, NewCandidate
+from mmd.candidates.model import QUOTE_MAX
 from mmd.core.clock import iso_ms, parse_iso_ms
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import nudge_report
@@ -56,7 +57,7 @@ RETRY_FIRST_MS = 5_000
 """First retry after a failed sync, milliseconds (or the interval, when shorter); doubles per failure."""
 RETRY_MAX_MS = 900_000
 """Longest wait between retries, milliseconds (or the interval, when longer)."""
-_CAUSES = {"write": "write", "delete": "delete", "external": "external edit"}
+_CAUSES = {"write": "write", "delete": "delete", "merge": "merge", "external": "external edit"}
 """The state's change causes → commit causes; others (``config``, ``sync``) commit nothing of their own."""
 
 _LABEL: contextvars.ContextVar[str | None] = contextvars.ContextVar("mmd_git_cause", default=None)
@@ -374,21 +375,24 @@ class GitSync:
         from .git import drain_conflicts
 
         out = [{"topic": str(r.get("topic")), "entrySummary": (r.get("otherEntry") or {}).get("summary"),
-                "body": r["otherBody"] if r.get("otherBody") is not None else r.get("keptBody") or ""}
+                "body": r["otherBody"] if r.get("otherBody") is not None else r.get("keptBody") or "",
+                "evidence": {side: {"body": r.get(f"{side}Body")} for side in ("kept", "other")}}
                for r in drain_conflicts(self.root)]
         return self._queue(out, "git merge driver") if out else []
 
     def _queue(self, candidates: list[dict[str, Any]], source: str) -> list[int]:
-        """Add ``conflict`` candidates (``messageId``: ``<kept commit>..<other commit>``), then ``queue/added``."""
+        """Add pinned ``conflict`` candidates, their evidence both versions (``position.uuid``: the commit, ``-``
+        when unknown; ``messageId``: ``<kept>..<other>``), then ``queue/added``."""
         rows = []
         for c in candidates:
-            body = c.get("body") or ""
-            evidence = c.get("evidence") or {}
-            commits = "..".join(str((evidence.get(side) or {}).get("commit") or "-") for side in ("kept", "other"))
+            body, ev = c.get("body") or "", c.get("evidence") or {}
+            evidence = tuple(Evidence("git", None, None, source, {"file": source, "uuid": str(v.get("commit") or "-")},
+                                      None, "text", str(v["body"] if v.get("body") is not None else body)[:QUOTE_MAX])
+                             for v in (ev.get("other") or {}, ev.get("kept") or {}))
             rows.append(NewCandidate(
-                kind="conflict", topic=c["topic"], summary=c.get("entrySummary") or c.get("summary") or c["topic"],
-                body=body, chars=len(body), over_budget=False, session_id=None, file=source, seq=None,
-                message_id=commits, source_kind="sync"))
+                "conflict", c["topic"], (c.get("entrySummary") or c.get("summary") or c["topic"])[:120], body,
+                len(body), False, None, source, None, f"{evidence[1].position['uuid']}..{evidence[0].position['uuid']}",
+                "sync", rule="git.sync-conflict", score=2.0, visible=True, evidence=evidence, pinned=True))
         ids = self.queue.add(rows) if rows else []
         if ids:
             self.loop.call_soon_threadsafe(self.publisher.publish, QUEUE_ADDED,
@@ -477,10 +481,8 @@ class GitSync:
     # --- status -----------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """The ``git`` object of ``daemon.status``: ``{branch, head, remote, remoteConfigured, ahead, behind,
-        uncommitted, commits, pendingCommits, commitError, lastSync, lastError, failures, nextSyncAt,
-        syncIntervalMs}`` (``ahead``/``behind`` as of the last fetch; ``branch``…``uncommitted`` as of the
-        last sync, or the status call after the last commit)."""
+        """The ``git`` object of ``daemon.status`` (``schema/rpc.schema.json``): ``ahead``/``behind`` as of the
+        last fetch; ``branch``…``uncommitted`` as of the last sync, or the status call after the last commit."""
         if self._repo_stale and not self._stop.is_set():
             self._repo_stale = False
             self._worker.submit(self._refresh_repo)

@@ -56,7 +56,7 @@ class ChangedItem(TypedDict):
 
 
 class ChangedEvent(TypedDict):
-    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``external`` | ``config`` | ``sync``."""
+    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``merge`` | ``external`` | ``config`` | ``sync``."""
 
     seq: int
     at: str
