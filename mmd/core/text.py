@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from .errors import ErrorCode, MMError
 
@@ -22,6 +22,7 @@ __all__ = [
     "byte_length",
     "check_line_field",
     "check_text_field",
+    "check_write_fields",
     "count_chars",
     "count_lines",
     "first_line",
@@ -199,3 +200,20 @@ def _js_quote(value: str) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
+
+
+def check_write_fields(content: Any, *, summary: Any, tags: Any, updated: Any) -> None:
+    """Refuse what a reader could not read back (issue 11): NUL and lone surrogates anywhere,
+    line breaks in the one-line fields. Non-string content is left to the write's ``ok: False``.
+
+    Raises:
+        MMError(E_INVALID): naming the field.
+    """
+    for name, value in (("summary", summary), ("tags", tags), ("updated", updated)):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise MMError(ErrorCode.E_INVALID, f"{name} must be a single-line string, got {value!r}")
+        check_line_field(name, value)
+    if isinstance(content, str):
+        check_text_field("content", content)

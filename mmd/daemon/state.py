@@ -11,8 +11,13 @@ the next :class:`~.revision.Revision`) without changing the state, so they run
 in a worker thread; the async methods (:meth:`MemoryState.write`,
 ``delete``, ``refresh``, ``load``) hold :attr:`MemoryState.lock` around
 prepare-then-install, so writes are serialized and each revision is installed
-on the event loop's thread. Reads never take the lock: they read an immutable
-snapshot. This module never touches a socket; ``on_change`` tells the daemon.
+on the event loop's thread. Group commit (issue 17): writes and deletes wait in
+one queue in arrival order; writes that arrived while another was in flight
+go to disk together (:meth:`MemoryStore.write_many`: one index rewrite, one
+set of fsyncs), each checked against budgets in arrival order, each answered
+only once its bytes are durable, each still its own revision and event.
+Reads never take the lock: they read an immutable snapshot. This module never
+touches a socket; ``on_change`` tells the daemon.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import contextlib
 import os
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +43,10 @@ from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 
-__all__ = ["MemoryState", "Session"]
+__all__ = ["MAX_GROUP", "MemoryState", "Session"]
+
+MAX_GROUP = 64
+"""At most this many writes go to disk in one group commit."""
 
 
 @dataclass(slots=True)
@@ -55,6 +64,28 @@ class Session:
     snapshot: Snapshot
     pending_writes: int = 0
     last_used_s: float = field(default_factory=time.monotonic)
+
+
+class _Queued:
+    """A write (``write`` is ``(content, keyword arguments)``) or a delete (``write`` None) waiting its turn."""
+
+    __slots__ = ("done", "if_revision", "session_id", "topic", "write")
+
+    def __init__(self, topic: Any, write: tuple[Any, dict[str, Any]] | None, if_revision: int | None,
+                 session_id: str | None) -> None:
+        self.topic, self.write, self.if_revision, self.session_id = topic, write, if_revision, session_id
+        self.done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+    def settle(self, result: dict[str, Any] | BaseException) -> None:
+        """Answer the waiting caller (unless it stopped waiting)."""
+        if self.done.done():
+            return
+        if isinstance(result, asyncio.CancelledError):
+            self.done.cancel()
+        elif isinstance(result, BaseException):
+            self.done.set_exception(result)
+        else:
+            self.done.set_result(result)
 
 
 def _meta(snapshot: Snapshot) -> tuple[Any, ...]:
@@ -83,6 +114,8 @@ class MemoryState:
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
+        self._queue: deque[_Queued] = deque()
+        self._flusher: asyncio.Task[None] | None = None
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
         """Called on the loop after each new revision but the first, with its cause
         (``write`` | ``delete`` | ``external`` | ``config``)."""
@@ -134,10 +167,41 @@ class MemoryState:
         Raises:
             MMError: as :meth:`MemoryStore.write` and :func:`~.revision.patch_revision`.
         """
-        if not isinstance(topic, str):
-            raise MMError(ErrorCode.E_INVALID, "topic must be a string")
-        outcome = self.store.write(topic, content, **kwargs)
-        return outcome, self._prepare_patch(detail_rel(topic)) if outcome["ok"] else None
+        outcome, revision = self.prepare_writes([(topic, content, kwargs)])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome, revision
+
+    def prepare_writes(self, writes: Sequence[tuple[Any, Any, dict[str, Any]]]) \
+            -> list[tuple[dict[str, Any] | MMError, Revision | None]]:
+        """Write ``(topic, content, keyword arguments)`` in order as one group commit
+        (:meth:`MemoryStore.write_many`), then build one revision per accepted write, in order.
+
+        Returns:
+            Per write ``(outcome, revision)`` (``revision`` None when refused), or ``(MMError, None)``
+            for a write that failed (the others are not affected).
+        """
+        done = self.store.write_many(writes)
+        old, prints, number = self._current, self.fingerprints, self.revision
+        out: list[tuple[dict[str, Any] | MMError, Revision | None]] = []
+        for one in done:
+            if one.outcome is None or one.state is None:
+                out.append((one.outcome or one.error or MMError(ErrorCode.E_IO, "the write was not applied"), None))
+                continue
+            state = one.state
+            try:
+                if old is None or old.memory_id != self.options.memory_id:
+                    revision = self.prepare_load()
+                else:
+                    revision = patch_revision(self.options, old, prints, detail_rel(one.outcome["topic"]),
+                                              lambda state=state: (state.text, state.entries),  # type: ignore[misc]
+                                              number=number + 1, loaded_at=self.now_iso())
+            except MMError as error:
+                out.append((error, None))
+                continue
+            old, prints, number = revision.snapshot, revision.fingerprints, number + 1
+            out.append((one.outcome, revision))
+        return out
 
     def prepare_delete(self, topic: Any) -> tuple[dict[str, Any], Revision]:
         """Delete through the store, then build the next revision (the index is rewritten either way).
@@ -185,40 +249,99 @@ class MemoryState:
     async def write(self, topic: Any, content: Any, *, if_revision: int | None = None,
                     session_id: str | None = None, tags: str | Sequence[str] | None = None,
                     **kwargs: Any) -> dict[str, Any]:
-        """A serialized write (mm v1 §6): the outcome plus ``revision`` (and ``pendingWrites`` in a session).
+        """A write (mm v1 §6) in arrival order, group-committed with the writes queued beside it:
+        the outcome plus ``revision`` (and ``pendingWrites`` in a session), once its bytes are durable.
 
         ``tags`` is a comma-separated string or a list of tags (joined with ``,``); the other
         keyword arguments (``summary``, ``budget``) go to :meth:`MemoryStore.write`.
 
         Raises:
-            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision when its turn comes.
             MMError: as :meth:`MemoryStore.write`.
         """
-        async with self.lock:
-            self._check_revision(if_revision)
-            if tags is not None and not isinstance(tags, str):
-                tags = ",".join(tags)
-            outcome, revision = await asyncio.to_thread(self.prepare_write, topic, content, tags=tags, **kwargs)
-            if revision is not None:
-                self._install(revision, session_id, "write")
-            return self._finish(outcome, session_id)
+        if tags is not None and not isinstance(tags, str):
+            tags = ",".join(tags)
+        return await self._queued(_Queued(topic, (content, {"tags": tags, **kwargs}), if_revision, session_id))
 
     async def delete(self, topic: Any, *, if_revision: int | None = None,
                      session_id: str | None = None) -> dict[str, Any]:
-        """A serialized delete: ``{ok, removed, topic, usage, revision, pendingWrites?}``.
+        """A delete in arrival order (alone, never grouped): ``{ok, removed, topic, usage, revision, pendingWrites?}``.
 
         Raises:
-            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision when its turn comes.
             MMError: as :meth:`MemoryStore.delete`.
         """
-        async with self.lock:
-            self._check_revision(if_revision)
-            outcome, revision = await asyncio.to_thread(self.prepare_delete, topic)
+        return await self._queued(_Queued(topic, None, if_revision, session_id))
+
+    async def _queued(self, request: _Queued) -> dict[str, Any]:
+        self._queue.append(request)
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush())
+        return await request.done
+
+    async def _flush(self) -> None:
+        """Apply the queue, one group at a time under :attr:`lock`, until it is empty."""
+        group: list[_Queued] = []
+        try:
+            while self._queue:
+                async with self.lock:
+                    group = self._next_group()
+                    await self._apply(group)
+        except BaseException as error:
+            for request in (*group, *self._queue):
+                request.settle(error)
+            self._queue.clear()
+            if not isinstance(error, Exception):
+                raise
+        finally:
+            self._flusher = None
+
+    def _next_group(self) -> list[_Queued]:
+        """The next writes that may go to disk together: a delete, a write with ``if_revision`` (checked
+        against the revision before it) and a topic already in the group each start a new group."""
+        group = [self._queue.popleft()]
+        if group[0].write is None or self._current is None or self._current.memory_id != self.options.memory_id:
+            return group
+        topics = {group[0].topic}
+        while self._queue and len(group) < MAX_GROUP:
+            head = self._queue[0]
+            if head.write is None or head.if_revision is not None or not isinstance(head.topic, str) \
+                    or head.topic in topics:
+                break
+            topics.add(head.topic)
+            group.append(self._queue.popleft())
+        return group
+
+    async def _apply(self, group: list[_Queued]) -> None:
+        """Apply one group (the caller holds :attr:`lock`) and answer each of its callers."""
+        try:
+            self._check_revision(group[0].if_revision)
+        except DaemonError as error:
+            group.pop(0).settle(error)
+        if not group:
+            return
+        if group[0].write is None:
+            request = group[0]
+            try:
+                outcome, revision = await asyncio.to_thread(self.prepare_delete, request.topic)
+            except Exception as error:  # noqa: BLE001 - the caller gets it
+                request.settle(error)
+                return
             if outcome.pop("existed") or not revision.empty:
-                self._install(revision, session_id, "delete")
+                self._install(revision, request.session_id, "delete")
             else:
                 self.fingerprints = revision.fingerprints
-            return self._finish(outcome, session_id)
+            request.settle(self._finish(outcome, request.session_id))
+            return
+        writes = [(r.topic, r.write[0], r.write[1]) for r in group if r.write is not None]
+        results = await asyncio.to_thread(self.prepare_writes, writes)
+        for request, (result, made) in zip(group, results, strict=True):
+            if isinstance(result, BaseException):
+                request.settle(result)
+                continue
+            if made is not None:
+                self._install(made, request.session_id, "write")
+            request.settle(self._finish(result, request.session_id))
 
     async def refresh(self, rels: Iterable[str]) -> Revision | None:
         """Pick up external edits among ``rels`` (root-relative paths) as a new revision.
