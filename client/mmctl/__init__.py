@@ -13,7 +13,10 @@ names, topics and error codes come from :mod:`mmd.wire`, never from the daemon.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "AsyncClient",

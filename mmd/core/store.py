@@ -19,9 +19,7 @@ import errno
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import date
 from pathlib import Path
-from typing import Any
 
 from .budget import IndexUsage, budget_pct, index_usage
 from .durable import WriteLock, atomic_write
@@ -52,6 +50,10 @@ from .text import (
     validate_topic,
 )
 from .uri import uri_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LOCK_TIMEOUT_S", "BatchedWrite", "MemoryStore"]
 
@@ -345,6 +347,8 @@ class MemoryStore:
         """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""
         if value == "":
             return ""
+        from datetime import date
+
         from .review_date import resolve_review_after  # loaded only by writes that set a date
 
         return resolve_review_after(value, date.fromisoformat(self._now_iso()[:10])).isoformat()

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, TypedDict
 
 from .errors import ErrorCode, MMError
+from .lazyre import lazy_compile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
 
 __all__ = [
     "JS_WS",
@@ -40,24 +44,27 @@ JS_WS = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\uf
 
 _WS_CHARS = "".join(
     ["\t\n\x0b\x0c\r \xa0\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028\u2029\u202f\u205f\u3000\ufeff"])
-_WS_RUN = re.compile(f"[{JS_WS}]+")
-_TAG_SPLIT = re.compile("[,，;；]")
-_SLUG_JUNK = re.compile(r"[^a-z0-9._-]+")
+_WS_RUN = lazy_compile(f"[{JS_WS}]+")
+_TAG_SPLIT = lazy_compile("[,，;；]")
+_SLUG_JUNK = lazy_compile(r"[^a-z0-9._-]+")
 
 TOPIC_MAX_LENGTH = 64
 """Longest topic slug, in characters (all ASCII)."""
-TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
+TOPIC_RE = lazy_compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
 """The topic slug grammar (mm v1 §1); use with ``fullmatch``."""
 
 
-class Measure(TypedDict):
-    """Sizes of one text: code points, UTF-8 bytes, §1 lines, UTF-16 code units."""
+if TYPE_CHECKING:
+    class Measure(TypedDict):
+        """Sizes of one text: code points, UTF-8 bytes, §1 lines, UTF-16 code units."""
 
-    chars: int
-    bytes: int
-    lines: int
-    utf16: int
+        chars: int
+        bytes: int
+        lines: int
+        utf16: int
 
+else:
+    Measure = dict
 
 def js_trim(value: str) -> str:
     """Strip leading and trailing whitespace as JavaScript's ``String.prototype.trim`` does."""
@@ -120,8 +127,8 @@ def validate_topic(topic: object) -> str:
     return topic
 
 
-_UNREADABLE = re.compile("[\x00\ud800-\udfff]")
-_LINE_BREAKING = re.compile("[\x00\ud800-\udfff\n\r\x0b\x0c\x85\u2028\u2029]")
+_UNREADABLE = lazy_compile("[\x00\ud800-\udfff]")
+_LINE_BREAKING = lazy_compile("[\x00\ud800-\udfff\n\r\x0b\x0c\x85\u2028\u2029]")
 
 
 def check_text_field(name: str, value: str) -> str:

@@ -7,11 +7,9 @@ newline; messages on stderr start with ``mmctl: ``. Exit codes have names here.
 from __future__ import annotations
 
 import io
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mmd.core.clock import Clock, system_clock
 from mmd.core.config_file import configured_root
@@ -19,6 +17,10 @@ from mmd.core.errors import ErrorCode
 from mmd.core.paths import INDEX_NAME
 
 from .parser import Args
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TextIO
 
 if TYPE_CHECKING:
     from ..backend import Daemon, Direct
@@ -58,6 +60,8 @@ def _plain(value: Any) -> Any:
 
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)``: compact, non-ASCII kept, key order kept."""
+    import json  # only a --json call pays for it
+
     try:
         text = json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"))
         text.encode("utf-8")
