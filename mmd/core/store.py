@@ -131,7 +131,7 @@ class MemoryStore:
     def _write_files(self, notes: dict[str, bytes], state: IndexState) -> None:
         """Write the notes ``memories/<name>`` and MEMORY.md all or nothing, as the caller sees it (issues 11, 17).
 
-        Every temp file is written and fsynced before any is renamed; the notes are
+        Every temp file is written, then fsynced, before any is renamed; the notes are
         renamed first (a crash between leaves old entries pointing at new bodies or
         an orphan note, never an entry without its note, and every file whole); if a
         rename fails, the notes already renamed are put back (new ones removed). One
@@ -145,11 +145,15 @@ class MemoryStore:
             with opened_folder(self.root, ()) as root_fd, opened_folder(self.root, (DETAIL_DIR,),
                                                                         create=True) as note_fd:
                 prepared: list[PreparedFile] = []
+                grouped = len(notes) > 1  # write every temp file, then sync them all: fewer journal commits
                 try:
                     for name, data in notes.items():
-                        prepared.append(prepare_file(note_fd, name, data, keep_previous=True))
-                    index_file = prepare_file(root_fd, INDEX_NAME, state.data)
+                        prepared.append(prepare_file(note_fd, name, data, keep_previous=True, sync=not grouped))
+                    index_file = prepare_file(root_fd, INDEX_NAME, state.data, sync=not grouped)
                     try:
+                        if grouped:
+                            for temp in (*prepared, index_file):
+                                temp.sync()
                         for note_file in prepared:
                             note_file.commit()
                         index_file.commit()
