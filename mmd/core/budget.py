@@ -5,7 +5,6 @@ Units: lines by the §1 rule, UTF-8 bytes, code points. Nothing here writes.
 
 from __future__ import annotations
 
-import math
 import re
 
 from .lazyre import lazy_compile
@@ -72,5 +71,5 @@ def budget_pct(chars: int, budget: int) -> int:
     """``round(chars / budget * 100)`` clamped to 0..100, halves up (JS ``Math.round``); 0 if budget ≤ 0."""
     if budget <= 0:
         return 0
-    pct = math.floor(chars / budget * 100 + 0.5)
+    pct = int((chars / budget * 100 + 0.5) // 1)  # math.floor, without importing math for it
     return min(100, max(0, pct))

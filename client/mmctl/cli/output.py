@@ -7,7 +7,6 @@ newline; messages on stderr start with ``mmctl: ``. Exit codes have names here.
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -48,6 +47,8 @@ class Failure(Exception):
 def _plain(value: Any) -> Any:
     """JavaScript's number printing: integral floats lose their ``.0``, NaN and infinities become null."""
     if isinstance(value, float):
+        import math  # only a float pays for it
+
         if not math.isfinite(value):
             return None
         return int(value) if value.is_integer() and abs(value) < 2**53 else value

@@ -14,8 +14,6 @@ help and version text come back as :class:`Shown`.
 
 from __future__ import annotations
 
-import math
-
 from mmd.core.lazyre import lazy_compile
 
 TYPE_CHECKING = False
@@ -197,6 +195,8 @@ class Args:
         raw = self.text(name)
         if raw is None:
             return None
+        import math  # loaded only by a command given an integer option
+
         number = js_number(raw)
         if not math.isfinite(number) or number != int(number) or number < 0:
             raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
@@ -402,6 +402,8 @@ def _help(topic: str | None) -> NoReturn:
 
 def js_number(raw: str) -> float:
     """JavaScript ``Number(raw)`` for a string: blank is 0, ``0x``/``0o``/``0b`` prefixes, NaN for garbage."""
+    import math
+
     text = raw.strip(_JS_SPACE)
     if not text:
         return 0.0
