@@ -19,14 +19,15 @@ from typing import Any
 
 from mmd.core.config_file import configured_root
 from mmd.wire import methods as wire
-from mmd.wire.endpoints import endpoints_for
+from mmd.wire.endpoints import check_peer, check_socket_folder, endpoints_for, ipc_path
 from mmd.wire.methods import METHODS, SESSION_PARAM
 from mmd.wire.protocol import DaemonCode
 
-from .errors import BudgetError, error_from_rpc
+from .errors import BudgetError, UnsafeEndpoint, error_from_rpc
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Attempt", "Curve", "Methods",
-           "SessionMethods", "Target", "decode_reply", "encode_request", "refused_while_stopping", "start_hint"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Attempt", "Curve",
+           "EndpointCheck", "Methods", "SessionMethods", "Target", "answers", "decode_reply", "encode_request",
+           "refused_while_stopping", "start_hint"]
 
 DEFAULT_TIMEOUT_MS = 5000
 """How long a request waits for its answer, in milliseconds."""
@@ -118,6 +119,51 @@ class Target:
         return cls(derived.rpc, pub_endpoint or derived.pub, str(resolved))
 
 
+class EndpointCheck:
+    """Checks an ``ipc://`` endpoint before a request goes out (issue 11): its folder is private, the
+    socket and the listening process are ours (:func:`mmd.wire.endpoints.check_peer`). A socket
+    already checked is checked again only when its folder or file changed (one ``lstat`` each).
+
+    Args:
+        endpoint: the daemon's RPC endpoint (other transports are never checked: CURVE guards them).
+    """
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.path = ipc_path(endpoint)
+        self._checked: tuple[Any, ...] | None = None
+
+    def __call__(self) -> None:
+        """Pass, or raise.
+
+        Raises:
+            UnsafeEndpoint: if another user owns or can change the folder, the socket or the listener.
+        """
+        if self.path is None:
+            return
+        try:
+            folder = os.stat(self.path.parent)
+        except OSError:
+            return  # no folder, no socket: nothing can be connected, so nothing is sent
+        try:
+            sock: os.stat_result | None = os.lstat(self.path)
+        except OSError:
+            sock = None
+        key = tuple((st.st_dev, st.st_ino, st.st_uid, st.st_mode) for st in (folder, sock) if st is not None)
+        if key == self._checked:
+            return
+        try:
+            if sock is None:
+                check_socket_folder(self.path.parent)
+            else:
+                check_peer(self.endpoint)
+        except PermissionError as error:
+            raise UnsafeEndpoint(f"refusing to talk to {self.endpoint}: {error}", self.endpoint) from None
+        except OSError:
+            return  # nobody listens (any more): nothing is sent either
+        self._checked = key
+
+
 def start_hint(target: Target) -> str:
     """The sentence telling a person how to start the daemon for this target."""
     where = f" --root {target.root}" if target.root else ""
@@ -186,6 +232,23 @@ class Attempt:
             raise error_from_rpc(reply["error"])
         result = reply.get("result")
         return post(result) if post is not None else result
+
+
+def answers(reply: dict[str, Any], rid: int, size: int) -> bool:
+    """Whether ``reply`` answers request ``rid`` whose frame was ``size`` bytes.
+
+    A reply carries its request's id, except an error for a request the daemon could not read
+    (``id: null``): a message over ``maxRequestBytes`` (``E_TOO_LARGE``, whose ``data.bytes`` is the
+    size it received) or an unparsable one. Such an error answers the request it names by size, or
+    the one request in flight; it is surfaced, never dropped and resent.
+    """
+    if reply.get("id") == rid:
+        return True
+    if reply.get("id") is not None or "error" not in reply:
+        return False
+    data = reply["error"].get("data") if isinstance(reply["error"], dict) else None
+    received = data.get("bytes") if isinstance(data, dict) else None
+    return not isinstance(received, int) or received == size
 
 
 def decode_reply(frame: bytes) -> dict[str, Any] | None:
@@ -266,11 +329,13 @@ class Methods:
 
     def write(self, topic: str, content: str, *, summary: str | None = None, tags: str | Sequence[str] | None = None,
               budget: int | None = None, if_revision: int | None = None, session_id: str | None = None,
-              check: bool = False) -> Any:
+              check: bool = False, review_after: str | None = None) -> Any:
         """``memory.write`` → the write outcome plus ``revision``; an over-budget write is ``{ok: false, …}``.
 
         Args:
             budget: per-write budget in code points (default: the root's ``defaultWriteBudget``).
+            review_after: the topic's review date, ``YYYY-MM-DD`` or ``10d``/``2w``/``3m``/``1y`` from today
+                (``""`` removes it); prose is an ``E_INVALID`` error.
             if_revision: write only if this is still the current revision.
             check: raise :class:`~.errors.BudgetError` instead of returning an ``ok: false`` outcome.
 
@@ -279,7 +344,7 @@ class Methods:
             BudgetError: with ``check``, if the write was refused (its ``usage`` says by how much).
         """
         params = {"topic": topic, "content": content, "summary": summary, "tags": tags, "budget": budget,
-                  "ifRevision": if_revision, "sessionId": session_id}
+                  "ifRevision": if_revision, "sessionId": session_id, "reviewAfter": review_after}
         return self._call(wire.MEMORY_WRITE.name, params, _check_write if check else None)
 
     def delete(self, topic: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
@@ -295,6 +360,30 @@ class Methods:
     def nudge(self, *, session_id: str | None = None) -> Any:
         """``memory.nudge`` → ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``."""
         return self._call(wire.MEMORY_NUDGE.name, {"sessionId": session_id})
+
+    def inject(self, client: str, *, max_bytes: int | None = None, commit: bool = False,
+               reset: bool = False) -> Any:
+        """``memory.inject`` → ``{mode, text, added, updated, removed, unchanged, reminded, bytes, token,
+        revision, committed}``: what to give the agent ``client`` (``baseline`` | ``delta`` | ``reminder`` |
+        ``none``). Without ``commit`` the client's view moves only on :meth:`injected` with the token.
+
+        Raises:
+            RpcError(E_INVALID): for a bad client key or a ``max_bytes`` too small for the heading.
+        """
+        return self._call(wire.MEMORY_INJECT.name, {"client": client, "maxBytes": max_bytes,
+                                                     "commit": commit or None, "reset": reset or None})
+
+    def injected(self, client: str, token: str) -> Any:
+        """``memory.injected`` → ``{ok: true, client, token}``: the text of ``token`` reached the agent.
+
+        Raises:
+            RpcError(E_NOT_FOUND): if ``token`` is not a pending injection of ``client``.
+        """
+        return self._call(wire.MEMORY_INJECTED.name, {"client": client, "token": token})
+
+    def due(self, *, within_days: int | None = None) -> Any:
+        """``memory.due`` → ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
+        return self._call(wire.MEMORY_DUE.name, {"withinDays": within_days})
 
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
         """``queue.list`` → ``{candidates, total, pending, offset, limit}``, oldest first.
@@ -341,7 +430,10 @@ class Methods:
 
 
 class SessionMethods(Methods):
-    """A frozen-snapshot session: the same methods, each sent with this ``session_id``."""
+    """A frozen-snapshot session: the same methods, each sent with this ``session_id``.
+
+    ``reload()`` and ``close_session()`` need no argument here: they act on this session.
+    """
 
     def __init__(self, parent: Methods, opened: dict[str, Any]) -> None:
         self._parent = parent
@@ -354,3 +446,15 @@ class SessionMethods(Methods):
             params = {**params, SESSION_PARAM: self.session_id}
         return self._parent._call(method, params, post)
 
+    def _pinned(self, opened: Any) -> Any:
+        """Take the ``{sessionId, revision, loadedAt}`` of ``memory.open``/``memory.reload``; return it."""
+        self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
+        return opened
+
+    def reload(self, session_id: str | None = None) -> Any:
+        """``memory.reload`` of this session → ``{sessionId, revision, loadedAt}`` (also kept as attributes)."""
+        return self._call(wire.MEMORY_RELOAD.name, {SESSION_PARAM: session_id or self.session_id}, self._pinned)
+
+    def close_session(self, session_id: str | None = None) -> Any:
+        """``memory.close`` of this session → ``{ok, sessionId, pendingWrites}``. Raises NoSessionError if gone."""
+        return self._call(wire.MEMORY_CLOSE.name, {SESSION_PARAM: session_id or self.session_id})

@@ -13,7 +13,8 @@ The file accepts the reference's config block (``root``, ``memoryId``,
 ``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
 ``lang``) plus the daemon's own keys in a ``[daemon]`` table, among them
 ``[[daemon.sources]]`` tables (``kind``, ``path``, ``enabled``): the agent
-session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`). This module
+session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`), and the
+instruction files whose memory block it keeps fresh (``[export] files``). This module
 reads files and the given environment mapping only: sockets, the lock and the
 watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
 """
@@ -32,6 +33,7 @@ from mmd.core.config_file import config_path, read_config
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions, is_js_integer
 from mmd.core.paths import dsh_home, expand_path
+from mmd.sources import SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
 
 __all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args", "parser_for"]
@@ -61,7 +63,8 @@ class Option:
     """One configurable value: its dotted file key, its flag, its kind and default.
 
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
-    (``~`` and ``$VAR`` expanded), ``endpoint``, ``sources`` (a repeatable
+    (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
+    expanded; the flag may be repeated), ``endpoint``, ``sources`` (a repeatable
     ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file) or ``kinds``
     (a repeatable ``KIND`` flag; a list of kinds in the file); ``default`` None
     means "derived" (root, sessions folder, endpoints).
@@ -101,12 +104,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.sessionTtlMs", "--session-ttl-ms", "int", 1_800_000, "idle time before a session expires, ms"),
     Option("daemon.heartbeatMs", "--heartbeat-ms", "int", 5000, "daemon/heartbeat period, in milliseconds"),
     Option("daemon.maxRequestBytes", "--max-request-bytes", "int", 4 * 1024 * 1024,
-           "largest request answered, in bytes; larger ones get a JSON-RPC error"),
+           "largest request answered, in bytes (every frame and the whole message); larger ones get E_TOO_LARGE"),
+    Option("daemon.maxQueuedBytes", "--max-queued-bytes", "int", 64 * 1024 * 1024,
+           "most request bytes held by requests in flight (one client at most a quarter); more get E_BUSY"),
     Option("daemon.curveSecretKeyFile", "--curve-secret-key-file", "path", None,
            "ZeroMQ CURVE server certificate (zmq.auth format); required for tcp:// endpoints"),
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("daemon.injectTtlDays", "--inject-ttl-days", "int", 30,
+           "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
+    Option("export.files", "--export-file", "paths", (),
+           "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -129,7 +138,8 @@ class Config:
         rpc_endpoint, pub_endpoint: ZeroMQ endpoints (``ipc://`` or ``tcp://``).
         session_ttl_ms: idle time after which a session expires, milliseconds.
         heartbeat_ms: ``daemon/heartbeat`` period, milliseconds.
-        max_request_bytes: largest request frame answered normally, bytes.
+        max_request_bytes: largest request (each frame and the whole message) answered normally, bytes.
+        max_queued_bytes: most request bytes held by in-flight requests, bytes (one client: a quarter).
         curve_secret_key, curve_public_key: Z85 CURVE server keys, or None.
         curve_clients_dir: folder of allowed client public certificates (zmq.auth), or None.
         lang: ``auto`` | ``en`` | ``zh``.
@@ -138,6 +148,8 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        inject_ttl_days: days a client's injection view is kept after its last confirmation.
+        export_files: absolute paths of the files whose memory block the daemon refreshes.
     """
 
     memory: MemoryOptions
@@ -150,6 +162,7 @@ class Config:
     session_ttl_ms: int
     heartbeat_ms: int
     max_request_bytes: int
+    max_queued_bytes: int
     curve_secret_key: bytes | None
     curve_public_key: bytes | None
     curve_clients_dir: Path | None
@@ -159,6 +172,8 @@ class Config:
     notify_socket: str | None
     watchdog_usec: int | None
     journal: bool
+    inject_ttl_days: int = 30
+    export_files: tuple[Path, ...] = ()
 
     @property
     def root(self) -> Path:
@@ -203,6 +218,9 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
     for opt in OPTIONS:
         if opt.kind == "bool":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
+                                help=opt.help)
+        elif opt.kind == "paths":
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action="append", metavar="PATH",
                                 help=opt.help)
         elif opt.kind in REPEATED:
             parser.add_argument(opt.flag, dest=opt.key, default=None, action="append",
@@ -273,7 +291,7 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     watchdog = env.get("WATCHDOG_USEC", "")
     return Config(
         memory=memory,
-        sessions_dir=next(s.folder for s in sources if s.kind == "dsh"),
+        sessions_dir=next(s.folder for s in sources if s.kind == SESSIONS_KIND),
         sources=sources,
         ingest=raw["daemon.ingest"],
         session_idle_s=raw["daemon.sessionIdleSeconds"],
@@ -282,6 +300,7 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         session_ttl_ms=raw["daemon.sessionTtlMs"],
         heartbeat_ms=raw["daemon.heartbeatMs"],
         max_request_bytes=raw["daemon.maxRequestBytes"],
+        max_queued_bytes=raw["daemon.maxQueuedBytes"],
         curve_secret_key=secret,
         curve_public_key=public,
         curve_clients_dir=clients,
@@ -291,6 +310,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
+        inject_ttl_days=raw["daemon.injectTtlDays"],
+        export_files=_export_files(raw["export.files"], env),
     )
 
 
@@ -343,6 +364,10 @@ def _check_type(opt: Option, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(opt.key, value, "must be true or false")
         return value
+    if opt.kind == "paths":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError(opt.key, value, "must be a list of file paths")
+        return tuple(value)
     if not isinstance(value, str):
         raise ConfigError(opt.key, value, "must be a string")
     if opt.kind == "str" and not value.strip():
@@ -362,6 +387,22 @@ def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOpt
     except MMError as error:
         key = next((k for k in ("memoryId", "search.mode") if error.message.startswith(k)), "memory")
         raise ConfigError(key, raw.get(key), error.message) from None
+
+
+def _export_files(raw: Sequence[str], env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``export.files`` as absolute paths (``~`` and ``$VAR`` expanded), each once, in the given order.
+
+    Raises:
+        ConfigError: for a relative path (the daemon's working folder is no place to guess from).
+    """
+    out: list[Path] = []
+    for value in raw:
+        path = Path(expand_path(value, env))
+        if not path.is_absolute():
+            raise ConfigError("export.files", value, "must be an absolute path (~ and $VAR are expanded)")
+        if path not in out:
+            out.append(path)
+    return tuple(out)
 
 
 def _path(raw: str, env: Mapping[str, str]) -> Path:

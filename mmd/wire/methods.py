@@ -23,11 +23,16 @@ from .protocol import DaemonError, UnknownMethod
 
 __all__ = [
     "DAEMON_STATUS",
+    "ID_DIGITS",
+    "INT_LIMIT",
     "MEMORY_BUDGET",
     "MEMORY_CLOSE",
     "MEMORY_DELETE",
     "MEMORY_DIGEST",
+    "MEMORY_DUE",
     "MEMORY_INDEX",
+    "MEMORY_INJECT",
+    "MEMORY_INJECTED",
     "MEMORY_LIST",
     "MEMORY_NUDGE",
     "MEMORY_OPEN",
@@ -48,6 +53,12 @@ __all__ = [
 
 SESSION_PARAM = "sessionId"
 """The param naming a session opened by ``memory.open``."""
+
+INT_LIMIT = 2**63
+"""Integer params (and ids given as digit strings) lie in ``-INT_LIMIT .. INT_LIMIT - 1``, SQLite's
+64-bit range; anything larger is ``E_INVALID`` at the door (a caller's mistake, never the daemon's)."""
+ID_DIGITS = len(str(INT_LIMIT - 1))
+"""Most decimal digits in an id given as a string (19)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +110,7 @@ MEMORY_SEARCH = Method("memory.search", {"query": Param(_STR, True), "mode": Par
 MEMORY_BUDGET = Method("memory.budget", _SESSION, idempotent=True)
 MEMORY_WRITE = Method("memory.write", {
     "topic": Param(_STR, True), "content": Param(_STR, True), "summary": Param(_STR), "tags": Param(_TAGS),
-    "budget": Param(_INT), "ifRevision": Param(_INT), **_SESSION})
+    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_SESSION})
 MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision": Param(_INT), **_SESSION})
 MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR), "maxItems": Param(_INT),
                                          "topicHint": Param(_STR)}, idempotent=True)
@@ -112,11 +123,16 @@ QUEUE_ACCEPT = Method("queue.accept", {
     "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_ID, True), "reason": Param(_STR)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
+MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes": Param(_INT),
+                                         "commit": Param(_BOOL), "reset": Param(_BOOL)})
+MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True)},
+                         idempotent=True)
+MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT)}, idempotent=True)
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
     MEMORY_WRITE, MEMORY_DELETE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT, QUEUE_REJECT,
-    DAEMON_STATUS)}
+    DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}
@@ -127,7 +143,8 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         UnknownMethod: for a method that is not in :data:`METHODS`.
-        DaemonError(E_INVALID): for an unknown, missing or mistyped param, or a string holding a
+        DaemonError(E_INVALID): for an unknown, missing or mistyped param, an integer outside
+            :data:`INT_LIMIT` (or a digit string of more than :data:`ID_DIGITS` digits), or a string holding a
             lone surrogate (not Unicode text, so no file can hold it).
     """
     row = METHODS.get(method)
@@ -143,12 +160,21 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
             raise _invalid(f"{method}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in types)}")
         if key == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
             raise _invalid(f"{method}: tags must be a string or a list of strings")
+        if not _in_range(value):
+            raise _invalid(f"{method}: {key} is out of range (integers lie in -2**63 .. 2**63-1)")
         if not all(_is_unicode(v) for v in (value if isinstance(value, list) else [value])):
             raise _invalid(f"{method}: {key} holds a lone surrogate (not Unicode text)")
     for key, param in spec.items():
         if param.required and key not in out:
             raise _invalid(f"{method} needs param {key!r}")
     return out
+
+
+def _in_range(value: Any) -> bool:
+    """False for an integer outside SQLite's 64-bit range, or a digit string longer than :data:`ID_DIGITS`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -INT_LIMIT <= value < INT_LIMIT
+    return not (isinstance(value, str) and value.isdigit() and len(value) > ID_DIGITS)
 
 
 def _is_unicode(value: Any) -> bool:

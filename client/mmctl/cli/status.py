@@ -1,7 +1,9 @@
 """``mmctl status`` and ``mmctl watch``: the daemon's state, once or as its events come (need the daemon).
 
-- ``status``: aligned ``key  value`` rows, then the agent-log sources (``ingest.sources``) as a table;
-  ``--json`` the daemon's ``daemon.status`` value ``{version, pid, root, revision, sessions, …}``;
+- ``status``: aligned ``key  value`` rows, then the agent-log sources (``ingest.sources``) as a table,
+  then a ``warning:`` line for each thing that needs a person (a lost root, paths others can write,
+  a watcher that polls because the OS refused native watches); ``--json`` the daemon's
+  ``daemon.status`` value ``{version, pid, root, revision, sessions, …}``;
 - ``watch``: one line per event; ``--json`` one event per line, ``{topic, seq, at, …payload, missed?, restarted?}``.
 """
 
@@ -9,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
+
 from .output import EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
-__all__ = ["cmd_status", "cmd_watch"]
+__all__ = ["cmd_status", "cmd_watch", "status_warnings"]
 
 
 def cmd_status(ctx: Ctx) -> int:
@@ -28,7 +32,25 @@ def cmd_status(ctx: Ctx) -> int:
     ctx.write(aligned(list(status.items())))
     if isinstance(sources, list) and sources:
         ctx.write("\nsources:\n" + sources_table(sources))
+    for line in status_warnings(status):
+        ctx.write(f"warning: {line}\n")
     return EXIT_OK
+
+
+def status_warnings(status: dict[str, Any]) -> list[str]:
+    """The sentences ``status`` adds under its rows: what in ``daemon.status`` needs a person."""
+    out = []
+    if status.get("rootLost"):
+        out.append(f"writes are refused: {status['rootLost']}; restart mmd")
+    loose = status.get("looseModes") or []
+    if loose:
+        paths = ", ".join(f"{m.get('path')} ({m.get('mode')})" for m in loose)
+        out.append(f"others can write this memory (a prompt-injection channel): {paths}; chmod go-w them")
+    for name in ("watcher", "ingest"):
+        part = status.get(name) or {}
+        if part.get("watchError"):
+            out.append(f"the {name} polls: the OS refused native file watches ({part['watchError']})")
+    return out
 
 
 def _size(n: Any) -> str:
@@ -70,18 +92,18 @@ def sources_table(sources: list[Any]) -> str:
 
 def _describe(event: Any) -> str:
     d = event.data
-    if event.topic == "memory/changed":
+    if event.topic == MEMORY_CHANGED:
         parts = [f"{sign}{item.get('topic')}" for sign, key in (("+", "added"), ("~", "updated"), ("-", "removed"))
                  for item in d.get(key, [])]
         return f"revision {d.get('revision')} ({d.get('cause')}): {' '.join(parts) or 'no topic changed'}"
-    if event.topic == "memory/nudge":
+    if event.topic == MEMORY_NUDGE:
         actions = "; ".join(d.get("suggestedActions", []))
         ended = f" of {d['agent']} session {d.get('sessionId')} in {d.get('project') or '?'}" if d.get("agent") else ""
         return (f"{d.get('reason')}{ended}: {d.get('pendingWrites', 0)} pending, {d.get('queuePending', 0)} queued"
                 f" — {actions}")
-    if event.topic == "queue/added":
+    if event.topic == QUEUE_ADDED:
         return f"{len(d.get('ids', []))} candidate(s) from {d.get('agent', '?')} {d.get('source', '?')}"
-    if event.topic == "daemon/heartbeat":
+    if event.topic == DAEMON_HEARTBEAT:
         return f"revision {d.get('revision')}, {d.get('queuePending', 0)} queued"
     return js_json(d)
 
@@ -139,7 +161,7 @@ def _watched(ctx: Ctx, events: Any) -> Any:
         if gone:
             gone = False
             ctx.error("the daemon is back")
-        if event.topic == "daemon/heartbeat":
+        if event.topic == DAEMON_HEARTBEAT:
             if last_beat is not None:
                 interval_ms = max(1, round((now - last_beat) * 1000))
             last_beat = now
