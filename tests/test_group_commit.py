@@ -168,3 +168,46 @@ async def test_pipelined_writes_deletes_and_if_revision_keep_arrival_order(daemo
     finally:
         client.close()
 
+
+
+GROUP_WRITER = """
+import sys
+from pathlib import Path
+from mmd.core import MemoryOptions
+from mmd.core.store import MemoryStore
+
+store = MemoryStore(MemoryOptions.create(root=Path(sys.argv[1])), lambda: "2026-01-01T00:00:00.000Z")
+n = 0
+print("ready", flush=True)
+while True:
+    store.write_many([(f"t{(n + k) % 12}", f"group {n} write {k} " + "x" * (n % 500), {}) for k in range(8)])
+    n += 1
+"""
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_group_writer_killed_at_any_moment_leaves_every_file_whole(tmp_path: Path, seed: int) -> None:
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from mmd.core.format import parse_note
+
+    root = tmp_path / "root"
+    Memory.ensure(MemoryOptions.create(root=root))
+    rng = random.Random(seed)
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, "-c", GROUP_WRITER, str(root)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.01, 0.3))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc.stdout.close()
+        memory = Memory.open(MemoryOptions.create(root=root))  # MEMORY.md whole: it parses
+        snapshot = memory.snapshot
+        assert not snapshot.anomalies.get("malformedNotes") and snapshot.anomalies["danglingEntries"] == 0
+        for note in (root / "memories").glob("*.md"):
+            parsed = parse_note(note.read_text())
+            assert parsed.body.startswith("group ")  # every note whole, whichever group it came from
