@@ -3,8 +3,8 @@
 Core: ``MemoryStore.write_many`` checks each write in arrival order against the index the
 writes before it left, lands the accepted ones together, and never lets a refused, invalid or
 unwritable write take the others down. Daemon: concurrent writers each get their own
-revision, journal row and ``memory/changed`` event, in arrival order with deletes.
-Real files, real daemon, real sockets.
+revision, journal row and ``memory/changed`` event, in arrival order with deletes; a
+loaded snapshot is frozen out of the collector's sight. Real files, real daemon, real sockets.
 """
 
 from __future__ import annotations
@@ -211,3 +211,20 @@ def test_a_group_writer_killed_at_any_moment_leaves_every_file_whole(tmp_path: P
         for note in (root / "memories").glob("*.md"):
             parsed = parse_note(note.read_text())
             assert parsed.body.startswith("group ")  # every note whole, whichever group it came from
+
+
+async def test_a_loaded_snapshot_is_frozen_out_of_the_collectors_sight(tmp_path: Path) -> None:
+    import gc
+
+    from mmd.daemon.state import MemoryState
+
+    options = MemoryOptions.create(root=tmp_path / "root")
+    Memory.ensure(options).write("t", "a long-lived note")
+    gc.unfreeze()
+    state = MemoryState(options, fts5=False)
+    try:
+        await state.load()
+        assert gc.get_freeze_count() > 0
+        assert (await state.write("u", "after the freeze"))["ok"]
+    finally:
+        gc.unfreeze()
