@@ -221,9 +221,9 @@ ONE_SHOT_MODULES = {
     "mmctl", "mmctl.backend", "mmctl.cli", "mmctl.cli.main", "mmctl.cli.output", "mmctl.cli.parser",
     "mmctl.cli.reference", "mmctl.pins", "mmctl.render", "mmd", "mmd.core", "mmd.core.budget", "mmd.core.clock",
     "mmd.core.config_file", "mmd.core.durable", "mmd.core.engine", "mmd.core.errors", "mmd.core.format",
-    "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.memory", "mmd.core.model", "mmd.core.options",
-    "mmd.core.paths", "mmd.core.record", "mmd.core.rootfs", "mmd.core.snapshot", "mmd.core.store", "mmd.core.text",
-    "mmd.core.uri",
+    "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.live_budget", "mmd.core.memory", "mmd.core.model",
+    "mmd.core.options", "mmd.core.paths", "mmd.core.record", "mmd.core.rootfs", "mmd.core.snapshot", "mmd.core.store",
+    "mmd.core.text", "mmd.core.uri",
 }
 """Every module of ours a one-shot ``read``, ``list``, ``uri`` or ``budget`` may import (issue 17); search adds the
 search engines."""

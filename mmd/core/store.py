@@ -19,9 +19,8 @@ import errno
 import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from pathlib import Path
 
-from .budget import IndexUsage, budget_pct, index_usage
+from .budget import IndexUsage, index_usage
 from .durable import WriteLock, atomic_write
 from .errors import BudgetCode, ErrorCode, MMError
 from .format import header_extras, index_header, join_index, serialize_note, with_review_after
@@ -39,7 +38,7 @@ from .rootfs import (
     read_index_bytes,
     remove_in,
 )
-from .snapshot import MalformedNote, malformed_entries, orphan_files, parse_index_text, read_note_sized
+from .snapshot import parse_index_text, read_note_sized
 from .text import (
     byte_length,
     check_write_fields,
@@ -47,6 +46,7 @@ from .text import (
     js_trim,
     normalize_line,
     parse_tags,
+    refuse_case_twin,
     validate_topic,
 )
 from .uri import uri_for
@@ -320,7 +320,7 @@ class MemoryStore:
                             "detail memory exceeds its byte cap; split or condense it (see usage)", usage), None, b""
         existing = next((e for e in entries if e.topic == topic), None)
         if existing is None:
-            _refuse_case_twin(topic, entries)
+            refuse_case_twin(topic, (e.topic for e in entries))
         entry = IndexEntry(
             topic=topic,
             memory_id=o.memory_id,
@@ -389,7 +389,7 @@ class MemoryStore:
                 return _failure(into, BudgetCode.E_FILE_BUDGET_EXCEEDED,
                                 "the merged note exceeds its byte cap; condense the notes first (see usage)", usage)
             if into not in by_topic:
-                _refuse_case_twin(into, tuple(e for e in state.entries if e.topic not in others))
+                refuse_case_twin(into, (e.topic for e in state.entries if e.topic not in others))
             after = state
             for topic in others:
                 after = self._next_state(after, topic, None)
@@ -404,7 +404,7 @@ class MemoryStore:
             if after.usage["overBudget"] and not shrinks:
                 return _failure(into, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
                                 "the MEMORY.md index would exceed its hard limit (see usage.index)", usage)
-            self._write_both(f"{into}.md", note_text.encode(), after)
+            self._write_files({f"{into}.md": note_text.encode()}, after)
             for e in parts:
                 if e.topic != into and e.file != detail_rel(into):
                     self._remove_note(e.file)
@@ -486,72 +486,14 @@ class MemoryStore:
             raise MMError(ErrorCode.E_IO, f"delete {rel} failed: {error.strerror or error}", details=rel) from error
 
     def budget(self) -> dict[str, Any]:
-        """The live budget figures (mm v1 §6): ``{index, detail, perTopic, anomalies}``.
-
-        ``anomalies`` is ``{danglingEntries, orphanFiles, malformedNotes?}`` as in a snapshot.
-        ``perTopic`` rows are sorted by topic: ``{topic, uri, bodyChars,
-        noteBytes (on-disk size), writeBudget (0 in the index → default), budgetUsedPct}``.
+        """The live budget figures (mm v1 §6): see :func:`.live_budget.live_budget`.
 
         Raises:
             MMError(E_PARSE) / MMError(E_IO): if MEMORY.md cannot be parsed or read.
         """
-        o = self.options
-        state = self.live_state()
-        entries = state.entries
-        per_topic: list[dict[str, Any]] = []
-        dangling = total_chars = total_bytes = 0
-        malformed: list[MalformedNote] = []
-        for entry in sorted(entries, key=lambda e: e.topic):
-            size, problem = _note_size(self.root, entry)
-            if problem is not None:
-                malformed.append(problem)
-            elif size is None:
-                dangling += 1
-            write_budget = entry.write_budget if entry.write_budget > 0 else o.default_write_budget
-            total_chars += entry.body_chars
-            total_bytes += size or 0
-            per_topic.append({"topic": entry.topic, "uri": uri_for(o.memory_id, entry.topic),
-                              "bodyChars": entry.body_chars, "noteBytes": size or 0, "writeBudget": write_budget,
-                              "budgetUsedPct": budget_pct(entry.body_chars, write_budget)})
-        anomalies: dict[str, Any] = {"danglingEntries": dangling, "orphanFiles": orphan_files(self.root, entries)}
-        if malformed:
-            anomalies["malformedNotes"] = malformed
-        bad_entries = malformed_entries(entries)
-        if bad_entries:
-            anomalies["malformedEntries"] = bad_entries
-        return {
-            "index": state.usage,
-            "detail": {"noteCount": len(entries), "totalBodyChars": total_chars, "totalBytes": total_bytes,
-                       "maxBytes": o.detail_max_bytes},
-            "perTopic": per_topic,
-            "anomalies": anomalies,
-        }
+        from .live_budget import live_budget
 
-
-def _note_size(root: Path, entry: IndexEntry) -> tuple[int | None, MalformedNote | None]:
-    """``(on-disk size in bytes or None when missing, the problem if malformed)``, read the one checked way."""
-    try:
-        read = read_note_sized(root, entry.file)
-    except MMError as error:
-        return None, {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
-    except OSError as error:
-        return None, {"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
-                      "message": f"read {entry.file} failed: {error.strerror}"}
-    return (None, None) if read is None else (read[1], None)
-
-
-def _refuse_case_twin(topic: str, entries: tuple[IndexEntry, ...]) -> None:
-    """Refuse a new ``topic`` that differs from an indexed one only by case (issue 15).
-
-    Raises:
-        MMError(E_CONFLICT): naming the existing topic (``details``).
-    """
-    folded = topic.lower()
-    twin = next((e.topic for e in entries if e.topic.lower() == folded and e.topic != topic), None)
-    if twin is not None:
-        raise MMError(ErrorCode.E_CONFLICT, f"topic {topic!r} differs only by case from the existing topic {twin!r}; "
-                                            f"write {twin!r} instead (one file on case-insensitive filesystems)",
-                      details=twin)
+        return live_budget(self.options, self.live_state())
 
 
 def _failure(topic: str, code: str, message: str, usage: dict[str, Any]) -> dict[str, Any]:

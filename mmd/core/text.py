@@ -16,13 +16,14 @@ from .lazyre import lazy_compile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any, TypedDict
 
 __all__ = [
     "JS_WS",
+    "Measure",
     "TOPIC_MAX_LENGTH",
     "TOPIC_RE",
-    "Measure",
     "byte_length",
     "check_line_field",
     "check_text_field",
@@ -35,6 +36,7 @@ __all__ = [
     "measure",
     "normalize_line",
     "parse_tags",
+    "refuse_case_twin",
     "slug_for_topic",
     "validate_topic",
 ]
@@ -224,3 +226,17 @@ def check_write_fields(content: Any, *, summary: Any, tags: Any, updated: Any) -
         check_line_field(name, value)
     if isinstance(content, str):
         check_text_field("content", content)
+
+
+def refuse_case_twin(topic: str, topics: Iterable[str]) -> None:
+    """Refuse a new ``topic`` that differs from one of ``topics`` (the indexed ones) only by case (issue 15).
+
+    Raises:
+        MMError(E_CONFLICT): naming the existing topic (``details``).
+    """
+    folded = topic.lower()
+    twin = next((t for t in topics if t.lower() == folded and t != topic), None)
+    if twin is not None:
+        raise MMError(ErrorCode.E_CONFLICT, f"topic {topic!r} differs only by case from the existing topic {twin!r}; "
+                                            f"write {twin!r} instead (one file on case-insensitive filesystems)",
+                      details=twin)

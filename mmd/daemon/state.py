@@ -47,11 +47,10 @@ from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 from .rootguard import RootGuard
+from .writequeue import Queued, next_group
 
-__all__ = ["MAX_GROUP", "RESERVE", "MemoryState", "Session"]
+__all__ = ["RESERVE", "MemoryState", "Session"]
 
-MAX_GROUP = 64
-"""At most this many writes go to disk in one group commit."""
 RESERVE = 1000
 """Revision numbers reserved in the root's high-water mark at once (one durable write per block)."""
 
@@ -71,28 +70,6 @@ class Session:
     snapshot: Snapshot
     pending_writes: int = 0
     last_used_s: float = field(default_factory=time.monotonic)
-
-
-class _Queued:
-    """A write (``write`` is ``(content, keyword arguments)``) or a delete (``write`` None) waiting its turn."""
-
-    __slots__ = ("done", "if_revision", "session_id", "topic", "write")
-
-    def __init__(self, topic: Any, write: tuple[Any, dict[str, Any]] | None, if_revision: int | None,
-                 session_id: str | None) -> None:
-        self.topic, self.write, self.if_revision, self.session_id = topic, write, if_revision, session_id
-        self.done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-    def settle(self, result: dict[str, Any] | BaseException) -> None:
-        """Answer the waiting caller (unless it stopped waiting)."""
-        if self.done.done():
-            return
-        if isinstance(result, asyncio.CancelledError):
-            self.done.cancel()
-        elif isinstance(result, BaseException):
-            self.done.set_exception(result)
-        else:
-            self.done.set_result(result)
 
 
 def _meta(snapshot: Snapshot) -> tuple[Any, ...]:
@@ -121,7 +98,7 @@ class MemoryState:
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
-        self._queue: deque[_Queued] = deque()
+        self._queue: deque[Queued] = deque()
         self._flusher: asyncio.Task[None] | None = None
         self._base = 0
         self._reserved = 0
@@ -295,7 +272,7 @@ class MemoryState:
         """
         if tags is not None and not isinstance(tags, str):
             tags = ",".join(tags)
-        return await self._queued(_Queued(topic, (content, {"tags": tags, **kwargs}), if_revision, session_id))
+        return await self._queued(Queued(topic, (content, {"tags": tags, **kwargs}), if_revision, session_id))
 
     async def delete(self, topic: Any, *, if_revision: int | None = None,
                      session_id: str | None = None) -> dict[str, Any]:
@@ -306,9 +283,9 @@ class MemoryState:
             DaemonError(E_UNAVAILABLE): as :meth:`write`.
             MMError: as :meth:`MemoryStore.delete`.
         """
-        return await self._queued(_Queued(topic, None, if_revision, session_id))
+        return await self._queued(Queued(topic, None, if_revision, session_id))
 
-    async def _queued(self, request: _Queued) -> dict[str, Any]:
+    async def _queued(self, request: Queued) -> dict[str, Any]:
         self._queue.append(request)
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
@@ -316,7 +293,7 @@ class MemoryState:
 
     async def _flush(self) -> None:
         """Apply the queue, one group at a time under :attr:`lock`, until it is empty."""
-        group: list[_Queued] = []
+        group: list[Queued] = []
         try:
             while self._queue:
                 async with self.lock:
@@ -331,23 +308,11 @@ class MemoryState:
         finally:
             self._flusher = None
 
-    def _next_group(self) -> list[_Queued]:
-        """The next writes that may go to disk together: a delete, a write with ``if_revision`` (checked
-        against the revision before it) and a topic already in the group each start a new group."""
-        group = [self._queue.popleft()]
-        if group[0].write is None or self._current is None or self._current.memory_id != self.options.memory_id:
-            return group
-        topics = {group[0].topic}
-        while self._queue and len(group) < MAX_GROUP:
-            head = self._queue[0]
-            if head.write is None or head.if_revision is not None or not isinstance(head.topic, str) \
-                    or head.topic in topics:
-                break
-            topics.add(head.topic)
-            group.append(self._queue.popleft())
-        return group
+    def _next_group(self) -> list[Queued]:
+        alone = self._current is None or self._current.memory_id != self.options.memory_id
+        return next_group(self._queue, alone=alone)
 
-    async def _apply(self, group: list[_Queued]) -> None:
+    async def _apply(self, group: list[Queued]) -> None:
         """Apply one group (the caller holds :attr:`lock`) and answer each of its callers."""
         try:
             self._check_root()
