@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -59,9 +58,6 @@ RETRY_MAX_MS = 900_000
 """Longest wait between retries, milliseconds (or the interval, when longer)."""
 _CAUSES = {"write": "write", "delete": "delete", "merge": "merge", "external": "external edit"}
 """The state's change causes → commit causes; others (``config``, ``sync``) commit nothing of their own."""
-
-_LABEL: contextvars.ContextVar[str | None] = contextvars.ContextVar("mmd_git_cause", default=None)
-"""Set while a revert or restore writes: its revisions are committed under that cause."""
 
 
 def check_root(root: Path) -> None:
@@ -160,6 +156,8 @@ class GitSync:
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mmd-git")
         self._pending: list[tuple[int, str, list[str]]] = []
         self._flush_queued = False
+        self._labels: dict[str, str] = {}
+        """``{topic: revert | restore}`` while such a write is under way: its revision's commit cause."""
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.failures = 0
@@ -242,10 +240,10 @@ class GitSync:
 
     def revised(self, revision: Revision, cause: str) -> None:
         """A revision was installed (on the loop, under the state's lock): queue its commit."""
-        label = _LABEL.get() or _CAUSES.get(cause)
+        topics = [i["topic"] for part in (revision.added, revision.updated, revision.removed) for i in part]
+        label = next((self._labels[t] for t in topics if t in self._labels), None) or _CAUSES.get(cause)
         if label is None:
             return
-        topics = [i["topic"] for part in (revision.added, revision.updated, revision.removed) for i in part]
         self._pending.append((revision.snapshot.revision, label, topics))
         if self._stop.is_set():  # shutting down: stop() commits it; after that, the next start does
             return
@@ -447,10 +445,9 @@ class GitSync:
         commit = await asyncio.to_thread(self.history.resolve, rev)
         plan = await asyncio.to_thread(self.history.revert_plan, commit)
         results = []
-        _LABEL.set("revert")
         for step in plan:
             results.append({**{k: step[k] for k in ("topic", "action", "changedSince")},
-                            "outcome": await self._apply(step)})
+                            "outcome": await self._apply(step, "revert")})
         return {"ok": all(r["outcome"].get("ok", True) for r in results), "rev": rev, "commit": commit,
                 "results": results, "revision": self.state.revision}
 
@@ -459,7 +456,6 @@ class GitSync:
         validate_topic(topic)
         await self.committed()
         note = await asyncio.to_thread(self.history.note_at, topic, at)
-        _LABEL.set("restore")
         if note is None:
             if self.state.current.note(topic) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"{topic} did not exist at {at} and does not exist now")
@@ -467,16 +463,21 @@ class GitSync:
         else:
             step = {"topic": topic, "action": "write", "content": note["body"], "summary": note["summary"],
                     "tags": note["tags"]}
-        outcome = await self._apply(step)
+        outcome = await self._apply(step, "restore")
         return {"ok": bool(outcome.get("ok", True)), "topic": topic, "at": at,
                 "commit": note["commit"] if note else await asyncio.to_thread(self.history.resolve, at),
                 "action": step["action"], "outcome": outcome, "revision": self.state.revision}
 
-    async def _apply(self, step: dict[str, Any]) -> dict[str, Any]:
-        if step["action"] == "delete":
-            return await self.state.delete(step["topic"])
-        return await self.state.write(step["topic"], step["content"], summary=step.get("summary") or None,
-                                      tags=step.get("tags") or "")
+    async def _apply(self, step: dict[str, Any], label: str) -> dict[str, Any]:
+        """One write or delete through the state (queued with the others'); its revision commits as ``label``."""
+        self._labels[step["topic"]] = label
+        try:
+            if step["action"] == "delete":
+                return await self.state.delete(step["topic"])
+            return await self.state.write(step["topic"], step["content"], summary=step.get("summary") or None,
+                                          tags=step.get("tags") or "")
+        finally:
+            self._labels.pop(step["topic"], None)
 
     # --- status -----------------------------------------------------------------------------------
 
