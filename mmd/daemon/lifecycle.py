@@ -3,15 +3,16 @@
 Startup order: the root's lock (and the :class:`~.rootguard.RootGuard` that
 notices a root removed or replaced later; our crashed writers' temp files are
 removed, paths others can write are warned about), the state database (review
-queue, ingest cursors), the first snapshot, the root watcher and the
-session-log ingestion worker, the scheduler, then the PUB and ROUTER sockets
+queue, ingest cursors), with ``--git`` the repository (:mod:`.gitsync`), the
+first snapshot, the root watcher and the session-log ingestion worker, the scheduler, then the PUB and ROUTER sockets
 (only in a private folder, never over a socket a live daemon serves);
 ``READY=1`` goes to systemd last (the backfill of old logs runs on after it).
 Each step pushes its undo on one :class:`contextlib.AsyncExitStack`, so
 shutdown runs in reverse by construction, after a partial startup too: answer
 running digests ``E_SHUTTING_DOWN`` (never waited for), stop taking requests,
 finish the in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
-the ingestion worker and the watcher, close the database, release the lock.
+the ingestion worker and the watcher, commit what is pending (``--git``),
+close the database, release the lock.
 With ``--http`` the review page (:mod:`.web`) starts just before the RPC
 socket serves, and stops once the in-flight requests are drained, before the sockets close.
 The started parts are one :class:`Running`. Signal handlers only queue the
@@ -27,7 +28,7 @@ import logging
 import os
 import signal
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
 from .events import Publisher
+from .gitsync import GitSync, check_root
 from .ingest import Ingestor
 from .ingest.extractor import Extractor
 from .ingest.folders import EndedSession
@@ -94,7 +96,7 @@ DIGEST_TIMEOUT_S = 60.0
 SCHEDULE_FILE = "schedule.json"
 """The durable jobs' next due times, in ``<root>/.mmd/`` (:mod:`.scheduler`)."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
-                "sources", "ingest", "http_listen")
+                "sources", "ingest", "git", "http_listen")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -104,7 +106,8 @@ log = logging.getLogger("mmd.daemon")
 class Running:
     """The parts of a daemon that finished starting (built once, as startup's last step).
 
-    ``ingestor`` is None when ingestion is off (``--no-ingest``), as ``review.queue`` is.
+    ``ingestor`` is None when ingestion is off (``--no-ingest``), as ``review.queue`` is (unless ``--git``
+    keeps the queue for sync conflicts); ``git`` is None without ``--git``.
     """
 
     state: MemoryState
@@ -119,6 +122,7 @@ class Running:
     injector: Injector
     extractor: Extractor | None = None
     """The extractor command's runner (``[candidates] command``), or None when none is configured."""
+    git: GitSync | None = None
     web: Any = None
     """The review page's server (:class:`.web.WebServer`) when started with ``--http``, else None."""
 
@@ -129,10 +133,13 @@ class Daemon:
     Args:
         config: the validated configuration.
         reload_config: builds a fresh Config on SIGHUP (flags and file re-read); None disables reloads.
+        merge_driver: the command git runs as the merge driver (``[<mmd>, "merge-index"]``), for ``--git``.
     """
 
-    def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None) -> None:
+    def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None,
+                 merge_driver: Sequence[str] | None = None) -> None:
         self.config = config
+        self.merge_driver = list(merge_driver or ["mmd", "merge-index"])
         self._reload_config = reload_config
         self.notifier = Notifier(config.notify_socket)
         self.running: Running | None = None
@@ -201,6 +208,8 @@ class Daemon:
             sqlite3.Error / SchemaError: if ``.mmd/state.db`` cannot be opened or is from a newer mmd.
         """
         cfg, undo = self.config, self._stack
+        if cfg.git.enabled:  # refused before anything is created: no git, or a root inside another repository
+            await asyncio.to_thread(check_root, cfg.root)
         # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
         await asyncio.to_thread(make_folders, cfg.root)  # 0700 whatever the umask (issue 15)
         lock = WriteLock(cfg.root)
@@ -214,7 +223,7 @@ class Daemon:
         db = StateDB(cfg.root)
         await asyncio.to_thread(db.open)
         undo.callback(db.close)
-        queue = ReviewQueue(db, state.now_iso) if cfg.ingest else None
+        queue = ReviewQueue(db, state.now_iso) if cfg.ingest or cfg.git.enabled else None
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(state, queue)
@@ -223,17 +232,25 @@ class Daemon:
         undo.push_async_callback(injector.stop)
         jobs = Jobs(lambda: self.config, state, db, review, publisher, injector)
         state.on_change = jobs.on_change
-        # 3. snapshot (creating MEMORY.md and memories/ if missing)
+        # 3. with --git: the repository (the revision mark raised to its history's); then the snapshot
+        #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
+        git = None
+        if cfg.git.enabled and queue is not None:
+            git = jobs.git = GitSync(cfg.git, state, queue, publisher, self.merge_driver)
+            await asyncio.to_thread(git.prepare)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
         started_at = state.now_iso()
+        if git is not None:
+            await git.start()
+            undo.push_async_callback(git.stop)  # after the watcher and requests stopped: commits what is pending
         # 4. watchers: the root (it catches up on edits made since the load), then the session logs;
         #    at shutdown the ingestion worker finishes its current slice
         watcher = Watcher(cfg.root, state.refresh)
         await watcher.start()
         undo.push_async_callback(watcher.stop)
         ingestor = extractor = None
-        if queue is not None:
+        if queue is not None and cfg.ingest:
             loop = asyncio.get_running_loop()
             ended = from_worker(loop, jobs.session_ended)
             if cfg.extractor:
@@ -276,7 +293,7 @@ class Daemon:
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
         digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
-        methods = Methods(state, self._status, publisher.publish, review, injector, digests)
+        methods = Methods(state, self._status, publisher.publish, review, injector, digests, git)
         rpc = RpcServer(router, methods, cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         # 7. the review page (only with --http; imported only then): it stops before the sockets close
@@ -293,7 +310,7 @@ class Daemon:
         undo.push_async_callback(self._drain_requests, rpc)
         undo.callback(digests.close)
         self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector,
-                               extractor, web)
+                               extractor, git, web)
         # the first revision: prepared for injection, due topics announced, export blocks refreshed
         injector.revision_installed(state.current)
         jobs.inject_expire()
@@ -361,11 +378,11 @@ class Daemon:
         for key in RESTART_KEYS:
             if getattr(new, key) != getattr(old, key):
                 log.warning("config.needs_restart key=%s (kept the running value)", key)
-        memory = dataclasses.replace(new.memory, root=old.memory.root, dsh_home=old.memory.dsh_home)
+        memory = new.memory.replace(root=old.memory.root, dsh_home=old.memory.dsh_home)
         new = dataclasses.replace(new, memory=memory, rpc_endpoint=old.rpc_endpoint, pub_endpoint=old.pub_endpoint,
                                   curve_secret_key=old.curve_secret_key, curve_public_key=old.curve_public_key,
                                   curve_clients_dir=old.curve_clients_dir,
-                                  sessions_dir=old.sessions_dir, sources=old.sources)
+                                  sessions_dir=old.sessions_dir, sources=old.sources, git=old.git)
         self.config = new
         setup_logging(new.log_level, new.journal)
         if memory != old.memory:

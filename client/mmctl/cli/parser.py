@@ -14,9 +14,11 @@ help and version text come back as :class:`Shown`.
 
 from __future__ import annotations
 
-import math
-import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from mmd.core.lazyre import lazy_compile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 if TYPE_CHECKING:
     import argparse
@@ -26,7 +28,7 @@ __all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "
 
 _JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
             "\u2028\u2029\u202f\u205f\u3000\ufeff"
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMAL = lazy_compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _RADIX = {"0x": 16, "0o": 8, "0b": 2}
 PROG = "mmctl"
 
@@ -149,6 +151,18 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--reason", "R", "reject: why")),
             epilog="Each id of accept or reject is reported on its own line; the exit code is 1 if any failed.\n"
                    "The list shows the visible candidates, best first; --all or --min-score shows the rest."),
+    Command("log", "history", "the root's git history, newest first (needs the daemon with --git)",
+            (Pos("topic", "only the commits touching this topic"),), (_LIMIT,)),
+    Command("diff", "history", "what a revision changed, or what changed between two (REV: a commit or r42)",
+            (Pos("rev", "one or two revisions: a commit or r42", many=True),)),
+    Command("revert", "history", "undo a revision with new writes under every budget (never a history rewrite)",
+            (Pos("rev", "the revision: a commit or r42"),)),
+    Command("restore", "history", "write a topic back as it was at a revision (a new write, budgets hold)",
+            (Pos("topic", "the note's topic"),), (Opt("--at", "REV", "the revision: a commit or r42"),)),
+    Command("sync", "history", "commit, fetch, merge by topic, push and reload now; prints what happened",
+            epilog="The daemon also syncs every git.syncIntervalMs, and retries a failed sync with back-off.\n"
+                   "A topic changed on both ends keeps the newer version; the other becomes a conflict\n"
+                   "candidate in the review queue (mmctl queue list)."),
     Command("review", "review", "review pending candidates one at a time, by score, with single keys (needs the "
             "daemon)", options=(Opt("--project", "P", "only candidates from this project"),
                                 Opt("--agent", "A", "only candidates from this agent"),
@@ -237,6 +251,8 @@ class Args:
         raw = self.text(name)
         if raw is None:
             return None
+        import math  # loaded only by a command given an integer option
+
         number = js_number(raw)
         if not math.isfinite(number) or number != int(number) or number < 0:
             raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
@@ -442,6 +458,8 @@ def _help(topic: str | None) -> NoReturn:
 
 def js_number(raw: str) -> float:
     """JavaScript ``Number(raw)`` for a string: blank is 0, ``0x``/``0o``/``0b`` prefixes, NaN for garbage."""
+    import math
+
     text = raw.strip(_JS_SPACE)
     if not text:
         return 0.0
