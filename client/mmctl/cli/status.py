@@ -40,8 +40,8 @@ def cmd_status(ctx: Ctx) -> int:
     return EXIT_OK
 
 
-_WHOLE = ("root", "endpoints", "http")
-"""Rows never cut: paths, endpoints and the review page's URL are copied whole."""
+_WHOLE = ("root", "endpoints", "http", "git")
+"""Rows never cut: paths, endpoints, the review page's URL and the git line (its error) are shown whole."""
 
 
 def _readable(key: str, value: Any) -> Any:
