@@ -357,3 +357,17 @@ def test_the_cli_rules_explain_their_differences_and_nothing_else() -> None:
     assert explained_by(bare, {"op": "cli", "args": ["search"]}, refused, created) \
         == "cli-refuses-what-the-reference-ignored"
     assert explained_by(bare, cli, {"result": {"exitCode": 1, "stderr": "mmctl: boom\n"}}, created) is None
+
+
+def test_the_core_error_rule_explains_a_named_error_and_nothing_else() -> None:
+    cli = {"op": "cli", "args": ["uri", "bad topic"]}
+    case: dict[str, Any] = {"ops": [cli], "config": {"memoryId": "local"}}
+    theirs = {"result": {"exitCode": 1, "stdout": "", "json": None,
+                         "stderr": 'dsh-memory: internal error: MemoryError: topic "bad topic" is not a valid slug'}}
+    ours = {"result": {"exitCode": 1, "stdout": "", "json": None, "stderr": 'mmctl: E_INVALID: topic "bad topic" is '
+                       "not a valid slug\nmmctl: topics are ASCII slugs: letters, digits\n"}}
+    assert explained_by(case, cli, ours, theirs) == "core-error-named"
+    other = {"result": {**ours["result"], "stderr": "mmctl: E_INVALID: memoryId is bad\nmmctl: fix it\n"}}
+    assert explained_by(case, cli, other, theirs) is None
+    printed = {"result": {**ours["result"], "stdout": "mm://local/x\n"}}
+    assert explained_by(case, cli, printed, theirs) is None

@@ -42,8 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = build_config(flags, env)
     except ConfigError as error:
-        value = "" if error.value is None else f" = {error.value!r}"
-        print(f"mmd: config error: {error.key}{value}: {error.why}", file=sys.stderr)
+        print(f"mmd: {error.message}", file=sys.stderr)  # worded by mmd.core.config_file, as mmctl prints it
         return EXIT_CONFIG
     setup_logging(config.log_level, config.journal)
     daemon = Daemon(config, reload_config=lambda: build_config(flags, dict(os.environ)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mmd.core.config_file import ConfigError
 from mmd.core.errors import ErrorCode, MMError
 
 from ..render import budget_lines
@@ -79,6 +80,8 @@ def cmd_write(ctx: Ctx) -> int:
             memory = ctx.direct().memory()
             outcome = memory.write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
                                    tags=ctx.args.text("--tags"))
+    except ConfigError:
+        raise  # worded as mmd words it, with the file to fix (main)
     except MMError as error:
         ctx.error(error.message)
         return EXIT_FAILED
@@ -274,6 +277,8 @@ def cmd_delete(ctx: Ctx) -> int:
         outcome = _delete_via_daemon(ctx, topic)
         if outcome is None:
             outcome = ctx.direct().memory().delete(topic)
+    except ConfigError:
+        raise  # worded as mmd words it, with the file to fix (main)
     except MMError as error:
         ctx.error(error.message)
         return EXIT_FAILED
