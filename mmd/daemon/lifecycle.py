@@ -33,6 +33,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
 from .config import Config, ConfigError
 from .events import Publisher
+from .failures import startup_failure
 from .ingest import Ingestor
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
@@ -105,6 +106,9 @@ class Daemon:
         reload_config: builds a fresh Config on SIGHUP (flags and file re-read); None disables reloads.
     """
 
+    failure: str | None = None
+    """Why startup failed, in one sentence with the fix (:func:`.failures.startup_failure`); None otherwise."""
+
     def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None) -> None:
         self.config = config
         self._reload_config = reload_config
@@ -133,7 +137,8 @@ class Daemon:
                 await self.shutdown()
                 return EXIT_LOCKED
             except (MMError, OSError, zmq.ZMQError, sqlite3.Error, SchemaError) as error:
-                log.error("daemon.startup_failed error=%r", str(error))
+                self.failure = startup_failure(error, self.config.root)
+                log.error("daemon.startup_failed error=%r", self.failure)
                 await self.shutdown()
                 return EXIT_FAILURE
             while True:

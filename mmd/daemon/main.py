@@ -46,7 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     setup_logging(config.log_level, config.journal)
     daemon = Daemon(config, reload_config=lambda: build_config(flags, dict(os.environ)))
-    return asyncio.run(daemon.serve())
+    code = asyncio.run(daemon.serve())
+    if daemon.failure is not None:
+        print(f"mmd: {daemon.failure}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":
