@@ -18,8 +18,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from mmd.core.guide import guide_text
 
-TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_queue_list", "mem_queue_accept",
-         "mem_queue_reject"}
+TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_delete", "mem_due", "mem_inject",
+         "mem_queue_list", "mem_queue_accept", "mem_queue_reject"}
 
 
 class Mcp:

@@ -162,6 +162,25 @@ def test_negative_examples_fail() -> None:
                                               "sessionId": None, "source": "/x"})
 
 
+def test_the_injection_schemas_refuse_what_the_daemon_never_sends() -> None:
+    none = {"mode": "none", "text": "", "added": [], "updated": [], "removed": [], "unchanged": 3, "reminded": [],
+            "bytes": 0, "token": "t", "revision": 2, "committed": False}
+    inject = rpc_def("memory.inject.result")
+    check(inject, none, "a none injection")
+    assert refuses(inject, {**none, "text": "x", "bytes": 1})  # none says nothing
+    assert refuses(inject, {**none, "mode": "delta"})  # a delta has text
+    assert refuses(inject, {**none, "mode": "baseline", "text": "x", "bytes": 1, "added": ["a"]})
+    assert refuses(inject, {**none, "mode": "reminder", "text": "x", "bytes": 1})  # a reminder names its topics
+    assert refuses(inject, {k: v for k, v in none.items() if k != "token"})
+    due = {"seq": 4, "at": "2026-01-02T03:04:05.000Z", "topic": "node", "uri": "mm://local/node",
+           "reviewAfter": "2026-01-02", "daysLeft": 0}
+    check(event_def("memory/due"), due, "a memory/due event")
+    assert refuses(event_def("memory/due"), {**due, "daysLeft": 3})  # announced only once it has come
+    assert refuses(event_def("memory/due"), {**due, "reviewAfter": "in March"})
+    assert refuses(rpc_def("memory.write.params"), {"topic": "x", "content": "y", "reviewAfter": "soon"})
+    check(rpc_def("memory.write.params"), {"topic": "x", "content": "y", "reviewAfter": " 10d "}, "a span")
+
+
 # --- the real daemon ----------------------------------------------------------------------------------
 
 
@@ -297,6 +316,24 @@ def _memory_methods(wire: Wire, tmp_path: Path) -> None:
     log = next((tmp_path / "sessions").rglob("session.v4.jsonl"))
     assert wire.result("memory.digest", {"file": str(log)})["sourceKind"] == "session-log"
     assert wire.result("memory.digest")["sourceKind"] == "none"
+    _inject_methods(wire)
+
+
+def _inject_methods(wire: Wire) -> None:
+    """memory.inject in every mode, memory.injected, memory.due, and reviewAfter on a write."""
+    wire.result("memory.write", {"topic": "stale", "content": "Node 20.", "reviewAfter": "2000-01-01"})
+    wire.result("memory.write", {"topic": "fresh", "content": "Later.", "reviewAfter": "3m"})
+    wire.result("memory.write", {"topic": "fresh", "content": "Later.", "reviewAfter": ""})
+    assert wire.result("memory.inject", {"client": "schema", "maxBytes": 4096, "commit": True})["mode"] == "baseline"
+    assert wire.result("memory.inject", {"client": "schema", "commit": True})["mode"] == "reminder"
+    none = wire.result("memory.inject", {"client": "schema"})
+    assert none["mode"] == "none" and none["text"] == ""
+    assert wire.result("memory.injected", {"client": "schema", "token": none["token"]})["ok"] is True
+    wire.result("memory.write", {"topic": "fresh", "content": "Later, again."})
+    assert wire.result("memory.inject", {"client": "schema"})["updated"] == ["fresh"]
+    due = wire.result("memory.due", {"withinDays": 0})
+    assert [d["topic"] for d in due["due"]] == ["stale"]
+    assert wire.result("memory.due")["today"] == due["today"]
 
 
 def _queue_methods(wire: Wire) -> None:
@@ -331,6 +368,13 @@ def _error_paths(wire: Wire) -> None:
     wire.error("memory.search", {"query": " "}, "E_INVALID", schema_refuses=True)
     wire.error("queue.list", {"limit": 5000}, "E_INVALID", schema_refuses=True)
     wire.error("queue.get", {"id": "x"}, "E_INVALID", schema_refuses=True)
+    wire.error("memory.inject", {"client": ""}, "E_INVALID", schema_refuses=True)
+    wire.error("memory.inject", {"client": "a", "maxBytes": 0}, "E_INVALID", schema_refuses=True)
+    wire.error("memory.injected", {"client": "a"}, "E_INVALID", schema_refuses=True)
+    wire.error("memory.injected", {"client": "a", "token": "never-given"}, "E_NOT_FOUND")
+    wire.error("memory.due", {"withinDays": -1}, "E_INVALID", schema_refuses=True)
+    wire.error("memory.write", {"topic": "x", "content": "y", "reviewAfter": "next spring"}, "E_INVALID",
+               schema_refuses=True)
     wire.error("memory.read", {"topic": "deploy", "sessionId": "no-such-session"}, "E_NO_SESSION")
     wire.error("memory.close", {"sessionId": "no-such-session"}, "E_NO_SESSION")
     conflict = wire.error("memory.write", {"topic": "deploy", "content": "x", "ifRevision": 1}, "E_CONFLICT")
@@ -389,6 +433,11 @@ async def test_every_event_topic_matches_its_schema(start_daemon, tmp_path: Path
         await asyncio.to_thread(wire.result, "memory.delete", {"topic": "deploy"})
         gone = await expect(lambda t, p: t == "memory/changed" and p["cause"] == "delete", "memory/changed (delete)")
         assert gone["removed"] == [{"topic": "deploy"}]
+        # memory/due: a write whose review date has come
+        await asyncio.to_thread(wire.result, "memory.write", {"topic": "stale", "content": "Node 20.",
+                                                              "reviewAfter": "0d"})
+        due = await expect(lambda t, p: t == "memory/due", "memory/due")
+        assert due["topic"] == "stale" and due["daysLeft"] == 0
         # queue/added: a human prompt appended to the followed log
         with open(log, "ab") as f:
             f.write(user_message(4, "REMEMBER: the staging database is reset nightly.", "m-4"))

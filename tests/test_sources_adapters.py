@@ -22,7 +22,8 @@ DSH, OTHER = SOURCES["dsh"], SOURCES["other"]
 def test_the_registry_names_its_sources_by_their_own_names_and_imports_nothing_heavy() -> None:
     assert list(SOURCES)[:2] == ["dsh", "other"] and set(SESSIONS_FOLDER) <= set(SOURCES)
     assert all(source.name == name for name, source in SOURCES.items())
-    assert set(mmd.sources.__all__) == {"FOLDERS", "SESSIONS_FOLDER", "SOURCES", "WHO", "Position", "Slice", "Source",
+    assert set(mmd.sources.__all__) == {"FOLDERS", "SESSIONS_FOLDER", "SESSIONS_KIND", "SOURCES", "WHO",
+                                        "Position", "Slice", "Source",
                                         "Utterance", "Who"}
     code = ("import sys, mmd.sources; print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('zstandard', 'zmq', 'watchfiles') or m.startswith(('mmd.core', 'mmd.daemon', 'mmd.candidates'))))")

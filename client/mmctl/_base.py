@@ -266,11 +266,13 @@ class Methods:
 
     def write(self, topic: str, content: str, *, summary: str | None = None, tags: str | Sequence[str] | None = None,
               budget: int | None = None, if_revision: int | None = None, session_id: str | None = None,
-              check: bool = False) -> Any:
+              check: bool = False, review_after: str | None = None) -> Any:
         """``memory.write`` → the write outcome plus ``revision``; an over-budget write is ``{ok: false, …}``.
 
         Args:
             budget: per-write budget in code points (default: the root's ``defaultWriteBudget``).
+            review_after: the topic's review date, ``YYYY-MM-DD`` or ``10d``/``2w``/``3m``/``1y`` from today
+                (``""`` removes it); prose is an ``E_INVALID`` error.
             if_revision: write only if this is still the current revision.
             check: raise :class:`~.errors.BudgetError` instead of returning an ``ok: false`` outcome.
 
@@ -279,7 +281,7 @@ class Methods:
             BudgetError: with ``check``, if the write was refused (its ``usage`` says by how much).
         """
         params = {"topic": topic, "content": content, "summary": summary, "tags": tags, "budget": budget,
-                  "ifRevision": if_revision, "sessionId": session_id}
+                  "ifRevision": if_revision, "sessionId": session_id, "reviewAfter": review_after}
         return self._call(wire.MEMORY_WRITE.name, params, _check_write if check else None)
 
     def delete(self, topic: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
@@ -295,6 +297,30 @@ class Methods:
     def nudge(self, *, session_id: str | None = None) -> Any:
         """``memory.nudge`` → ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``."""
         return self._call(wire.MEMORY_NUDGE.name, {"sessionId": session_id})
+
+    def inject(self, client: str, *, max_bytes: int | None = None, commit: bool = False,
+               reset: bool = False) -> Any:
+        """``memory.inject`` → ``{mode, text, added, updated, removed, unchanged, reminded, bytes, token,
+        revision, committed}``: what to give the agent ``client`` (``baseline`` | ``delta`` | ``reminder`` |
+        ``none``). Without ``commit`` the client's view moves only on :meth:`injected` with the token.
+
+        Raises:
+            RpcError(E_INVALID): for a bad client key or a ``max_bytes`` too small for the heading.
+        """
+        return self._call(wire.MEMORY_INJECT.name, {"client": client, "maxBytes": max_bytes,
+                                                     "commit": commit or None, "reset": reset or None})
+
+    def injected(self, client: str, token: str) -> Any:
+        """``memory.injected`` → ``{ok: true, client, token}``: the text of ``token`` reached the agent.
+
+        Raises:
+            RpcError(E_NOT_FOUND): if ``token`` is not a pending injection of ``client``.
+        """
+        return self._call(wire.MEMORY_INJECTED.name, {"client": client, "token": token})
+
+    def due(self, *, within_days: int | None = None) -> Any:
+        """``memory.due`` → ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
+        return self._call(wire.MEMORY_DUE.name, {"withinDays": within_days})
 
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
         """``queue.list`` → ``{candidates, total, pending, offset, limit}``, oldest first.

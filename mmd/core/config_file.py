@@ -65,11 +65,12 @@ class ConfigError(MMError):
 
 
 def check_kind(key: str, kind: str, value: Any) -> Any:
-    """``value`` if it has the kind (``int``: a positive integer; ``bool``; ``str``: non-blank; else a string).
+    """``value`` if it has the kind (``int``: a positive integer; ``bool``; ``str``: non-blank; ``paths``: a list
+    of non-blank strings, returned as a tuple; else a string).
 
     Raises:
-        ConfigError: ``must be a positive integer`` / ``must be true or false`` / ``must be a string`` /
-            ``must not be blank``.
+        ConfigError: ``must be a positive integer`` / ``must be true or false`` / ``must be a list of file
+            paths`` / ``must be a string`` / ``must not be blank``.
     """
     if kind == "int":
         if not is_js_integer(value) or value < 1:
@@ -79,6 +80,10 @@ def check_kind(key: str, kind: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(key, value, "must be true or false")
         return value
+    if kind == "paths":
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError(key, value, "must be a list of file paths")
+        return tuple(value)
     if not isinstance(value, str):
         raise ConfigError(key, value, "must be a string")
     if kind == "str" and not value.strip():

@@ -13,7 +13,8 @@ The file accepts the reference's config block (``root``, ``memoryId``,
 ``[search] mode|limit|maxSnippetChars``, ``[nudge] enabled|intervalMs``,
 ``lang``) plus the daemon's own keys in a ``[daemon]`` table, among them
 ``[[daemon.sources]]`` tables (``kind``, ``path``, ``enabled``): the agent
-session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`). This module
+session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`), and the
+instruction files whose memory block it keeps fresh (``[export] files``). This module
 reads files and the given environment mapping only: sockets, the lock and the
 watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
 """
@@ -31,6 +32,7 @@ from mmd.core.config_file import ConfigError, check_kind, config_path, load_conf
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import dsh_home, expand_path
+from mmd.sources import SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
 
 __all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args", "parser_for"]
@@ -46,7 +48,8 @@ class Option:
     """One configurable value: its dotted file key, its flag, its kind and default.
 
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
-    (``~`` and ``$VAR`` expanded), ``endpoint``, ``sources`` (a repeatable
+    (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
+    expanded; the flag may be repeated), ``endpoint``, ``sources`` (a repeatable
     ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file) or ``kinds``
     (a repeatable ``KIND`` flag; a list of kinds in the file); ``default`` None
     means "derived" (root, sessions folder, endpoints).
@@ -92,6 +95,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
            "folder of the public certificates of the clients allowed in; required for tcp:// endpoints"),
     Option("daemon.logLevel", "--log-level", "str", "info", "debug | info | warning | error"),
+    Option("daemon.injectTtlDays", "--inject-ttl-days", "int", 30,
+           "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
+    Option("export.files", "--export-file", "paths", (),
+           "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -123,6 +130,8 @@ class Config:
         notify_socket: ``$NOTIFY_SOCKET`` (systemd), or None.
         watchdog_usec: ``$WATCHDOG_USEC``, microseconds, or None.
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
+        inject_ttl_days: days a client's injection view is kept after its last confirmation.
+        export_files: absolute paths of the files whose memory block the daemon refreshes.
     """
 
     memory: MemoryOptions
@@ -144,6 +153,8 @@ class Config:
     notify_socket: str | None
     watchdog_usec: int | None
     journal: bool
+    inject_ttl_days: int = 30
+    export_files: tuple[Path, ...] = ()
 
     @property
     def root(self) -> Path:
@@ -188,6 +199,9 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
     for opt in OPTIONS:
         if opt.kind == "bool":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action=argparse.BooleanOptionalAction,
+                                help=opt.help)
+        elif opt.kind == "paths":
+            parser.add_argument(opt.flag, dest=opt.key, default=None, action="append", metavar="PATH",
                                 help=opt.help)
         elif opt.kind in REPEATED:
             parser.add_argument(opt.flag, dest=opt.key, default=None, action="append",
@@ -258,7 +272,7 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
     watchdog = env.get("WATCHDOG_USEC", "")
     return Config(
         memory=memory,
-        sessions_dir=next(s.folder for s in sources if s.kind == "dsh"),
+        sessions_dir=next(s.folder for s in sources if s.kind == SESSIONS_KIND),
         sources=sources,
         ingest=raw["daemon.ingest"],
         session_idle_s=raw["daemon.sessionIdleSeconds"],
@@ -276,6 +290,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
+        inject_ttl_days=raw["daemon.injectTtlDays"],
+        export_files=_export_files(raw["export.files"], env),
     )
 
 
@@ -317,6 +333,22 @@ def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOpt
             nudge_enabled=raw["nudge.enabled"], nudge_interval_ms=raw["nudge.intervalMs"])
     except MMError as error:
         raise options_refused(error, raw) from None
+
+
+def _export_files(raw: Sequence[str], env: Mapping[str, str]) -> tuple[Path, ...]:
+    """``export.files`` as absolute paths (``~`` and ``$VAR`` expanded), each once, in the given order.
+
+    Raises:
+        ConfigError: for a relative path (the daemon's working folder is no place to guess from).
+    """
+    out: list[Path] = []
+    for value in raw:
+        path = Path(expand_path(value, env))
+        if not path.is_absolute():
+            raise ConfigError("export.files", value, "must be an absolute path (~ and $VAR are expanded)")
+        if path not in out:
+            out.append(path)
+    return tuple(out)
 
 
 def _path(raw: str, env: Mapping[str, str]) -> Path:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mmd.core.paths import expand_path
-from mmd.sources import FOLDERS, SOURCES
+from mmd.sources import FOLDERS, SESSIONS_KIND, SOURCES
 
 from . import config
 
@@ -138,11 +138,11 @@ def source_settings(flags: Mapping[str, Any], from_file: Mapping[str, Any], env:
     for kind in FOLDERS:
         if kind in flag_folders:
             folder = flag_folders[kind]
-        elif kind == "dsh" and sessions_flag:
+        elif kind == SESSIONS_KIND and sessions_flag:
             folder = sessions
         elif kind in file_folders:
             folder = file_folders[kind]
-        elif kind == "dsh":
+        elif kind == SESSIONS_KIND:
             folder = sessions
         else:
             folder = Path(os.path.abspath(SOURCES[kind].default_dir(env, home)))

@@ -1,8 +1,9 @@
 """The daemon's scheduled jobs and the events it publishes: payload builders over the running parts.
 
 Owns: what each event says (``memory/changed`` after a new revision, with a
-journal row; ``memory/nudge`` on the schedule and when an agent session ends;
-``queue/added`` after an ingestion batch; ``daemon/heartbeat``), session expiry,
+journal row; ``memory/nudge`` on the schedule and when an agent session ends,
+with the topics due for review; ``queue/added`` after an ingestion batch;
+``daemon/heartbeat``; ``memory/due`` is the injector's), session and injection-client expiry,
 the scheduler's periods, and the ``daemon.status`` payload. Topics are the
 wire's constants (:mod:`mmd.wire.events`). Everything here runs on the event
 loop's thread; :func:`from_worker` brings a call from the ingestion thread
@@ -23,6 +24,7 @@ from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEU
 from .config import Config
 from .events import Publisher
 from .ingest import AddedBatch, EndedSession
+from .inject import Injector
 from .review import Review
 from .revision import Revision
 from .state import MemoryState
@@ -35,6 +37,11 @@ __all__ = ["Jobs", "from_worker", "periods_ms", "status_payload"]
 
 log = logging.getLogger("mmd.daemon")
 
+DUE_CHECK_MS = 60_000
+"""How often review dates are checked without a new revision (a date comes at midnight UTC), ms."""
+INJECT_EXPIRE_MS = 3_600_000
+"""How often injection clients past ``daemon.injectTtlDays`` are forgotten, ms."""
+
 
 def periods_ms(cfg: Config) -> dict[str, int | None]:
     """The scheduler's period per job, milliseconds (None: the job is off)."""
@@ -42,6 +49,8 @@ def periods_ms(cfg: Config) -> dict[str, int | None]:
         "nudge": cfg.memory.nudge_interval_ms if cfg.memory.nudge_enabled else None,
         "heartbeat": cfg.heartbeat_ms,
         "expire": max(250, min(cfg.session_ttl_ms // 4, 60_000)),
+        "due": DUE_CHECK_MS,
+        "injectExpire": INJECT_EXPIRE_MS,
         "watchdog": cfg.watchdog_usec // 2000 if cfg.watchdog_usec and cfg.notify_socket else None,
     }
 
@@ -68,15 +77,17 @@ class Jobs:
         db: the state database (the journal).
         review: the review queue's use-cases (``queuePending``).
         publisher: the event publisher.
+        injector: the injection use-cases (prepared revisions, due topics, exports).
     """
 
     def __init__(self, config: Callable[[], Config], state: MemoryState, db: StateDB, review: Review,
-                 publisher: Publisher) -> None:
+                 publisher: Publisher, injector: Injector) -> None:
         self._config = config
         self.state = state
         self.db = db
         self.review = review
         self.publisher = publisher
+        self.injector = injector
 
     def on_change(self, revision: Revision, cause: str) -> None:
         """A new revision (``cause``: ``write`` | ``delete`` | ``external`` | ``config``): journal it, publish it."""
@@ -89,11 +100,13 @@ class Jobs:
         except sqlite3.Error as error:  # the journal is a record; the change itself already landed
             log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
         self.publisher.publish(MEMORY_CHANGED, change)
+        self.injector.revision_installed(revision.snapshot)
 
     def nudge(self) -> None:
         """The scheduled ``memory/nudge`` (reason ``schedule``)."""
         report = nudge_report(self.state.current, 0, self.state.now_iso())
-        self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "schedule", "queuePending": self.review.pending})
+        self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "schedule", "queuePending": self.review.pending,
+                                              "due": self.injector.due_now()})
 
     def heartbeat(self) -> None:
         """``daemon/heartbeat``: the revision and the pending candidates."""
@@ -104,6 +117,24 @@ class Jobs:
         """Close RPC sessions idle for longer than ``daemon.sessionTtlMs``."""
         for sid in self.state.expire_sessions(self._config().session_ttl_ms / 1000):
             log.info("session.expired session=%s", sid)
+
+    def due(self) -> None:
+        """Announce topics whose review date came since the last check (``memory/due``)."""
+        self.injector.check_due()
+
+    def inject_expire(self) -> None:
+        """Forget injection clients idle for ``daemon.injectTtlDays`` (worker thread; logged)."""
+
+        def run() -> None:
+            try:
+                gone = self.injector.expire()
+            except sqlite3.Error as error:
+                log.error("inject.expire_failed error=%s", error)
+                return
+            if gone:
+                log.info("inject.expired clients=%d", gone)
+
+        asyncio.get_running_loop().run_in_executor(None, run)
 
     def queue_added(self, batch: AddedBatch) -> None:
         """``queue/added`` after an ingestion batch added candidates."""
@@ -116,7 +147,8 @@ class Jobs:
         report = nudge_report(self.state.current, 0, self.state.now_iso())
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
                                               "sessionId": ended.session_id, "source": ended.file,
-                                              "agent": ended.agent, "project": ended.project})
+                                              "agent": ended.agent, "project": ended.project,
+                                              "due": self.injector.due_now()})
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:

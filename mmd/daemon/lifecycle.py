@@ -35,6 +35,7 @@ from .config import Config, ConfigError
 from .events import Publisher
 from .failures import startup_failure
 from .ingest import Ingestor
+from .inject import Injector
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
 from .methods import Methods
@@ -96,6 +97,7 @@ class Running:
     publisher: Publisher
     rpc: RpcServer
     started_at: str
+    injector: Injector
 
 
 class Daemon:
@@ -195,7 +197,10 @@ class Daemon:
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(state, queue)
-        jobs = Jobs(lambda: self.config, state, db, review, publisher)
+        injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
+                            lambda: self.config.export_files)
+        undo.push_async_callback(injector.stop)
+        jobs = Jobs(lambda: self.config, state, db, review, publisher, injector)
         state.on_change = jobs.on_change
         # 3. snapshot (creating MEMORY.md and memories/ if missing)
         await asyncio.to_thread(state.store.ensure_root)
@@ -218,7 +223,7 @@ class Daemon:
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
         schedule = Schedule({"nudge": jobs.nudge, "heartbeat": jobs.heartbeat, "expire": jobs.expire,
-                             "watchdog": self.notifier.watchdog})
+                             "due": jobs.due, "injectExpire": jobs.inject_expire, "watchdog": self.notifier.watchdog})
         schedule.start(periods_ms(cfg))
         undo.callback(schedule.shutdown)
         # 6. sockets: PUB first so the first write's event has somewhere to go; at shutdown the ipc
@@ -232,12 +237,16 @@ class Daemon:
         publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review), cfg.max_request_bytes)
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector),
+                        cfg.max_request_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         rpc.start()
         # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
         undo.push_async_callback(self._drain_requests, rpc)
-        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector)
+        # the first revision: prepared for injection, due topics announced, export blocks refreshed
+        injector.revision_installed(state.current)
+        jobs.inject_expire()
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)

@@ -30,6 +30,7 @@ from mmd.wire.events import MEMORY_NUDGE
 from mmd.wire.methods import METHODS, Method
 from mmd.wire.protocol import CandidateJson, OpenResult, QueueAcceptResult, QueueListResult
 
+from .inject import Injector
 from .review import Review
 from .state import MemoryState
 
@@ -57,14 +58,16 @@ class Methods:
         status: returns the daemon-level part of ``daemon.status`` (pid, endpoints, watcher…).
         publish: sends an event (``topic, payload``).
         review: the review queue's use-cases (``queue.*`` answer ``E_UNAVAILABLE`` when ingestion is off).
+        injector: the injection use-cases (``memory.inject``, ``memory.injected``, ``memory.due``).
     """
 
     def __init__(self, state: MemoryState, status: Callable[[], dict[str, Any]],
-                 publish: Callable[[str, dict[str, Any]], Any], review: Review) -> None:
+                 publish: Callable[[str, dict[str, Any]], Any], review: Review, injector: Injector) -> None:
         self.state = state
         self._status = status
         self._publish = publish
         self.review = review
+        self.injector = injector
         self.inline: dict[str, Callable[[dict[str, Any]], Any]] = {
             name: getattr(self, attr) for name, attr in _HANDLERS.items() if METHODS[name].inline}
         """``{method: handler}`` answered on the loop."""
@@ -94,7 +97,7 @@ class Methods:
         session = self.state.close_session(p["sessionId"])
         report = nudge_report(self.state.current, session.pending_writes, self.state.now_iso())
         self._publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
-                                       "sessionId": session.session_id})
+                                       "sessionId": session.session_id, "due": self.injector.due_now()})
         return {"ok": True, "sessionId": session.session_id, "pendingWrites": session.pending_writes}
 
     # --- reads ----------------------------------------------------------------------------------
@@ -174,7 +177,10 @@ class Methods:
 
     @handles(wire.MEMORY_WRITE)
     async def write(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.write {topic, content, summary?, tags?, budget?, ifRevision?, sessionId?}``.
+        """``memory.write {topic, content, summary?, tags?, budget?, reviewAfter?, ifRevision?, sessionId?}``.
+
+        ``reviewAfter`` is ``YYYY-MM-DD`` or a span from today (``10d``, ``2w``, ``3m``, ``1y``), stored as
+        the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes the date.
 
         Returns:
             The core write outcome plus ``revision`` (and ``pendingWrites`` in a
@@ -183,13 +189,14 @@ class Methods:
         Raises:
             DaemonError(E_CONFLICT): if ``ifRevision`` is not current (``data.revision`` is).
             DaemonError(E_NO_SESSION): for an unknown session.
-            MMError(E_INVALID | E_PARSE | E_IO): as the core's write.
+            MMError(E_INVALID | E_PARSE | E_IO): as the core's write (a prose ``reviewAfter`` is E_INVALID).
         """
         sid = p.get("sessionId")
         if sid is not None:
             self.state.session(sid)
         return await self.state.write(p["topic"], p["content"], if_revision=p.get("ifRevision"), session_id=sid,
-                                      summary=p.get("summary"), budget=p.get("budget"), tags=p.get("tags"))
+                                      summary=p.get("summary"), budget=p.get("budget"), tags=p.get("tags"),
+                                      review_after=p.get("reviewAfter"))
 
     @handles(wire.MEMORY_DELETE)
     async def delete(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -217,6 +224,37 @@ class Methods:
         return await asyncio.to_thread(
             digest_mod.digest, text=p.get("text"), file=file, max_items=p.get("maxItems"),
             topic_hint=p.get("topicHint"), default_write_budget=o.default_write_budget, dsh_home=o.dsh_home)
+
+    # --- memory reaching the agent (the use-cases are in .inject) -----------------------------------
+
+    @handles(wire.MEMORY_INJECT)
+    async def inject(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.inject {client, maxBytes?, commit?, reset?}`` → ``{mode, text, added, updated, removed, unchanged,
+        reminded, bytes, token, revision, committed}``.
+
+        Raises:
+            MMError(E_INVALID): as :meth:`.inject.Injector.inject`.
+        """
+        return await self.injector.inject(p["client"], max_bytes=p.get("maxBytes"), commit=bool(p.get("commit")),
+                                          reset=bool(p.get("reset")))
+
+    @handles(wire.MEMORY_INJECTED)
+    async def injected(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.injected {client, token}`` → ``{ok: true, client, token}``.
+
+        Raises:
+            MMError(E_INVALID), DaemonError(E_NOT_FOUND): as :meth:`.inject.Injector.injected`.
+        """
+        return await self.injector.injected(p["client"], p["token"])
+
+    @handles(wire.MEMORY_DUE)
+    async def due(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.due {withinDays?}`` → ``{today, due, invalid}``.
+
+        Raises:
+            MMError(E_INVALID): for a negative ``withinDays``.
+        """
+        return await self.injector.due(p.get("withinDays"))
 
     # --- the review queue (the use-cases are in .review) ------------------------------------------
 

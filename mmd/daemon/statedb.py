@@ -6,13 +6,18 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 1)::
+Tables (schema version 2; version 1 lacked the ``inject_*`` and ``due_announced`` tables, which an
+upgrade adds)::
 
     candidates  the review queue: one row per candidate ever seen (the whole history)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
     journal     every change the daemon saw or made: each new revision of the memory
                 (``memory.write`` / ``memory.delete`` / ``memory.external`` / ``memory.config``)
                 and each queue decision (``queue.accept`` / ``queue.reject``)
+    inject_views    the topic → content-hash maps clients were shown (one row per map, shared by clients)
+    inject_clients  per client key: the view it last confirmed, the reminders it got, when it confirmed
+    inject_pending  injections given but not yet confirmed (``memory.injected`` moves one to inject_clients)
+    due_announced   (topic, review date) pairs already announced as ``memory/due`` events
 
 Never: reads session logs or memory files, or touches a socket.
 """
@@ -32,7 +37,7 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """``PRAGMA user_version`` of the schema this module creates."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
@@ -78,6 +83,32 @@ CREATE TABLE IF NOT EXISTS journal (
     action TEXT NOT NULL,
     candidate_id INTEGER,
     detail TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inject_views (
+    key TEXT PRIMARY KEY,
+    hashes TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inject_clients (
+    client TEXT PRIMARY KEY,
+    view_key TEXT NOT NULL,
+    reminded TEXT NOT NULL,
+    token TEXT NOT NULL,
+    committed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inject_pending (
+    token TEXT PRIMARY KEY,
+    client TEXT NOT NULL,
+    view_key TEXT NOT NULL,
+    reminded TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS inject_pending_by_client ON inject_pending (client, created_at);
+CREATE TABLE IF NOT EXISTS due_announced (
+    topic TEXT NOT NULL,
+    review_after TEXT NOT NULL,
+    announced_at TEXT NOT NULL,
+    PRIMARY KEY (topic, review_after)
 );
 """
 

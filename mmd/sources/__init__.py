@@ -23,7 +23,8 @@ from .codex import CodexSource
 from .dsh.source import DshSource
 from .other import OtherSource
 
-__all__ = ["FOLDERS", "SESSIONS_FOLDER", "SOURCES", "WHO", "Position", "Slice", "Source", "Utterance", "Who"]
+__all__ = ["FOLDERS", "SESSIONS_FOLDER", "SESSIONS_KIND", "SOURCES", "WHO",
+           "Position", "Slice", "Source", "Utterance", "Who"]
 
 SOURCES: dict[str, Source] = {
     "dsh": DshSource(),
@@ -33,11 +34,15 @@ SOURCES: dict[str, Source] = {
 }
 """Every source by name, in the order a path is offered to them (the first whose ``classify`` is true reads it)."""
 
-SESSIONS_FOLDER: tuple[str, ...] = ("dsh", "other")
+SESSIONS_KIND = "dsh"
+"""The configurable source kind whose folder is the daemon's sessions folder (``--sessions``,
+``daemon.sessions``, default ``$DSH_HOME/sessions``): always enabled, as before other agents were read."""
+
+SESSIONS_FOLDER: tuple[str, ...] = (SESSIONS_KIND, "other")
 """The sources that read the configured sessions folder (``daemon.sessions``, default ``$DSH_HOME/sessions``)."""
 
 FOLDERS: dict[str, tuple[str, ...]] = {
-    "dsh": SESSIONS_FOLDER,
+    SESSIONS_KIND: SESSIONS_FOLDER,
     "claude-code": ("claude-code",),
     "codex": ("codex",),
 }

@@ -15,11 +15,14 @@ __all__ = [
     "DAEMON_HEARTBEAT",
     "EVENT_PAYLOADS",
     "MEMORY_CHANGED",
+    "MEMORY_DUE",
     "MEMORY_NUDGE",
     "QUEUE_ADDED",
     "TOPICS",
     "ChangedEvent",
     "ChangedItem",
+    "DueEvent",
+    "DueItem",
     "HeartbeatEvent",
     "NudgeEvent",
     "QueueAddedEvent",
@@ -31,10 +34,12 @@ MEMORY_CHANGED = "memory/changed"
 """A new revision: the topics added, updated and removed (:class:`ChangedEvent`)."""
 QUEUE_ADDED = "queue/added"
 """Ingestion added review-queue candidates (:class:`QueueAddedEvent`)."""
+MEMORY_DUE = "memory/due"
+"""A topic's review date has come: once per topic and date, across restarts (:class:`DueEvent`)."""
 DAEMON_HEARTBEAT = "daemon/heartbeat"
 """The daemon is alive, every ``daemon.heartbeatMs`` (:class:`HeartbeatEvent`)."""
 
-TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, QUEUE_ADDED, DAEMON_HEARTBEAT)
+TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, MEMORY_DUE, QUEUE_ADDED, DAEMON_HEARTBEAT)
 """Every event topic, as sent in the first frame (UTF-8)."""
 
 
@@ -57,6 +62,25 @@ class ChangedEvent(TypedDict):
     removed: list[ChangedItem]
 
 
+class DueItem(TypedDict):
+    """A topic due for review: its stored date (``YYYY-MM-DD``) and whole days left (0 today, negative overdue)."""
+
+    topic: str
+    reviewAfter: str
+    daysLeft: int
+
+
+class DueEvent(TypedDict):
+    """``memory/due``: one topic whose review date has come (sent once per topic and date, across restarts)."""
+
+    seq: int
+    at: str
+    topic: str
+    uri: str
+    reviewAfter: str
+    daysLeft: int
+
+
 class NudgeEvent(TypedDict):
     """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``).
 
@@ -64,6 +88,7 @@ class NudgeEvent(TypedDict):
     agent's session whose log went quiet for ``daemon.sessionIdleSeconds`` (and, for DSH, with its lock
     released): then ``agent`` is the source (``dsh`` | ``claude-code`` | ``codex``), ``project`` the
     session's working directory (None when the log does not say) and ``source`` the log's path.
+    ``due`` lists the topics whose review date has come (today or earlier, UTC), most overdue first.
     """
 
     seq: int
@@ -79,6 +104,7 @@ class NudgeEvent(TypedDict):
     indexOverBudget: bool
     needsCommit: bool
     suggestedActions: list[str]
+    due: list[DueItem]
 
 
 class HeartbeatEvent(TypedDict):
@@ -103,6 +129,6 @@ class QueueAddedEvent(TypedDict):
 
 
 
-EVENT_PAYLOADS: dict[str, type] = {MEMORY_NUDGE: NudgeEvent, MEMORY_CHANGED: ChangedEvent,
+EVENT_PAYLOADS: dict[str, type] = {MEMORY_NUDGE: NudgeEvent, MEMORY_CHANGED: ChangedEvent, MEMORY_DUE: DueEvent,
                                    QUEUE_ADDED: QueueAddedEvent, DAEMON_HEARTBEAT: HeartbeatEvent}
 """``{topic: the TypedDict of its payload}`` (``schema/events.schema.json`` holds the same)."""

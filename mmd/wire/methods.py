@@ -27,7 +27,10 @@ __all__ = [
     "MEMORY_CLOSE",
     "MEMORY_DELETE",
     "MEMORY_DIGEST",
+    "MEMORY_DUE",
     "MEMORY_INDEX",
+    "MEMORY_INJECT",
+    "MEMORY_INJECTED",
     "MEMORY_LIST",
     "MEMORY_NUDGE",
     "MEMORY_OPEN",
@@ -99,7 +102,7 @@ MEMORY_SEARCH = Method("memory.search", {"query": Param(_STR, True), "mode": Par
 MEMORY_BUDGET = Method("memory.budget", _SESSION, idempotent=True)
 MEMORY_WRITE = Method("memory.write", {
     "topic": Param(_STR, True), "content": Param(_STR, True), "summary": Param(_STR), "tags": Param(_TAGS),
-    "budget": Param(_INT), "ifRevision": Param(_INT), **_SESSION})
+    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_SESSION})
 MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision": Param(_INT), **_SESSION})
 MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR), "maxItems": Param(_INT),
                                          "topicHint": Param(_STR)}, idempotent=True)
@@ -112,11 +115,16 @@ QUEUE_ACCEPT = Method("queue.accept", {
     "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_ID, True), "reason": Param(_STR)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
+MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes": Param(_INT),
+                                         "commit": Param(_BOOL), "reset": Param(_BOOL)})
+MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True)},
+                         idempotent=True)
+MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT)}, idempotent=True)
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
     MEMORY_WRITE, MEMORY_DELETE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT, QUEUE_REJECT,
-    DAEMON_STATUS)}
+    DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}

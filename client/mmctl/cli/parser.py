@@ -100,12 +100,16 @@ _SUMMARY = Opt("--summary", "S", "the index summary (a value starting with -- go
 _TAGS = Opt("--tags", "T", "comma-separated tags")
 _LIMIT = Opt("--limit", "N", "at most N results", "int")
 _LANG = Opt("--lang", "LANG", "the guide's language", choices=("en", "zh", "auto"))
+_MAX_BYTES = Opt("--max-bytes", "N", "the text's budget in UTF-8 bytes (default 3072)", "int")
+_REVIEW_AFTER = Opt("--review-after", "DATE",
+                    "re-check the note on DATE (YYYY-MM-DD) or after a span: 10d, 2w, 3m, 1y; '' removes it")
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("init", "reference", "create the memory root, memories/ and an empty index", reference=True),
     Command("write", "reference", "create or replace a note (never truncated: an over-budget write writes nothing)",
             (Pos("topic", "the note's topic, an ASCII slug"),),
-            (_CONTENT, _FILE_BODY, Opt("--budget", "N", "this write's budget in characters", "int"), _SUMMARY, _TAGS),
+            (_CONTENT, _FILE_BODY, Opt("--budget", "N", "this write's budget in characters", "int"), _SUMMARY, _TAGS,
+             _REVIEW_AFTER),
             reference=True),
     Command("read", "reference", "a note, the index, or the index with every note",
             (Pos("topic", "the note's topic (none: the index)"),),
@@ -141,6 +145,24 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("doctor", "doctor", "dangling entries, orphan files, malformed notes, an over-budget index",
             options=(Opt("--fix", None, "repair what is marked fixable (never deletes)", "switch"),)),
     Command("mcp", "mcp", "serve the MCP tools over stdio", options=(_LANG,), json=False),
+    Command("inject", "agents", "what an agent should be told now: the index once, then only what changed",
+            options=(Opt("--client", "KEY", "whose view (an agent session id; default: mmctl)"), _MAX_BYTES,
+                     Opt("--format", "F", "text, json, or claude-hook (reads the hook's input on stdin)",
+                         choices=("text", "json", "claude-hook"))),
+            epilog="The text is printed, then committed: the next call says only what changed since.\n"
+                   "--json is --format json: {mode, text, added, updated, removed, unchanged, reminded, bytes}."),
+    Command("due", "agents", "notes whose review date has come (or comes within --within days)",
+            options=(Opt("--within", "DAYS", "also list dates up to DAYS days ahead", "int"),)),
+    Command("export", "agents", "write the memory block of an instructions file (AGENTS.md, CLAUDE.md)",
+            (Pos("what", "what to export", choices=("agents-md",)),),
+            (Opt("--file", "PATH", "the file (default ./AGENTS.md); bytes outside the mm:begin/end block are kept"),
+             _MAX_BYTES)),
+    Command("hooks", "agents", "install or remove the hooks that inject memory into an agent",
+            (Pos("action", "what to do", choices=("install", "uninstall")),
+             Pos("agent", "which agent", choices=("claude-code",))),
+            (Opt("--scope", "S", "user (~/.claude/settings.json) or project (./.claude/settings.json)",
+                 choices=("user", "project")),
+             Opt("--dry-run", None, "print what would change, write nothing", "switch"))),
     Command("completion", "completion", "print the shell completion script (topics complete from the index)",
             (Pos("shell", "the shell", choices=("bash", "zsh", "fish")),), json=False,
             epilog="bash: mmctl completion bash > ~/.local/share/bash-completion/completions/mmctl\n"

@@ -52,7 +52,8 @@ def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> 
 
     try:
         outcome: dict[str, Any] = daemon.client.write(
-            topic, content, summary=ctx.args.text("--summary"), tags=ctx.args.text("--tags"), budget=budget)
+            topic, content, summary=ctx.args.text("--summary"), tags=ctx.args.text("--tags"), budget=budget,
+            review_after=ctx.args.text("--review-after"))
     except RpcError as error:
         raise _as_mm(error) from None
     outcome.pop("revision", None)
@@ -69,7 +70,7 @@ def _as_mm(error: Exception) -> MMError:
 
 
 def cmd_write(ctx: Ctx) -> int:
-    """``write <topic> --content TEXT [--budget N] [--summary S] [--tags T]``."""
+    """``write <topic> --content TEXT [--budget N] [--summary S] [--tags T] [--review-after DATE|10d|2w|3m]``."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
     content = _need(body_text(ctx), "write requires --content TEXT")
     budget = ctx.args.integer("--budget")
@@ -79,7 +80,7 @@ def cmd_write(ctx: Ctx) -> int:
         if outcome is None:
             memory = ctx.direct().memory()
             outcome = memory.write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
-                                   tags=ctx.args.text("--tags"))
+                                   tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"))
     except ConfigError:
         raise  # worded as mmd words it, with the file to fix (main)
     except MMError as error:

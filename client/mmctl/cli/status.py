@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
+
 from .output import EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
@@ -70,18 +72,18 @@ def sources_table(sources: list[Any]) -> str:
 
 def _describe(event: Any) -> str:
     d = event.data
-    if event.topic == "memory/changed":
+    if event.topic == MEMORY_CHANGED:
         parts = [f"{sign}{item.get('topic')}" for sign, key in (("+", "added"), ("~", "updated"), ("-", "removed"))
                  for item in d.get(key, [])]
         return f"revision {d.get('revision')} ({d.get('cause')}): {' '.join(parts) or 'no topic changed'}"
-    if event.topic == "memory/nudge":
+    if event.topic == MEMORY_NUDGE:
         actions = "; ".join(d.get("suggestedActions", []))
         ended = f" of {d['agent']} session {d.get('sessionId')} in {d.get('project') or '?'}" if d.get("agent") else ""
         return (f"{d.get('reason')}{ended}: {d.get('pendingWrites', 0)} pending, {d.get('queuePending', 0)} queued"
                 f" — {actions}")
-    if event.topic == "queue/added":
+    if event.topic == QUEUE_ADDED:
         return f"{len(d.get('ids', []))} candidate(s) from {d.get('agent', '?')} {d.get('source', '?')}"
-    if event.topic == "daemon/heartbeat":
+    if event.topic == DAEMON_HEARTBEAT:
         return f"revision {d.get('revision')}, {d.get('queuePending', 0)} queued"
     return js_json(d)
 
@@ -139,7 +141,7 @@ def _watched(ctx: Ctx, events: Any) -> Any:
         if gone:
             gone = False
             ctx.error("the daemon is back")
-        if event.topic == "daemon/heartbeat":
+        if event.topic == DAEMON_HEARTBEAT:
             if last_beat is not None:
                 interval_ms = max(1, round((now - last_beat) * 1000))
             last_beat = now

@@ -6,7 +6,8 @@ restart is opened again (the snapshot then moves to the newest revision).
 Without one, it is a core :class:`~mmd.core.Memory` loaded once: reads serve
 that snapshot, writes reach the disk under the root's lock and count as
 pending, exactly the reference's session semantics (mm v1 §7). The review
-queue needs the daemon.
+queue needs the daemon. Review dates (``due``) and injections (``inject``) look
+at the latest revision, not the connection's snapshot: they are about now.
 """
 
 from __future__ import annotations
@@ -57,6 +58,18 @@ class SessionMemory:
                      topic_hint: str | None) -> dict[str, Any]:
         raise NotImplementedError
 
+    async def delete(self, topic: str) -> dict[str, Any]:
+        """Delete a note and its index entry: ``{ok, removed, topic, usage, pendingWrites?, …}``."""
+        raise NotImplementedError
+
+    async def due(self, within_days: int) -> dict[str, Any]:
+        """``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}`` of the latest revision."""
+        raise NotImplementedError
+
+    async def inject(self, client: str, max_bytes: int | None) -> dict[str, Any]:
+        """The injection for ``client`` (``memory.inject``), committed: the tool's answer reaches the agent."""
+        raise NotImplementedError
+
     async def queue(self, action: str, **params: Any) -> Any:
         """``queue.<action>`` (``list`` | ``accept`` | ``reject``) with the given params."""
         raise NotImplementedError
@@ -98,6 +111,33 @@ class DirectMemory(SessionMemory):
                      topic_hint: str | None) -> dict[str, Any]:
         return await asyncio.to_thread(self.memory.digest, text=text, file=file, max_items=max_items,
                                        topic_hint=topic_hint)
+
+    async def delete(self, topic: str) -> dict[str, Any]:
+        return await asyncio.to_thread(self.memory.delete, topic)
+
+    async def due(self, within_days: int) -> dict[str, Any]:
+        return await asyncio.to_thread(self._due, within_days)
+
+    def _due(self, within_days: int) -> dict[str, Any]:
+        from datetime import date
+
+        from mmd.core.clock import iso_ms
+        from mmd.core.snapshot import parse_live_index
+        from mmd.inject.due import due_topics
+
+        today = date.fromisoformat(iso_ms(self.memory._now())[:10])
+        _, entries = parse_live_index(self.memory.root, self.memory.memory_id)
+        return {"today": today.isoformat(), **due_topics(entries, today, within_days).to_json()}
+
+    async def inject(self, client: str, max_bytes: int | None) -> dict[str, Any]:
+        from ..injection import plan_direct
+
+        def run() -> dict[str, Any]:
+            injection = plan_direct(self.memory.options, client, now=self.memory._now, max_bytes=max_bytes)
+            injection.commit()
+            return injection.result
+
+        return await asyncio.to_thread(run)
 
     async def queue(self, action: str, **params: Any) -> Any:
         raise MemoryUnavailable(f"the review queue needs the mmd daemon; start it with `mmd --root {self.memory.root}`")
@@ -160,6 +200,18 @@ class DaemonMemory(SessionMemory):
                      topic_hint: str | None) -> dict[str, Any]:
         result: dict[str, Any] = await self.client.digest(text=text, file=file, max_items=max_items,
                                                           topic_hint=topic_hint)
+        return result
+
+    async def delete(self, topic: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._in_session(lambda: self.session.delete(topic))
+        return result
+
+    async def due(self, within_days: int) -> dict[str, Any]:
+        result: dict[str, Any] = await self.client.due(within_days=within_days)
+        return result
+
+    async def inject(self, client: str, max_bytes: int | None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.client.inject(client, max_bytes=max_bytes, commit=True)
         return result
 
     async def queue(self, action: str, **params: Any) -> Any:

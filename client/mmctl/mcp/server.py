@@ -1,9 +1,11 @@
 """``mmctl mcp``: the Model Context Protocol server over stdio (the official SDK's ``MCPServer``).
 
 Tools: ``mem_read``, ``mem_write``, ``mem_search``, ``mem_budget``,
-``mem_digest`` (the reference's five, same meaning) and ``mem_queue_list``,
-``mem_queue_accept``, ``mem_queue_reject`` (the daemon's review queue). One
-frozen snapshot per connection (:mod:`.memory`). Every tool returns both a
+``mem_digest`` (the reference's five, same meaning), ``mem_delete``,
+``mem_due`` (notes whose review date has come), ``mem_inject`` (the index
+once, then only what changed) and ``mem_queue_list``, ``mem_queue_accept``,
+``mem_queue_reject`` (the daemon's review queue). One frozen snapshot per
+connection (:mod:`.memory`); the resources (:mod:`.resources`) show the latest revision. Every tool returns both a
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
 schema (the pydantic models below). The agents' guide is the server's
@@ -14,8 +16,10 @@ with its usage, as mm v1 §6 wants.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -30,9 +34,10 @@ from mmd.core.guide import guide_text
 from ..errors import MmctlError
 from ..render import budget_lines, candidates
 from .memory import DaemonMemory, DirectMemory, MemoryUnavailable, SessionMemory, describe_error
+from .resources import MemoryServer, note_text
 
-__all__ = ["DESCRIPTIONS", "BudgetOut", "DigestOut", "MemoryTools", "QueueOut", "ReadOut", "SearchOut", "WriteOut",
-           "build_server", "serve"]
+__all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "QueueOut",
+           "ReadOut", "SearchOut", "WriteOut", "build_server", "serve"]
 
 
 class _Out(BaseModel):
@@ -101,6 +106,41 @@ class DigestOut(_Out):
     note: str | None = None
 
 
+class DeleteOut(_Out):
+    """``mem_delete``: ``removed`` says whether a note was there; deletes are always allowed."""
+
+    ok: bool
+    removed: bool
+    topic: str
+    usage: dict[str, Any]
+    pendingWrites: int | None = None
+    revision: int | None = None
+
+
+class DueOut(_Out):
+    """``mem_due``: ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
+
+    today: str
+    due: list[dict[str, Any]]
+    invalid: list[dict[str, Any]]
+
+
+class InjectOut(_Out):
+    """``mem_inject``: the injection (``baseline`` | ``delta`` | ``reminder`` | ``none``), already committed."""
+
+    mode: str
+    text: str
+    added: list[str]
+    updated: list[str]
+    removed: list[str]
+    unchanged: int
+    reminded: list[str]
+    bytes: int
+    token: str
+    revision: int | None = None
+    committed: bool
+
+
 class QueueOut(_Out):
     """``mem_queue_*``: ``candidates`` for a list, ``result`` (the daemon's answer) for accept/reject."""
 
@@ -117,9 +157,7 @@ def _fail(error: BaseException) -> ToolError:
     return ToolError(describe_error(error))
 
 
-def _note_text(note: dict[str, Any]) -> str:
-    return (f"# {note['topic']} ({note['uri']})\n\nsummary: {note['summary'] or '-'}\n"
-            f"tags: {', '.join(note['tags']) or '-'}\nupdated: {note['updated']}\n\n{note['body']}\n")
+_note_text = note_text
 
 
 def _index_text(index: dict[str, Any]) -> str:
@@ -151,6 +189,12 @@ DESCRIPTIONS = {
                   "write budget, pending writes, anomalies.",
     "mem_digest": "Distill candidate memories from text, a file, or the newest session log. Never writes: review "
                   "the candidates and mem_write the ones worth keeping.",
+    "mem_delete": "Delete a note and its index entry. Deletes are always allowed, even over budget: remove what is "
+                  "stale, wrong or merged into another note.",
+    "mem_due": "Notes whose review date has come (withinDays: also those due within that many days). Re-check each, "
+               "then rewrite it (mem_write) or delete it (mem_delete).",
+    "mem_inject": "What you should know of the memory now: the first call gives the index (one line per topic), "
+                  "later calls only what was added, updated or removed since, and nothing when nothing changed.",
     "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs. status: "
                       "pending (default) | accepted | rejected.",
     "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
@@ -166,10 +210,14 @@ def _candidate_id(raw: str) -> str | int:
 
 
 class MemoryTools:
-    """The tools of one connection, as methods named after the tools, over ``memory``."""
+    """The tools of one connection, as methods named after the tools, over ``memory``.
 
-    def __init__(self, memory: SessionMemory) -> None:
+    ``client`` is the injection client of ``mem_inject`` (one per connection: an agent session).
+    """
+
+    def __init__(self, memory: SessionMemory, client: str | None = None) -> None:
         self.memory = memory
+        self.client = client or f"mcp:{secrets.token_hex(6)}"
 
     async def mem_read(self, topic: str | None = None, all: bool = False) -> Annotated[CallToolResult, ReadOut]:
         memory = self.memory
@@ -241,6 +289,35 @@ class MemoryTools:
                          f"{c['summary']}\n  {c['body']}")
         return _result("\n".join(lines) + "\n", result)
 
+    async def mem_delete(self, topic: str) -> Annotated[CallToolResult, DeleteOut]:
+        try:
+            outcome = await self.memory.delete(topic)
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        uri = self.memory.uri_for(topic)
+        text = f"deleted {uri}" if outcome["removed"] else f"no note for topic {topic} ({uri}): nothing to delete"
+        return _result(text + "\n", outcome)
+
+    async def mem_due(self, withinDays: int = 0) -> Annotated[CallToolResult, DueOut]:
+        try:
+            report = await self.memory.due(withinDays)
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        lines = [f"- {d['topic']} ({self.memory.uri_for(d['topic'])}): review date {d['reviewAfter']}, "
+                 f"{d['daysLeft']} day(s) left" for d in report["due"]]
+        lines += [f"- {b['topic']}: its review-after value {b['value']!r} is no date; rewrite it"
+                  for b in report["invalid"]]
+        head = f"{len(report['due'])} note(s) due for review (today {report['today']})"
+        return _result("\n".join([head + (":" if lines else ""), *lines]) + "\n", report)
+
+    async def mem_inject(self, maxBytes: int | None = None) -> Annotated[CallToolResult, InjectOut]:
+        try:
+            result = await self.memory.inject(self.client, maxBytes)
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        text = result["text"] or "nothing changed in the memory since your last mem_inject"
+        return _result(text + "\n", result)
+
     async def _queue(self, action: str, **params: Any) -> Any:
         try:
             return await self.memory.queue(action, **params)
@@ -273,8 +350,9 @@ class MemoryTools:
         return _result(f"rejected {id}\n", {"ok": True, "result": result})
 
 
-def build_server(memory: SessionMemory, instructions: str) -> MCPServer[Any]:
-    """The MCP server for one connection over ``memory``; closing the connection releases the snapshot."""
+def build_server(memory: SessionMemory, instructions: str, *, root: Path, memory_id: str) -> MCPServer[Any]:
+    """The MCP server for one connection over ``memory`` (tools) and the files of ``root`` (resources);
+    closing the connection releases the snapshot."""
 
     @asynccontextmanager
     async def lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -283,7 +361,8 @@ def build_server(memory: SessionMemory, instructions: str) -> MCPServer[Any]:
         finally:
             await memory.close()
 
-    server: MCPServer[Any] = MCPServer("mmctl", instructions=instructions, version=__version__, lifespan=lifespan)
+    server = MemoryServer("mmctl", root=root, memory_id=memory_id, instructions=instructions, version=__version__,
+                          lifespan=lifespan)
     tools = MemoryTools(memory)
     for name, description in DESCRIPTIONS.items():
         server.add_tool(getattr(tools, name), name=name, description=description)
@@ -326,7 +405,7 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
             memory = await DaemonMemory(client).open()
         else:
             memory = DirectMemory(direct.memory(search=True, options=options))
-        await build_server(memory, instructions).run_stdio_async()
+        await build_server(memory, instructions, root=options.root, memory_id=options.memory_id).run_stdio_async()
 
     asyncio.run(run())
     return 0

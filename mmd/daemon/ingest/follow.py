@@ -41,7 +41,7 @@ from typing import Any
 
 from mmd.core.clock import iso_ms, system_clock
 from mmd.core.snapshot import Snapshot
-from mmd.sources import Source
+from mmd.sources import SESSIONS_KIND, Source
 
 from ..queue import ReviewQueue
 from ..statedb import CursorRow
@@ -92,7 +92,7 @@ class Ingestor:
         self._thread: threading.Thread | None = None
         self._tracked: dict[str, TrackedLog] = {}
         self._following = False
-        dsh = next((f for f in self.folders.all if f.kind == "dsh"), None)
+        dsh = next((f for f in self.folders.all if f.kind == SESSIONS_KIND), None)
         self.health = IngestHealth(str(dsh.root) if dsh is not None else "",
                                    sources=[f.health for f in self.folders.all])
         self.harvester = Harvester(queue, notes=notes, write_budget=write_budget, health=self.health,
@@ -175,7 +175,7 @@ class Ingestor:
             f.health.phase = "waiting" if inode is None else "backfill"
             if inode is None:
                 log.info("ingest.waiting kind=%s folder=%s (missing; read when it appears)", f.kind, f.root)
-        dsh = self.folders.by_source.get("dsh")
+        dsh = self.folders.by_source.get(SESSIONS_KIND)
         self.health.folder_present = dsh is not None and dsh.inode is not None
         return changed
 

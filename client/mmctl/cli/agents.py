@@ -1,0 +1,171 @@
+"""``mmctl inject``, ``due``, ``export agents-md`` and ``hooks``: memory reaching the agents (issue 14).
+
+- ``inject [--client KEY] [--max-bytes N] [--format text|json|claude-hook] [--json]``: the
+  injection for a client (the index once, then only what changed, nothing when nothing did),
+  printed, then committed once stdout took it; through the daemon when one owns the
+  root, else on the files (:mod:`mmctl.injection`). ``claude-hook`` reads Claude Code's hook
+  input on stdin (``session_id``: the client is ``claude-code:<session_id>``; a
+  ``SessionStart`` after ``clear`` or ``compact`` gives the index again) and prints
+  ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``, or nothing.
+- ``due [--within DAYS] [--json]``: notes whose review date has come.
+- ``export agents-md [--file PATH] [--max-bytes N]``: the index into the file's
+  ``<!-- mm:begin -->`` block, every other byte kept.
+- ``hooks install|uninstall claude-code [--scope user|project] [--dry-run]``: the
+  SessionStart and UserPromptSubmit hooks in Claude Code's settings (:mod:`mmctl.hooks`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mmd.core.errors import MMError
+
+from .output import EXIT_OK, Ctx, Failure
+
+__all__ = ["DEFAULT_CLIENT", "cmd_due", "cmd_export", "cmd_hooks", "cmd_inject"]
+
+DEFAULT_CLIENT = "mmctl"
+"""The client key of ``mmctl inject`` without ``--client``."""
+_JSON_KEYS = ("mode", "text", "added", "updated", "removed", "unchanged", "reminded", "bytes")
+
+
+def _call(what: Any) -> Any:
+    """Run ``what()``; an mm or daemon error becomes a :class:`Failure` (exit code 1) with its code."""
+    from ..errors import MmctlError
+
+    try:
+        return what()
+    except MMError as error:
+        raise Failure(f"{error.code.value}: {error.message}") from None
+    except MmctlError as error:
+        raise Failure(f"{error.code}: {error.message}") from None
+
+
+def cmd_inject(ctx: Ctx) -> int:
+    """``inject``: print the injection, then commit it (never when stdout could not take it)."""
+    from ..injection import hook_input, hook_output, plan
+
+    form = "json" if ctx.json else ctx.args.text("--format") or "text"
+    hook = _call(lambda: hook_input(ctx.stdin_bytes())) if form == "claude-hook" else None
+    client = ctx.args.text("--client") or (hook.client_key if hook is not None else DEFAULT_CLIENT)
+    ctx.need_root()
+    daemon = ctx.daemon()
+    injection = _call(lambda: plan(client, daemon=daemon.client if daemon else None,
+                                   options=lambda: ctx.direct().options(), now=ctx.now,
+                                   max_bytes=ctx.args.integer("--max-bytes"), reset=bool(hook and hook.reset)))
+    result = injection.result
+    if hook is not None:
+        text = hook_output(hook.event, injection.text)
+    elif form == "json":
+        from .output import js_json
+
+        text = js_json({k: result[k] for k in _JSON_KEYS}) + "\n"
+    else:
+        text = injection.text + "\n" if injection.text else ""
+    try:
+        ctx.write(text)
+    except (BrokenPipeError, OSError) as error:  # not delivered: the next call gives the same text again
+        raise Failure(f"could not print the injection ({error}); nothing was committed") from None
+    _call(injection.commit)
+    return EXIT_OK
+
+
+def cmd_due(ctx: Ctx) -> int:
+    """``due [--within DAYS]``: the due notes, most overdue first; hand-written dates that are no date too."""
+    within = ctx.args.integer("--within")
+    ctx.need_root()
+    daemon = ctx.daemon()
+    if daemon is not None:
+        report = _call(lambda: daemon.client.due(within_days=within))
+    else:
+        report = _call(lambda: _due_direct(ctx, within or 0))
+    if ctx.json:
+        ctx.print_json(report)
+        return EXIT_OK
+    lines = [f"{d['topic']}  {d['reviewAfter']}  {_when(d['daysLeft'])}\n" for d in report["due"]]
+    if not lines:
+        lines.append(f"nothing due{f' within {within} days' if within else ''} (today is {report['today']})\n")
+    ctx.write("".join(lines))
+    for bad in report["invalid"]:
+        ctx.error(f"{bad['topic']}: review-after {bad['value']!r} is no date (YYYY-MM-DD); rewrite it with "
+                  f"`mmctl write {bad['topic']} --review-after …`")
+    return EXIT_OK
+
+
+def _due_direct(ctx: Ctx, within: int) -> dict[str, Any]:
+    from datetime import date
+
+    from mmd.core.clock import iso_ms
+    from mmd.core.snapshot import parse_live_index
+    from mmd.inject.due import due_topics
+
+    options = ctx.direct().options()
+    today = date.fromisoformat(iso_ms(ctx.now())[:10])
+    _, entries = parse_live_index(options.root, options.memory_id)
+    return {"today": today.isoformat(), **due_topics(entries, today, within).to_json()}
+
+
+def _when(days_left: int) -> str:
+    if days_left == 0:
+        return "due today"
+    if days_left < 0:
+        return f"overdue by {-days_left} day{'s' if days_left < -1 else ''}"
+    return f"due in {days_left} day{'s' if days_left > 1 else ''}"
+
+
+def cmd_export(ctx: Ctx) -> int:
+    """``export agents-md [--file PATH]``: the baseline into the file's memory block."""
+    from mmd.inject.blocks import write_block
+
+    from ..injection import baseline_text
+
+    if not ctx.rest:
+        from .parser import UsageError
+
+        raise UsageError("export requires what to export: agents-md")
+    path = Path(ctx.args.text("--file") or "AGENTS.md").absolute()
+    ctx.need_root()
+    text = _call(lambda: baseline_text(ctx.direct().options(), now=ctx.now,
+                                       max_bytes=ctx.args.integer("--max-bytes")))
+    changed = _call(lambda: write_block(path, text))
+    if ctx.json:
+        ctx.print_json({"file": str(path), "changed": changed, "bytes": len(text.encode("utf-8"))})
+    else:
+        ctx.write(f"{'wrote' if changed else 'unchanged:'} the memory block of {path}\n")
+    return EXIT_OK
+
+
+def cmd_hooks(ctx: Ctx) -> int:
+    """``hooks install|uninstall claude-code [--scope user|project] [--dry-run]``."""
+    from .. import hooks
+
+    action = ctx.rest[0] if ctx.rest else None
+    if action not in ("install", "uninstall") or ctx.rest[1:] != ["claude-code"]:
+        from .parser import UsageError
+
+        raise UsageError("hooks needs an action and an agent: hooks install|uninstall claude-code")
+    scope = ctx.args.text("--scope") or "user"
+    path = hooks.settings_path(scope, ctx.env, Path.cwd())
+    if action == "install":
+        root = ctx.need_root()
+        change = _call(lambda: hooks.plan_install(path, hooks.hook_command(hooks.mmctl_command(), root)))
+    else:
+        change = _call(lambda: hooks.plan_uninstall(path))
+    dry = ctx.args.flag("--dry-run")
+    if not dry:
+        _call(lambda: hooks.apply(change))
+    if ctx.json:
+        ctx.print_json({"file": str(path), "scope": scope, "changed": change.changed and not dry, "dryRun": dry,
+                        "actions": change.actions, "backup": str(change.backup) if change.backup else None})
+        return EXIT_OK
+    if not change.changed:
+        ctx.write(f"{path}: already {'has' if action == 'install' else 'has none of'} the mmctl hooks; "
+                  "nothing to do\n")
+        return EXIT_OK
+    lines = [f"{'(dry run) ' if dry else ''}{a}\n" for a in change.actions]
+    if change.backup is not None:
+        lines.append(f"{'would back' if dry else 'backed'} up the previous file to {change.backup}\n")
+    lines.append(f"{path}: {'dry run, nothing written' if dry else 'written'}\n")
+    ctx.write("".join(lines))
+    return EXIT_OK

@@ -1,0 +1,227 @@
+"""Memory reaches the agent from ``mmctl``: one injection, through the daemon or on the files (issue 14).
+
+:func:`plan` gives an :class:`Injection`: the answer of ``memory.inject`` and a
+:meth:`Injection.commit` to call once the text reached the agent (``mmctl
+inject`` commits after stdout was written; a text that could not be written is
+never committed, so it is given again). With a daemon owning the root the
+daemon keeps the client's view (state.db); without one the view is a file
+under the root's ``.mmd/inject/`` folder, read and written while holding the
+root's write lock, as direct writes do. The two stores are separate: a client
+that switches between them gets one baseline more.
+
+Also here: the Claude Code hook's input (:func:`hook_input`) and output
+(:func:`hook_output`) shapes (https://code.claude.com/docs/en/hooks: JSON on
+stdin with ``session_id`` and ``hook_event_name``; context added by printing
+``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``), and the
+baseline text of ``mmctl export agents-md``.
+
+Owns: the offline view files and their TTL, the hook's client key. Never: renders
+text itself (:mod:`mmd.inject` does), or reads the environment (the caller passes it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from mmd.core.clock import Clock, iso_ms, parse_iso_ms
+from mmd.core.durable import atomic_write
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.options import MemoryOptions
+from mmd.core.paths import STATE_DIR
+
+__all__ = ["HOOK_EVENTS", "INJECT_DIR", "TTL_DAYS", "HookInput", "Injection", "baseline_text", "hook_input",
+           "hook_output", "plan", "plan_direct"]
+
+INJECT_DIR = "inject"
+"""The folder under ``<root>/.mmd/`` holding the views of clients injected without a daemon."""
+TTL_DAYS = 30
+"""Days after its last commit that an offline client's view is ignored (the daemon's ``injectTtlDays`` default)."""
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit")
+"""The Claude Code hook events ``mmctl inject --format claude-hook`` answers."""
+_RESET_SOURCES = ("clear", "compact")
+"""SessionStart sources after which the agent no longer holds what it was shown: it gets a baseline again."""
+
+
+@dataclass
+class Injection:
+    """One planned injection.
+
+    Attributes:
+        result: ``{mode, text, added, updated, removed, unchanged, reminded, bytes, token, …}``.
+        commit: advances the client's view to this injection; call it once the text reached the agent.
+    """
+
+    result: dict[str, Any]
+    commit: Callable[[], None] = field(repr=False)
+
+    @property
+    def text(self) -> str:
+        """The text for the agent ('' for mode ``none``)."""
+        return str(self.result["text"])
+
+
+def plan(client_key: str, *, daemon: Any | None, options: Callable[[], MemoryOptions], now: Clock,
+         max_bytes: int | None = None, reset: bool = False) -> Injection:
+    """The injection for ``client_key``: through ``daemon`` (a :class:`mmctl.Client`) when given, else on the files.
+
+    Raises:
+        RpcError / MmctlError: as the daemon answers (a bad client key or ``max_bytes`` is ``E_INVALID``).
+        MMError(E_INVALID | E_IO | E_PARSE): on the files, as :func:`plan_direct`.
+    """
+    if daemon is None:
+        return plan_direct(options(), client_key, now=now, max_bytes=max_bytes, reset=reset)
+    result = daemon.inject(client_key, max_bytes=max_bytes, reset=reset)
+    return Injection(result, lambda: daemon.injected(client_key, result["token"]))
+
+
+def _view_path(root: Path, client_key: str) -> Path:
+    digest = hashlib.sha256(client_key.encode("utf-8")).hexdigest()[:32]
+    return root / STATE_DIR / INJECT_DIR / f"{digest}.json"
+
+
+def _read_view(path: Path, client_key: str, now: datetime) -> Any:
+    """The stored ClientView of ``client_key``, or None (no file, another key, expired, unreadable JSON)."""
+    from mmd.inject.delta import ClientView
+
+    try:
+        data = json.loads(path.read_bytes())
+        if data.get("client") != client_key or parse_iso_ms(data["committedAt"]) < now - timedelta(days=TTL_DAYS):
+            return None
+        return ClientView.from_json(data["view"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, MMError):
+        return None  # a damaged view file costs one baseline, never an error
+
+
+def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_bytes: int | None = None,
+                reset: bool = False) -> Injection:
+    """The injection for ``client_key`` planned on the files; its view lives in ``<root>/.mmd/inject/``.
+
+    The snapshot is read and the view loaded under the root's write lock; the
+    commit writes the new view (atomically) under the lock again.
+
+    Raises:
+        MMError(E_INVALID): for a bad client key or ``max_bytes``.
+        MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): the root cannot be read, or is locked too long.
+    """
+    from mmd.core.snapshot import load_snapshot
+    from mmd.inject.baseline import DEFAULT_MAX_BYTES
+    from mmd.inject.delta import plan_injection
+
+    from .backend import patient_lock
+
+    _check_key(client_key)
+    if not options.root.is_dir():
+        raise MMError(ErrorCode.E_NOT_INITIALIZED, f"memory root does not exist: {options.root} (mmctl init "
+                                                   "creates it)")
+    moment = now()
+    path = _view_path(options.root, client_key)
+    with patient_lock(options.root):
+        snapshot = load_snapshot(options, loaded_at=iso_ms(moment), engine="scan")
+        view = None if reset else _read_view(path, client_key, moment)
+    injection = plan_injection(view, snapshot, today=date.fromisoformat(iso_ms(moment)[:10]),
+                               max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
+    token = secrets.token_urlsafe(12)
+    result = {**injection.to_json(), "token": token, "revision": None, "committed": False}
+
+    def commit() -> None:
+        data = {"client": client_key, "committedAt": iso_ms(now()), "token": token,
+                "view": injection.view.to_json()}
+        with patient_lock(options.root):
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomic_write(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 0o600)
+        result["committed"] = True
+
+    return Injection(result, commit)
+
+
+def _check_key(client_key: str) -> None:
+    """The daemon's rule for client keys (1 to 200 code points, no control characters), on the files too."""
+    if not client_key.strip() or len(client_key) > 200 or any(ord(c) < 0x20 or ord(c) == 0x7F for c in client_key):
+        raise MMError(ErrorCode.E_INVALID, "a client key must be 1 to 200 characters without control characters, "
+                                           f"got {client_key!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class HookInput:
+    """What Claude Code sends a command hook on stdin (the fields used here).
+
+    Attributes:
+        session_id: Claude Code's session id.
+        event: ``hook_event_name`` (``SessionStart`` | ``UserPromptSubmit``).
+        source: SessionStart's ``source`` (``startup`` | ``resume`` | ``clear`` | ``compact``), else ''.
+    """
+
+    session_id: str
+    event: str
+    source: str
+
+    @property
+    def client_key(self) -> str:
+        """The injection client of this Claude Code session: ``claude-code:<session_id>``."""
+        return f"claude-code:{self.session_id}"
+
+    @property
+    def reset(self) -> bool:
+        """The session's context was cleared or compacted: give a baseline again."""
+        return self.event == "SessionStart" and self.source in _RESET_SOURCES
+
+
+def hook_input(data: bytes) -> HookInput:
+    """Parse a Claude Code hook's stdin.
+
+    Raises:
+        MMError(E_INVALID): if it is not a JSON object with a string ``session_id`` and a
+            ``hook_event_name`` of :data:`HOOK_EVENTS`.
+    """
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise MMError(ErrorCode.E_INVALID, "--format claude-hook reads Claude Code's hook input: a JSON object "
+                                           "on stdin, got something else") from None
+    if not isinstance(value, dict) or not isinstance(value.get("session_id"), str) or not value["session_id"]:
+        raise MMError(ErrorCode.E_INVALID, "the hook input on stdin has no session_id (is this run by a Claude "
+                                           "Code SessionStart or UserPromptSubmit hook?)")
+    event = value.get("hook_event_name")
+    if event not in HOOK_EVENTS:
+        raise MMError(ErrorCode.E_INVALID, f"hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event!r}")
+    source = value.get("source")
+    return HookInput(value["session_id"], event, source if isinstance(source, str) else "")
+
+
+def hook_output(event: str, text: str) -> str:
+    """What the hook prints: ``{"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}``
+    plus a newline, or '' when there is nothing to add (Claude Code then adds nothing)."""
+    if not text:
+        return ""
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
+                      ensure_ascii=False) + "\n"
+
+
+def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None = None) -> str:
+    """The baseline of the root's files as they are now (``mmctl export agents-md``).
+
+    Raises:
+        MMError(E_INVALID): for a bad ``max_bytes``. MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as the snapshot.
+    """
+    from mmd.core.snapshot import load_snapshot
+    from mmd.inject.baseline import DEFAULT_MAX_BYTES, render_baseline
+
+    snapshot = load_snapshot(options, loaded_at=iso_ms(now()), engine="scan")
+    return render_baseline(snapshot.entries, memory_id=snapshot.memory_id,
+                           max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes).text
+
+
+def state_files(root: Path) -> list[Path]:
+    """The offline view files of ``root`` (for ``mmctl doctor`` and tests)."""
+    folder = root / STATE_DIR / INJECT_DIR
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
