@@ -7,12 +7,14 @@ privilege, no ``mount``), they skip and say so.
 
 from __future__ import annotations
 
+import io
 import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mmctl.cli.main import main
 
 from mmd.daemon.failures import startup_failure
 from tests.test_daemon_helpers import DaemonProcess
@@ -109,3 +111,18 @@ def test_another_startup_error_keeps_its_own_words(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
     assert startup_failure(OSError(98, "Address already in use"), root) == "[Errno 98] Address already in use"
+
+
+def test_mmctl_writes_on_a_read_only_root_name_the_file_and_the_fix(read_only: Path, tmp_path: Path) -> None:
+    root = read_only / "root"
+    env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path / "run"), "XDG_CONFIG_HOME": str(tmp_path / "c"),
+           "MMCTL_NO_DAEMON": "1"}
+    before = _tree(read_only)
+    for argv in (["write", "t", "--content", "x"], ["delete", "t"]):
+        out, err = io.StringIO(), io.StringIO()
+        assert main([*argv, "--root", str(root)], env=env, stdout=out, stderr=err) == 1
+        assert err.getvalue().splitlines() == [
+            f"mmctl: open {root}/.mmd/lock failed: Read-only file system",
+            f"mmctl: the memory root {root} (from --root) is on a read-only file system: remount it read-write or "
+            "give another --root"], argv
+    assert _tree(read_only) == before

@@ -28,7 +28,7 @@ from mmd.core.config_file import ConfigError
 from mmd.core.errors import ErrorCode, MMError
 
 from ..pins import pinned_clock, pinned_fts5
-from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure
+from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure, fix_for
 from .parser import COMMANDS, Args, Shown, UsageError, parse_args, usage_line
 
 __all__ = ["main"]
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
         # bugs: the code and the message (the thing and the value), then the fix (conformance rule
         # "core-error-named", tests/conformance_rules.py).
         ctx.error(error.message if isinstance(error, ConfigError) else f"{error.code.value}: {error.message}")
-        ctx.error(_hint(error, ctx))
+        ctx.error(fix_for(error, ctx))
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
@@ -120,27 +120,3 @@ def _arguments(argv: list[str]) -> list[str]:
             raise Failure(f"{ErrorCode.E_INVALID.value}: argument {number} is not valid UTF-8: {shown!r}; "
                           "give text in UTF-8") from None
     return argv
-
-
-def _hint(error: MMError, ctx: Ctx) -> str:
-    """The fix for a core error that reached the top, in one sentence naming what to change."""
-    code, message = error.code, error.message
-    if isinstance(error, ConfigError):
-        from mmd.core.config_file import config_path
-
-        where = config_path(None, ctx.env)
-        return f"fix or remove it in {where}, which mmd reads too" if where else "fix the config file"
-    root = f"{ctx.root()} ({ctx.root_origin()})"
-    if code == ErrorCode.E_PARSE:
-        return (f"a file under the memory root {root} is not mm v1: fix it by hand; "
-                f"`mmctl doctor --root {ctx.root()}` lists every problem")
-    if code in (ErrorCode.E_INVALID, ErrorCode.E_CONFLICT) and message.startswith("topic"):
-        return "topics are ASCII slugs: letters, digits, '.', '_' and '-' (see `mmctl help`)"
-    if code == ErrorCode.E_IO:
-        if "read-only file system" in message.lower():
-            return f"the memory root {root} is on a read-only file system: remount it read-write or give another --root"
-        return f"check that the memory root {root} is a folder you can write to"
-    if code == ErrorCode.E_NOT_INITIALIZED:
-        return f"create it with `mmctl init --root {ctx.root()}`, or give the right --root"
-    command = ctx.args.positionals[0] if ctx.args.positionals else ""
-    return f"see `mmctl help {command}`" if command else "see `mmctl help`"

@@ -14,7 +14,7 @@ from mmd.core.config_file import ConfigError
 from mmd.core.errors import ErrorCode, MMError
 
 from ..render import budget_lines
-from .output import EXIT_FAILED, EXIT_OK, Ctx, js_json
+from .output import EXIT_FAILED, EXIT_OK, Ctx, fix_for, js_json
 from .parser import UsageError
 
 __all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
@@ -85,6 +85,8 @@ def cmd_write(ctx: Ctx) -> int:
         raise  # worded as mmd words it, with the file to fix (main)
     except MMError as error:
         ctx.error(error.message)
+        if error.code is ErrorCode.E_IO:
+            ctx.error(fix_for(error, ctx))
         return EXIT_FAILED
     if ctx.json:
         ctx.print_json(outcome)
@@ -294,6 +296,8 @@ def cmd_delete(ctx: Ctx) -> int:
         raise  # worded as mmd words it, with the file to fix (main)
     except MMError as error:
         ctx.error(error.message)
+        if error.code is ErrorCode.E_IO:
+            ctx.error(fix_for(error, ctx))
         return EXIT_FAILED
     if ctx.json:
         ctx.print_json(outcome)
