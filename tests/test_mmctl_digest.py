@@ -98,3 +98,16 @@ def test_digest_finds_what_a_real_daemon_queues_from_the_same_logs(start_daemon,
                     stdout=out, stderr=err) == 0, err.getvalue()
         found |= {(c["topic"], c["body"]) for c in json.loads(out.getvalue())["candidates"]}
     assert found and found == queued
+
+
+def test_a_file_that_cannot_be_read_keeps_the_references_message_and_adds_the_fix(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    env = {"HOME": str(tmp_path), "MMCTL_NO_DAEMON": "1", "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    for missing in (tmp_path / "nothing.jsonl", tmp_path):
+        err.seek(0)
+        err.truncate()
+        assert main(["digest", "--file", str(missing), "--root", str(tmp_path / "root")], env=env, stdout=out,
+                    stderr=err) == 1
+        assert err.getvalue().splitlines() == [
+            f"mmctl: E_DIGEST_SOURCE: digest source file not found: {missing}",
+            "mmctl: give a readable file (--file PATH) or the text itself (--text TEXT)"]

@@ -53,10 +53,10 @@ def digest_agent_log(path: str, memory: Memory, *, max_items: int | None = None,
         ``{source, sourceKind: "session-log", agent, sessionId, project, candidates, usage, note, warnings}``:
         ``candidates`` as the reference's (``topic, kind, summary, body, chars, budget, overBudget``) plus
         ``source`` (``kind``: ``user`` | ``assistant`` | ``compaction``, ``sessionId``, ``seq``, ``messageId``);
-        only the candidates the review queue would show.
+        only the candidates the review queue would show. None as well for a file that cannot be opened.
 
     Raises:
-        MMError(E_DIGEST_SOURCE): the file is missing or cannot be read.
+        MMError(E_DIGEST_SOURCE): a recognised log cannot be read to its end.
     """
     from mmd.core.digest import DIGEST_NOTE
     from mmd.core.errors import ErrorCode, MMError
@@ -64,8 +64,11 @@ def digest_agent_log(path: str, memory: Memory, *, max_items: int | None = None,
 
     try:
         agent = recognise(path)
-        if agent is None:
-            return None
+    except OSError:
+        return None  # missing, a folder, unreadable: the reference's digest says so in its words
+    if agent is None:
+        return None
+    try:
         utterances, warnings = read_whole(path, agent)
     except OSError as error:
         raise MMError(ErrorCode.E_DIGEST_SOURCE, f"digest source file cannot be read: {path}: "

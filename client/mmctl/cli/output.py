@@ -261,12 +261,15 @@ def fix_for(error: MMError, ctx: Ctx) -> str:
         return "topics are ASCII slugs: letters, digits, '.', '_' and '-' (see `mmctl help`)"
     if code == ErrorCode.E_IO:
         read_only = "read-only file system" in message.lower()
-        if str(ctx.root()) not in message:  # another file (an export target, a settings file)
+        in_root = str(ctx.root()) in message or any(f" {rel}" in message for rel in ("memories/", "MEMORY.md", ".mmd/"))
+        if not in_root:  # another file (an export target, a settings file)
             return ("that file system is read-only: remount it read-write or choose another path" if read_only
                     else "check that the path exists and that you can write to it")
         if read_only:
             return f"the memory root {root} is on a read-only file system: remount it read-write or give another --root"
         return f"check that the memory root {root} is a folder you can write to"
+    if code == ErrorCode.E_DIGEST_SOURCE:
+        return "give a readable file (--file PATH) or the text itself (--text TEXT)"
     if code == ErrorCode.E_NOT_INITIALIZED:
         return f"create it with `mmctl init --root {ctx.root()}`, or give the right --root"
     command = ctx.args.positionals[0] if ctx.args.positionals else ""
