@@ -66,11 +66,13 @@ class ConfigError(MMError):
 
 def check_kind(key: str, kind: str, value: Any) -> Any:
     """``value`` if it has the kind (``int``: a positive integer; ``bool``; ``str``: non-blank; ``paths``: a list
-    of non-blank strings, returned as a tuple; else a string).
+    of non-blank strings, returned as a tuple; ``argv``: a non-empty list of non-empty strings (a command);
+    else a string).
 
     Raises:
         ConfigError: ``must be a positive integer`` / ``must be true or false`` / ``must be a list of file
-            paths`` / ``must be a string`` / ``must not be blank``.
+            paths`` / ``must be a non-empty list of non-empty strings …`` / ``must be a string`` / ``must not
+            be blank``.
     """
     if kind == "int":
         if not is_js_integer(value) or value < 1:
@@ -80,6 +82,10 @@ def check_kind(key: str, kind: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ConfigError(key, value, "must be true or false")
         return value
+    if kind == "argv":
+        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
+            raise ConfigError(key, value, "must be a non-empty list of non-empty strings (program, args…)")
+        return list(value)
     if kind == "paths":
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v.strip() for v in value):
             raise ConfigError(key, value, "must be a list of file paths")
