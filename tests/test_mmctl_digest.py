@@ -1,9 +1,10 @@
 """``mmctl digest --file F``: a recognised agent log goes through the daemon's adapter and candidate pipeline.
 
-Fixtures (``tests/fixtures/digest``): a Claude Code transcript and a Codex rollout whose typed prompts and
-replies carry ``mm:`` markers, beside markers in text no adapter emits (tool output, injected reminders,
-developer messages). The reference's line flattening finds those too; the adapters never do. Any other
-file keeps the reference's digest byte for byte (conformance rule ``digest-agent-log``).
+Fixtures (``tests/fixtures/digest``): a DSH log, a Claude Code transcript and a Codex rollout whose typed
+prompts and replies carry ``mm:`` markers, beside markers in text no adapter emits (tool output, injected
+reminders and plugin text, developer messages). The reference's line flattening finds those too; the
+adapters never do. Any other file keeps the reference's digest byte for byte (conformance rule
+``digest-agent-log``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from tests.test_ingest_helpers import backfilled, candidates
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CLAUDE = FIXTURES / "digest" / "claude-code-session.jsonl"
 CODEX = FIXTURES / "digest" / "codex-rollout.jsonl"
-DSH = FIXTURES / "sessions" / "--home-test-legacy--" / "session-v0-legacy" / "session.jsonl"
+DSH = FIXTURES / "digest" / "dsh-session.jsonl"
+DSH_LEGACY = FIXTURES / "sessions" / "--home-test-legacy--" / "session-v0-legacy" / "session.jsonl"
 OTHER = FIXTURES / "ingest" / "other" / "agent-log.jsonl"
-NOISE = {CLAUDE: {"tool-output-noise", "reminder-noise"}, CODEX: {"developer-noise", "function-output-noise"}}
+NOISE = {CLAUDE: {"tool-output-noise", "reminder-noise"}, CODEX: {"developer-noise", "function-output-noise"},
+         DSH: {"plugin-noise", "tool-noise"}}
 
 
 def digest_json(tmp_path: Path, *argv: str) -> tuple[int, Any, str]:
@@ -38,7 +41,8 @@ def digest_json(tmp_path: Path, *argv: str) -> tuple[int, Any, str]:
     return code, json.loads(out.getvalue()) if "--json" in argv else out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize(("path", "agent"), [(CLAUDE, "claude-code"), (CODEX, "codex"), (DSH, "dsh"), (OTHER, None)])
+@pytest.mark.parametrize(("path", "agent"), [(CLAUDE, "claude-code"), (CODEX, "codex"), (DSH, "dsh"),
+                                             (DSH_LEGACY, "dsh"), (OTHER, None)])
 def test_an_agent_log_is_recognised_by_its_content_wherever_it_lies(path: Path, agent: str | None,
                                                                      tmp_path: Path) -> None:
     moved = tmp_path / "anything.txt"
@@ -52,13 +56,13 @@ def test_digest_of_an_agent_log_goes_through_the_daemons_adapter_and_pipeline(pa
     assert (code, err) == (0, "")
     agent = recognise(path)
     utterances, _ = read_whole(path, str(agent))
-    expected = candidates_from(utterances, write_budget=4000, seen=Seen())
+    expected = [c for c in candidates_from(utterances, write_budget=4000, seen=Seen()) if getattr(c, "visible", True)]
     assert got["agent"] == agent and got["sourceKind"] == "session-log" and got["source"] == str(path)
     assert [(c["topic"], c["body"]) for c in got["candidates"]] == [(c.topic, c.body) for c in expected]
     assert got["candidates"] and all(c["source"]["sessionId"] == utterances[0].session_id for c in got["candidates"])
     reference = {c["topic"] for c in digest(file=path, dsh_home="")["candidates"]}
     mine = {c["topic"] for c in got["candidates"]}
-    assert not mine & NOISE.get(path, set()) and NOISE.get(path, set()) <= reference  # the difference, pinned
+    assert not mine & NOISE[path] and NOISE[path] <= reference  # the difference, pinned
     code, text, _ = digest_json(tmp_path, "--file", str(path))
     assert code == 0 and text.startswith(f"digest from {path} ({agent} log) — {len(expected)} candidate(s)")
 
