@@ -8,6 +8,10 @@
   filesystem — the floor. A mm write replaces two files (the note, then
   MEMORY.md), so it cannot exceed half of this floor.
 * Idle: CPU (% of one core) and RSS (MiB) of the daemon over ``--idle-s`` seconds.
+* Flood (last, so that it does not weigh on the idle figures): ``memory.write`` latency
+  (p50/p99, ms) of one client while another floods the daemon with 4 MiB
+  ``memory.digest`` requests as fast as it can send them, beside the target (p99 ≤ 1 s,
+  issue 11) and the daemon's peak RSS.
 
 Targets (issue 3): read p50 ≤ 3× the echo floor, ≥ 5,000 reads/s with 8
 clients on 2 cores, writes ≥ 50% of the fsync floor, idle CPU < 1%, RSS < 60 MiB.
@@ -202,6 +206,71 @@ def daemon_writes(d: Daemon, seconds: float) -> float:
     return n / seconds
 
 
+def _flooder(endpoint: str, stop_at: float, out: Any) -> None:
+    """Send 4 MiB ``memory.digest`` requests as fast as the socket takes them until ``stop_at``; count answers."""
+    import zmq
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    frame = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "memory.digest",
+                        "params": {"text": "remember: " + "x" * (4 * 1024 * 1024 - 200)}}).encode()  # just fits
+    sent = answered = busy = 0
+    while time.time() < stop_at:
+        if sock.poll(0, zmq.POLLOUT):
+            sock.send(frame, zmq.NOBLOCK)
+            sent += 1
+        while sock.poll(0):
+            answer = json.loads(sock.recv())
+            answered += 1
+            busy += answer.get("error", {}).get("data", {}).get("code") == "E_BUSY"
+        time.sleep(0.001)
+    sock.close()
+    ctx.term()
+    out.put({"sent": sent, "answered": answered, "busy": busy})
+
+
+def writes_under_flood(d: Daemon, seconds: float) -> dict[str, float]:
+    """One client's write latency while a second process floods the daemon with 4 MiB digests."""
+    import zmq
+
+    mpc = mp.get_context("spawn")
+    out = mpc.Queue()
+    start = time.time() + 1.5
+    flood = mpc.Process(target=_flooder, args=(d.rpc, start + seconds + 1.0, out))
+    flood.start()
+    while time.time() < start:
+        time.sleep(0.01)
+    s = zmq.Context.instance().socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect(d.rpc)
+    lat: list[float] = []
+    end = time.perf_counter() + seconds
+    n = 0
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        s.send(json.dumps({"jsonrpc": "2.0", "id": n, "method": "memory.write",
+                           "params": {"topic": f"n{n % 20}", "content": f"under flood {n}"}}).encode())
+        if not s.poll(30_000):
+            lat.append(30.0)
+            break
+        answer = json.loads(s.recv())
+        assert answer.get("result", {}).get("ok"), answer
+        lat.append(time.perf_counter() - t0)
+        n += 1
+    s.close(0)
+    counts = out.get(timeout=120)
+    flood.join(30)
+    peak = float("nan")
+    for line in Path(f"/proc/{d.proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            peak = int(line.split()[1]) / 1024
+    lat.sort()
+    return {"p50_ms": 1000 * lat[len(lat) // 2], "p99_ms": 1000 * lat[int(len(lat) * 0.99)], "writes": len(lat),
+            "peak_rss_mib": peak, **counts}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each throughput run, s")
@@ -245,6 +314,14 @@ def main() -> int:
             print(f"  CPU % of one core           {cpu_pct:10.2f}    {'< 1':>10}")
             print(f"  RSS MiB (max)               {max(rss):10.1f}    {'< 60':>10}"
                   f"   (median {statistics.median(rss):.1f})")
+            flood = writes_under_flood(d, args.seconds)
+            print("\nWrites under a flood of 4 MiB digests   daemon        target")
+            print(f"  write p50 ms                {flood['p50_ms']:10.1f}")
+            print(f"  write p99 ms                {flood['p99_ms']:10.1f}    {'≤ 1000':>10}"
+                  f"   ({flood['writes']:.0f} writes; flood sent {flood['sent']:.0f}, "
+                  f"{flood['answered']:.0f} answered, {flood['busy']:.0f} of them E_BUSY)")
+            print(f"  daemon peak RSS MiB         {flood['peak_rss_mib']:10.1f}"
+                  "   (digests run in a worker process of their own, not counted)")
         finally:
             d.stop()
     finally:

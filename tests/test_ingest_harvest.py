@@ -28,7 +28,8 @@ def harvester(tmp_path: Path, added: list[AddedBatch]) -> Harvester:
 
 def test_the_status_json_keeps_its_shape() -> None:
     assert IngestHealth("/s").to_json() == {
-        "running": False, "phase": "stopped", "sessionsDir": "/s", "folderPresent": False, "filesTracked": 0,
+        "running": False, "phase": "stopped", "mode": "native", "watchError": None, "sessionsDir": "/s",
+        "folderPresent": False, "filesTracked": 0,
         "bytesRead": 0, "candidatesAdded": 0, "lastEventAt": None, "errors": 0, "lastError": None, "warnings": 0,
         "sessionsEnded": 0, "backfill": {"done": False, "files": 0, "bytes": 0, "candidates": 0, "seconds": None},
         "sources": []}

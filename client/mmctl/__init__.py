@@ -13,7 +13,23 @@ names, topics and error codes come from :mod:`mmd.wire`, never from the daemon.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # type checkers see the real classes; at run time they load on first use
+    from ._base import Curve
+    from .aclient import AsyncClient, AsyncSession, AsyncSubscription
+    from .client import Client, Session, Subscription
+    from .errors import (
+        BudgetError,
+        ConflictError,
+        DaemonUnavailable,
+        MmctlError,
+        NoSessionError,
+        RequestTimeout,
+        RpcError,
+        UnsafeEndpoint,
+    )
+    from .events import Event
 
 __all__ = [
     "AsyncClient",
@@ -31,13 +47,14 @@ __all__ = [
     "RpcError",
     "Session",
     "Subscription",
+    "UnsafeEndpoint",
 ]
 
 _WHERE = {
     "AsyncClient": "aclient", "AsyncSession": "aclient", "AsyncSubscription": "aclient", "Client": "client",
     "Session": "client", "Subscription": "client", "Event": "events", "Curve": "_base", **{name: "errors" for name in (
         "BudgetError", "ConflictError", "DaemonUnavailable", "MmctlError", "NoSessionError", "RequestTimeout",
-        "RpcError")},
+        "RpcError", "UnsafeEndpoint")},
 }
 
 

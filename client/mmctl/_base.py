@@ -19,14 +19,15 @@ from typing import Any
 
 from mmd.core.config_file import configured_root
 from mmd.wire import methods as wire
-from mmd.wire.endpoints import endpoints_for
+from mmd.wire.endpoints import check_peer, check_socket_folder, endpoints_for, ipc_path
 from mmd.wire.methods import METHODS, SESSION_PARAM
 from mmd.wire.protocol import DaemonCode
 
-from .errors import BudgetError, error_from_rpc
+from .errors import BudgetError, UnsafeEndpoint, error_from_rpc
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Attempt", "Curve", "Methods",
-           "SessionMethods", "Target", "decode_reply", "encode_request", "refused_while_stopping", "start_hint"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Attempt", "Curve",
+           "EndpointCheck", "Methods", "SessionMethods", "Target", "answers", "decode_reply", "encode_request",
+           "refused_while_stopping", "start_hint"]
 
 DEFAULT_TIMEOUT_MS = 5000
 """How long a request waits for its answer, in milliseconds."""
@@ -118,6 +119,51 @@ class Target:
         return cls(derived.rpc, pub_endpoint or derived.pub, str(resolved))
 
 
+class EndpointCheck:
+    """Checks an ``ipc://`` endpoint before a request goes out (issue 11): its folder is private, the
+    socket and the listening process are ours (:func:`mmd.wire.endpoints.check_peer`). A socket
+    already checked is checked again only when its folder or file changed (one ``lstat`` each).
+
+    Args:
+        endpoint: the daemon's RPC endpoint (other transports are never checked: CURVE guards them).
+    """
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.path = ipc_path(endpoint)
+        self._checked: tuple[Any, ...] | None = None
+
+    def __call__(self) -> None:
+        """Pass, or raise.
+
+        Raises:
+            UnsafeEndpoint: if another user owns or can change the folder, the socket or the listener.
+        """
+        if self.path is None:
+            return
+        try:
+            folder = os.stat(self.path.parent)
+        except OSError:
+            return  # no folder, no socket: nothing can be connected, so nothing is sent
+        try:
+            sock: os.stat_result | None = os.lstat(self.path)
+        except OSError:
+            sock = None
+        key = tuple((st.st_dev, st.st_ino, st.st_uid, st.st_mode) for st in (folder, sock) if st is not None)
+        if key == self._checked:
+            return
+        try:
+            if sock is None:
+                check_socket_folder(self.path.parent)
+            else:
+                check_peer(self.endpoint)
+        except PermissionError as error:
+            raise UnsafeEndpoint(f"refusing to talk to {self.endpoint}: {error}", self.endpoint) from None
+        except OSError:
+            return  # nobody listens (any more): nothing is sent either
+        self._checked = key
+
+
 def start_hint(target: Target) -> str:
     """The sentence telling a person how to start the daemon for this target."""
     where = f" --root {target.root}" if target.root else ""
@@ -186,6 +232,23 @@ class Attempt:
             raise error_from_rpc(reply["error"])
         result = reply.get("result")
         return post(result) if post is not None else result
+
+
+def answers(reply: dict[str, Any], rid: int, size: int) -> bool:
+    """Whether ``reply`` answers request ``rid`` whose frame was ``size`` bytes.
+
+    A reply carries its request's id, except an error for a request the daemon could not read
+    (``id: null``): a message over ``maxRequestBytes`` (``E_TOO_LARGE``, whose ``data.bytes`` is the
+    size it received) or an unparsable one. Such an error answers the request it names by size, or
+    the one request in flight; it is surfaced, never dropped and resent.
+    """
+    if reply.get("id") == rid:
+        return True
+    if reply.get("id") is not None or "error" not in reply:
+        return False
+    data = reply["error"].get("data") if isinstance(reply["error"], dict) else None
+    received = data.get("bytes") if isinstance(data, dict) else None
+    return not isinstance(received, int) or received == size
 
 
 def decode_reply(frame: bytes) -> dict[str, Any] | None:
@@ -367,7 +430,10 @@ class Methods:
 
 
 class SessionMethods(Methods):
-    """A frozen-snapshot session: the same methods, each sent with this ``session_id``."""
+    """A frozen-snapshot session: the same methods, each sent with this ``session_id``.
+
+    ``reload()`` and ``close_session()`` need no argument here: they act on this session.
+    """
 
     def __init__(self, parent: Methods, opened: dict[str, Any]) -> None:
         self._parent = parent
@@ -380,3 +446,15 @@ class SessionMethods(Methods):
             params = {**params, SESSION_PARAM: self.session_id}
         return self._parent._call(method, params, post)
 
+    def _pinned(self, opened: Any) -> Any:
+        """Take the ``{sessionId, revision, loadedAt}`` of ``memory.open``/``memory.reload``; return it."""
+        self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
+        return opened
+
+    def reload(self, session_id: str | None = None) -> Any:
+        """``memory.reload`` of this session → ``{sessionId, revision, loadedAt}`` (also kept as attributes)."""
+        return self._call(wire.MEMORY_RELOAD.name, {SESSION_PARAM: session_id or self.session_id}, self._pinned)
+
+    def close_session(self, session_id: str | None = None) -> Any:
+        """``memory.close`` of this session → ``{ok, sessionId, pendingWrites}``. Raises NoSessionError if gone."""
+        return self._call(wire.MEMORY_CLOSE.name, {SESSION_PARAM: session_id or self.session_id})

@@ -25,10 +25,12 @@ from ._base import (
     DEFAULT_TIMEOUT_MS,
     Attempt,
     Curve,
+    EndpointCheck,
     Methods,
     Post,
     SessionMethods,
     Target,
+    answers,
     connect,
     decode_reply,
     encode_request,
@@ -65,7 +67,10 @@ class AsyncClient(Methods):
         self._sock: zmq.asyncio.Socket | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._sizes: dict[int, int] = {}
+        """``{request id: its frame's size in bytes}``, to match an ``id: null`` error to its request."""
         self._reader: asyncio.Task[None] | None = None
+        self._check = EndpointCheck(self.target.rpc)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -90,6 +95,7 @@ class AsyncClient(Methods):
 
     def _socket(self) -> zmq.asyncio.Socket:
         if self._sock is None:
+            self._check()  # before connecting: not even ZeroMQ's greeting goes to another user's socket
             sock = connect(self._ctx.socket(zmq.DEALER), self.target.rpc, self.curve)
             self._sock = sock
             self._reader = asyncio.ensure_future(self._read(sock))
@@ -100,7 +106,12 @@ class AsyncClient(Methods):
             reply = decode_reply(await sock.recv())
             if reply is None:
                 continue
-            future = self._waiting.pop(reply.get("id"), None)  # type: ignore[arg-type]
+            rid = reply.get("id")
+            if rid is None:  # an error for a request the daemon could not read: find it by size
+                sizes = self._sizes
+                rid = next((r for r in self._waiting if answers(reply, r, sizes.get(r, -1))
+                            and (len(self._waiting) == 1 or "bytes" in reply["error"].get("data", {}))), None)
+            future = self._waiting.pop(rid, None) if isinstance(rid, int) else None
             if future is not None and not future.done():
                 future.set_result(reply)
 
@@ -134,14 +145,18 @@ class AsyncClient(Methods):
         frame = encode_request(rid, method, params)
         while True:  # IMMEDIATE: sending fails until a daemon is connected
             try:
-                await sock.send(frame, zmq.NOBLOCK)
-                break
+                if int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLOUT:
+                    self._check()  # connected: check who listens before anything is sent
+                    await sock.send(frame, zmq.NOBLOCK)
+                    break
             except zmq.Again:
-                if loop.time() >= deadline:
-                    raise DaemonUnavailable(start_hint(self.target), self.target.rpc) from None
-                await asyncio.sleep(0.02)
+                pass
+            if loop.time() >= deadline:
+                raise DaemonUnavailable(start_hint(self.target), self.target.rpc) from None
+            await asyncio.sleep(0.02)
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._waiting[rid] = future
+        self._sizes[rid] = len(frame)
         try:
             return await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
         except TimeoutError:
@@ -149,6 +164,7 @@ class AsyncClient(Methods):
                                  self.target.rpc) from None
         finally:
             self._waiting.pop(rid, None)
+            self._sizes.pop(rid, None)
 
     def session(self) -> AsyncSession:
         """A frozen-snapshot session: ``async with client.session() as s:`` opens and closes it."""
@@ -160,6 +176,7 @@ class AsyncClient(Methods):
 
         Args: as :meth:`mmctl.Client.subscribe`.
         """
+        EndpointCheck(self.target.pub)()  # events from another user's socket would be forged
         return AsyncSubscription(self._ctx, self.target.pub, topics, timeout_ms, self.curve)
 
 
@@ -216,8 +233,7 @@ class AsyncSession(SessionMethods):
 
     async def reopen(self) -> AsyncSession:
         """Pin a (new) snapshot: on entry, or after the session was lost in a daemon restart."""
-        opened = await self._parent._call(MEMORY_OPEN.name, {})
-        self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
+        await self._parent._call(MEMORY_OPEN.name, {}, self._pinned)
         return self
 
     async def end(self) -> Any:
@@ -226,3 +242,11 @@ class AsyncSession(SessionMethods):
             return await self._parent._call(MEMORY_CLOSE.name, {SESSION_PARAM: self.session_id})
         except (NoSessionError, DaemonUnavailable):
             return None
+
+    async def close(self) -> Any:
+        """Close the session, as :meth:`end` (``async with client.session() as s:`` does it on exit)."""
+        return await self.end()
+
+    async def aclose(self) -> Any:
+        """Close the session, as :meth:`end` (the async verb of the clients)."""
+        return await self.end()

@@ -24,6 +24,7 @@ from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import Memory
 from mmd.core.options import MemoryOptions
+from mmd.core.revision_mark import bump_mark
 
 if TYPE_CHECKING:
     from .client import Client
@@ -40,6 +41,10 @@ LOCK_WAIT_S = 10.0
 def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
     """The root's write lock, waiting at most ``wait_s`` seconds for it (default :data:`LOCK_WAIT_S`).
 
+    Before it is released, the root's revision high-water mark goes up by one
+    (:func:`mmd.core.revision_mark.bump_mark`), so a direct-mode write is a revision too: a
+    daemon started later numbers above it, and a stale ``ifRevision`` never passes.
+
     Raises:
         MMError(E_IO): if another process (a daemon that does not answer, a stuck
             writer) keeps it longer, naming its pid.
@@ -54,7 +59,12 @@ def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
     try:
         yield
     finally:
-        lock.release()
+        try:
+            bump_mark(root)
+        except (OSError, MMError):
+            pass  # the write itself failed or the root is going away: the next write bumps it
+        finally:
+            lock.release()
 
 
 @dataclass

@@ -29,10 +29,12 @@ from ._base import (
     DEFAULT_TIMEOUT_MS,
     Attempt,
     Curve,
+    EndpointCheck,
     Methods,
     Post,
     SessionMethods,
     Target,
+    answers,
     connect,
     decode_reply,
     encode_request,
@@ -72,6 +74,7 @@ class Client(Methods):
         self._ctx: zmq.Context[Any] = zmq.Context.instance()
         self._sock: zmq.Socket[bytes] | None = None
         self._ids = itertools.count(1)
+        self._check = EndpointCheck(self.target.rpc)
 
     def __enter__(self) -> Client:
         return self
@@ -92,6 +95,7 @@ class Client(Methods):
 
     def _socket(self) -> zmq.Socket[bytes]:
         if self._sock is None:
+            self._check()  # before connecting: not even ZeroMQ's greeting goes to another user's socket
             self._sock = connect(self._ctx.socket(zmq.DEALER), self.target.rpc, self.curve)
         return self._sock
 
@@ -99,8 +103,9 @@ class Client(Methods):
         """Send any method and return its result (see :class:`Methods` for the named ones).
 
         Raises:
-            RpcError: the daemon's error answer, typed by its ``data.code``.
+            RpcError: the daemon's error answer, typed by its ``data.code`` (``E_TOO_LARGE`` too).
             DaemonUnavailable: no daemon took the request within ``timeout_ms``.
+            UnsafeEndpoint: another user owns the socket folder, the socket or the listener (nothing sent).
             RequestTimeout: the daemon took it but did not answer in time (read-only
                 methods are sent once more first).
         """
@@ -127,8 +132,10 @@ class Client(Methods):
         rid = next(self._ids)
         if not sock.poll(timeout_ms, zmq.POLLOUT):
             raise DaemonUnavailable(start_hint(self.target), self.target.rpc)
+        self._check()  # connected: check who listens before anything is sent
+        frame = encode_request(rid, method, params)
         try:
-            sock.send(encode_request(rid, method, params), zmq.NOBLOCK)
+            sock.send(frame, zmq.NOBLOCK)
         except zmq.Again:
             raise DaemonUnavailable(start_hint(self.target), self.target.rpc) from None
         while True:
@@ -136,7 +143,7 @@ class Client(Methods):
             if left_ms <= 0 or not sock.poll(left_ms, zmq.POLLIN):
                 raise RequestTimeout(f"{method}: no answer from the daemon within {timeout_ms} ms", self.target.rpc)
             reply = decode_reply(sock.recv())
-            if reply is not None and reply.get("id") == rid:
+            if reply is not None and answers(reply, rid, len(frame)):
                 return reply
 
     def session(self) -> Session:
@@ -149,7 +156,11 @@ class Client(Methods):
         Args:
             topics: topic prefixes (``memory/`` matches ``memory/changed`` and ``memory/nudge``).
             timeout_ms: stop iterating after this long without an event (None: wait forever).
+
+        Raises:
+            UnsafeEndpoint: another user owns the event socket's folder, the socket or its listener.
         """
+        EndpointCheck(self.target.pub)()  # events from another user's socket would be forged
         return Subscription(self._ctx, self.target.pub, topics, timeout_ms, self.curve)
 
 
@@ -173,10 +184,13 @@ class Session(SessionMethods):
         except (NoSessionError, DaemonUnavailable):
             return None
 
+    def close(self) -> Any:
+        """Close the session, as :meth:`end` (``with client.session() as s:`` does it on exit)."""
+        return self.end()
+
     def reopen(self) -> Session:
         """Pin a new snapshot after the session was lost (daemon restart, expiry)."""
-        opened = self._parent._call(MEMORY_OPEN.name, {})
-        self.session_id, self.revision, self.loaded_at = opened["sessionId"], opened["revision"], opened["loadedAt"]
+        self._parent._call(MEMORY_OPEN.name, {}, self._pinned)
         return self
 
 

@@ -5,7 +5,8 @@ Which base to catch::
     Exception
      └── MmctlError              code (mm or daemon code), message, data, usage
           ├── DaemonUnavailable  no daemon answers at the root's endpoint (not running, or gone)
-          │    └── RequestTimeout  a request got no answer within its timeout
+          │    ├── RequestTimeout  a request got no answer within its timeout
+          │    └── UnsafeEndpoint  another user could own the endpoint: nothing was sent
           ├── RpcError           the daemon answered with a JSON-RPC error (``rpc_code``, ``data.code``)
           │    ├── ConflictError   E_CONFLICT: ``ifRevision`` was stale; ``revision`` is the current one
           │    └── NoSessionError  E_NO_SESSION: the session was closed, expired or lost in a restart
@@ -30,6 +31,7 @@ __all__ = [
     "NoSessionError",
     "RequestTimeout",
     "RpcError",
+    "UnsafeEndpoint",
     "error_from_rpc",
 ]
 
@@ -72,6 +74,11 @@ class DaemonUnavailable(MmctlError):
 
 class RequestTimeout(DaemonUnavailable):
     """Raised when a request got no answer within its timeout (``timeout_ms``)."""
+
+
+class UnsafeEndpoint(DaemonUnavailable):
+    """Raised before anything is sent when the socket folder, the socket file or the listening process
+    belongs to another user (or the folder is open to others): whoever listens there is not our daemon."""
 
 
 class RpcError(MmctlError):

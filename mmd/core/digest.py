@@ -160,15 +160,25 @@ def _read_source(path: str) -> str:
     """At most :data:`MAX_SOURCE_BYTES` of ``path`` as UTF-8 (U+FFFD for bad bytes, BOM dropped).
 
     Raises:
-        MMError(E_DIGEST_SOURCE): the file is missing, unreadable or not a file.
+        MMError(E_DIGEST_SOURCE): the file is missing, unreadable or not a regular file (a FIFO, a
+            device or a folder is refused without blocking).
     """
     try:
         if not os.access(path, os.R_OK):
             raise OSError(path)
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_SOURCE_BYTES)
+        # non-blocking: a FIFO or a device must not hang the reader; only regular files are read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         raise MMError(ErrorCode.E_DIGEST_SOURCE, f"digest source file not found: {path}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise MMError(ErrorCode.E_DIGEST_SOURCE, f"digest source is not a regular file: {path}")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_SOURCE_BYTES)
+    except OSError:
+        raise MMError(ErrorCode.E_DIGEST_SOURCE, f"digest source file cannot be read: {path}") from None
+    finally:
+        os.close(fd)
     text = data.decode("utf-8", "replace")
     return text[1:] if text.startswith("\ufeff") else text
 

@@ -89,7 +89,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("daemon.sessionTtlMs", "--session-ttl-ms", "int", 1_800_000, "idle time before a session expires, ms"),
     Option("daemon.heartbeatMs", "--heartbeat-ms", "int", 5000, "daemon/heartbeat period, in milliseconds"),
     Option("daemon.maxRequestBytes", "--max-request-bytes", "int", 4 * 1024 * 1024,
-           "largest request answered, in bytes; larger ones get a JSON-RPC error"),
+           "largest request answered, in bytes (every frame and the whole message); larger ones get E_TOO_LARGE"),
+    Option("daemon.maxQueuedBytes", "--max-queued-bytes", "int", 64 * 1024 * 1024,
+           "most request bytes held by requests in flight (one client at most a quarter); more get E_BUSY"),
     Option("daemon.curveSecretKeyFile", "--curve-secret-key-file", "path", None,
            "ZeroMQ CURVE server certificate (zmq.auth format); required for tcp:// endpoints"),
     Option("daemon.curveClientKeysDir", "--curve-client-keys-dir", "path", None,
@@ -121,7 +123,8 @@ class Config:
         rpc_endpoint, pub_endpoint: ZeroMQ endpoints (``ipc://`` or ``tcp://``).
         session_ttl_ms: idle time after which a session expires, milliseconds.
         heartbeat_ms: ``daemon/heartbeat`` period, milliseconds.
-        max_request_bytes: largest request frame answered normally, bytes.
+        max_request_bytes: largest request (each frame and the whole message) answered normally, bytes.
+        max_queued_bytes: most request bytes held by in-flight requests, bytes (one client: a quarter).
         curve_secret_key, curve_public_key: Z85 CURVE server keys, or None.
         curve_clients_dir: folder of allowed client public certificates (zmq.auth), or None.
         lang: ``auto`` | ``en`` | ``zh``.
@@ -144,6 +147,7 @@ class Config:
     session_ttl_ms: int
     heartbeat_ms: int
     max_request_bytes: int
+    max_queued_bytes: int
     curve_secret_key: bytes | None
     curve_public_key: bytes | None
     curve_clients_dir: Path | None
@@ -281,6 +285,7 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         session_ttl_ms=raw["daemon.sessionTtlMs"],
         heartbeat_ms=raw["daemon.heartbeatMs"],
         max_request_bytes=raw["daemon.maxRequestBytes"],
+        max_queued_bytes=raw["daemon.maxQueuedBytes"],
         curve_secret_key=secret,
         curve_public_key=public,
         curve_clients_dir=clients,

@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mmd.core.health import loose_modes
 from mmd.core.memory import nudge_report
 from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
 
@@ -103,13 +104,16 @@ class Jobs:
         self.injector.revision_installed(revision.snapshot)
 
     def nudge(self) -> None:
-        """The scheduled ``memory/nudge`` (reason ``schedule``)."""
+        """The scheduled ``memory/nudge`` (reason ``schedule``), logged."""
         report = nudge_report(self.state.current, 0, self.state.now_iso())
+        log.info("memory.nudge reason=schedule notes=%s", report.get("noteCount"))
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "schedule", "queuePending": self.review.pending,
                                               "due": self.injector.due_now()})
 
     def heartbeat(self) -> None:
-        """``daemon/heartbeat``: the revision and the pending candidates."""
+        """``daemon/heartbeat``: the revision and the pending candidates; also checks the root is still ours."""
+        if self.state.guard is not None:
+            self.state.guard.check()
         self.publisher.publish(DAEMON_HEARTBEAT, {"revision": self.state.revision,
                                                   "queuePending": self.review.pending})
 
@@ -152,10 +156,13 @@ class Jobs:
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
-    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, endpoints, queue, ingest, watcher,
-    events, requests}`` (``queue`` and ``ingest`` are null without ingestion)."""
-    queue, ingestor = running.review.queue, running.ingestor
-    return {"startedAt": running.started_at, "lang": cfg.lang,
+    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, endpoints, queue,
+    ingest, watcher, events, requests}`` (``queue`` and ``ingest`` are null without ingestion; ``rootLost``
+    says why writes are refused after the root or its lock file was removed or replaced, else null;
+    ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`)."""
+    queue, ingestor, guard = running.review.queue, running.ingestor, running.state.guard
+    return {"startedAt": running.started_at, "lang": cfg.lang, "rootLost": guard.check() if guard else None,
+            "looseModes": loose_modes(cfg.root),
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,
             "ingest": ingestor.health.to_json() if ingestor else None,

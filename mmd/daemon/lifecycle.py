@@ -1,12 +1,16 @@
 """The daemon's life, read top to bottom: startup, serve until a signal, shutdown in reverse.
 
-Startup order: the root's lock, the state database (review queue, ingest
-cursors), the first snapshot, the root watcher and the session-log ingestion
-worker, the scheduler, then the PUB and ROUTER sockets; ``READY=1`` goes to
-systemd last (the backfill of old logs runs on after it). Each step pushes its
-undo on one :class:`contextlib.AsyncExitStack`, so shutdown runs in reverse by
-construction, after a partial startup too: stop taking requests, finish the
-in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
+Startup order: the root's lock (and the :class:`~.rootguard.RootGuard` that
+notices a root removed or replaced later; our crashed writers' temp files are
+removed, paths others can write are warned about), the state database (review
+queue, ingest cursors), the first snapshot, the root watcher and the
+session-log ingestion worker, the scheduler, then the PUB and ROUTER sockets
+(only in a private folder, never over a socket a live daemon serves);
+``READY=1`` goes to systemd last (the backfill of old logs runs on after it).
+Each step pushes its undo on one :class:`contextlib.AsyncExitStack`, so
+shutdown runs in reverse by construction, after a partial startup too: answer
+running digests ``E_SHUTTING_DOWN`` (never waited for), stop taking requests,
+finish the in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
 the ingestion worker and the watcher, close the database, release the lock.
 The started parts are one :class:`Running`. Signal handlers only queue the
 signal; the serve loop acts on it. Jobs and event payloads are in :mod:`.jobs`.
@@ -29,7 +33,9 @@ import zmq
 
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import MMError
-from mmd.wire.endpoints import ensure_private_dir, ipc_path
+from mmd.core.health import loose_modes, remove_stale_temp_files
+from mmd.core.paths import STATE_DIR
+from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
 from .events import Publisher
@@ -40,8 +46,10 @@ from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
 from .methods import Methods
 from .notify import Notifier
+from .offload import BoundedPool
 from .queue import ReviewQueue
 from .review import Review
+from .rootguard import RootGuard
 from .rpc import RpcServer
 from .scheduler import Schedule
 from .state import MemoryState
@@ -72,8 +80,14 @@ DRAIN_TIMEOUT_S = 10.0
 """Longest wait for in-flight requests at shutdown, seconds."""
 LINGER_MS = 1000
 """Longest wait to flush replies and events when the sockets close, milliseconds."""
-HARD_MAX_FRAME_FACTOR = 16
+HARD_MAX_FRAME_FACTOR = 4
 """Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
+ROUTER_RCVHWM = 16
+"""Most messages ZeroMQ queues from one client before it stops reading that client (back-pressure)."""
+DIGEST_TIMEOUT_S = 60.0
+"""Longest run of one ``memory.digest`` (in its worker process), seconds."""
+SCHEDULE_FILE = "schedule.json"
+"""The durable jobs' next due times, in ``<root>/.mmd/`` (:mod:`.scheduler`)."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
                 "sources", "ingest")
 """Config fields a SIGHUP cannot change."""
@@ -188,6 +202,8 @@ class Daemon:
         lock.acquire(blocking=False)
         undo.callback(lock.release)
         state = MemoryState(cfg.memory)
+        state.guard = RootGuard(cfg.root, lock.path)
+        await asyncio.to_thread(_tidy_root, cfg.root)
         publisher = Publisher(None, state.now_iso)
         # 2. the state database: the journal, and with ingestion the review queue and ingest cursors
         db = StateDB(cfg.root)
@@ -223,7 +239,8 @@ class Daemon:
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
         schedule = Schedule({"nudge": jobs.nudge, "heartbeat": jobs.heartbeat, "expire": jobs.expire,
-                             "due": jobs.due, "injectExpire": jobs.inject_expire, "watchdog": self.notifier.watchdog})
+                             "due": jobs.due, "injectExpire": jobs.inject_expire, "watchdog": self.notifier.watchdog},
+                            due_file=cfg.root / STATE_DIR / SCHEDULE_FILE)
         schedule.start(periods_ms(cfg))
         undo.callback(schedule.shutdown)
         # 6. sockets: PUB first so the first write's event has somewhere to go; at shutdown the ipc
@@ -237,12 +254,15 @@ class Daemon:
         publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector),
-                        cfg.max_request_bytes)
+        digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector, digests),
+                        cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         rpc.start()
-        # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish
+        # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish;
+        # before that, digests (reading a caller's file) are answered E_SHUTTING_DOWN, never waited for
         undo.push_async_callback(self._drain_requests, rpc)
+        undo.callback(digests.close)
         self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector)
         # the first revision: prepared for injection, due topics announced, export blocks refreshed
         injector.revision_installed(state.current)
@@ -261,6 +281,7 @@ class Daemon:
         sock.setsockopt(zmq.LINGER, LINGER_MS)
         if kind == zmq.ROUTER:
             sock.setsockopt(zmq.MAXMSGSIZE, self.config.max_request_bytes * HARD_MAX_FRAME_FACTOR)
+            sock.setsockopt(zmq.RCVHWM, ROUTER_RCVHWM)
         else:
             sock.setsockopt(zmq.SNDHWM, 10_000)
         if self.config.curve_secret_key is not None:
@@ -273,6 +294,7 @@ class Daemon:
                 sock.bind(endpoint)
             else:
                 ensure_private_dir(path.parent)
+                _refuse_live_endpoint(path)
                 old = os.umask(0o077)  # the socket file is born user-only; chmod below makes sure
                 try:
                     sock.bind(endpoint)
@@ -326,6 +348,7 @@ class Daemon:
         if running.ingestor is not None:
             running.ingestor.idle_s = new.session_idle_s
         running.rpc.max_request_bytes = new.max_request_bytes
+        running.rpc.max_queued_bytes = new.max_queued_bytes
         log.info("config.reloaded file=%s", new.config_file)
         self.notifier.ready(f"serving {new.root} at revision {running.state.revision}")
 
@@ -366,6 +389,34 @@ def _start_authenticator(context: zmq.Context[zmq.Socket[bytes]], clients_dir: P
     auth.start()
     auth.configure_curve(domain="*", location=str(clients_dir))
     return auth
+
+
+def _tidy_root(root: Path) -> None:
+    """At start, with the lock held: remove temp files of our crashed writers; warn about paths others
+    may write (a memory others can write is a prompt-injection channel; ``daemon.status`` lists them)."""
+    removed = remove_stale_temp_files(root)
+    if removed:
+        log.info("daemon.removed_stale_temp_files count=%d paths=%s", len(removed), ",".join(removed))
+    loose = loose_modes(root)
+    if loose:
+        log.warning("daemon.loose_modes paths=%s: others can write this memory; chmod go-w them",
+                    ",".join(f"{m['path']}({m['mode']})" for m in loose))
+
+
+def _refuse_live_endpoint(path: Path) -> None:
+    """Refuse to bind over a socket another daemon still serves (one whose root was removed and
+    recreated holds no lock on the new one, yet still owns the endpoint: never two daemons on a root).
+
+    Raises:
+        LockHeld: naming the listening process when the OS tells its pid.
+    """
+    if not os.path.exists(path):
+        return
+    try:
+        credentials = peer_credentials(path)
+    except OSError:
+        return  # a socket file left by a daemon that died: binding replaces it
+    raise LockHeld(path, credentials[0] if credentials else None)
 
 
 def _remove_ipc_files(endpoints: list[str]) -> None:

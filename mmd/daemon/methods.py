@@ -31,6 +31,7 @@ from mmd.wire.methods import METHODS, Method
 from mmd.wire.protocol import CandidateJson, OpenResult, QueueAcceptResult, QueueListResult
 
 from .inject import Injector
+from .offload import BoundedPool
 from .review import Review
 from .state import MemoryState
 
@@ -59,11 +60,15 @@ class Methods:
         publish: sends an event (``topic, payload``).
         review: the review queue's use-cases (``queue.*`` answer ``E_UNAVAILABLE`` when ingestion is off).
         injector: the injection use-cases (``memory.inject``, ``memory.injected``, ``memory.due``).
+        digests: the bounded pool ``memory.digest`` runs on (never the default executor writes use);
+            a fresh one when None.
     """
 
     def __init__(self, state: MemoryState, status: Callable[[], dict[str, Any]],
-                 publish: Callable[[str, dict[str, Any]], Any], review: Review, injector: Injector) -> None:
+                 publish: Callable[[str, dict[str, Any]], Any], review: Review, injector: Injector,
+                 digests: BoundedPool | None = None) -> None:
         self.state = state
+        self.digests = digests or BoundedPool("digest")
         self._status = status
         self._publish = publish
         self.review = review
@@ -214,14 +219,18 @@ class Methods:
     async def digest(self, p: dict[str, Any]) -> dict[str, Any]:
         """``memory.digest {text?, file?, maxItems?, topicHint?}`` → the core digest result; never writes.
 
+        Runs on its own bounded pool (:class:`~.offload.BoundedPool`): only regular files are read
+        (opened non-blocking, at most ``MAX_SOURCE_BYTES``), and a slow one never holds up writes.
+
         Raises:
-            MMError(E_DIGEST_SOURCE): if no source can be found or read.
+            MMError(E_DIGEST_SOURCE): if no source can be found or read, or ``file`` is not a regular file.
+            DaemonError(E_BUSY | E_SHUTTING_DOWN): as :meth:`.offload.BoundedPool.run`.
         """
         from mmd.core import digest as digest_mod
 
         o = self.state.options
         file = os.path.expanduser(p["file"]) if "file" in p else None
-        return await asyncio.to_thread(
+        return await self.digests.run(
             digest_mod.digest, text=p.get("text"), file=file, max_items=p.get("maxItems"),
             topic_hint=p.get("topicHint"), default_write_budget=o.default_write_budget, dsh_home=o.dsh_home)
 

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Sequence
 
 from mmd.core.errors import ErrorCode
+from mmd.wire.methods import ID_DIGITS, INT_LIMIT
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
 from .queue import ReviewQueue
@@ -33,13 +34,14 @@ def candidate_id(raw: int | str) -> int:
     """A candidate id from a caller: an integer, or a string of its decimal digits.
 
     Raises:
-        DaemonError(E_INVALID): for anything that is not a positive integer.
+        DaemonError(E_INVALID): for anything that is not a positive integer below 2**63.
     """
     if isinstance(raw, int):
         cid = raw
     else:
-        cid = int(raw) if isinstance(raw, str) and raw.isascii() and raw.isdigit() else -1
-    if cid < 1:
+        digits = isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= ID_DIGITS
+        cid = int(raw) if digits else -1
+    if not 1 <= cid < INT_LIMIT:
         raise DaemonError(ErrorCode.E_INVALID, f"id must be a positive integer, not {raw!r}")
     return cid
 

@@ -5,18 +5,61 @@ runs. :meth:`Schedule.apply` (re)installs the jobs from a :class:`~.config.Confi
 so SIGHUP can change their periods; a job whose period is None is removed.
 The jobs themselves are callables handed in by the lifecycle; this module
 knows only their names and periods.
+
+Durable jobs (the nudge) keep their next due time in a small JSON file
+(``<root>/.mmd/schedule.json``, ``{name: due time in ms since the epoch}``),
+written when the job is installed and after each run, so a restart neither
+stretches the period nor skips it: a due time that passed while the daemon was
+down fires once at start (missed runs coalesce, never a burst), a future one
+fires when it comes (at the latest one period from now).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
 
-__all__ = ["Schedule"]
+__all__ = ["DURABLE_JOBS", "START_GRACE_MS", "Schedule", "load_due", "save_due"]
+
+DURABLE_JOBS = frozenset({"nudge"})
+"""Jobs whose next due time survives a restart."""
+START_GRACE_MS = 1000
+"""A durable job due while the daemon was down runs this long after start (ms), so that subscribers
+reconnecting after the restart receive its event."""
+
+
+def load_due(path: Path | None) -> dict[str, int]:
+    """``{job: next due time, ms since the epoch}`` from ``path``; empty when absent or unreadable."""
+    if path is None:
+        return {}
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+
+
+def save_due(path: Path | None, due: Mapping[str, int]) -> None:
+    """Write ``{job: due ms}`` atomically to ``path``; a failure (root gone, disk full) is logged, never raised."""
+    if path is None:
+        return
+    from mmd.core.durable import atomic_write
+    from mmd.core.errors import MMError
+
+    try:
+        atomic_write(path, json.dumps(dict(due), sort_keys=True).encode())
+    except (MMError, OSError) as error:
+        log.warning("scheduler.save_failed file=%s error=%r", path, str(error))
 
 log = logging.getLogger("mmd.scheduler")
 
@@ -40,10 +83,17 @@ class Schedule:
     Args:
         jobs: ``{name: callable}``; the callables take no arguments and may be coroutine
             functions; all of them run on the event loop's thread.
+        due_file: where the :data:`DURABLE_JOBS` keep their next due time (None: nowhere).
+        now_ms: the wall clock, ms since the epoch.
     """
 
-    def __init__(self, jobs: Mapping[str, Callable[[], Any]]) -> None:
-        self._jobs = {name: _on_loop(job) for name, job in jobs.items()}
+    def __init__(self, jobs: Mapping[str, Callable[[], Any]], due_file: Path | None = None,
+                 now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000) -> None:
+        self._jobs = {name: self._durable(name, _on_loop(job)) if name in DURABLE_JOBS else _on_loop(job)
+                      for name, job in jobs.items()}
+        self.due_file = due_file
+        self._now_ms = now_ms
+        self._due = load_due(due_file)
         self._periods_ms: dict[str, int | None] = {}
         self._scheduler = AsyncIOScheduler(job_defaults={"coalesce": True, "max_instances": 1,
                                                          "misfire_grace_time": None})
@@ -61,9 +111,40 @@ class Schedule:
             if self._scheduler.get_job(name) is not None:
                 self._scheduler.remove_job(name)
             if period is not None:
-                self._scheduler.add_job(self._jobs[name], "interval", seconds=period / 1000, id=name, name=name)
+                first = self._first_run(name, period) if name in DURABLE_JOBS else None
+                self._scheduler.add_job(self._jobs[name], "interval", seconds=period / 1000, id=name, name=name,
+                                        **({} if first is None else {"next_run_time": first}))
             self._periods_ms[name] = period
             log.debug("scheduler.job name=%s period_ms=%s", name, period)
+
+    def _first_run(self, name: str, period_ms: int) -> datetime:
+        """The first run of a durable job: its saved due time (:data:`START_GRACE_MS` from now if it
+        passed; at most one period ahead), else one period from now; saved at once, so a restart before
+        it fires keeps it."""
+        now = self._now_ms()
+        due = min(max(self._due.get(name, now + period_ms), now + min(START_GRACE_MS, period_ms)), now + period_ms)
+        self._due[name] = due
+        save_due(self.due_file, self._due)
+        return datetime.fromtimestamp(due / 1000, tz=UTC)
+
+    def _durable(self, name: str, run: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+        """``run``, then the next due time (one period from now) saved."""
+
+        async def run_and_save() -> None:
+            try:
+                await run()
+            finally:
+                period = self._periods_ms.get(name)
+                if period is not None:
+                    self._due[name] = self._now_ms() + period
+                    save_due(self.due_file, self._due)
+
+        run_and_save.__name__ = getattr(run, "__name__", name)
+        return run_and_save
+
+    def due_ms(self) -> dict[str, int]:
+        """The durable jobs' next due times, ms since the epoch."""
+        return dict(self._due)
 
     def periods_ms(self) -> dict[str, int | None]:
         """The installed periods, milliseconds (None = off)."""

@@ -1,7 +1,9 @@
 """The daemon's memory state: the current revision, the sessions pinned to older ones, and what changed.
 
 A *revision* is an immutable :class:`~mmd.core.snapshot.Snapshot` numbered
-from 1; a write, a delete, an external edit or a config reload makes the next
+above the root's high-water mark (:mod:`mmd.core.revision_mark`: numbers grow
+for the life of the root, across restarts and direct-mode writes; the daemon
+reserves them in blocks of :data:`RESERVE`); a write, a delete, an external edit or a config reload makes the next
 one. Sessions pin the revision current at ``memory.open`` until they close,
 reload or expire. Session-less reads see the current revision, so a write is
 visible to them at once.
@@ -31,13 +33,18 @@ from mmd.core.engine import choose_engine, fts5_available
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR, detail_rel
+from mmd.core.revision_mark import advance_mark, read_mark
 from mmd.core.snapshot import Snapshot
 from mmd.core.store import MemoryStore
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
+from .rootguard import RootGuard
 
-__all__ = ["MemoryState", "Session"]
+__all__ = ["RESERVE", "MemoryState", "Session"]
+
+RESERVE = 1000
+"""Revision numbers reserved in the root's high-water mark at once (one durable write per block)."""
 
 
 @dataclass(slots=True)
@@ -83,6 +90,10 @@ class MemoryState:
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
+        self._base = 0
+        self._reserved = 0
+        self.guard: RootGuard | None = None
+        """Set by the daemon once it locked the root: writes are refused after the root was lost."""
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
         """Called on the loop after each new revision but the first, with its cause
         (``write`` | ``delete`` | ``external`` | ``config``)."""
@@ -116,14 +127,31 @@ class MemoryState:
         Raises:
             MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`~mmd.core.snapshot.load_snapshot`.
         """
-        return load_revision(self.options, self._current, self.store.live_index, number=self.revision + 1,
+        return load_revision(self.options, self._current, self.store.live_index, number=self._next_number(),
                              loaded_at=self.now_iso(), engine=self.engine)
+
+    def _next_number(self) -> int:
+        """The next revision number, above the root's high-water mark; reserves a block when needed.
+
+        Raises:
+            MMError(E_IO): if the mark cannot be written (no number is handed out then).
+        """
+        if self._current is None:
+            self._base = self._reserved = read_mark(self.options.root)
+        number = max(self.revision, self._base) + 1
+        if number > self._reserved:
+            try:
+                self._reserved = advance_mark(self.options.root, number + RESERVE - 1)
+            except OSError as error:
+                raise MMError(ErrorCode.E_IO, f"recording revision {number} in .mmd/ failed: "
+                                              f"{error.strerror or error}") from error  # MMError passes as is
+        return number
 
     def _prepare_patch(self, touched: str) -> Revision:
         if self._current is None or self._current.memory_id != self.options.memory_id:
             return self.prepare_load()
         return patch_revision(self.options, self._current, self.fingerprints, touched, self.store.live_index,
-                              number=self.revision + 1, loaded_at=self.now_iso())
+                              number=self._next_number(), loaded_at=self.now_iso())
 
     def prepare_write(self, topic: Any, content: Any, **kwargs: Any) -> tuple[dict[str, Any], Revision | None]:
         """Write through the store; on success also build the next revision.
@@ -192,9 +220,11 @@ class MemoryState:
 
         Raises:
             DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_UNAVAILABLE): if the root or its lock file was removed or replaced (:attr:`guard`).
             MMError: as :meth:`MemoryStore.write`.
         """
         async with self.lock:
+            self._check_root()
             self._check_revision(if_revision)
             if tags is not None and not isinstance(tags, str):
                 tags = ",".join(tags)
@@ -209,9 +239,11 @@ class MemoryState:
 
         Raises:
             DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_UNAVAILABLE): as :meth:`write`.
             MMError: as :meth:`MemoryStore.delete`.
         """
         async with self.lock:
+            self._check_root()
             self._check_revision(if_revision)
             outcome, revision = await asyncio.to_thread(self.prepare_delete, topic)
             if outcome.pop("existed") or not revision.empty:
@@ -235,6 +267,8 @@ class MemoryState:
         """
         rels = list(rels)
         async with self.lock:
+            if self.guard is not None and self.guard.check() is not None:
+                return None  # a lost root is not reloaded: readers keep the last revision
             if not self.external_change(rels):
                 return None
             revision = await asyncio.to_thread(self.prepare_load)
@@ -244,6 +278,10 @@ class MemoryState:
                 return None
             self._install(revision, None, "external")
             return revision
+
+    def _check_root(self) -> None:
+        if self.guard is not None:
+            self.guard.require()
 
     def _check_revision(self, if_revision: int | None) -> None:
         if if_revision is not None and if_revision != self.revision:

@@ -6,8 +6,11 @@ not ``*.md``. Each batch is handed to a ``refresh`` callback (the state's
 :meth:`~.state.MemoryState.refresh`), which tells the daemon's own writes
 from external ones by comparing file fingerprints. One failing batch (a
 half-written MEMORY.md that does not parse) is logged and counted in
-:attr:`Watcher.health`; the next batch is tried again. The watcher never
-writes.
+:attr:`Watcher.health`; the next batch is tried again. When the OS refuses
+native watches (the inotify watch limit), the watcher says so in its health
+(``mode: polling``, ``watchError``) and the log, and polls instead; a watch that
+fails restarts after a pause that doubles up to a minute (:mod:`.watching`),
+each distinct failure logged once. The watcher never writes.
 """
 
 from __future__ import annotations
@@ -22,12 +25,11 @@ from typing import Any
 from mmd.core.errors import MMError
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
 
+from .watching import POLL_DELAY_MS, Backoff, native_failure
+
 __all__ = ["Watcher"]
 
 log = logging.getLogger("mmd.watcher")
-
-RETRY_S = 1.0
-"""Pause before the watch restarts after it failed, seconds."""
 
 
 class Watcher:
@@ -50,8 +52,11 @@ class Watcher:
         self.step_ms = step_ms
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.health: dict[str, Any] = {"running": False, "batches": 0, "externalChanges": 0, "errors": 0,
-                                       "restarts": 0, "lastError": None}
+        self.health: dict[str, Any] = {"running": False, "mode": "native", "watchError": None, "batches": 0,
+                                       "externalChanges": 0, "errors": 0, "restarts": 0, "lastError": None}
+        """``{running, mode: native | polling, watchError, batches, externalChanges, errors, restarts,
+        lastError}``: ``watchError`` says why native watching was refused (then ``mode`` is ``polling``)."""
+        self.backoff = Backoff()
 
     def _keep(self, _change: object, path: str) -> bool:
         """Whether a changed path can matter: a visible ``*.md`` outside ``.mmd/``."""
@@ -69,7 +74,8 @@ class Watcher:
 
     async def start(self) -> None:
         """Start watching, then catch up on edits made since the snapshot was loaded."""
-        self._task = asyncio.create_task(self._run(), name="mmd-watcher")
+        polling = await self._choose_mode()
+        self._task = asyncio.create_task(self._run(polling), name="mmd-watcher")
         await asyncio.sleep(0)  # let awatch register its watches before the catch-up below
         await self.handle([INDEX_NAME, *self._detail_files()])
 
@@ -101,26 +107,50 @@ class Watcher:
         if revision is not None:
             self.health["externalChanges"] += 1
 
-    async def _run(self) -> None:
+    async def _choose_mode(self) -> bool:
+        """Ask the OS for native watches; True to poll. A refusal is logged when it is new."""
+        failure = await asyncio.to_thread(native_failure, self.root, recursive=True)
+        if failure is not None and failure != self.health["watchError"]:
+            log.error("watcher.native_refused error=%r; polling every %d ms instead", failure, POLL_DELAY_MS)
+        elif failure is None and self.health["watchError"] is not None:
+            log.info("watcher.native_restored")
+        self.health["watchError"] = failure
+        self.health["mode"] = "native" if failure is None else "polling"
+        return failure is not None
+
+    async def _run(self, polling: bool) -> None:
         from watchfiles import awatch
 
+        first = True
         while not self._stop.is_set():
-            self.health["running"] = True
             try:
+                if not first:
+                    polling = await self._choose_mode()
+                first = False
+                self.health["running"] = True
                 async for changes in awatch(self.root, watch_filter=self._keep, debounce=self.debounce_ms,
                                             step=self.step_ms, stop_event=self._stop, recursive=True,
+                                            force_polling=polling, poll_delay_ms=POLL_DELAY_MS,
                                             ignore_permission_denied=True):
                     self.health["batches"] += 1
+                    self.backoff.reset()
                     rels = sorted({r for _, path in changes if (r := self._rel(path)) is not None})
                     await self.handle(rels)
             except Exception as error:  # noqa: BLE001 - the watch restarts; the daemon serves on
-                self.health["errors"] += 1
-                self.health["restarts"] += 1
-                self.health["lastError"] = f"{type(error).__name__}: {error}"
-                log.error("watcher.failed error=%r; restarting in %.0f s", self.health["lastError"], RETRY_S)
-                self.health["running"] = False
+                self._failed(error)
                 try:
-                    await asyncio.wait_for(self._stop.wait(), timeout=RETRY_S)
+                    await asyncio.wait_for(self._stop.wait(), timeout=self.backoff.next_s())
                 except TimeoutError:
                     pass
         self.health["running"] = False
+
+    def _failed(self, error: Exception) -> None:
+        """Count a failed watch; log it when it differs from the last one (else at debug level)."""
+        text = f"{type(error).__name__}: {error}"
+        self.health["errors"] += 1
+        self.health["restarts"] += 1
+        self.health["running"] = False
+        level = logging.DEBUG if text == self.health["lastError"] else logging.ERROR
+        self.health["lastError"] = text
+        log.log(level, "watcher.failed error=%r; restarting with back-off (failure %d in a row)", text,
+                self.backoff.failures + 1)

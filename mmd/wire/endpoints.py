@@ -5,6 +5,12 @@
 ``<key>`` is the first 16 hex digits of the SHA-256 of the root's real path.
 Part of the wire contract, so that the client finds the daemon without importing it:
 it uses the standard library only and creates nothing unless :func:`ensure_private_dir` is called.
+
+Trust (issue 11): a socket folder is *private* when it is ours (or root's), 0700 at most, and
+every folder above it is ours or root's and writable by nobody else (or sticky, as ``/tmp``), so no
+other user can plant, swap or read the sockets. The daemon binds only in a private folder
+(:func:`ensure_private_dir`); the client sends nothing before :func:`check_socket_folder` and
+:func:`check_peer` passed.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Endpoints", "endpoint_key", "endpoints_for", "ensure_private_dir", "ipc_path", "runtime_dir"]
+__all__ = ["Endpoints", "check_peer", "check_socket_folder", "endpoint_key", "endpoints_for", "ensure_private_dir",
+           "ipc_path", "peer_credentials", "peer_uid", "runtime_dir"]
 
 KEY_HEX_DIGITS = 16
 """Length of ``<key>``, in hex digits (64 bits of the root's hash)."""
@@ -68,14 +75,113 @@ def ipc_path(endpoint: str) -> Path | None:
     return Path(endpoint[len("ipc://"):]) if endpoint.startswith("ipc://") else None
 
 
-def ensure_private_dir(folder: Path) -> None:
-    """Create ``folder`` (and its parents) user-only (0700), or check an existing one is.
+def _trusted(uid: int) -> bool:
+    """Whether a file owned by ``uid`` may sit on our socket path: ours, or root's."""
+    return uid in (os.getuid(), 0)
 
-    A folder we own with looser bits is tightened to 0700; one owned by another
-    user, or a symlink, is refused, so nobody else can plant or read our sockets.
+
+def _private(path: Path, st: os.stat_result) -> None:
+    if not stat.S_ISDIR(st.st_mode):
+        raise PermissionError(f"socket folder {path} is not a directory")
+    if not _trusted(st.st_uid) or stat.S_IMODE(st.st_mode) & 0o077:
+        raise PermissionError(f"{path} (uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}) must belong to "
+                              f"uid {os.getuid()} with mode 700, or another user could reach the daemon's "
+                              f"sockets; fix or remove it")
+
+
+def _check_above(real: Path) -> None:
+    """Every folder above ``real`` is ours or root's and writable by nobody else unless sticky; a folder
+    right under a sticky shared one (``/tmp/mmd-<uid>``) must be private itself."""
+    below_shared = False
+    for part in (*reversed(real.parents), real):
+        st = os.stat(part)
+        if below_shared:
+            _private(part, st)
+        mode = stat.S_IMODE(st.st_mode)
+        if not _trusted(st.st_uid) or mode & 0o022 and not mode & stat.S_ISVTX:
+            raise PermissionError(f"{part} above the socket folder (uid {st.st_uid}, mode {mode:o}) can be "
+                                  f"changed by another user; use a runtime folder only you can write "
+                                  f"($XDG_RUNTIME_DIR)")
+        below_shared = bool(mode & 0o002 and mode & stat.S_ISVTX)
+
+
+def check_socket_folder(folder: Path) -> None:
+    """Check that ``folder`` is private: no other user can plant, swap or read a socket in it.
+
+    The real path's folder must be a directory owned by us (or root) with no group or other bits;
+    each folder above it must be owned by us or root and writable by nobody else unless sticky
+    (``/tmp``), and one right under a sticky shared folder (the runtime base ``/tmp/mmd-<uid>``)
+    must be 0700 too. Symlinks are followed first, so a link to another user's folder fails.
 
     Raises:
-        PermissionError: if the folder is owned by another user or is not a directory.
+        PermissionError: naming the component, its owner and mode, and the fix.
+        OSError: if the folder cannot be examined (FileNotFoundError if it is absent).
+    """
+    real = Path(os.path.realpath(folder))
+    _private(real, os.stat(real))
+    _check_above(real.parent)
+
+
+def peer_credentials(path: Path) -> tuple[int, int] | None:
+    """``(pid, uid)`` of the process listening on the AF_UNIX socket ``path`` (``SO_PEERCRED``), None
+    where the OS does not say (not Linux).
+
+    Raises:
+        OSError: if nothing listens there.
+    """
+    import socket
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.connect(os.fspath(path))
+        if option is None:
+            return None
+        pid, uid, _ = struct.unpack("3i", probe.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return int(pid), int(uid)
+
+
+def peer_uid(path: Path) -> int | None:
+    """The uid of the process listening on ``path``, as :func:`peer_credentials` (None: the OS does not say).
+
+    Raises:
+        OSError: if nothing listens there.
+    """
+    credentials = peer_credentials(path)
+    return None if credentials is None else credentials[1]
+
+
+def check_peer(endpoint: str) -> None:
+    """Check an ``ipc://`` endpoint before anything is sent to it (no-op for other transports).
+
+    Its folder must be private (:func:`check_socket_folder`), its socket file ours (or root's), and
+    the listening process must run as us (or root) where the OS tells (``SO_PEERCRED``).
+
+    Raises:
+        PermissionError: if another user owns the folder, the socket or the listening process.
+        OSError: if the socket is absent or nobody listens on it.
+    """
+    path = ipc_path(endpoint)
+    if path is None:
+        return
+    check_socket_folder(path.parent)
+    st = os.lstat(path)
+    if not stat.S_ISSOCK(st.st_mode) or not _trusted(st.st_uid):
+        raise PermissionError(f"{path} is not a socket of uid {os.getuid()} (uid {st.st_uid})")
+    uid = peer_uid(path)
+    if uid is not None and not _trusted(uid):
+        raise PermissionError(f"the process listening on {path} runs as uid {uid}, not as uid {os.getuid()}")
+
+
+def ensure_private_dir(folder: Path) -> None:
+    """Create ``folder`` (and its missing parents) user-only (0700), then check it is private.
+
+    A folder we own with looser bits is tightened to 0700 when everything above it is private
+    already; a runtime base or folder owned by another user, writable by others or not a
+    directory is refused (:func:`check_socket_folder`), so nobody else can plant or read our sockets.
+
+    Raises:
+        PermissionError: if a component is owned by another user, writable by others, or not a directory.
         OSError: if it cannot be created.
     """
     for part in (*reversed(folder.parents[: len(folder.parents) - 1]), folder):
@@ -86,10 +192,9 @@ def ensure_private_dir(folder: Path) -> None:
             part.mkdir(mode=0o700, exist_ok=True)
         finally:
             os.umask(old)
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode):
-        raise PermissionError(f"{folder} is not a directory")
-    if st.st_uid != os.getuid():
-        raise PermissionError(f"{folder} belongs to uid {st.st_uid}, not to us (uid {os.getuid()})")
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(folder, 0o700)
+    real = Path(os.path.realpath(folder))
+    st = os.stat(real)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        _check_above(real.parent)  # only then is the folder surely ours to tighten
+        os.chmod(real, 0o700)
+    check_socket_folder(folder)

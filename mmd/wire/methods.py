@@ -23,6 +23,8 @@ from .protocol import DaemonError, UnknownMethod
 
 __all__ = [
     "DAEMON_STATUS",
+    "ID_DIGITS",
+    "INT_LIMIT",
     "MEMORY_BUDGET",
     "MEMORY_CLOSE",
     "MEMORY_DELETE",
@@ -51,6 +53,12 @@ __all__ = [
 
 SESSION_PARAM = "sessionId"
 """The param naming a session opened by ``memory.open``."""
+
+INT_LIMIT = 2**63
+"""Integer params (and ids given as digit strings) lie in ``-INT_LIMIT .. INT_LIMIT - 1``, SQLite's
+64-bit range; anything larger is ``E_INVALID`` at the door (a caller's mistake, never the daemon's)."""
+ID_DIGITS = len(str(INT_LIMIT - 1))
+"""Most decimal digits in an id given as a string (19)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +143,8 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         UnknownMethod: for a method that is not in :data:`METHODS`.
-        DaemonError(E_INVALID): for an unknown, missing or mistyped param, or a string holding a
+        DaemonError(E_INVALID): for an unknown, missing or mistyped param, an integer outside
+            :data:`INT_LIMIT` (or a digit string of more than :data:`ID_DIGITS` digits), or a string holding a
             lone surrogate (not Unicode text, so no file can hold it).
     """
     row = METHODS.get(method)
@@ -151,12 +160,21 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
             raise _invalid(f"{method}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in types)}")
         if key == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
             raise _invalid(f"{method}: tags must be a string or a list of strings")
+        if not _in_range(value):
+            raise _invalid(f"{method}: {key} is out of range (integers lie in -2**63 .. 2**63-1)")
         if not all(_is_unicode(v) for v in (value if isinstance(value, list) else [value])):
             raise _invalid(f"{method}: {key} holds a lone surrogate (not Unicode text)")
     for key, param in spec.items():
         if param.required and key not in out:
             raise _invalid(f"{method} needs param {key!r}")
     return out
+
+
+def _in_range(value: Any) -> bool:
+    """False for an integer outside SQLite's 64-bit range, or a digit string longer than :data:`ID_DIGITS`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -INT_LIMIT <= value < INT_LIMIT
+    return not (isinstance(value, str) and value.isdigit() and len(value) > ID_DIGITS)
 
 
 def _is_unicode(value: Any) -> bool:

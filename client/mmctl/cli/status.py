@@ -1,7 +1,9 @@
 """``mmctl status`` and ``mmctl watch``: the daemon's state, once or as its events come (need the daemon).
 
-- ``status``: aligned ``key  value`` rows, then the agent-log sources (``ingest.sources``) as a table;
-  ``--json`` the daemon's ``daemon.status`` value ``{version, pid, root, revision, sessions, …}``;
+- ``status``: aligned ``key  value`` rows, then the agent-log sources (``ingest.sources``) as a table,
+  then a ``warning:`` line for each thing that needs a person (a lost root, paths others can write,
+  a watcher that polls because the OS refused native watches); ``--json`` the daemon's
+  ``daemon.status`` value ``{version, pid, root, revision, sessions, …}``;
 - ``watch``: one line per event; ``--json`` one event per line, ``{topic, seq, at, …payload, missed?, restarted?}``.
 """
 
@@ -14,7 +16,7 @@ from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEU
 from .output import EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
-__all__ = ["cmd_status", "cmd_watch"]
+__all__ = ["cmd_status", "cmd_watch", "status_warnings"]
 
 
 def cmd_status(ctx: Ctx) -> int:
@@ -30,7 +32,25 @@ def cmd_status(ctx: Ctx) -> int:
     ctx.write(aligned(list(status.items())))
     if isinstance(sources, list) and sources:
         ctx.write("\nsources:\n" + sources_table(sources))
+    for line in status_warnings(status):
+        ctx.write(f"warning: {line}\n")
     return EXIT_OK
+
+
+def status_warnings(status: dict[str, Any]) -> list[str]:
+    """The sentences ``status`` adds under its rows: what in ``daemon.status`` needs a person."""
+    out = []
+    if status.get("rootLost"):
+        out.append(f"writes are refused: {status['rootLost']}; restart mmd")
+    loose = status.get("looseModes") or []
+    if loose:
+        paths = ", ".join(f"{m.get('path')} ({m.get('mode')})" for m in loose)
+        out.append(f"others can write this memory (a prompt-injection channel): {paths}; chmod go-w them")
+    for name in ("watcher", "ingest"):
+        part = status.get(name) or {}
+        if part.get("watchError"):
+            out.append(f"the {name} polls: the OS refused native file watches ({part['watchError']})")
+    return out
 
 
 def _size(n: Any) -> str:

@@ -7,7 +7,11 @@ Without one, it is a core :class:`~mmd.core.Memory` loaded once: reads serve
 that snapshot, writes reach the disk under the root's lock and count as
 pending, exactly the reference's session semantics (mm v1 §7). The review
 queue needs the daemon. Review dates (``due``) and injections (``inject``) look
-at the latest revision, not the connection's snapshot: they are about now.
+at the latest revision, not the connection's snapshot: they are about now. A
+server started before its daemon (:class:`FollowingMemory`) looks for one before
+each call and, once a daemon owns the root, goes through it (the snapshot then
+moves to the daemon's newest revision), so its writes never wait for the lock
+that daemon holds.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from mmd.core.memory import Memory
 from ..aclient import AsyncClient, AsyncSession
 from ..errors import MmctlError, NoSessionError
 
-__all__ = ["DaemonMemory", "DirectMemory", "MemoryUnavailable", "SessionMemory", "describe_error"]
+__all__ = ["DaemonMemory", "DirectMemory", "FollowingMemory", "MemoryUnavailable", "SessionMemory",
+           "describe_error"]
 
 
 class MemoryUnavailable(Exception):
@@ -222,6 +227,66 @@ class DaemonMemory(SessionMemory):
     async def close(self) -> None:
         await self.session.end()
         await self.client.aclose()
+
+
+class FollowingMemory(SessionMemory):
+    """The files until a daemon owns the root, then that daemon (a long-lived server started first).
+
+    Args:
+        direct: the memory on the files, used while no daemon answers.
+        find: returns an opened :class:`DaemonMemory` when a daemon owns the root now, else None
+            (cheap when none runs: a ``stat`` of its socket).
+    """
+
+    def __init__(self, direct: DirectMemory, find: Callable[[], Awaitable[DaemonMemory | None]]) -> None:
+        self.current: SessionMemory = direct
+        self._find = find
+        self.uri_for = lambda topic: self.current.uri_for(topic)
+
+    async def _memory(self) -> SessionMemory:
+        if isinstance(self.current, DirectMemory):
+            found = await self._find()
+            if found is not None:
+                self.current = found
+        return self.current
+
+    async def read(self, topic: str) -> dict[str, Any] | None:
+        return await (await self._memory()).read(topic)
+
+    async def index(self) -> dict[str, Any]:
+        return await (await self._memory()).index()
+
+    async def notes(self) -> list[dict[str, Any]]:
+        return await (await self._memory()).notes()
+
+    async def search(self, query: str, mode: str | None, limit: int | None) -> dict[str, Any]:
+        return await (await self._memory()).search(query, mode, limit)
+
+    async def budget(self) -> dict[str, Any]:
+        return await (await self._memory()).budget()
+
+    async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
+                    budget: int | None) -> dict[str, Any]:
+        return await (await self._memory()).write(topic, content, summary, tags, budget)
+
+    async def digest(self, text: str | None, file: str | None, max_items: int | None,
+                     topic_hint: str | None) -> dict[str, Any]:
+        return await (await self._memory()).digest(text, file, max_items, topic_hint)
+
+    async def delete(self, topic: str) -> dict[str, Any]:
+        return await (await self._memory()).delete(topic)
+
+    async def due(self, within_days: int) -> dict[str, Any]:
+        return await (await self._memory()).due(within_days)
+
+    async def inject(self, client: str, max_bytes: int | None) -> dict[str, Any]:
+        return await (await self._memory()).inject(client, max_bytes)
+
+    async def queue(self, action: str, **params: Any) -> Any:
+        return await (await self._memory()).queue(action, **params)
+
+    async def close(self) -> None:
+        await self.current.close()
 
 
 def describe_error(error: BaseException) -> str:

@@ -30,10 +30,11 @@ from pydantic import BaseModel, ConfigDict
 from mmd import __version__
 from mmd.core.errors import MMError
 from mmd.core.guide import guide_text
+from mmd.wire.methods import ID_DIGITS
 
 from ..errors import MmctlError
 from ..render import budget_lines, candidates
-from .memory import DaemonMemory, DirectMemory, MemoryUnavailable, SessionMemory, describe_error
+from .memory import DaemonMemory, DirectMemory, FollowingMemory, MemoryUnavailable, SessionMemory, describe_error
 from .resources import MemoryServer, note_text
 
 __all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "QueueOut",
@@ -205,8 +206,10 @@ DESCRIPTIONS = {
 """Tool name → the description the model reads."""
 
 
-def _candidate_id(raw: str) -> str | int:
-    return int(raw) if raw.isdigit() else raw
+def _candidate_id(raw: str | int) -> str | int:
+    """A candidate id as ``mem_queue_list`` shows it (an integer) or as text; digits become the integer."""
+    digits = isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= ID_DIGITS
+    return int(raw) if digits else raw
 
 
 class MemoryTools:
@@ -332,7 +335,7 @@ class MemoryTools:
             f"{c.get('chars')} chars): {c.get('summary', '')}\n  {c.get('body', '')}" for c in items]
         return _result("\n".join(lines) + "\n", {"ok": True, "candidates": items})
 
-    async def mem_queue_accept(self, id: str, topic: str | None = None, content: str | None = None,
+    async def mem_queue_accept(self, id: str | int, topic: str | None = None, content: str | None = None,
                                summary: str | None = None, tags: str | None = None,
                                replace: bool = False) -> Annotated[CallToolResult, QueueOut]:
         result = await self._queue("accept", candidate_id=_candidate_id(id), topic=topic, content=content,
@@ -345,7 +348,7 @@ class MemoryTools:
                     f"{_usage_text(write.get('usage', {}))}; the candidate stays pending: retry with a shorter content")
         return _result(text + "\n", {"ok": bool(result.get("ok")), "result": result})
 
-    async def mem_queue_reject(self, id: str, reason: str | None = None) -> Annotated[CallToolResult, QueueOut]:
+    async def mem_queue_reject(self, id: str | int, reason: str | None = None) -> Annotated[CallToolResult, QueueOut]:
         result = await self._queue("reject", candidate_id=_candidate_id(id), reason=reason)
         return _result(f"rejected {id}\n", {"ok": True, "result": result})
 
@@ -386,7 +389,7 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
     """
     import asyncio
 
-    from ..backend import Direct, find_daemon
+    from ..backend import Daemon, Direct, find_daemon
     from ..pins import pinned_clock, pinned_fts5, wants_daemon
 
     direct = Direct(root, env, pinned_clock(env), pinned_fts5(env))
@@ -394,17 +397,23 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
     instructions = guide_text(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
     daemon = find_daemon(options.root, env) if wants_daemon(env) else None
 
+    async def through(found: Daemon) -> DaemonMemory:
+        from ..aclient import AsyncClient
+
+        target = found.client.target
+        found.client.close()
+        return await DaemonMemory(AsyncClient(endpoint=target.rpc, pub_endpoint=target.pub, timeout_ms=10_000)).open()
+
+    async def later() -> DaemonMemory | None:  # a daemon started after this server
+        found = await asyncio.to_thread(find_daemon, options.root, env) if wants_daemon(env) else None
+        return None if found is None else await through(found)
+
     async def run() -> None:
         memory: SessionMemory
         if daemon is not None:
-            from ..aclient import AsyncClient
-
-            target = daemon.client.target
-            daemon.client.close_socket()
-            client = AsyncClient(endpoint=target.rpc, pub_endpoint=target.pub, timeout_ms=10_000)
-            memory = await DaemonMemory(client).open()
+            memory = await through(daemon)
         else:
-            memory = DirectMemory(direct.memory(search=True, options=options))
+            memory = FollowingMemory(DirectMemory(direct.memory(search=True, options=options)), later)
         await build_server(memory, instructions, root=options.root, memory_id=options.memory_id).run_stdio_async()
 
     asyncio.run(run())

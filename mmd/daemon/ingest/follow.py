@@ -9,8 +9,11 @@ backfill:
 2. backfill the logs already in each folder that appeared, every folder
    together, newest file first (progress per folder in ``daemon.status``),
 3. follow changes in every present folder with one watchfiles watch (native
-   backend, never polling), until a folder is deleted or replaced (it goes
-   back to 1), a missing one appears (it is backfilled) or the daemon stops.
+   backend), until a folder is deleted or replaced (it goes back to 1), a
+   missing one appears (it is backfilled) or the daemon stops. When the OS
+   refuses native watches (the inotify watch limit), the worker polls instead
+   and says so in its health (``mode``, ``watchError``) and the log; a failing
+   watch restarts after a pause doubling up to a minute (:mod:`..watching`).
 
 Which files count is the sources' call (:class:`~.folders.Folders`): a path
 goes to the deepest folder holding it and to the first of that folder's
@@ -35,7 +38,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ from mmd.sources import SESSIONS_KIND, Source
 
 from ..queue import ReviewQueue
 from ..statedb import CursorRow
+from ..watching import POLL_DELAY_MS, Backoff, watch_or_poll
 from .folders import EndedSession, Folder, Folders, FolderSetting
 from .harvest import AddedBatch, Harvester, TrackedLog
 from .health import BackfillHealth, IngestHealth
@@ -57,8 +61,6 @@ WAKE_MS = 1000
 """The watch wakes at least this often (idle sessions, a missing or vanished folder), milliseconds."""
 PROGRESS_S = 2.0
 """Backfill progress is logged at most this often, seconds."""
-RETRY_S = 1.0
-"""Pause after a failed watch before it restarts, seconds."""
 
 
 class Ingestor:
@@ -95,6 +97,7 @@ class Ingestor:
         dsh = next((f for f in self.folders.all if f.kind == SESSIONS_KIND), None)
         self.health = IngestHealth(str(dsh.root) if dsh is not None else "",
                                    sources=[f.health for f in self.folders.all])
+        self.backoff = Backoff()
         self.harvester = Harvester(queue, notes=notes, write_budget=write_budget, health=self.health,
                                    on_added=on_added, stop=self._stop)
 
@@ -134,28 +137,35 @@ class Ingestor:
                 self._backfill([f for f in self.folders.watched() if not f.backfilled])
                 self._follow()
             except Exception as error:  # noqa: BLE001 - the watch restarts; the daemon serves on
-                self._failed("ingest.watch_failed", error)
-                self._stop.wait(RETRY_S)
+                self._failed("ingest.watch_failed", error, repeat=True)
+                self._stop.wait(self.backoff.next_s())
         self.health.running = False
 
-    def _failed(self, event: str, error: BaseException, path: str | None = None) -> None:
+    def _failed(self, event: str, error: BaseException, path: str | None = None, repeat: bool = False) -> None:
+        """Count a failure; with ``repeat``, the same failure as the last one is logged at debug level only."""
         text = f"{path + ': ' if path else ''}{type(error).__name__}: {error}"
         self.health.errors += 1
+        level = logging.DEBUG if repeat and text == self.health.last_error else logging.ERROR
         self.health.last_error = text
         folder = self.folders.folder_of(path) if path else None
         if folder is not None:
             folder.health.errors += 1
             folder.health.last_error = text
-        log.error("%s path=%s error=%r", event, path, f"{type(error).__name__}: {error}")
+        log.log(level, "%s path=%s error=%r", event, path, f"{type(error).__name__}: {error}")
 
     # --- the folders -----------------------------------------------------------------------------
 
-    def _watch(self, paths: Sequence[Path]) -> Generator[set[tuple[Any, str]], None, None]:
-        from watchfiles import watch
+    def _watch(self, paths: Sequence[Path]) -> Iterator[set[tuple[Any, str]]]:
+        def report(failure: str | None) -> None:
+            if failure is not None and failure != self.health.watch_error:
+                log.error("ingest.native_refused paths=%s error=%r; polling every %d ms instead",
+                          ",".join(map(str, paths)), failure, POLL_DELAY_MS)
+            self.health.watch_error = failure
+            self.health.mode = "native" if failure is None else "polling"
 
-        return watch(*paths, watch_filter=None, debounce=self.debounce_ms, step=self.step_ms, stop_event=self._stop,
-                     rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False, force_polling=False,
-                     recursive=True, ignore_permission_denied=True)
+        return watch_or_poll(paths, recursive=True, report=report, watch_filter=None, debounce=self.debounce_ms,
+                             step=self.step_ms, stop_event=self._stop, rust_timeout=WAKE_MS, yield_on_timeout=True,
+                             raise_interrupt=False)
 
     def _look(self) -> bool:
         """Note which enabled folders exist now; True when that changed (one appeared, vanished or was replaced)."""
@@ -260,6 +270,7 @@ class Ingestor:
         caught_up = False
         for changes in self._watch([f.root for f in watched]):
             self._following = True
+            self.backoff.reset()
             if changes:
                 self._changed(sorted({p for _, p in changes}))
             if not caught_up:

@@ -83,6 +83,8 @@ class IngestHealth:
     Attributes:
         running: the worker thread runs.
         phase: ``stopped`` | ``waiting`` (no source folder exists) | ``backfill`` | ``following``.
+        mode: ``native`` (OS file events) | ``polling`` (the OS refused native watches).
+        watch_error: why native watching was refused (the inotify watch limit…), or None.
         sessions_dir: the DSH sessions folder (absolute).
         folder_present: the DSH sessions folder exists.
         files_tracked: logs followed now, every source.
@@ -99,6 +101,8 @@ class IngestHealth:
     sessions_dir: str
     running: bool = False
     phase: str = "stopped"
+    mode: str = "native"
+    watch_error: str | None = None
     folder_present: bool = False
     files_tracked: int = 0
     bytes_read: int = 0
@@ -115,7 +119,8 @@ class IngestHealth:
         """The ``daemon.status`` ``ingest`` object (camelCase keys, ``backfill`` and ``sources`` nested)."""
         b = self.backfill
         return {
-            "running": self.running, "phase": self.phase, "sessionsDir": self.sessions_dir,
+            "running": self.running, "phase": self.phase, "mode": self.mode, "watchError": self.watch_error,
+            "sessionsDir": self.sessions_dir,
             "folderPresent": self.folder_present, "filesTracked": self.files_tracked, "bytesRead": self.bytes_read,
             "candidatesAdded": self.candidates_added, "lastEventAt": self.last_event_at, "errors": self.errors,
             "lastError": self.last_error, "warnings": self.warnings, "sessionsEnded": self.sessions_ended,
