@@ -228,3 +228,19 @@ def test_with_no_arguments_it_creates_the_spec_root_and_serves(start_daemon, tmp
     assert status["root"] == str(tmp_path / "dsh" / "memory")
     assert (tmp_path / "dsh" / "memory" / "MEMORY.md").is_file()
     assert (tmp_path / "dsh" / "memory" / ".mmd" / "lock").is_file()
+
+
+def test_a_root_the_daemon_creates_is_private_whatever_the_umask(start_daemon, tmp_path: Path) -> None:
+    """Issue 15: the root, .mmd/ and state.db (which holds text from session logs) are 0700/0600 under umask 022."""
+    root = tmp_path / "fresh" / "memory"
+    old = os.umask(0o022)  # inherited by the daemon process
+    try:
+        daemon = start_daemon(root=root)
+    finally:
+        os.umask(old)
+    daemon.wait_ready()
+    modes = {p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode)
+             for p in (tmp_path / "fresh", root, root / ".mmd", *sorted((root / ".mmd").glob("state.db*")))}
+    assert modes["fresh"] == modes["fresh/memory"] == modes["fresh/memory/.mmd"] == 0o700, modes
+    assert {k: v for k, v in modes.items() if "state.db" in k} == {
+        k: 0o600 for k in modes if "state.db" in k} and "fresh/memory/.mmd/state.db" in modes, modes

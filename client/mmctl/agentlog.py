@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mmd.candidates import NewCandidate
     from mmd.core.memory import Memory
 
 __all__ = ["DEFAULT_MAX_ITEMS", "digest_agent_log"]
@@ -26,15 +27,14 @@ DEFAULT_MAX_ITEMS = 50
 """Most candidates when ``max_items`` is not a positive integer (the reference's default)."""
 
 
-def _candidate(c: Any, budget: int) -> dict[str, Any]:
+def _candidate(c: NewCandidate, budget: int) -> dict[str, Any]:
     """One pipeline candidate as the reference's digest candidate plus where it came from."""
     out: dict[str, Any] = {"topic": c.topic, "kind": c.kind, "summary": c.summary, "body": c.body, "chars": c.chars,
                            "budget": budget, "overBudget": c.over_budget}
     source = {"kind": c.source_kind, "sessionId": c.session_id, "seq": c.seq, "messageId": c.message_id}
     out["source"] = {k: v for k, v in source.items() if v is not None}
-    for extra in ("rule", "score"):
-        if getattr(c, extra, None) not in (None, ""):
-            out[extra] = getattr(c, extra)
+    out["rule"], out["score"], out["pinned"] = c.rule, c.score, c.pinned
+    out["proposal"] = {"action": c.proposal_action, "topic": c.topic}
     return out
 
 
@@ -52,8 +52,10 @@ def digest_agent_log(path: str, memory: Memory, *, max_items: int | None = None,
     Returns:
         ``{source, sourceKind: "session-log", agent, sessionId, project, candidates, usage, note, warnings}``:
         ``candidates`` as the reference's (``topic, kind, summary, body, chars, budget, overBudget``) plus
-        ``source`` (``kind``: ``user`` | ``assistant`` | ``compaction``, ``sessionId``, ``seq``, ``messageId``);
-        only the candidates the review queue would show. None as well for a file that cannot be opened.
+        ``source`` (``kind``: ``user`` | ``assistant`` | ``compaction``, ``sessionId``, ``seq``, ``messageId``),
+        ``rule``, ``score``, ``pinned`` and ``proposal`` (``action``: ``create`` | ``append``, ``topic``); only
+        the visible candidates (those the review queue lists by default), marked ones first, then by score.
+        None as well for a file that cannot be opened.
 
     Raises:
         MMError(E_DIGEST_SOURCE): a recognised log cannot be read to its end.
@@ -76,8 +78,9 @@ def digest_agent_log(path: str, memory: Memory, *, max_items: int | None = None,
     from mmd.candidates import Seen, candidates_from
 
     budget = memory.options.default_write_budget
-    seen = Seen.of_notes(note.body for note in memory.list_notes())
-    found = [c for c in candidates_from(utterances, write_budget=budget, seen=seen) if getattr(c, "visible", True)]
+    # the notes as the daemon's candidacy sees them (mmd.daemon.ingest.candidacy.seen_of_snapshot)
+    seen = Seen.of_index((n.topic, n.entry.tags, n.entry.summary, n.body) for n in memory.list_notes())
+    found = [c for c in candidates_from(utterances, write_budget=budget, seen=seen) if c.visible]
     if topic_hint:
         explicit = [c for c in found if c.kind == "explicit"][1:]
         found = [c for c in found if c not in explicit]

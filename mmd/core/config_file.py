@@ -18,11 +18,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from .errors import ErrorCode, MMError
 from .options import MemoryOptions, is_js_integer
 from .paths import expand_path, resolve_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MEMORY_KEYS", "ConfigError", "check_kind", "config_path", "configured_root", "load_config",
            "memory_options", "options_refused", "read_config"]

@@ -50,8 +50,9 @@ class Option:
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
     (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
     expanded; the flag may be repeated), ``endpoint``, ``sources`` (a repeatable
-    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file) or ``kinds``
-    (a repeatable ``KIND`` flag; a list of kinds in the file); ``default`` None
+    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file), ``kinds``
+    (a repeatable ``KIND`` flag; a list of kinds in the file) or ``argv`` (a list of
+    strings; the flag is split as a shell would); ``default`` None
     means "derived" (root, sessions folder, endpoints).
     """
 
@@ -101,6 +102,12 @@ OPTIONS: tuple[Option, ...] = (
            "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
     Option("export.files", "--export-file", "paths", (),
            "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
+    Option("candidates.perSession", "--per-session", "int", None,
+           "visible candidates per agent session (default: about 5, scaled by the session's size)"),
+    Option("candidates.command", "--extractor-command", "argv", None,
+           "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
+    Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
+           "how long the extractor command may run, in milliseconds"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -135,6 +142,9 @@ class Config:
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
         inject_ttl_days: days a client's injection view is kept after its last confirmation.
         export_files: absolute paths of the files whose memory block the daemon refreshes.
+        per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
+        extractor: ``candidates.command``, the extractor command (empty: none).
+        extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
     """
 
     memory: MemoryOptions
@@ -159,6 +169,9 @@ class Config:
     journal: bool
     inject_ttl_days: int = 30
     export_files: tuple[Path, ...] = ()
+    per_session: int | None = None
+    extractor: tuple[str, ...] = ()
+    extractor_timeout_ms: int = 60_000
 
     @property
     def root(self) -> Path:
@@ -292,6 +305,9 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         lang=raw["lang"],
         log_level=raw["daemon.logLevel"],
         config_file=config_file,
+        per_session=raw["candidates.perSession"],
+        extractor=tuple(raw["candidates.command"] or ()),
+        extractor_timeout_ms=raw["candidates.timeoutMs"],
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
@@ -313,7 +329,14 @@ def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | Non
 
 
 def _from_flag(opt: Option, value: Any) -> Any:
-    """A flag's string turned into the option's kind."""
+    """A flag's string turned into the option's kind (an ``argv`` flag is split as a shell would)."""
+    if opt.kind == "argv":
+        import shlex
+
+        try:
+            return _check_type(opt, shlex.split(value))
+        except ValueError as error:
+            raise ConfigError(opt.flag, value, f"cannot be split into words: {error}") from None
     if opt.kind == "int":
         try:
             return _check_type(opt, int(value))

@@ -14,9 +14,11 @@ help and version text come back as :class:`Shown`.
 
 from __future__ import annotations
 
-import math
-import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from mmd.core.lazyre import lazy_compile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 if TYPE_CHECKING:
     import argparse
@@ -26,7 +28,7 @@ __all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "
 
 _JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
             "\u2028\u2029\u202f\u205f\u3000\ufeff"
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMAL = lazy_compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _RADIX = {"0x": 16, "0o": 8, "0b": 2}
 PROG = "mmctl"
 
@@ -126,17 +128,29 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                      Opt("--topic-hint", "S", "a topic to suggest")), reference=True),
     Command("delete", "reference", "delete a note and its index entry (always allowed, even over budget)",
             (Pos("topic", "the note's topic"),), reference=True),
+    Command("merge", "queue", "join notes into one (bodies joined, the others deleted); allowed over the index cap "
+            "when it shrinks the index", (Pos("topic", "the notes to merge", many=True),),
+            (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),),
+            epilog="Example: mmctl merge deploy-vpn deploy-staging --into deploy"),
     Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
     Command("status", "status", "the daemon's state (needs the daemon)"),
     Command("queue", "queue", "the review queue of candidates the daemon distilled (needs the daemon)",
             (Pos("action", "what to do", choices=("list", "show", "accept", "reject"), default="list"),
              Pos("id", "candidate ids (show: one; accept, reject: one or more)", many=True)),
             (Opt("--status", "S", "list: which candidates", choices=("pending", "accepted", "rejected", "all")),
-             _LIMIT, Opt("--offset", "N", "list: skip N", "int"), Opt("--topic", "T", "accept: write under this topic"),
+             _LIMIT, Opt("--offset", "N", "list: skip N", "int"),
+             Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
+             Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
+             Opt("--project", "DIR", "list: only candidates seen in this project (its working directory)"),
+             Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other)"),
+             Opt("--topic", "T", "accept: write under this topic"),
+             Opt("--into", "T", "accept: append to this note instead of writing a new one"),
              _CONTENT, _FILE_BODY, _SUMMARY, _TAGS,
              Opt("--replace", None, "accept: replace an existing note", "switch"),
+             Opt("--below", "S", "reject: every pending candidate scoring below S"),
              Opt("--reason", "R", "reject: why")),
-            epilog="Each id of accept or reject is reported on its own line; the exit code is 1 if any failed."),
+            epilog="Each id of accept or reject is reported on its own line; the exit code is 1 if any failed.\n"
+                   "The list shows the visible candidates, best first; --all or --min-score shows the rest."),
     Command("watch", "status", "print the daemon's events as they come (needs the daemon)",
             options=(Opt("--topic", "T", "only events whose topic starts with T"),
                      Opt("--count", "N", "stop after N events", "int"))),
@@ -215,6 +229,8 @@ class Args:
         raw = self.text(name)
         if raw is None:
             return None
+        import math  # loaded only by a command given an integer option
+
         number = js_number(raw)
         if not math.isfinite(number) or number != int(number) or number < 0:
             raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
@@ -420,6 +436,8 @@ def _help(topic: str | None) -> NoReturn:
 
 def js_number(raw: str) -> float:
     """JavaScript ``Number(raw)`` for a string: blank is 0, ``0x``/``0o``/``0b`` prefixes, NaN for garbage."""
+    import math
+
     text = raw.strip(_JS_SPACE)
     if not text:
         return 0.0
