@@ -34,6 +34,7 @@ def cli(daemon: Any, *argv: str, root: bool = True, env: dict[str, str] | None =
     out, err = io.StringIO(), io.StringIO()
     args = [*argv, "--root", str(daemon.root)] if root else list(argv)
     code = main(args, env={**daemon.env, **(env or {})}, stdout=out, stderr=err)
+    assert "internal error" not in out.getvalue() + err.getvalue(), (argv, err.getvalue())  # kept for real bugs
     return code, out.getvalue(), err.getvalue()
 
 
