@@ -265,3 +265,13 @@ def test_the_summary_form_shown_in_help_and_readme_works_as_typed_in_a_shell(tmp
         read = subprocess.run([*MMCTL_ARGV, "read", "--json"], env=environ, capture_output=True, text=True)
         entries = {e["topic"]: e["summary"] for e in json.loads(read.stdout)["entries"]}
         assert entries[f"t{number}"] == "--- draft", entries
+
+
+def test_queue_help_lists_every_action_with_one_line() -> None:
+    from mmctl.cli.parser import COMMANDS
+
+    help_text = subprocess.run([*MMCTL_ARGV, "queue", "--help"], capture_output=True, text=True, check=True).stdout
+    actions = COMMANDS["queue"].positionals[0].choices or ()
+    lines = {line.split()[0]: line for line in help_text.split("actions:\n", 1)[1].splitlines()
+             if line.startswith("  ") and line.split()}
+    assert {"list", "show", "accept", "reject"} <= set(actions) and set(lines) == set(actions), help_text

@@ -65,6 +65,12 @@ def test_show_accept_and_reject_decide_candidates(queued) -> None:  # type: igno
     assert code == 0 and json.loads(out)["candidate"]["status"] == "rejected"
     code, _, err = cli(queued, "queue", "accept", str(second["id"]))
     assert code == 1 and "already rejected" in err
+    code, out, err = cli(queued, "queue", "reject", str(second["id"]), "99999")  # as accept: exit 1, said so
+    assert (code, out) == (1, "") and err.splitlines() == [
+        f"mmctl: reject {second['id']}: candidate {second['id']} is already rejected; nothing changed",
+        "mmctl: reject 99999: no candidate 99999 in the review queue"]
+    code, out, _ = cli(queued, "queue", "reject", str(second["id"]), "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "E_DECIDED"
     code, _, err = cli(queued, "queue", "show", "99999")
     assert code == 1 and "no candidate 99999" in err
 
@@ -100,6 +106,7 @@ def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  #
     first = json.loads(out)["candidates"][0]
     assert cli(queued, "write", first["topic"], "--content", "mine")[0] == 0
     code, _, err = cli(queued, "queue", "accept", str(first["id"]))
-    assert code == 1 and "already has a note" in err and "replace" in err
+    assert code == 1 and err == (f"mmctl: accept {first['id']}: mm://local/{first['topic']} already has a note; "
+                                 "accept with --replace to overwrite it, or --topic T to write elsewhere\n")
     code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--replace")
     assert code == 0 and out.startswith(f"accepted {first['id']}: updated")
