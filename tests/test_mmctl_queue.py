@@ -92,6 +92,10 @@ async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # ty
             assert not listed.is_error and listed.structured_content is not None
             first, second = listed.structured_content["candidates"]
             assert first["body"] in listed.content[0].text  # type: ignore[union-attr]
+            for each in (first, second):  # the summary, then the body unless it is the same text
+                once = each["summary"].strip() == each["body"].strip()
+                assert listed.content[0].text.count(each["body"].strip()) == (1 if once else 1 + (  # type: ignore[union-attr]
+                    each["body"].strip() in each["summary"]))
             accepted = await session.call_tool("mem_queue_accept", {"id": str(first["id"]), "topic": "via-mcp"})
             assert not accepted.is_error and accepted.structured_content["ok"] is True  # type: ignore[index]
             assert "created mm://local/via-mcp" in accepted.content[0].text  # type: ignore[union-attr]
