@@ -358,3 +358,25 @@ def test_deleting_a_dangling_entry_says_it_removed_the_entry(mm) -> None:  # typ
     (mm.root / "memories" / "gone.md").unlink()
     assert mm("delete", "gone").out == "deleted gone: removed its index entry (the note file was already gone)\n"
     assert mm("delete", "gone").out == "deleted gone: not found\n" and mm("list").out == "(no notes)\n"
+
+
+def test_doctor_reports_loose_modes_and_case_twins_and_says_the_fix_it_cannot_make(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "deploy", "--content", "region a")
+    note = mm.root / "memories" / "deploy.md"
+    note.chmod(0o620)  # chmod g+w
+    (mm.root / "memories" / "Deploy.md").write_text("# Deploy\n\nregion b\n")  # from another machine
+    before = {p.name: p.read_bytes() for p in (mm.root / "memories").iterdir()}
+    r = mm("doctor", "--json")
+    assert r.code == 1
+    found = {p["kind"]: p for p in r.json["problems"]}
+    assert set(found) == {"loose-mode", "orphan", "case-twins"} and not any(p["fixable"] for p in found.values())
+    assert found["loose-mode"]["message"] == (f"memories/deploy.md is writable by group (0o620): another user could "
+                                              f"change the memory; `chmod go-w {note}`")
+    assert found["case-twins"]["message"].startswith("topics Deploy, deploy differ only by case")
+    assert "`mmctl delete Deploy`" in found["case-twins"]["message"]
+    fixed = mm("doctor", "--fix")
+    assert fixed.code == 1 and "internal error" not in fixed.err and "fixed:" not in fixed.out
+    assert {p.name: p.read_bytes() for p in (mm.root / "memories").iterdir()} == before
+    assert mm("delete", "Deploy").code == 0  # the fixes doctor names work
+    subprocess.run(["chmod", "go-w", str(note)], check=True)
+    assert mm("doctor").out.endswith("no problems found\n")
