@@ -357,7 +357,17 @@ def test_deleting_a_dangling_entry_says_it_removed_the_entry(mm) -> None:  # typ
     mm("write", "gone", "--content", "x")
     (mm.root / "memories" / "gone.md").unlink()
     assert mm("delete", "gone").out == "deleted gone: removed its index entry (the note file was already gone)\n"
-    assert mm("delete", "gone").out == "deleted gone: not found\n" and mm("list").out == "(no notes)\n"
+    assert mm("delete", "gone").out == "nothing to delete: no note for topic gone\n" and mm("list").out == \
+        "(no notes)\n"
+
+
+def test_deleting_a_missing_topic_says_there_was_nothing_to_delete(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
+    r = mm("delete", "nosuch")
+    assert (r.code, r.out, r.err) == (0, "nothing to delete: no note for topic nosuch\n", "")
+    as_json = mm("delete", "nosuch", "--json")  # the reference's shape, unchanged
+    assert as_json.code == 0 and as_json.json["removed"] is False and as_json.json["ok"] is True
+    assert list(as_json.json) == ["ok", "removed", "topic", "pendingWrites", "usage"]
 
 
 def test_doctor_reports_loose_modes_and_case_twins_and_says_the_fix_it_cannot_make(mm) -> None:  # type: ignore[no-untyped-def]
