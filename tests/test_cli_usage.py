@@ -177,7 +177,9 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmd", ["--help"], {}, 0, "", "usage: mmd [OPTIONS]\n       mmd service {install,uninstall,status}"),
     ("mmd", ["service", "bogus"], {}, 2, "usage: mmd service", ""),
     ("mmd", ["service", "install"], {}, 1, "mmd service: no systemd user bus here", ""),
-    ("mmd", ["service", "status"], {}, 0, "", "{tmp}/.config/systemd/user/mmd.service: installed: no, enabled: no"),
+    ("mmd", ["service", "status"], {}, 0, "", "{tmp}/.config/systemd/user/mmd.service: installed: no, enabled: no, "
+     "running: unknown (no systemd user bus here to ask; `mmctl status` says whether a daemon answers)\n"
+     "not installed as a user service: `mmd service install` installs and starts it\n"),
 ]
 
 
@@ -275,3 +277,14 @@ def test_queue_help_lists_every_action_with_one_line() -> None:
     lines = {line.split()[0]: line for line in help_text.split("actions:\n", 1)[1].splitlines()
              if line.startswith("  ") and line.split()}
     assert {"list", "show", "accept", "reject"} <= set(actions) and set(lines) == set(actions), help_text
+
+
+def test_the_revision_jump_at_a_restart_is_explained_in_readme_and_status_help() -> None:
+    from mmd.daemon.state import RESERVE
+
+    said = f"blocks of {RESERVE}"
+    help_text = subprocess.run([*MMCTL_ARGV, "status", "--help"], capture_output=True, text=True, check=True).stdout
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    rpc_section = readme.split("## RPC and events", 1)[1].split("\n## ", 1)[0]
+    assert said in " ".join(help_text.split()) and f"then {RESERVE + 1}" in help_text
+    assert said in " ".join(rpc_section.split()) and f"then {RESERVE + 1}" in rpc_section

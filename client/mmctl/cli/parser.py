@@ -137,7 +137,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("delete", "reference", "delete a note and its index entry (always allowed, even over budget)",
             (Pos("topic", "the note's topic"),), reference=True),
     Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
-    Command("status", "status", "the daemon's state (needs the daemon)"),
+    Command("status", "status", "the daemon's state (needs the daemon)",
+            epilog="The revision only grows: the daemon reserves numbers in blocks of 1000, so a restart skips\n"
+                   "to the next block (1, 2, … then 1001)."),
     Command("queue", "queue", "the review queue of candidates the daemon distilled (needs the daemon)",
             (Pos("action", "what to do", choices=("list", "show", "accept", "reject"), default="list"),
              Pos("id", "candidate ids (show: one; accept, reject: one or more)", many=True, kind="id")),
