@@ -43,8 +43,8 @@ def test_agent_utterances_carry_their_provenance_and_topics_are_proposed_from_th
                            said("assistant", "no markers here", seq=8),
                            said("summary", "Conclusion: the retry path regenerates keys", seq=9)], write_budget=4000)
     assert [(c.kind, c.topic, c.source_kind, c.seq, c.message_id, c.session_id, c.file) for c in got] == [
-        ("explicit", "run-tests-with-make-test-fast", "user", 7, "m7", "s-1", "/logs/a.jsonl"),
-        ("summary", "the-retry-path-regenerates-keys", "compaction", 9, "m9", "s-1", "/logs/a.jsonl")]
+        ("explicit", "run-tests-make-test-fast", "user", 7, "m7", "s-1", "/logs/a.jsonl"),
+        ("summary", "retry-path-regenerates-keys", "compaction", 9, "m9", "s-1", "/logs/a.jsonl")]
 
 
 def test_text_utterances_are_digested_as_the_reference_digests_a_source() -> None:
@@ -54,7 +54,7 @@ def test_text_utterances_are_digested_as_the_reference_digests_a_source() -> Non
     (d,) = candidates_from([said("text", "plain\nMEMO: as it is")], write_budget=4000)
     assert (d.body, d.source_kind) == ("as it is", "text")
     cut = candidates_from([said("human", "MEMO: " + "x" * 50)], write_budget=10)[0]
-    assert (cut.body, cut.chars, cut.over_budget) == ("x" * 10, 10, True)
+    assert (cut.body, cut.chars, cut.over_budget) == ("x" * 9 + "…", 10, True)  # one statement, cut with an ellipsis
 
 
 def test_a_blank_text_utterance_never_makes_the_digest_look_for_a_log_of_its_own(tmp_path: Path,

@@ -31,6 +31,9 @@ from tests.test_ingest_helpers import (
     zstd_frames,
 )
 
+SAMPLE_CANDIDATES = sum(len(v) for v in SAMPLES_EXPECTED.values())
+"""Candidates the samples yield: 19 (issue 13 took out the compaction headings, the narration, the duplicates)."""
+
 
 def test_the_samples_fill_the_queue_with_exactly_the_expected_candidates(start_daemon, tmp_path: Path) -> None:
     sessions = copy_samples(tmp_path / "sessions")
@@ -47,10 +50,10 @@ def test_the_samples_fill_the_queue_with_exactly_the_expected_candidates(start_d
         assert not [c["id"] for c in got if decoy in c["body"] or decoy in c["summary"]], decoy
     assert all(c["status"] == "pending" and c["createdAt"].endswith("Z") for c in got)
     sizes = sum(f.stat().st_size for f in sessions.rglob("*.jsonl"))
-    assert st["queue"] == {"pending": 30, "accepted": 0, "rejected": 0, "total": 30}
+    assert st["queue"] == {"pending": SAMPLE_CANDIDATES, "accepted": 0, "rejected": 0, "total": SAMPLE_CANDIDATES}
     ingest = st["ingest"]
     assert ingest["filesTracked"] == 4 and ingest["bytesRead"] == sizes and ingest["errors"] == 0
-    assert ingest["backfill"] == {**ingest["backfill"], "files": 4, "bytes": sizes, "candidates": 30}
+    assert ingest["backfill"] == {**ingest["backfill"], "files": 4, "bytes": sizes, "candidates": SAMPLE_CANDIDATES}
     assert ingest["sessionsDir"] == str(sessions) and ingest["folderPresent"]
     assert (daemon.root / ".mmd" / "state.db").is_file()
     assert "ingest.backfill_done files=4" in daemon.stderr()
@@ -81,20 +84,20 @@ async def test_appended_lines_reach_the_queue_and_a_torn_tail_waits_for_its_newl
         with open(log, "ab") as f:
             f.write(line[:40])  # a torn tail: no newline yet
         await asyncio.sleep(0.5)
-        assert len(await asyncio.to_thread(candidates, daemon)) == 30
+        assert len(await asyncio.to_thread(candidates, daemon)) == SAMPLE_CANDIDATES
         with open(log, "ab") as f:
             f.write(line[40:])
         _, event = await sub.wait_for(lambda t, p: t == "queue/added")
         assert event["sessionId"] == "session-3f9c2a71-5b8e-4d0a-9c61-2e7f4b8d1a05" and event["source"] == str(log)
         (new,) = [call(daemon, "queue.get", {"id": i}) for i in event["ids"]]
-        assert (new["kind"], new["topic"], new["body"]) == ("explicit", "rotate-the-stripe-webhook-secret-every",
+        assert (new["kind"], new["topic"], new["body"]) == ("explicit", "rotate-stripe-webhook-secret-every",
                                                             "rotate the Stripe webhook secret every 90 days.")
         assert new["source"] == {"sessionId": event["sessionId"], "file": str(log), "seq": 83,
                                  "messageId": "m-append", "kind": "user"}
         _, beat = await sub.wait_for(lambda t, p: t == "daemon/heartbeat")
-        assert beat["queuePending"] == 31
+        assert beat["queuePending"] == SAMPLE_CANDIDATES + 1
         _, nudge = await sub.wait_for(lambda t, p: t == "memory/nudge" and p["reason"] == "schedule")
-        assert nudge["queuePending"] == 31
+        assert nudge["queuePending"] == SAMPLE_CANDIDATES + 1
     finally:
         sub.close()
 
@@ -130,7 +133,7 @@ def test_zstd_logs_give_the_same_candidates_and_a_cut_last_frame_gives_the_prefi
     infra = sessions / (INFRA + ".zstd")
     with open(infra, "ab") as f:
         f.write(full_infra[infra.stat().st_size:])
-    wait_until(lambda: len(candidates(daemon)) == 30, what="the rest of the zstd log")
+    wait_until(lambda: len(candidates(daemon)) == SAMPLE_CANDIDATES, what="the rest of the zstd log")
     got_all = sorted(map(str, (comparable(c) for c in candidates(daemon))))
     assert got_all == sorted(map(str, expected_in_scan_order(plain)))
 
@@ -144,7 +147,8 @@ def test_a_new_generation_or_a_rewritten_log_is_read_again_without_duplicates(st
     # a migration publishes session.v5.jsonl beside v4: the same events plus one more
     v5 = v4.with_name("session.v5.jsonl")
     v5.write_bytes(data + user_message(83, "MEMO: migrations keep the event seqs.", "m-v5"))
-    got = wait_until(lambda: (c := candidates(daemon)) and len(c) == 31 and c, what="the v5 candidate")
+    got = wait_until(lambda: (c := candidates(daemon)) and len(c) == SAMPLE_CANDIDATES + 1 and c,
+                     what="the v5 candidate")
     assert got[-1]["body"] == "migrations keep the event seqs." and got[-1]["source"]["file"] == str(v5)
     # a truncate-repair: the log shrinks, then grows again with the same events; then it is replaced (new inode)
     infra = sessions / INFRA
@@ -163,9 +167,9 @@ def test_a_new_generation_or_a_rewritten_log_is_read_again_without_duplicates(st
     tmp.write_bytes(whole)
     os.replace(tmp, infra)
     wait_until(lambda: read_since() >= len(whole) + len(whole), what="the replaced log")
-    assert len(candidates(daemon)) == 31
+    assert len(candidates(daemon)) == SAMPLE_CANDIDATES + 1
     st = call(daemon, "daemon.status")
-    assert st["ingest"]["filesTracked"] == 4 and st["queue"]["total"] == 31
+    assert st["ingest"]["filesTracked"] == 4 and st["queue"]["total"] == SAMPLE_CANDIDATES + 1
 
 
 def test_a_fork_skips_its_inherited_prefix_in_every_format_version(start_daemon, tmp_path: Path) -> None:

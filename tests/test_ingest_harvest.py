@@ -13,6 +13,7 @@ from mmd.daemon.statedb import CursorRow, StateDB
 from mmd.sources import SOURCES
 from mmd.sources.dsh.session import read_session
 from mmd.sources.other import read_other_log
+from tests.test_ingest_helpers import user_message
 
 DECOYS = Path(__file__).parent / "fixtures" / "sessions" / "--home-test-decoys--" \
     / "session-decoys" / "session.v4.jsonl"
@@ -37,7 +38,9 @@ def test_the_status_json_keeps_its_shape() -> None:
 
 def test_a_log_goes_to_the_queue_with_its_cursor_row_and_is_not_read_twice(tmp_path: Path) -> None:
     path = tmp_path / "session.v4.jsonl"
-    shutil.copyfile(DECOYS, path)
+    shutil.copyfile(DECOYS, path)  # decoys, and (appended) a prompt marked on purpose
+    with path.open("ab") as log:
+        log.write(user_message(90, "REMEMBER: the decoy audit runs weekly.", "m-90"))
     added: list[AddedBatch] = []
     h = harvester(tmp_path, added)
     t = TrackedLog(str(path), SOURCES["dsh"], None, None)

@@ -39,7 +39,8 @@ DECOYS = (
     "Stripe sandbox quota is shared with the staging team",  # payments: dsh-memory-delta injection
     "Prefer `read` before `edit`",  # payments: the v4 system/message
     "Current runtime context",  # payments: runtime-context injection
-    "changelog entries go under",  # payments: `mm: ` followed by a space is no URI
+    # "mm: changelog entries go under …" is no mm v1 URI, but the person marked it on purpose: a candidate
+    # since issue 13 (one of "both of the user's explicit mm: lines")
     "History checkpoint",  # seeded v3: the inherited prefix
 )
 """Text in the samples that must never reach the queue (injected context, reasoning, tools, inherited turns)."""
@@ -102,20 +103,23 @@ def backfilled(daemon: DaemonProcess, timeout_s: float = 10.0) -> dict[str, Any]
 
 
 def candidates(daemon: DaemonProcess, status_filter: str = "all") -> list[dict[str, Any]]:
-    """Every candidate with that status, oldest first."""
+    """Every candidate with that status (hidden ones too), oldest first (pending: highest score first)."""
     out: list[dict[str, Any]] = []
     while True:
-        page = call(daemon, "queue.list", {"status": status_filter, "limit": 1000, "offset": len(out)})
+        page = call(daemon, "queue.list", {"status": status_filter, "all": True, "limit": 1000,
+                                           "offset": len(out)})
         out.extend(page["candidates"])
         if len(out) >= page["total"] or not page["candidates"]:
             return out
 
 
 def comparable(candidate: dict[str, Any]) -> dict[str, Any]:
-    """A candidate without what depends on the run (id, status, times, file path)."""
+    """A candidate without what depends on the run (id, status, times, file path, evidence paths)."""
     source = {k: v for k, v in candidate["source"].items() if k != "file"}
-    keep = ("kind", "topic", "summary", "body", "chars", "overBudget")
-    return {**{k: candidate[k] for k in keep}, "source": source}
+    keep = ("kind", "rule", "score", "seen", "visible", "pinned", "topic", "proposal", "summary", "body", "chars",
+            "overBudget")
+    evidence = [{k: v for k, v in e.items() if k not in ("file", "position")} for e in candidate["evidence"]]
+    return {**{k: candidate[k] for k in keep}, "source": source, "evidence": evidence}
 
 
 def expected_in_scan_order(folder: Path, names: list[str] | None = None) -> list[dict[str, Any]]:

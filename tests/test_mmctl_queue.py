@@ -20,7 +20,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mmctl import Client
 from mmctl.cli.main import main
 
-from .test_ingest_helpers import copy_samples
+from .test_ingest_helpers import backfilled, copy_samples
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_queue_list_shows_an_aligned_table_and_json_pages(queued) -> None:  # ty
     code, out, _ = cli(queued, "queue", "list", "--limit", "3")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("3 of ") and "pending" in lines[0]
-    assert lines[2].split() == ["id", "status", "kind", "topic", "chars", "summary"]
+    assert lines[2].split() == ["id", "score", "seen", "kind", "project", "topic", "summary"]
     page = json.loads(cli(queued, "queue", "list", "--json", "--limit", "2", "--offset", "1")[1])
     assert (len(page["candidates"]), page["offset"], page["limit"]) == (2, 1, 2)
 
@@ -56,7 +56,7 @@ def test_show_accept_and_reject_decide_candidates(queued) -> None:  # type: igno
     page = json.loads(cli(queued, "queue", "list", "--json")[1])
     first, second = page["candidates"][:2]
     code, out, _ = cli(queued, "queue", "show", str(first["id"]))
-    assert code == 0 and out.rstrip().endswith(first["body"].rstrip()) and "status" in out
+    assert code == 0 and f"\n{first['body']}\n\nseen " in out and "status" in out  # the body, then the evidence
     code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--topic", "from-queue")
     assert (code, out) == (0, f"accepted {first['id']}: created mm://local/from-queue\n")
     assert cli(queued, "read", "from-queue", "--json")[1] and json.loads(
@@ -103,6 +103,12 @@ async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # ty
             assert not rejected.is_error
             again = await session.call_tool("mem_queue_reject", {"id": str(first["id"])})
             assert again.is_error and "already accepted" in again.content[0].text  # type: ignore[union-attr]
+            everything = await session.call_tool("mem_queue_list", {"all": True, "limit": 100})
+            rest = [c for c in everything.structured_content["candidates"]  # type: ignore[index]
+                    if c["status"] == "pending"]
+            assert any(not c["visible"] for c in rest) and "seen" in everything.content[0].text  # type: ignore
+            appended = await session.call_tool("mem_queue_accept", {"id": str(rest[0]["id"]), "into": "via-mcp"})
+            assert "updated mm://local/via-mcp" in appended.content[0].text  # type: ignore[union-attr]
 
 
 def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  # type: ignore[no-untyped-def]
@@ -111,6 +117,52 @@ def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  #
     assert cli(queued, "write", first["topic"], "--content", "mine")[0] == 0
     code, _, err = cli(queued, "queue", "accept", str(first["id"]))
     assert code == 1 and err == (f"mmctl: accept {first['id']}: mm://local/{first['topic']} already has a note; "
-                                 "accept with --replace to overwrite it, or --topic T to write elsewhere\n")
+                                 "accept with --replace to overwrite it, --into T to append to a note, or "
+                                 "--topic T to write elsewhere\n")
     code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--replace")
     assert code == 0 and out.startswith(f"accepted {first['id']}: updated")
+
+
+def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -> None:  # type: ignore[no-untyped-def]
+    backfilled(queued)
+    visible = json.loads(cli(queued, "queue", "list", "--json")[1])
+    everything = json.loads(cli(queued, "queue", "list", "--all", "--json")[1])
+    assert visible["total"] < everything["total"] == everything["pending"]
+    assert all(c["visible"] for c in visible["candidates"]) and not all(c["visible"] for c in everything["candidates"])
+    high = json.loads(cli(queued, "queue", "list", "--min-score", "1.5", "--json")[1])["candidates"]
+    assert high and all(c["score"] >= 1.5 for c in high)
+    payments = json.loads(cli(queued, "queue", "list", "--all", "--project", "/home/dev/work/payments-api",
+                              "--json")[1])["candidates"]
+    assert payments and all(any(e["project"] == "/home/dev/work/payments-api" for e in c["evidence"])
+                            for c in payments)
+    assert json.loads(cli(queued, "queue", "list", "--agent", "codex", "--json")[1])["total"] == 0
+    code, _, err = cli(queued, "queue", "list", "--min-score", "high")
+    assert code == 2 and "expects a number" in err
+    # show prints where it was seen
+    first, second, third = visible["candidates"][:3]
+    code, out, _ = cli(queued, "queue", "show", str(first["id"]))
+    ev = first["evidence"][0]
+    assert code == 0 and f"seen {first['seen']} time(s):" in out and f"> {ev['quote']}" in out
+    assert ev["sessionId"] in out
+    # accept into a note: appended under the budget; then merge two notes into one
+    assert cli(queued, "write", "house-rules", "--content", "Rules of the house.")[0] == 0
+    code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--into", "house-rules")
+    assert (code, out) == (0, f"accepted {first['id']}: updated mm://local/house-rules\n")
+    body = json.loads(cli(queued, "read", "house-rules", "--json")[1])["body"]
+    assert body == f"Rules of the house.\n\n{first['body']}"
+    assert cli(queued, "queue", "accept", str(second["id"]), "--topic", "second-rule")[0] == 0
+    code, out, _ = cli(queued, "merge", "second-rule", "--into", "house-rules")
+    assert (code, out) == (0, "merged second-rule into house-rules (updated)\n")
+    assert json.loads(cli(queued, "read", "second-rule", "--json")[1])["found"] is False
+    merged = json.loads(cli(queued, "read", "house-rules", "--json")[1])["body"]
+    assert merged == f"{body}\n\n{second['body']}"
+    code, _, err = cli(queued, "merge", "no-such-note", "--into", "house-rules")
+    assert code == 1 and "no note to merge: no-such-note" in err
+    # reject below a score: each reported; nothing pending below it stays
+    low = [c for c in everything["candidates"] if c["score"] < 0.6 and c["status"] == "pending"]
+    code, out, _ = cli(queued, "queue", "reject", "--below", "0.6")
+    assert code == 0 and out.splitlines() == [f"rejected {c['id']}" for c in sorted(low, key=lambda c: c["id"])]
+    rest = json.loads(cli(queued, "queue", "list", "--all", "--json")[1])["candidates"]
+    assert rest and all(c["score"] >= 0.6 for c in rest)
+    code, out, _ = cli(queued, "queue", "reject", str(third["id"]), "99999")
+    assert code == 1 and out == f"rejected {third['id']}\n"

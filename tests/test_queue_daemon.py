@@ -19,16 +19,24 @@ from tests.test_ingest_helpers import (
     wait_until,
 )
 
+PENDING, VISIBLE = 19, 12
+"""Candidates ../shared/sessions yields (all pending), and how many of them are visible (issue 13)."""
+
 
 def test_queue_list_pages_filters_and_checks_its_params(start_daemon, tmp_path: Path) -> None:
     copy_samples(tmp_path / "sessions")
     daemon = start_daemon()
     backfilled(daemon)
+    everything = call(daemon, "queue.list", {"all": True})["candidates"]
+    visible = [c for c in everything if c["visible"]]
+    assert len(everything) == PENDING and len(visible) == VISIBLE  # issue 13: 30 before, mostly noise
     page = call(daemon, "queue.list", {"limit": 7, "offset": 7})
-    assert (page["total"], page["pending"], page["offset"], page["limit"]) == (30, 30, 7, 7)
-    assert [c["id"] for c in page["candidates"]] == list(range(8, 15))
-    assert call(daemon, "queue.list")["total"] == 30  # pending by default
-    assert call(daemon, "queue.list", {"status": "rejected"}) == {"candidates": [], "total": 0, "pending": 30,
+    assert (page["total"], page["pending"], page["offset"], page["limit"]) == (VISIBLE, PENDING, 7, 7)
+    assert page["candidates"] == visible[7:14]  # highest score first, then oldest
+    scores = [c["score"] for c in everything]
+    assert scores == sorted(scores, reverse=True)
+    assert call(daemon, "queue.list")["total"] == VISIBLE  # pending and visible by default
+    assert call(daemon, "queue.list", {"status": "rejected"}) == {"candidates": [], "total": 0, "pending": PENDING,
                                                                  "offset": 0, "limit": 100}
     assert call(daemon, "queue.get", {"id": "3"}) == call(daemon, "queue.get", {"id": 3})
     assert error_code(daemon, "queue.list", {"status": "done"}) == "E_INVALID"
@@ -57,7 +65,7 @@ def test_accept_writes_the_note_through_memory_write_with_overrides(start_daemon
     assert error_code(daemon, "queue.accept", {"id": 1}) == "E_DECIDED"
     assert error_code(daemon, "queue.reject", {"id": 1}) == "E_DECIDED"
     st = call(daemon, "daemon.status")
-    assert st["queue"] == {"pending": 28, "accepted": 2, "rejected": 0, "total": 30}
+    assert st["queue"] == {"pending": PENDING - 2, "accepted": 2, "rejected": 0, "total": PENDING}
     assert [c["id"] for c in candidates(daemon, "accepted")] == [1, 2]
 
 
@@ -67,7 +75,7 @@ def test_a_budget_failure_leaves_the_candidate_pending_with_the_usage(start_daem
     backfilled(daemon)
     # the digest cut bodies to the 60-code-point budget; an edited content over it is refused as a result
     over = [c for c in candidates(daemon) if c["overBudget"]]
-    assert over and all(c["chars"] == 60 for c in over)
+    assert over and all(c["chars"] <= 60 and c["body"].endswith("…") for c in over)
     out = call(daemon, "queue.accept", {"id": over[0]["id"], "topic": "too-long", "content": "x" * 61})
     assert out["ok"] is False and out["write"]["code"] == "E_WRITE_BUDGET_EXCEEDED"
     assert out["write"]["usage"]["overflow"] == 1 and out["candidate"]["status"] == "pending"
@@ -87,6 +95,7 @@ def test_a_rejected_candidate_never_comes_back(start_daemon, tmp_path: Path) -> 
     assert out["ok"] and out["candidate"]["status"] == "rejected"
     assert out["candidate"]["reason"] == "already in AGENTS.md"
     assert call(daemon, "queue.reject", {"id": 14})["candidate"]["status"] == "rejected"  # idempotent
+    seen_before = {c["id"]: c["seen"] for c in candidates(daemon, "all")}
     # the log is replaced (say, a migration rewrote it) and read again, the daemon restarts: still rejected
     log = sessions / PAYMENTS
     base = call(daemon, "daemon.status")["ingest"]["bytesRead"]
@@ -99,7 +108,9 @@ def test_a_rejected_candidate_never_comes_back(start_daemon, tmp_path: Path) -> 
     daemon.start()
     backfilled(daemon)
     assert [c["id"] for c in candidates(daemon, "rejected")] == [14]
-    assert call(daemon, "queue.list")["total"] == 29 and len(candidates(daemon)) == 30
+    assert call(daemon, "queue.list", {"all": True})["total"] == PENDING - 1 and len(candidates(daemon)) == PENDING
+    # read again, nothing was seen twice: the same records are the same places
+    assert {c["id"]: c["seen"] for c in candidates(daemon, "all")} == seen_before
 
 
 def test_candidates_equal_to_an_existing_note_are_not_queued(start_daemon, tmp_path: Path) -> None:
@@ -112,8 +123,8 @@ def test_candidates_equal_to_an_existing_note_are_not_queued(start_daemon, tmp_p
     with open(log, "ab") as f:
         f.write(user_message(83, "MEMO: Rotate the webhook secret every 90 days.\nMEMO: Keep webhook logs 30 days.",
                              "m-notes"))
-    got = wait_until(lambda: (c := candidates(daemon)) and len(c) > 30 and c, what="the appended message")
-    assert [c["body"] for c in got[30:]] == ["Keep webhook logs 30 days."]
+    got = wait_until(lambda: (c := candidates(daemon)) and len(c) > PENDING and c, what="the appended message")
+    assert [c["body"] for c in got[PENDING:]] == ["Keep webhook logs 30 days."]
 
 
 def test_without_ingestion_the_queue_methods_say_so(start_daemon, tmp_path: Path) -> None:

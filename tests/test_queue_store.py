@@ -41,7 +41,7 @@ def test_a_candidate_seen_once_is_never_added_again_whatever_its_status(queue: R
     assert queue.decide(1, "rejected", reason="noise") is not None
     assert queue.add([_cand("one ", seq=8), _cand("three", seq=9)]) == [3]
     assert queue.counts == {"pending": 2, "accepted": 0, "rejected": 1, "total": 3}
-    assert queue.known([_cand("one").key, _cand("four").key]) == {_cand("one").key}
+    assert queue.known([_cand("one").norm, _cand("four").norm]) == {_cand("one").norm}
 
 
 def test_decisions_happen_once_and_are_journaled(queue: ReviewQueue) -> None:

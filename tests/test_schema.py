@@ -305,10 +305,17 @@ def _memory_methods(wire: Wire, tmp_path: Path) -> None:
     nudge = wire.result("memory.nudge", {"sessionId": sid})
     assert nudge["noteCount"] == 2
     wire.result("memory.nudge")
+    wire.result("memory.write", {"topic": "oncall-extra", "content": "Swaps go through the rota channel.",
+                                 "tags": "rota"})
+    merged = wire.result("memory.merge", {"topics": ["oncall-extra"], "into": "oncall", "sessionId": sid})
+    assert merged["ok"] is True and merged["merged"] == ["oncall-extra"] and merged["pendingWrites"] == 1
+    assert wire.result("memory.merge", {"topics": ["deploy"], "into": "deploy-all", "ifRevision": merged["revision"],
+                                        })["action"] == "created"
+    wire.result("memory.merge", {"topics": ["deploy-all"], "into": "deploy"})
     deleted = wire.result("memory.delete", {"topic": "oncall", "sessionId": sid})
-    assert deleted["removed"] is True and deleted["pendingWrites"] == 1
+    assert deleted["removed"] is True and deleted["pendingWrites"] == 2
     assert wire.result("memory.delete", {"topic": "never-was"})["removed"] is False
-    assert wire.result("memory.close", {"sessionId": sid}) == {"ok": True, "sessionId": sid, "pendingWrites": 1}
+    assert wire.result("memory.close", {"sessionId": sid}) == {"ok": True, "sessionId": sid, "pendingWrites": 2}
     # digests: text, a file (a session log), and no source at all
     text = "REMEMBER: keep the VPN config in 1Password.\nSummary: deploys are gated.\n## Release day\nFridays."
     digested = wire.result("memory.digest", {"text": text, "maxItems": 10, "topicHint": "vpn"})

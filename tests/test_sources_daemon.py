@@ -25,6 +25,14 @@ SOURCES_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sources"
 DSH_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sessions"
 INGEST_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ingest"
 KINDS = ["dsh", "claude-code", "codex"]
+FIXTURE_RULES = {"KEEP-H1 always build kiln with `make release`, never plain make",
+                 "KEEP-Q1 btw use tabs in the Makefile"}
+"""The standing rules the person typed in the adapters' Claude Code fixture: candidates too since issue 13."""
+
+
+def mine(daemon: Any) -> list[dict[str, Any]]:
+    """The candidates of the transcripts a test wrote (every candidate but the fixtures' rules)."""
+    return [c for c in candidates(daemon) if c["body"] not in FIXTURE_RULES]
 
 
 def claude_record(sid: str, n: int, kind: str, text: str, cwd: str = "/home/ana/code/kiln") -> bytes:
@@ -113,11 +121,13 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
     assert [row.split()[:3] for row in table[1:]] == [["dsh", "waiting", "0"], ["claude-code", "following", "4"],
                                                       ["codex", "following", "4"]]
     assert table[2].endswith(f"4/4 files in {by_kind['claude-code']['backfill']['seconds']:.1f} s  {projects}")
-    got = {c["body"]: c for c in candidates(daemon)}
+    assert FIXTURE_RULES <= {c["body"] for c in candidates(daemon)}
+    got = {c["body"]: c for c in mine(daemon)}
     assert set(got) == {"kiln releases are cut from the release branch.", "the viewer's e2e suite needs Xvfb."}
     assert got["kiln releases are cut from the release branch."]["source"]["sessionId"] == CLAUDE_SID
     assert got["the viewer's e2e suite needs Xvfb."]["source"]["sessionId"] == CODEX_SID
-    assert by_kind["claude-code"]["candidatesAdded"] == by_kind["codex"]["candidatesAdded"] == 1
+    assert by_kind["claude-code"]["candidatesAdded"] == 1 + len(FIXTURE_RULES)
+    assert by_kind["codex"]["candidatesAdded"] == 1
 
     sub = Subscriber(daemon.pub)
     try:
@@ -125,7 +135,7 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
         with open(transcript, "ab") as f:
             f.write(claude_record(CLAUDE_SID, 90, "user", "MEMO: the kiln cache lives in /var/cache/kiln.")[:50])
         await asyncio.sleep(0.3)  # a torn last line is never digested
-        assert len(candidates(daemon)) == 2
+        assert len(mine(daemon)) == 2
         with open(transcript, "ab") as f:
             f.write(claude_record(CLAUDE_SID, 90, "user", "MEMO: the kiln cache lives in /var/cache/kiln.")[50:])
         _, added = await sub.wait_for(lambda topic, p: topic == "queue/added")
@@ -137,17 +147,17 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
             "claude-code", CLAUDE_SID, "/home/ana/code/kiln", str(transcript))
     finally:
         sub.close()
-    assert len(candidates(daemon)) == 3 and status(daemon)["ingest"]["sessionsEnded"] == 1
+    assert len(mine(daemon)) == 3 and status(daemon)["ingest"]["sessionsEnded"] == 1
     # replaced by a rewritten file (same records, one more) and then truncated: read again, nothing twice
     rewritten = transcript.with_name("rewrite.tmp")
     more = claude_record(CLAUDE_SID, 91, "user", "MEMO: kiln needs rust 1.80.")
     rewritten.write_bytes(transcript.read_bytes() + more)
     rewritten.replace(transcript)
-    wait_until(lambda: len(candidates(daemon)) == 4, what="the replaced transcript read again")
+    wait_until(lambda: len(mine(daemon)) == 4, what="the replaced transcript read again")
     transcript.write_bytes(claude_record(CLAUDE_SID, 0, "user", "MEMO: kiln releases are cut from the release branch.")
                            + claude_record(CLAUDE_SID, 92, "user", "MEMO: kiln was truncated once."))
-    wait_until(lambda: len(candidates(daemon)) == 5, what="the truncated transcript read again")
-    bodies = [c["body"] for c in candidates(daemon)]
+    wait_until(lambda: len(mine(daemon)) == 5, what="the truncated transcript read again")
+    bodies = [c["body"] for c in mine(daemon)]
     assert len(bodies) == len(set(bodies)) == 5 and {"kiln needs rust 1.80.", "kiln was truncated once."} <= set(bodies)
     assert status(daemon)["ingest"]["errors"] == 0
 
@@ -195,6 +205,7 @@ def test_a_sigkill_mid_backfill_then_a_restart_queues_each_candidate_once(start_
                     timeout_s=60, what="the backfill after the restart")
     assert sources(st)["claude-code"]["backfill"]["files"] == files + 3  # resumed from the stored cursors
     assert sources(st)["claude-code"]["bytesRead"] < sources(st)["claude-code"]["backfill"]["bytesTotal"]
+    expected |= FIXTURE_RULES
     bodies = [c["body"] for c in candidates(second)]
     assert len(bodies) == len(set(bodies)) and set(bodies) == expected
     second.stop()
@@ -220,7 +231,7 @@ def test_a_state_db_from_before_the_sources_keeps_its_dsh_cursors(start_daemon, 
         conn.execute("UPDATE cursors SET cursor = ?, inode = ? WHERE path = ?",
                      (json.dumps(cursor), cursor["log"]["inode"], path))
     conn.commit()
-    before = conn.execute("SELECT id, key FROM candidates ORDER BY id").fetchall()
+    before = conn.execute("SELECT id, body FROM candidates ORDER BY id").fetchall()
     conn.close()
     assert len(before) == 2
     projects, _ = fake_home(tmp_path / "home")
@@ -231,5 +242,6 @@ def test_a_state_db_from_before_the_sources_keeps_its_dsh_cursors(start_daemon, 
     dsh = sources(st)["dsh"]
     assert dsh["bytesRead"] == 0 and dsh["files"] == dsh["backfill"]["files"] == 3 and dsh["candidatesAdded"] == 0
     got = candidates(daemon)
-    assert [c["id"] for c in got] == [1, 2, 3] and got[2]["body"] == "only this is new."
-    assert st["queue"]["total"] == 3 and st["ingest"]["errors"] == 0
+    assert [c["id"] for c in got] == [1, 2, 3, 4, 5] and [c["body"] for c in got[:2]] == [b for _, b in before]
+    assert {c["body"] for c in got[2:]} == {"only this is new."} | FIXTURE_RULES
+    assert st["queue"]["total"] == 5 and st["ingest"]["errors"] == 0

@@ -24,7 +24,7 @@ from mmd.wire.protocol import DaemonCode, DaemonError, UnknownMethod
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schema"
 RPC = json.loads((SCHEMA_DIR / "rpc.schema.json").read_text(encoding="utf-8"))["$defs"]
 EVENTS = json.loads((SCHEMA_DIR / "events.schema.json").read_text(encoding="utf-8"))["$defs"]
-JSON_TYPES = {str: "string", int: "integer", bool: "boolean", list: "array"}
+JSON_TYPES = {str: "string", int: "integer", bool: "boolean", list: "array", float: "number"}
 ENUM_TYPES = {**JSON_TYPES, type(None): "null"}
 
 
@@ -82,7 +82,7 @@ MESSAGES: list[tuple[type, dict[str, Any]]] = [
     (protocol.CandidateSource, RPC["candidateSource"]),
     (protocol.CandidateJson, RPC["candidate"]),
     (protocol.QueueListResult, RPC["queue.list.result"]),
-    (protocol.QueueAcceptResult, RPC["queue.accept.result"]),
+    (protocol.QueueAcceptResult, RPC["queueAccepted"]),
     (protocol.ErrorObject, RPC["errorObject"]),
     (protocol.Request, RPC["request"]),
     (protocol.IngestSourceStatus, RPC["ingestSource"]),

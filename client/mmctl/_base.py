@@ -385,17 +385,35 @@ class Methods:
         """``memory.due`` → ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
         return self._call(wire.MEMORY_DUE.name, {"withinDays": within_days})
 
-    def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None) -> Any:
-        """``queue.list`` → ``{candidates, total, pending, offset, limit}``, oldest first.
+    def merge(self, topics: Sequence[str], into: str, *, if_revision: int | None = None,
+              session_id: str | None = None) -> Any:
+        """``memory.merge`` → ``{ok, topic, uri, action, merged, usage, revision}``: the notes joined into ``into``
+        (bodies joined, the others deleted, one revision); allowed over the index caps when it shrinks the index.
+        A budget refusal is ``{ok: false, code, …}``.
+
+        Raises:
+            RpcError(E_INVALID): a bad topic, nothing to merge, or a topic without a note. ConflictError.
+        """
+        return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "ifRevision": if_revision,
+                                                   "sessionId": session_id})
+
+    def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
+                   all: bool = False, min_score: float | None = None, project: str | None = None,
+                   agent: str | None = None) -> Any:
+        """``queue.list`` → ``{candidates, total, pending, offset, limit}``; pending ones highest score first.
 
         Args:
             status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``.
             limit: page size, 1–1000 (default 100). offset: candidates to skip.
+            all: include candidates hidden by their session's budget. min_score: only those scoring at least this.
+            project, agent: only candidates seen in this project (cwd) or from this agent.
 
         Raises:
             RpcError(E_UNAVAILABLE): if the daemon runs without ingestion. RpcError(E_INVALID): bad status or range.
         """
-        return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset})
+        return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset,
+                                                 "all": all or None, "minScore": min_score, "project": project,
+                                                 "agent": agent})
 
     def queue_get(self, candidate_id: str | int) -> Any:
         """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.
@@ -407,10 +425,11 @@ class Methods:
 
     def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
                      summary: str | None = None, tags: str | Sequence[str] | None = None,
-                     if_revision: int | None = None, replace: bool = False) -> Any:
+                     if_revision: int | None = None, replace: bool = False, into: str | None = None) -> Any:
         """``queue.accept`` → ``{ok, candidate, write}``: the candidate (fields overridden) goes through
         ``memory.write``, so budgets hold; a refused write is ``ok: false`` and the candidate stays pending.
-        A topic that already has a note is overwritten only with ``replace``.
+        A topic that already has a note is overwritten only with ``replace``; ``into`` appends the body to
+        that note instead (as does a candidate whose proposal is ``append``, when no topic is given).
 
         Raises:
             RpcError(E_NOT_FOUND | E_DECIDED | E_EXISTS): no such candidate, already decided, or the topic
@@ -418,7 +437,7 @@ class Methods:
         """
         return self._call(wire.QUEUE_ACCEPT.name, {"id": candidate_id, "topic": topic, "content": content,
                                            "summary": summary, "tags": tags, "ifRevision": if_revision,
-                                           "replace": replace or None})
+                                           "replace": replace or None, "into": into})
 
     def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
         """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.
@@ -427,6 +446,11 @@ class Methods:
             RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already accepted.
         """
         return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
+
+    def queue_reject_below(self, score: float, *, reason: str | None = None) -> Any:
+        """``queue.reject {below}`` → ``{ok, results: [{id, ok, candidate?, error?}]}``: every pending candidate
+        scoring below ``score`` rejected for good, each reported."""
+        return self._call(wire.QUEUE_REJECT.name, {"below": score, "reason": reason})
 
 
 class SessionMethods(Methods):

@@ -1,23 +1,79 @@
 """The candidate shape the review queue stores, and where its text came from.
 
-Owns: :class:`NewCandidate` (a candidate before it has an id: the mm digest
-candidate plus its provenance) and :data:`SOURCE_KINDS` (an utterance's
-``who`` as the queue's ``source.kind``).
+Owns: :class:`Evidence` (one place a statement was seen: DESIGN "Sources and
+utterances" ``evidence[]``), :class:`NewCandidate` (a candidate before it has
+an id: kind, rule, score, visibility, proposal, summary, body and evidence)
+and :data:`SOURCE_KINDS` (an utterance's ``who`` as the queue's older
+``source.kind``).
 
 Never: stores or publishes a candidate (the daemon's queue does).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from .identity import candidate_key
+from mmd.sources.base import Utterance
 
-__all__ = ["SOURCE_KINDS", "NewCandidate"]
+from .identity import candidate_key, norm_key
+
+__all__ = ["QUOTE_MAX", "SOURCE_KINDS", "Evidence", "NewCandidate"]
 
 SOURCE_KINDS = {"human": "user", "assistant": "assistant", "summary": "compaction"}
-"""``Utterance.who`` → the candidate's ``source_kind`` (``text`` utterances take the digest's
+"""``Utterance.who`` → the candidate's ``source.kind`` (``text`` utterances take the digest's
 ``sourceKind``: ``text`` | ``session-log``)."""
+QUOTE_MAX = 500
+"""Longest evidence quote, in code points."""
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One place a candidate's statement was seen.
+
+    Attributes:
+        agent: the source (``dsh``, ``claude-code``, ``codex``, ``other``, or ``extractor``).
+        session_id, project, at: of the utterance (None when unknown; ``at`` ISO-8601 UTC).
+        file: the log, an absolute path.
+        position: ``{file, line?, seq?, uuid?}`` (:meth:`mmd.sources.base.Position.to_json`).
+        who: ``human`` | ``assistant`` | ``summary`` | ``text``.
+        quote: the statement as said, at most :data:`QUOTE_MAX` code points.
+    """
+
+    agent: str
+    session_id: str | None
+    project: str | None
+    file: str
+    position: dict[str, Any]
+    at: str | None
+    who: str
+    quote: str
+
+    @classmethod
+    def of(cls, u: Utterance, quote: str) -> Evidence:
+        """The evidence of ``quote`` said in utterance ``u``."""
+        return cls(u.agent, u.session_id, u.project, u.position.file, u.position.to_json(), u.at, u.who,
+                   quote[:QUOTE_MAX])
+
+    @property
+    def place(self) -> str:
+        """Identity of the place, so a log read again or copied adds no sighting: the record's uuid when the
+        format has one, else session and line/seq, else file and line/seq; plus who said it."""
+        p = self.position
+        where = p.get("uuid") or f"{self.session_id or p['file']}:{p.get('line')}:{p.get('seq')}"
+        return f"{self.agent}|{where}|{self.who}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire shape: ``{agent, sessionId, project, file, position, at, who, quote}``."""
+        return {"agent": self.agent, "sessionId": self.session_id, "project": self.project, "file": self.file,
+                "position": dict(self.position), "at": self.at, "who": self.who, "quote": self.quote}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Evidence:
+        """The inverse of :meth:`to_json`."""
+        return cls(str(raw.get("agent") or "other"), raw.get("sessionId"), raw.get("project"), str(raw["file"]),
+                   dict(raw.get("position") or {"file": raw["file"]}), raw.get("at"), str(raw.get("who") or "text"),
+                   str(raw.get("quote") or ""))
 
 
 @dataclass(frozen=True)
@@ -25,14 +81,16 @@ class NewCandidate:
     """A candidate found by ingestion, before it has an id.
 
     Attributes:
-        kind, topic, summary, body, chars, over_budget: the mm digest candidate
-            (``chars`` in code points; ``over_budget`` when the body was cut to the write budget).
-        session_id: the agent's session id (None for other logs).
-        file: the log it came from (absolute path).
-        seq: the event seq of the message (None for other logs).
-        message_id: the message ``id`` (or compaction id), when known.
-        source_kind: what the text was: ``user`` | ``assistant`` | ``compaction`` (agent logs),
-            ``text`` | ``session-log`` (other logs).
+        kind, topic, summary, body, chars, over_budget: the candidate (``chars`` in code points;
+            ``over_budget`` when the body was cut; ``topic`` the proposed topic).
+        session_id, file, seq, message_id, source_kind: where it was first seen (the older
+            ``source`` shape, kept for clients that read it).
+        rule: the rule that made it (``mm.explicit``, ``human-standing-rule``, ``extractor`` …).
+        score: higher first; comparable across sessions.
+        visible: within its session's budget (or marked on purpose); hidden candidates are listed on request.
+        evidence: every place it was seen, in order.
+        proposal_action: ``create`` a note ``topic`` or ``append`` to it.
+        pinned: marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): always visible, never capped.
     """
 
     kind: str
@@ -46,8 +104,19 @@ class NewCandidate:
     seq: int | None
     message_id: str | None
     source_kind: str
+    rule: str = ""
+    score: float = 0.0
+    visible: bool = True
+    evidence: tuple[Evidence, ...] = field(default=())
+    proposal_action: str = "create"
+    pinned: bool = False
 
     @property
     def key(self) -> str:
-        """See :func:`~.identity.candidate_key`."""
+        """See :func:`~.identity.candidate_key` (the schema-1 identity)."""
         return candidate_key(self.kind, self.topic, self.body)
+
+    @property
+    def norm(self) -> str:
+        """See :func:`~.identity.norm_key`: the queue's identity of the statement."""
+        return norm_key(self.body)

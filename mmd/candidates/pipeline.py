@@ -1,42 +1,56 @@
 """Utterances to review candidates: the one pipeline every source and ``mmctl digest`` go through.
 
-Owns: :func:`candidates_from` (per utterance: the rules' prefilter, the mm v1
-rules, :func:`proposed_topic`, provenance from the utterance, then
-:func:`~.dedupe.fresh`) and :func:`proposed_topic`.
+Owns: :func:`candidates_from` and :func:`proposed_topic`. Issue 13.
 
-An agent's utterance (``human``, ``assistant``, ``summary``) is digested as
-model-visible text, once per message, so each candidate's provenance is
-exact. A ``text`` utterance (a file that is no agent log) is digested as the
-reference digests a source: classified ``text`` / ``session-log`` and, for
-a session log, flattened first; there is no prefilter (raw JSON may spell a
-colon as ``\\u003a``).
+- Agent utterances (``human``, ``assistant``, ``summary``): the marks a person or agent made on
+  purpose — every mm v1 §9 marker (``mm:`` / ``mm://`` URIs, ``MEMO:`` / ``REMEMBER`` / ``记忆：`` /
+  ``记住：``, ``Summary:`` / ``Conclusion:`` / ``总结：`` / ``结论：``, in human text too) and a line
+  opening with ``mm: …`` — plus our own rules through :func:`mmd.candidates.score.select` (one
+  statement a candidate, scored, a visible budget per session). ``mm:`` and the explicit markers
+  are *pinned*: always visible, never capped; a ``##`` heading is never a candidate here.
+- ``text`` utterances (a file that is no agent log): the mm v1 rules exactly as the reference
+  applies them (classified ``text`` / ``session-log`` and, for a session log, flattened first;
+  the conformance vectors pin those).
 
-Never: reads files, stores candidates, or looks anything up: what counts as
-seen is handed in.
+Every candidate gets its evidence (the utterances it was seen in), a proposal (a new topic of
+whole words, or an append to a note on the same subject) and is dropped when a note already holds
+its statement (:class:`~.dedupe.Seen`).
+
+Never: reads files, stores candidates, or looks anything up: what counts as seen is handed in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from mmd.core.digest import digest
 from mmd.core.text import js_trim, slug_for_topic
 from mmd.sources.base import Utterance
 
 from .dedupe import Seen, fresh
-from .model import SOURCE_KINDS, NewCandidate
-from .rules import Found, apply, may_hold_candidates
+from .identity import near_duplicate, normalized, shingles
+from .model import SOURCE_KINDS, Evidence, NewCandidate
+from .rules import MM_V1, Found, apply, may_hold_candidates
+from .score import MIN_SCORE, WHO_FACTOR, Draft, select
+from .statements import MAX_STATEMENT, split, summarize
+from .topics import proposal
 
-__all__ = ["candidates_from", "proposed_topic"]
+__all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "proposed_topic"]
 
 _NUMBERED = re.compile(r"(memo|summary)-\d+", re.ASCII)
 _TOPIC_WORDS = 6
+_MM_LINE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?mm:[ \t]+(\S.*)$", re.MULTILINE | re.IGNORECASE)
+_PINNED_KINDS = ("uri", "explicit")
+_HEADING_LINE = re.compile(r"^[ \t]*#{2,}[ \t].*$", re.MULTILINE)
+_WEIGHT = {r.kind: r.weight for r in MM_V1}
+MARKED_SCORE = 2.0
+"""Score of a candidate marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): above any rule's."""
 
 
 def proposed_topic(kind: str, topic: str, body: str) -> str:
-    """The topic a candidate is proposed under.
+    """The topic a candidate of a ``text`` utterance is proposed under (the reference's rules).
 
     The digest rules number ``explicit`` and ``summary`` candidates per text
     (``memo-1``, ``summary-1``), so every message proposes the same topics and
@@ -54,36 +68,146 @@ def proposed_topic(kind: str, topic: str, body: str) -> str:
     return f"{match.group(1)}-{hashlib.sha256(body.encode()).hexdigest()[:8]}"
 
 
-def _found(u: Utterance, budget: int) -> tuple[list[Found], str]:
-    """The rules' candidates of one utterance and its ``source_kind``."""
-    if u.who == "text":
-        if not js_trim(u.text):
-            return [], "text"  # blank to the reference: digest() would go looking for a log of its own
-        result = digest(text=u.text, default_write_budget=budget, dsh_home="")
-        return list(result["candidates"]), str(result["sourceKind"])
-    if not may_hold_candidates(u.text):
-        return [], SOURCE_KINDS[u.who]
-    return apply(u.text, budget), SOURCE_KINDS[u.who]
+def _cut(body: str, limit: int) -> tuple[str, bool]:
+    """``body`` trimmed, cut to ``limit`` code points at a word with ``…``; and whether it was cut."""
+    body = js_trim(body)
+    if len(body) <= limit:
+        return body, False
+    head = body[: limit - 1]
+    at = max(head.rfind(" "), head.rfind("\n"))
+    if at >= limit // 2:
+        head = head[:at]
+    return head.rstrip(" ,;:-–—\n") + "…", True
 
 
-def candidates_from(utterances: Iterable[Utterance], *, write_budget: int,
-                    seen: Seen | None = None) -> list[NewCandidate]:
-    """The candidates of ``utterances`` not in ``seen``, in utterance order.
+def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str, score: float, visible: bool,
+                   evidence: Sequence[Evidence], write_budget: int = MAX_STATEMENT, topic: str | None = None,
+                   pinned: bool = False) -> NewCandidate | None:
+    """One candidate of a statement: body cut to min(``write_budget``, 500) code points at a word, summary to
+    120, a proposal (append to a note on the same subject, else a new topic: ``topic`` when given, else a slug of
+    whole words). None when the body is blank or a note already holds it (``seen.note_texts``).
+
+    ``evidence`` must hold at least one place (the first is the older ``source``).
+    """
+    cut, over = _cut(body, max(1, min(MAX_STATEMENT, write_budget)))
+    if not normalized(cut) or _held(cut, seen.note_texts):
+        return None
+    first = evidence[0]
+    chosen = proposal(f"{summary} {cut}", seen.subjects, fallback=topic)
+    if topic is not None and chosen["action"] == "append" and topic not in {s.topic for s in seen.subjects}:
+        chosen = {"action": "create", "topic": topic}  # an mm://…/<topic> the person named wins
+    return NewCandidate(
+        kind, chosen["topic"], summarize(summary or cut), cut, len(cut), over, first.session_id, first.file,
+        first.position.get("seq"), first.position.get("uuid"), SOURCE_KINDS.get(first.who, first.who), rule,
+        round(score, 4), visible or pinned, tuple(evidence), chosen["action"], pinned)
+
+
+class _Batch:
+    """The candidates of one call, with what the notes already hold and what the notes are about."""
+
+    def __init__(self, seen: Seen | None, write_budget: int) -> None:
+        self.seen = seen or Seen()
+        self.budget = write_budget
+        self.out: list[NewCandidate] = []
+        self.marked: list[frozenset[str]] = []
+
+    def make(self, *, kind: str, rule: str, body: str, summary: str, score: float, visible: bool,
+             evidence: Sequence[Evidence], topic: str | None = None, pinned: bool = False) -> None:
+        made = make_candidate(self.seen, kind=kind, rule=rule, body=body, summary=summary, score=score,
+                              visible=visible, evidence=evidence, write_budget=self.budget, topic=topic,
+                              pinned=pinned)
+        if made is not None:
+            self.out.append(made)
+
+    def marks(self, u: Utterance) -> None:
+        """The mm v1 markers (no headings) and ``mm: …`` lines of one agent utterance: pinned or scored."""
+        found: list[Found] = []
+        if may_hold_candidates(u.text):
+            # headings are never candidates here, and must not swallow the marker lines under them
+            text = _HEADING_LINE.sub("", u.text)
+            found = [c for c in apply(text, 1_000_000) if c["kind"] != "heading"]
+        said = {normalized(c["body"]) for c in found}
+        for m in _MM_LINE.finditer(u.text):
+            if normalized(m.group(1)) not in said:
+                found.append({"kind": "explicit", "topic": "", "summary": m.group(1), "body": m.group(1)})
+        for c in found:
+            pinned = c["kind"] in _PINNED_KINDS
+            score = MARKED_SCORE if pinned else _WEIGHT["summary"] * WHO_FACTOR.get(u.who, 0.5)
+            self.marked.append(shingles(c["body"]))
+            self.make(kind=c["kind"], rule=f"mm.{c['kind']}", body=c["body"], summary=c["summary"], score=score,
+                      visible=score >= MIN_SCORE, evidence=[Evidence.of(u, c["body"])],
+                      topic=c["topic"] if c["kind"] == "uri" else None, pinned=pinned)
+
+    def draft(self, d: Draft) -> None:
+        """One draft of our rules, unless it restates a marked candidate of this batch."""
+        words = shingles(d.body)
+        if any(near_duplicate(words, m) or (m and m <= words) for m in self.marked):
+            return
+        evidence = [Evidence.of(u, d.body if i == 0 else _quote(u, words)) for i, u in enumerate(d.evidence)]
+        self.make(kind=d.kind, rule=d.rule, body=d.body, summary=d.summary, score=d.score, visible=d.visible,
+                  evidence=evidence)
+
+
+def _held(body: str, notes: Sequence[str]) -> bool:
+    """Whether one of the notes (normalized texts) already holds ``body`` (normalized containment)."""
+    needle = normalized(body)
+    return bool(needle) and any(needle in note for note in notes)
+
+
+def _quote(u: Utterance, words: frozenset[str]) -> str:
+    """The statement of ``u`` that shares the most of ``words`` (a repetition's own wording)."""
+    best, hits = u.text, -1
+    for s in split(u.text):
+        n = len(words & shingles(s.text))
+        if n > hits:
+            best, hits = s.text, n
+    return best
+
+
+def _text_candidates(u: Utterance, budget: int) -> list[NewCandidate]:
+    """The reference's digest of a ``text`` utterance (a file that is no agent log)."""
+    if not js_trim(u.text):
+        return []  # blank to the reference: digest() would go looking for a log of its own
+    result = digest(text=u.text, default_write_budget=budget, dsh_home="")
+    kind_of_source = str(result["sourceKind"])
+    pos = u.position
+    out = []
+    for c in result["candidates"]:
+        pinned = c["kind"] in _PINNED_KINDS
+        out.append(NewCandidate(
+            c["kind"], proposed_topic(c["kind"], c["topic"], c["body"]), c["summary"], c["body"], c["chars"],
+            c["overBudget"], u.session_id, pos.file, pos.seq, pos.uuid, kind_of_source, f"mm.{c['kind']}",
+            MARKED_SCORE if pinned else _WEIGHT[c["kind"]], True, (Evidence.of(u, c["body"]),), "create", pinned))
+    return out
+
+
+def candidates_from(utterances: Iterable[Utterance], *, write_budget: int, seen: Seen | None = None,
+                    per_session: int | None = None) -> list[NewCandidate]:
+    """The candidates of ``utterances`` not already in a note, marked ones first, then by score.
 
     Args:
-        utterances: from any source (:meth:`mmd.sources.base.Source.read`).
-        write_budget: the default write budget, code points: bodies are cut to it (``over_budget``).
-        seen: what to drop (note bodies, known candidate keys); None drops nothing.
+        utterances: from any source (:meth:`mmd.sources.base.Source.read`), one or more sessions.
+        write_budget: the default write budget, code points: agent statements are cut to
+            min(it, 500) at a word, ``text`` bodies to it (``over_budget``).
+        seen: the notes (texts, subjects, exact bodies) and known candidate keys; None: nothing.
+        per_session: visible drafts of our rules per session (None: :func:`mmd.candidates.score.budget`).
 
     Returns:
-        One :class:`~.model.NewCandidate` per candidate, with ``session_id``, ``file``, ``seq``,
-        ``message_id`` (the position's ``uuid``) and ``source_kind`` from the utterance.
+        :class:`~.model.NewCandidate` list; hidden ones have ``visible=False``. A statement said
+        again within the call is one candidate with every place in ``evidence``.
     """
+    items = list(utterances)
     out: list[NewCandidate] = []
-    for u in utterances:
-        found, source_kind = _found(u, write_budget)
-        pos = u.position
-        out.extend(NewCandidate(c["kind"], proposed_topic(c["kind"], c["topic"], c["body"]), c["summary"], c["body"],
-                                c["chars"], c["overBudget"], u.session_id, pos.file, pos.seq, pos.uuid, source_kind)
-                   for c in found)
+    agent = [u for u in items if u.who != "text"]
+    notes = seen.note_texts if seen is not None else ()
+    for u in items:
+        if u.who == "text":
+            out.extend(c for c in _text_candidates(u, write_budget) if not _held(c.body, notes))
+    if agent:
+        batch = _Batch(seen, write_budget)
+        for u in agent:
+            batch.marks(u)
+        for d in select(agent, per_session=per_session):
+            batch.draft(d)
+        out.extend(batch.out)
     return fresh(out, seen) if out and seen is not None else out

@@ -29,6 +29,13 @@ Never store secrets.
 - Candidates: mem_digest distills a session log or text into candidate memories without writing; review them \
 and mem_write the ones worth keeping. When the daemon runs, candidates from your session logs wait in the review \
 queue: list them, then accept or reject each one.
+- Mark a memory on purpose: a line "mm: <the fact>" (or "mm://<memoryId>/<topic> <the fact>" to name its \
+topic), "remember: …" or "MEMO: …" (also 记住：/记忆：) in a prompt or reply always reaches the review queue, \
+never capped. By itself the queue picks up a person's standing rules and corrections ("always …", "never \
+…", "from now on …", "we use X", "prefer X over Y"), an agent's findings (a root cause, a fix, a \
+pitfall, a decision with its reason) and the durable sections of compaction summaries, one statement \
+each, a few per session; a statement already in a note is not queued, and one said again (another \
+session, another agent) ranks higher.
 """
 
 _ZH = """\
@@ -46,6 +53,13 @@ mem_budget 显示待生效的写入数。
 一行概述写进摘要，细节写进笔记。切勿保存密钥等机密。
 - 候选记忆：mem_digest 从会话日志或文本中提炼候选记忆，但不写入；审查后用 mem_write 保存值得保留的条目。\
 守护进程运行时，来自会话日志的候选会进入审查队列：先列出，再逐条接受或拒绝。
+- 主动标记记忆：在提示或回复中写一行 “mm: <事实>”\
+（或 “mm://<memoryId>/<topic> <事实>” 指定主题）、“remember: …”、“MEMO: …”、\
+“记住：…” 或 “记忆：…”，它总会进入审查队列，不受数量限制。\
+队列还会自动收集：用户的长期规则与纠正（“always …”“never …”“以后…”“不要…”\
+“我们用 X”“优先 X 而不是 Y”）、agent 的发现（根因、修复、坑、带理由的决定）\
+以及压缩摘要中的持久部分，每条一句，每个会话少量；已在笔记中的内容不会再入队，\
+在其他会话或其他 agent 中重复出现的会排得更靠前。
 """
 
 

@@ -240,6 +240,70 @@ class MemoryStore:
         return {"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
                 "action": "updated" if existing else "created", "usage": usage}
 
+    def merge(self, topics: list[str], into: str) -> dict[str, Any]:
+        """Consolidate notes (issue 13, mm v1 §6): ``into`` gets the bodies of ``into`` (when it has a note) and
+        ``topics`` joined by a blank line, in that order; the other notes are deleted; MEMORY.md is written once.
+
+        The joined note takes ``into``'s summary (else the first note's), the union of the tags and a write
+        budget of at least its length. The index check is the write's, except that a merge that shrinks the
+        index (fewer lines or bytes than before) is allowed even while the index is over its caps.
+
+        Returns:
+            ``{ok: True, topic, uri, action, merged: [topics deleted], usage}`` or the write's
+            ``{ok: False, code, message, reason, usage, topic}`` (then nothing changed).
+
+        Raises:
+            MMError(E_INVALID): for a bad topic, no topic to merge, or a topic without a note.
+            MMError(E_PARSE | E_IO): as :meth:`write`; a crash leaves orphan note files, never a lost entry.
+        """
+        into = validate_topic(into)
+        others = [validate_topic(t) for t in dict.fromkeys(topics) if t != into]
+        if not others:
+            raise MMError(ErrorCode.E_INVALID, "merge needs at least one topic other than 'into'")
+        o = self.options
+        with self._lock():
+            state = self.live_state()
+            by_topic = {e.topic: e for e in state.entries}
+            missing = [t for t in others if t not in by_topic]
+            if missing:
+                raise MMError(ErrorCode.E_INVALID, f"no note to merge: {', '.join(missing)}", details=missing[0])
+            parts = [by_topic[t] for t in ([into] if into in by_topic else []) + others]
+            bodies = [js_trim((read_note_sized(self.root, e.file) or ("", 0))[0]) for e in parts]
+            content = "\n\n".join(b for b in bodies if b)
+            head = by_topic.get(into) or parts[0]
+            tags = ", ".join(dict.fromkeys(t for e in parts for t in e.tags))
+            budget = max(o.default_write_budget, len(content), *(e.write_budget for e in parts))
+            usage = self._write_usage(len(content), budget, 0, state.usage)
+            if not content:
+                return _failure(into, "E_INVALID", "the notes to merge have no body", usage)
+            note_text = serialize_note(topic=into, memory_id=o.memory_id, file=detail_rel(into), body=content)
+            usage["noteBytes"] = byte_length(note_text)
+            if usage["noteBytes"] > o.detail_max_bytes:
+                return _failure(into, BudgetCode.E_FILE_BUDGET_EXCEEDED,
+                                "the merged note exceeds its byte cap; condense the notes first (see usage)", usage)
+            if into not in by_topic:
+                _refuse_case_twin(into, tuple(e for e in state.entries if e.topic not in others))
+            after = state
+            for topic in others:
+                after = self._next_state(after, topic, None)
+            entry = IndexEntry(topic=into, memory_id=o.memory_id,
+                               summary=normalize_line(fold_line_breaks(head.summary)), tags=tuple(parse_tags(tags)),
+                               file=detail_rel(into), updated=self._now_iso(), body_chars=len(content),
+                               write_budget=budget, entry_body=by_topic[into].entry_body if into in by_topic else "")
+            after = self._next_state(after, into, entry)
+            usage["index"] = after.usage
+            before = state.usage
+            shrinks = after.usage["lines"] < before["lines"] or after.usage["bytes"] < before["bytes"]
+            if after.usage["overBudget"] and not shrinks:
+                return _failure(into, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
+                                "the MEMORY.md index would exceed its hard limit (see usage.index)", usage)
+            self._write_both(f"{into}.md", note_text.encode(), after)
+            for e in parts:
+                if e.topic != into and e.file != detail_rel(into):
+                    self._remove_note(e.file)
+        return {"ok": True, "topic": into, "uri": uri_for(o.memory_id, into),
+                "action": "updated" if into in by_topic else "created", "merged": others, "usage": usage}
+
     def _review_date(self, value: object) -> str:
         """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""
         if value == "":

@@ -65,8 +65,9 @@ class Option:
     ``kind`` is ``int`` (a positive integer), ``bool``, ``str``, ``path``
     (``~`` and ``$VAR`` expanded), ``paths`` (a list of absolute paths once
     expanded; the flag may be repeated), ``endpoint``, ``sources`` (a repeatable
-    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file) or ``kinds``
-    (a repeatable ``KIND`` flag; a list of kinds in the file); ``default`` None
+    ``KIND=PATH`` flag; ``[[daemon.sources]]`` tables in the file), ``kinds``
+    (a repeatable ``KIND`` flag; a list of kinds in the file) or ``argv`` (a list of
+    strings; the flag is split as a shell would); ``default`` None
     means "derived" (root, sessions folder, endpoints).
     """
 
@@ -116,6 +117,12 @@ OPTIONS: tuple[Option, ...] = (
            "days after its last confirmed injection that a client's view is forgotten (it then gets a baseline)"),
     Option("export.files", "--export-file", "paths", (),
            "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
+    Option("candidates.perSession", "--per-session", "int", None,
+           "visible candidates per agent session (default: about 5, scaled by the session's size)"),
+    Option("candidates.command", "--extractor-command", "argv", None,
+           "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
+    Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
+           "how long the extractor command may run, in milliseconds"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -150,6 +157,9 @@ class Config:
         journal: stderr goes to journald (``$JOURNAL_STREAM`` set).
         inject_ttl_days: days a client's injection view is kept after its last confirmation.
         export_files: absolute paths of the files whose memory block the daemon refreshes.
+        per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
+        extractor: ``candidates.command``, the extractor command (empty: none).
+        extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
     """
 
     memory: MemoryOptions
@@ -174,6 +184,9 @@ class Config:
     journal: bool
     inject_ttl_days: int = 30
     export_files: tuple[Path, ...] = ()
+    per_session: int | None = None
+    extractor: tuple[str, ...] = ()
+    extractor_timeout_ms: int = 60_000
 
     @property
     def root(self) -> Path:
@@ -314,6 +327,9 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         lang=raw["lang"],
         log_level=raw["daemon.logLevel"],
         config_file=config_file,
+        per_session=raw["candidates.perSession"],
+        extractor=tuple(raw["candidates.command"] or ()),
+        extractor_timeout_ms=raw["candidates.timeoutMs"],
         notify_socket=env.get("NOTIFY_SOCKET") or None,
         watchdog_usec=int(watchdog) if watchdog.isdigit() and int(watchdog) > 0 else None,
         journal=bool(env.get("JOURNAL_STREAM")),
@@ -352,7 +368,14 @@ def _toml_place(path: Path, message: str) -> str:
 
 
 def _from_flag(opt: Option, value: Any) -> Any:
-    """A flag's string turned into the option's kind."""
+    """A flag's string turned into the option's kind (an ``argv`` flag is split as a shell would)."""
+    if opt.kind == "argv":
+        import shlex
+
+        try:
+            return _check_type(opt, shlex.split(value))
+        except ValueError as error:
+            raise ConfigError(opt.flag, value, f"cannot be split into words: {error}") from None
     if opt.kind == "int":
         try:
             return _check_type(opt, int(value))
@@ -363,6 +386,10 @@ def _from_flag(opt: Option, value: Any) -> Any:
 
 def _check_type(opt: Option, value: Any) -> Any:
     """``value`` if it has the option's kind, else a ConfigError."""
+    if opt.kind == "argv":
+        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
+            raise ConfigError(opt.key, value, "must be a non-empty list of non-empty strings (program, args…)")
+        return list(value)
     if opt.kind == "int":
         if not is_js_integer(value) or value < 1:
             raise ConfigError(opt.key, value, "must be a positive integer")

@@ -91,7 +91,8 @@ class Jobs:
         self.injector = injector
 
     def on_change(self, revision: Revision, cause: str) -> None:
-        """A new revision (``cause``: ``write`` | ``delete`` | ``external`` | ``config``): journal it, publish it."""
+        """A new revision (``cause``: ``write`` | ``delete`` | ``merge`` | ``external`` | ``config``): journal it,
+        publish it."""
         log.info("memory.changed revision=%d cause=%s added=%d updated=%d removed=%d", revision.snapshot.revision,
                  cause, len(revision.added), len(revision.updated), len(revision.removed))
         change = {"revision": revision.snapshot.revision, "cause": cause, "added": revision.added,
@@ -157,15 +158,17 @@ class Jobs:
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, endpoints, queue,
-    ingest, watcher, events, requests}`` (``queue`` and ``ingest`` are null without ingestion; ``rootLost``
-    says why writes are refused after the root or its lock file was removed or replaced, else null;
-    ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`)."""
+    ingest, watcher, events, requests, extractor}`` (``queue`` and ``ingest`` are null without ingestion;
+    ``rootLost`` says why writes are refused after the root or its lock file was removed or replaced, else null;
+    ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`; ``extractor`` is
+    null without ``[candidates] command``)."""
     queue, ingestor, guard = running.review.queue, running.ingestor, running.state.guard
     return {"startedAt": running.started_at, "lang": cfg.lang, "rootLost": guard.check() if guard else None,
             "looseModes": loose_modes(cfg.root),
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,
             "ingest": ingestor.health.to_json() if ingestor else None,
+            "extractor": running.extractor.health() if running.extractor else None,
             "watcher": dict(running.watcher.health),
             "events": {"seq": running.publisher.seq},
             "requests": running.rpc.requests}

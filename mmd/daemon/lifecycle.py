@@ -31,6 +31,7 @@ from typing import Any
 
 import zmq
 
+from mmd.candidates import Seen
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import MMError
 from mmd.core.health import loose_modes, remove_stale_temp_files
@@ -41,6 +42,8 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 from .config import Config, ConfigError
 from .events import Publisher
 from .ingest import Ingestor
+from .ingest.extractor import Extractor
+from .ingest.folders import EndedSession
 from .inject import Injector
 from .jobs import Jobs, from_worker, periods_ms, status_payload
 from .logs import setup_logging
@@ -112,6 +115,8 @@ class Running:
     rpc: RpcServer
     started_at: str
     injector: Injector
+    extractor: Extractor | None = None
+    """The extractor command's runner (``[candidates] command``), or None when none is configured."""
 
 
 class Daemon:
@@ -223,14 +228,30 @@ class Daemon:
         watcher = Watcher(cfg.root, state.refresh)
         await watcher.start()
         undo.push_async_callback(watcher.stop)
-        ingestor = None
+        ingestor = extractor = None
         if queue is not None:
             loop = asyncio.get_running_loop()
+            ended = from_worker(loop, jobs.session_ended)
+            if cfg.extractor:
+                extractor = Extractor(cfg.extractor, cfg.extractor_timeout_ms, queue,
+                                      seen=lambda: ingestor.harvester.candidacy.seen() if ingestor else Seen(),
+                                      write_budget=lambda: state.options.default_write_budget,
+                                      on_added=from_worker(loop, jobs.queue_added), now_iso=state.now_iso)
+                extractor.start()
+                undo.push_async_callback(asyncio.to_thread, extractor.stop)
+
+                def ended_with_extractor(session: EndedSession, run: Extractor = extractor) -> None:
+                    run.submit(session.session_id, session.file)
+                    ended(session)
+
+                on_end: Callable[[EndedSession], None] = ended_with_extractor
+            else:
+                on_end = ended
             ingestor = Ingestor(
                 cfg.sources, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
-                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added),
-                on_session_end=from_worker(loop, jobs.session_ended))
+                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end)
+            ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
@@ -259,7 +280,8 @@ class Daemon:
         # before that, digests (reading a caller's file) are answered E_SHUTTING_DOWN, never waited for
         undo.push_async_callback(self._drain_requests, rpc)
         undo.callback(digests.close)
-        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector)
+        self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector,
+                               extractor)
         # the first revision: prepared for injection, due topics announced, export blocks refreshed
         injector.revision_installed(state.current)
         jobs.inject_expire()

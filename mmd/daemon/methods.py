@@ -22,13 +22,14 @@ from typing import Any, TypeVar
 
 from mmd import __version__
 from mmd.core.clock import parse_iso_ms
+from mmd.core.errors import ErrorCode
 from mmd.core.memory import nudge_report, search_snapshot
 from mmd.core.snapshot import Snapshot
 from mmd.core.text import validate_topic
 from mmd.wire import methods as wire
 from mmd.wire.events import MEMORY_NUDGE
 from mmd.wire.methods import METHODS, Method
-from mmd.wire.protocol import CandidateJson, OpenResult, QueueAcceptResult, QueueListResult
+from mmd.wire.protocol import CandidateJson, DaemonError, OpenResult, QueueAcceptResult, QueueListResult
 
 from .inject import Injector
 from .offload import BoundedPool
@@ -267,15 +268,31 @@ class Methods:
 
     # --- the review queue (the use-cases are in .review) ------------------------------------------
 
+    @handles(wire.MEMORY_MERGE)
+    async def merge(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.merge {topics, into, ifRevision?, sessionId?}`` → ``{ok, topic, uri, action, merged, usage,
+        revision}`` or a budget failure ``{ok: false, code, …}``: the notes joined into ``into``, the others
+        deleted, one revision; allowed over the index caps when it shrinks the index (mm v1 §6).
+
+        Raises:
+            DaemonError(E_CONFLICT | E_NO_SESSION), MMError(E_INVALID | E_PARSE | E_IO): as ``memory.write``.
+        """
+        sid = p.get("sessionId")
+        if sid is not None:
+            self.state.session(sid)
+        return await self.state.merge(p["topics"], p["into"], if_revision=p.get("ifRevision"), session_id=sid)
+
     @handles(wire.QUEUE_LIST)
     async def queue_list(self, p: dict[str, Any]) -> QueueListResult:
-        """``queue.list {status?, limit?, offset?}`` → ``{candidates, total, pending, offset, limit}``, oldest first.
+        """``queue.list {status?, limit?, offset?, all?, minScore?, project?, agent?}`` → ``{candidates, total,
+        pending, offset, limit}``; pending ones highest score first; hidden ones only with ``all`` or ``minScore``.
 
         Raises:
             DaemonError(E_INVALID | E_UNAVAILABLE): as :meth:`.review.Review.page`.
         """
         return await self.review.page(p.get("status", "pending"), limit=p.get("limit", 100),
-                                      offset=p.get("offset", 0))
+                                      offset=p.get("offset", 0), hidden=bool(p.get("all")),
+                                      min_score=p.get("minScore"), project=p.get("project"), agent=p.get("agent"))
 
     @handles(wire.QUEUE_GET)
     async def queue_get(self, p: dict[str, Any]) -> CandidateJson:
@@ -287,25 +304,45 @@ class Methods:
         return await self.review.get(p["id"])
 
     @handles(wire.QUEUE_ACCEPT)
-    async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult:
-        """``queue.accept {id, topic?, summary?, tags?, content?, ifRevision?, replace?}`` → ``{ok, candidate, write}``.
+    async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult | dict[str, Any]:
+        """``queue.accept {id, topic?, into?, summary?, tags?, content?, ifRevision?, replace?}`` → ``{ok, candidate,
+        write}``; with a list of ids → ``{ok, results: [{id, ok, candidate?, write?, error?}]}``, each reported.
 
         Raises:
             DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED | E_EXISTS | E_CONFLICT), MMError: as
-            :meth:`.review.Review.accept`.
+            :meth:`.review.Review.accept` (for one id; a list reports them per id).
         """
-        return await self.review.accept(p["id"], topic=p.get("topic"), content=p.get("content"),
-                                        summary=p.get("summary"), tags=p.get("tags"),
-                                        if_revision=p.get("ifRevision"), replace=bool(p.get("replace")))
+        def one(raw: int | str) -> Awaitable[QueueAcceptResult]:
+            return self.review.accept(raw, topic=p.get("topic"), content=p.get("content"), into=p.get("into"),
+                                      summary=p.get("summary"), tags=p.get("tags"),
+                                      if_revision=p.get("ifRevision"), replace=bool(p.get("replace")))
+
+        if isinstance(p["id"], list):
+            return await self.review.decide_many(p["id"], one)
+        return await one(p["id"])
 
     @handles(wire.QUEUE_REJECT)
     async def queue_reject(self, p: dict[str, Any]) -> dict[str, Any]:
         """``queue.reject {id, reason?}`` → ``{ok: true, candidate}``; rejecting a rejected candidate is a no-op.
+        With a list of ids, or ``below`` (every pending candidate scoring below it) → ``{ok, results}``.
 
         Raises:
-            DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED): as :meth:`.review.Review.reject`.
+            DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED): as :meth:`.review.Review.reject`; E_INVALID
+            also for neither or both of ``id`` and ``below``.
         """
-        return {"ok": True, "candidate": await self.review.reject(p["id"], reason=p.get("reason"))}
+        raw, below = p.get("id"), p.get("below")
+        if (raw is None) == (below is None):
+            raise DaemonError(ErrorCode.E_INVALID, "queue.reject takes either id (one or a list) or below")
+
+        def one(cid: int | str) -> Awaitable[CandidateJson]:
+            return self.review.reject(cid, reason=p.get("reason"))
+
+        if below is not None:
+            ids = await self.review.below(below)
+            return await self.review.decide_many(ids, one) if ids else {"ok": True, "results": []}
+        if isinstance(raw, list):
+            return await self.review.decide_many(raw, one)
+        return {"ok": True, "candidate": await one(p["id"])}
 
     # --- daemon ---------------------------------------------------------------------------------
 

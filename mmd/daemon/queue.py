@@ -1,42 +1,69 @@
 """The review queue: candidate memories waiting for a person (or an agent) to accept or reject them.
 
 Owns: the candidates' rows in the state database (:mod:`.statedb`), their
-wire shape (:class:`~mmd.wire.protocol.CandidateJson`) and the status changes
-``pending → accepted | rejected`` with a journal row each. A candidate's
-identity is :func:`mmd.candidates.candidate_key` — a hash of its kind, topic
-and whitespace-normalized body, never of its seq or file — kept for the
-queue's whole history, so a log read again (after a shrink, a replaced file,
-a new generation or a restart) never brings a candidate back, and a rejected
-one never returns. The candidate's shape is :class:`mmd.candidates.NewCandidate`.
+wire shape (:class:`~mmd.wire.protocol.CandidateJson`), the status changes
+``pending → accepted | rejected`` with a journal row each, and the merge of a
+statement seen again. A candidate's identity is its statement:
+:func:`mmd.candidates.identity.norm_key` (NFKC, casefold, punctuation and
+whitespace folded), or a near-duplicate of it (word or CJK-bigram Jaccard ≥
+0.8), kept for the queue's whole history. A statement seen again — the same
+session read again, a resumed one, a copy of the log, another session or
+agent — merges into the candidate already there. So does a restatement in
+other words (:func:`same_idea`): a standing rule the person says again in
+another session of the same project, and a compaction summary's bullet that
+restates something said earlier in its own session. Merging: new places join its
+``evidence``, ``seen`` grows, its score rises (more when it comes from
+another session), and a hidden one becomes visible when the new sighting is;
+a place already in the evidence (the record's uuid, or session and line)
+adds nothing. A rejected or accepted statement never comes back. Issue 13
+"Dedupe and repetition".
 
 Threading: every method uses the calling thread's own connection; the
-ingestion worker adds, RPC handlers read and decide (in worker threads).
+ingestion worker adds, RPC handlers read and decide (in worker threads); the
+near-duplicate index is guarded by a lock.
 Never: writes memory files (``queue.accept`` does that through the memory
-state, in :mod:`.methods`), reads logs, or publishes events.
+state, in :mod:`.review`), reads logs, or publishes events.
 """
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from mmd.candidates import NewCandidate
+from mmd.candidates.identity import shingles
 from mmd.wire.protocol import CandidateJson
 
+from .queue_index import StatementIndex, same_idea
 from .statedb import CursorRow, StateDB
 
-__all__ = ["STATUSES", "ReviewQueue"]
+__all__ = ["OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
 
 STATUSES = ("pending", "accepted", "rejected")
 """A candidate's possible statuses."""
+SAME_SESSION_BONUS = 0.15
+"""Score a candidate gains per new sighting in a session it was already seen in."""
+OTHER_SESSION_BONUS = 0.4
+"""Score a candidate gains per new session it is seen in: what the user told the agents twice ranks first."""
+
+
+def _framed(values: Iterable[str | None]) -> str:
+    """``\\n``-framed set of the non-empty values (``\\na\\nb\\n``), for ``LIKE '%\\nX\\n%'`` filters."""
+    found = sorted({v for v in values if v})
+    return "\n" + "\n".join(found) + "\n" if found else ""
 
 
 def _row_json(r: sqlite3.Row) -> CandidateJson:
     out: CandidateJson = {
-        "id": r["id"], "status": r["status"], "kind": r["kind"], "topic": r["topic"], "summary": r["summary"],
-        "body": r["body"], "chars": r["chars"], "overBudget": bool(r["over_budget"]),
+        "id": r["id"], "status": r["status"], "kind": r["kind"], "rule": r["rule"], "score": round(r["score"], 4),
+        "seen": r["seen"], "visible": bool(r["visible"]), "pinned": bool(r["pinned"]), "topic": r["topic"],
+        "proposal": {"action": r["proposal_action"], "topic": r["topic"]},
+        "summary": r["summary"], "body": r["body"], "chars": r["chars"], "overBudget": bool(r["over_budget"]),
+        "evidence": json.loads(r["evidence"]),
         "source": {"sessionId": r["session_id"], "file": r["file"], "seq": r["seq"], "messageId": r["message_id"],
                    "kind": r["source_kind"]},
         "createdAt": r["created_at"],
@@ -48,6 +75,17 @@ def _row_json(r: sqlite3.Row) -> CandidateJson:
     if r["written_topic"] is not None:
         out["written"] = {"topic": r["written_topic"], "revision": r["written_revision"]}
     return out
+
+
+def _place(e: dict[str, Any]) -> str:
+    """See :attr:`mmd.candidates.model.Evidence.place` (the same identity over the stored JSON)."""
+    p = e.get("position") or {}
+    where = p.get("uuid") or f"{e.get('sessionId') or p.get('file')}:{p.get('line')}:{p.get('seq')}"
+    return f"{e.get('agent')}|{where}|{e.get('who')}"
+
+
+def _session(e: dict[str, Any]) -> str:
+    return f"{e.get('agent')}|{e.get('sessionId') or e.get('file')}"
 
 
 class ReviewQueue:
@@ -63,6 +101,10 @@ class ReviewQueue:
         self._now_iso = now_iso
         self.counts: dict[str, int] = {"pending": 0, "accepted": 0, "rejected": 0, "total": 0}
         """Candidates per status, refreshed after every change (read it from any thread)."""
+        self.merged = 0
+        """Sightings merged into existing candidates since the start (new evidence, not new candidates)."""
+        self._near: StatementIndex | None = None
+        self._near_lock = threading.Lock()
 
     def refresh_counts(self) -> dict[str, int]:
         """Recount the candidates per status; updates :attr:`counts`."""
@@ -75,54 +117,177 @@ class ReviewQueue:
 
     @property
     def pending(self) -> int:
-        """Pending candidates (as of the last change)."""
+        """Pending candidates (as of the last change), hidden ones included."""
         return self.counts["pending"]
 
+    def _near_index(self, conn: sqlite3.Connection) -> StatementIndex:
+        """Every candidate's statement, indexed (built once, then kept current by :meth:`add`)."""
+        if self._near is None:
+            self._near = StatementIndex((r[0], r[1]) for r in conn.execute("SELECT id, body FROM candidates"))
+        return self._near
+
+    def _match(self, conn: sqlite3.Connection, c: NewCandidate, words: frozenset[str]) -> sqlite3.Row | None:
+        """The candidate holding ``c``'s statement: the same normalized text, else a near-duplicate (oldest)."""
+        row: sqlite3.Row | None = conn.execute("SELECT * FROM candidates WHERE norm = ? ORDER BY id LIMIT 1",
+                                               (c.norm,)).fetchone()
+        if row is not None:
+            return row
+        with self._near_lock:
+            index = self._near_index(conn)
+            hits = index.near(c.body)
+            if not hits and any(e.who in ("human", "summary") for e in c.evidence):
+                hits = [cid for cid in index.restated(c.body) if self._restated(conn, cid, c)][:1]
+        if not hits:
+            return None
+        found: sqlite3.Row | None = conn.execute("SELECT * FROM candidates WHERE id = ?", (min(hits),)).fetchone()
+        return found
+
+    @staticmethod
+    def _restated(conn: sqlite3.Connection, cid: int, c: NewCandidate) -> bool:
+        """Whether ``c`` restates pending candidate ``cid`` (words in common checked by the caller): the person's
+        own words again in another session of the same project, or a summary bullet of a session it was said in."""
+        row = conn.execute("SELECT status, evidence FROM candidates WHERE id = ?", (cid,)).fetchone()
+        if row is None or row[0] != "pending":
+            return False
+        theirs = json.loads(row[1])
+        mine = [x.to_json() for x in c.evidence]
+        if any(e["who"] == "summary" and _session(e) in {_session(t) for t in theirs} for e in mine):
+            return True
+        human = [e for e in theirs if e.get("who") == "human"]
+        projects = {e.get("project") for e in human} - {None}
+        sessions = {_session(e) for e in human}
+        return any(e["who"] == "human" and e["project"] in projects and _session(e) not in sessions for e in mine)
+
+    def _merge(self, conn: sqlite3.Connection, row: sqlite3.Row, c: NewCandidate) -> bool:
+        """Merge ``c`` into the pending ``row``: new places, seen, score, visibility. True when it changed."""
+        evidence: list[dict[str, Any]] = json.loads(row["evidence"])
+        places = {_place(e) for e in evidence}
+        sessions = {_session(e) for e in evidence}
+        score = max(float(row["score"]), c.score)
+        added = 0
+        for e in (x.to_json() for x in c.evidence):
+            if _place(e) in places:
+                continue
+            places.add(_place(e))
+            score += OTHER_SESSION_BONUS if _session(e) not in sessions else SAME_SESSION_BONUS
+            sessions.add(_session(e))
+            evidence.append(e)
+            added += 1
+        visible = bool(row["visible"]) or c.visible or (added > 0 and len(sessions) > 1)
+        pinned = bool(row["pinned"]) or c.pinned
+        if not added and score <= row["score"] and visible == bool(row["visible"]) and pinned == bool(row["pinned"]):
+            return False
+        conn.execute("UPDATE candidates SET evidence = ?, seen = seen + ?, score = ?, visible = ?, pinned = ?,"
+                     " agents = ?, projects = ? WHERE id = ?",
+                     (json.dumps(evidence, ensure_ascii=False), added, round(score, 4), int(visible or pinned),
+                      int(pinned), _framed(e.get("agent") for e in evidence),
+                      _framed(e.get("project") for e in evidence), row["id"]))
+        self.merged += added
+        return True
+
+    def _insert(self, conn: sqlite3.Connection, c: NewCandidate, now: str) -> int | None:
+        evidence = [e.to_json() for e in c.evidence]
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO candidates (key, kind, topic, summary, body, chars, over_budget, session_id, file,"
+            " seq, message_id, source_kind, created_at, rule, score, seen, visible, pinned, norm, proposal_action,"
+            " evidence, agents, projects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (f"n:{c.norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
+             c.seq, c.message_id, c.source_kind, now, c.rule, round(c.score, 4), max(1, len(evidence)),
+             int(c.visible or c.pinned), int(c.pinned), c.norm, c.proposal_action,
+             json.dumps(evidence, ensure_ascii=False), _framed(e["agent"] for e in evidence),
+             _framed(e["project"] for e in evidence)))
+        return cur.lastrowid if cur.rowcount == 1 else None
+
     def add(self, items: Iterable[NewCandidate], cursor: CursorRow | None = None) -> list[int]:
-        """Add the candidates not seen before (by their ``key``) and store ``cursor``, in one transaction.
+        """Add the new statements, merge the ones seen before, and store ``cursor``, in one transaction.
+
+        A statement equal to (or a near-duplicate of) a pending candidate merges into it; one
+        equal to an accepted or rejected candidate is dropped.
 
         Returns:
-            The ids of the candidates added, in order.
+            The ids of the candidates added (not those merged), in order.
+
+        Raises:
+            sqlite3.Error: if the database cannot be written (nothing of the call is kept).
         """
         conn = self.db.conn()
         now = self._now_iso()
         ids: list[int] = []
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            for c in items:
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO candidates (key, kind, topic, summary, body, chars, over_budget,"
-                    " session_id, file, seq, message_id, source_kind, created_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (c.key, c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
-                     c.seq, c.message_id, c.source_kind, now))
-                if cur.rowcount == 1 and cur.lastrowid is not None:
-                    ids.append(cur.lastrowid)
-            if cursor is not None:
-                self.db.put_cursor(cursor, now)
+        try:
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                for c in items:
+                    words = shingles(c.body)
+                    row = self._match(conn, c, words)
+                    if row is not None:
+                        if row["status"] == "pending":
+                            self._merge(conn, row, c)
+                        continue
+                    cid = self._insert(conn, c, now)
+                    if cid is not None:
+                        ids.append(cid)
+                        with self._near_lock:  # later candidates of this call match it too
+                            self._near_index(conn).add(cid, c.body)
+                if cursor is not None:
+                    self.db.put_cursor(cursor, now)
+        except BaseException:
+            with self._near_lock:
+                self._near = None  # rolled back: rebuilt from the table on the next add
+            raise
         if ids:
             self.refresh_counts()
         return ids
 
     def known(self, keys: Iterable[str]) -> set[str]:
-        """Which of ``keys`` (see :func:`mmd.candidates.candidate_key`) the queue's history already holds."""
+        """Which of ``keys`` (:func:`~mmd.candidates.identity.norm_key` of statements) the queue's history holds."""
         wanted = list(keys)
         found: set[str] = set()
         conn = self.db.conn()
         for i in range(0, len(wanted), 500):
             part = wanted[i:i + 500]
             marks = ",".join("?" * len(part))
-            found.update(r[0] for r in conn.execute(f"SELECT key FROM candidates WHERE key IN ({marks})", part))
+            found.update(r[0] for r in conn.execute(f"SELECT norm FROM candidates WHERE norm IN ({marks})", part))
         return found
 
-    def list(self, status: str = "pending", *, limit: int = 100, offset: int = 0) -> tuple[list[CandidateJson], int]:
-        """Candidates with ``status`` (or ``"all"``), oldest first: ``(page, total matching)``."""
+    def list(self, status: str = "pending", *, limit: int = 100, offset: int = 0, hidden: bool = True,
+             min_score: float | None = None, project: str | None = None,
+             agent: str | None = None) -> tuple[list[CandidateJson], int]:
+        """Candidates with ``status`` (or ``"all"``): ``(page, total matching)``.
+
+        Pending candidates come highest score first (ties: oldest first); other statuses oldest first.
+
+        Args:
+            hidden: include candidates hidden by their session's budget.
+            min_score: only candidates scoring at least this (hidden ones included).
+            project, agent: only candidates with evidence from this project (cwd) or agent.
+        """
         conn = self.db.conn()
-        where, args = ("", ()) if status == "all" else (" WHERE status = ?", (status,))
+        clauses: list[str] = []
+        args: list[Any] = []
+        if status != "all":
+            clauses.append("status = ?")
+            args.append(status)
+        if min_score is not None:
+            clauses.append("score >= ?")
+            args.append(min_score)
+        elif not hidden:
+            clauses.append("visible = 1")
+        for column, value in (("projects", project), ("agents", agent)):
+            if value is not None:
+                clauses.append(f"instr({column}, ?) > 0")
+                args.append(f"\n{value}\n")
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        order = "score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]
-        rows = conn.execute(f"SELECT * FROM candidates{where} ORDER BY id LIMIT ? OFFSET ?",
+        rows = conn.execute(f"SELECT * FROM candidates{where} ORDER BY {order} LIMIT ? OFFSET ?",
                             (*args, limit, offset)).fetchall()
         return [_row_json(r) for r in rows], int(total)
+
+    def below(self, score: float) -> builtins.list[int]:
+        """Ids of the pending candidates scoring below ``score``, oldest first."""
+        rows = self.db.conn().execute("SELECT id FROM candidates WHERE status = 'pending' AND score < ? ORDER BY id",
+                                      (score,)).fetchall()
+        return [int(r[0]) for r in rows]
 
     def get(self, candidate_id: int) -> CandidateJson | None:
         """One candidate, or None."""

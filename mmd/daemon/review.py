@@ -2,7 +2,9 @@
 
 Owns: the decisions on candidates — an acceptance writes through the memory
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
-accepted; a rejection is for good. Decisions are serialized by one lock, so two
+accepted (a new note, or appended to a note: ``into``, or the candidate's
+``append`` proposal); a rejection is for good; many ids at once, each
+reported (:meth:`Review.decide_many`); ``reject --below``. Decisions are serialized by one lock, so two
 callers never decide the same candidate twice. Every surface (the RPC method
 table today, a web page later) calls this module with plain Python values;
 it raises :class:`~mmd.wire.protocol.DaemonError` or ``MMError`` and never
@@ -13,9 +15,10 @@ worker thread.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
-from mmd.core.errors import ErrorCode
+from mmd.core.errors import ErrorCode, MMError
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
@@ -71,11 +74,18 @@ class Review:
                               "the review queue is off in this daemon (started with --no-ingest)")
         return self.queue
 
-    async def page(self, status: str = "pending", *, limit: int = 100, offset: int = 0) -> QueueListResult:
-        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``), oldest first.
+    async def page(self, status: str = "pending", *, limit: int = 100, offset: int = 0, hidden: bool = False,
+                   min_score: float | None = None, project: str | None = None,
+                   agent: str | None = None) -> QueueListResult:
+        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``).
+
+        Pending candidates come highest score first; others oldest first. Candidates hidden by
+        their session's budget are left out unless ``hidden`` or ``min_score`` asks for them.
 
         Args:
             limit: page size, 1–:data:`QUEUE_LIST_MAX`. offset: candidates to skip (≥ 0).
+            hidden: include hidden candidates. min_score: only candidates scoring at least this.
+            project, agent: only candidates with evidence from this project (cwd) or agent.
 
         Returns:
             ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.
@@ -90,7 +100,8 @@ class Review:
         if not 1 <= limit <= QUEUE_LIST_MAX or offset < 0:
             raise DaemonError(ErrorCode.E_INVALID,
                               f"queue.list: limit must be 1..{QUEUE_LIST_MAX} and offset at least 0")
-        found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset)
+        found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset, hidden=hidden,
+                                               min_score=min_score, project=project, agent=agent)
         return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
@@ -109,8 +120,13 @@ class Review:
 
     async def accept(self, raw_id: int | str, *, topic: str | None = None, content: str | None = None,
                      summary: str | None = None, tags: str | Sequence[str] | None = None,
-                     if_revision: int | None = None, replace: bool = False) -> QueueAcceptResult:
+                     if_revision: int | None = None, replace: bool = False,
+                     into: str | None = None) -> QueueAcceptResult:
         """Write the candidate (``topic``, ``summary``, ``tags`` and ``content`` override its own) and accept it.
+
+        With ``into`` (or, when no ``topic`` is given, a candidate whose proposal is ``append``) the
+        body is appended to that note (a blank line between) through the same budgeted write; a
+        missing ``into`` note is created.
 
         The write goes through the memory state, so budgets hold: an over-budget write is
         ``{ok: false, candidate, write}`` with the usage in ``write``, and the candidate stays
@@ -129,6 +145,10 @@ class Review:
             cand = await self.get(raw_id)
             if cand["status"] != "pending":
                 raise _decided(cand)
+            if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
+                into = cand["topic"]
+            if into is not None:
+                return await self._append(cand, into, content=content, tags=tags, if_revision=if_revision)
             topic = cand["topic"] if topic is None else topic
             if not replace:
                 latest = self.state.current
@@ -147,6 +167,56 @@ class Review:
             written = {"topic": outcome["topic"], "revision": outcome["revision"]}
             decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
             return {"ok": True, "candidate": decided or cand, "write": outcome}
+
+    async def _append(self, cand: CandidateJson, into: str, *, content: str | None,
+                      tags: str | Sequence[str] | None, if_revision: int | None) -> QueueAcceptResult:
+        """Append the candidate's body (or ``content``) to the note ``into`` and accept it (the lock is held)."""
+        q = self._queue()
+        latest = self.state.current
+        existing = latest.note(into)
+        addition = cand["body"] if content is None else content
+        body = f"{existing.body.rstrip()}\n\n{addition}" if existing is not None and existing.body.strip() \
+            else addition
+        outcome = await self.state.write(
+            into, body, if_revision=latest.revision if if_revision is None else if_revision,
+            summary=None if existing is not None else cand["summary"], tags=tags,
+            budget=max(len(body), existing.entry.write_budget) if existing else None)
+        if not outcome.get("ok"):
+            return {"ok": False, "candidate": cand, "write": outcome}
+        written = {"topic": outcome["topic"], "revision": outcome["revision"]}
+        decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
+        return {"ok": True, "candidate": decided or cand, "write": outcome}
+
+    async def decide_many(self, raw_ids: Sequence[int | str],
+                          one: Callable[[int | str], Awaitable[Any]]) -> dict[str, Any]:
+        """``one(id)`` for each id in order, each reported: ``{ok, results: [{id, ok, …}]}``.
+
+        A result is ``{id, ok: true, candidate, write?}`` or ``{id, ok: false, error: {code, message}}``
+        (``ok: false`` with ``write`` when a budget refused an acceptance). ``ok`` is true when every one is.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ingestion. DaemonError(E_INVALID): for an empty list.
+        """
+        self._queue()
+        if not raw_ids:
+            raise DaemonError(ErrorCode.E_INVALID, "no candidate ids given")
+        results: list[dict[str, Any]] = []
+        for raw in raw_ids:
+            try:
+                got = await one(raw)
+            except (DaemonError, MMError) as error:
+                message = str(getattr(error, "message", None) or error)
+                results.append({"id": raw, "ok": False, "error": {"code": str(error.code), "message": message}})
+                continue
+            if isinstance(got, dict) and "write" in got:
+                results.append({"id": raw, **got})
+            else:
+                results.append({"id": raw, "ok": True, "candidate": got})
+        return {"ok": all(r["ok"] for r in results), "results": results}
+
+    async def below(self, score: float) -> list[int]:
+        """Ids of the pending candidates scoring below ``score`` (for ``queue.reject {below}``)."""
+        return await asyncio.to_thread(self._queue().below, score)
 
     async def reject(self, raw_id: int | str, *, reason: str | None = None) -> CandidateJson:
         """Reject the candidate for good (ingestion drops it by identity); rejecting it again is a no-op.

@@ -252,6 +252,29 @@ class MemoryState:
                 self.fingerprints = revision.fingerprints
             return self._finish(outcome, session_id)
 
+    async def merge(self, topics: Sequence[str], into: str, *, if_revision: int | None = None,
+                    session_id: str | None = None) -> dict[str, Any]:
+        """A serialized merge of notes into one (:meth:`mmd.core.store.MemoryStore.merge`), one revision.
+
+        Returns:
+            The store's outcome plus ``revision`` (and ``pendingWrites`` in a session).
+
+        Raises:
+            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            MMError: as :meth:`MemoryStore.merge`.
+        """
+        async with self.lock:
+            self._check_revision(if_revision)
+
+            def run() -> tuple[dict[str, Any], Revision | None]:
+                outcome = self.store.merge(list(topics), into)
+                return outcome, self.prepare_load() if outcome["ok"] else None
+
+            outcome, revision = await asyncio.to_thread(run)
+            if revision is not None:
+                self._install(revision, session_id, "merge")
+            return self._finish(outcome, session_id)
+
     async def refresh(self, rels: Iterable[str]) -> Revision | None:
         """Pick up external edits among ``rels`` (root-relative paths) as a new revision.
 

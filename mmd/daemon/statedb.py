@@ -6,13 +6,16 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 2; version 1 lacked the ``inject_*`` and ``due_announced`` tables, which an
-upgrade adds)::
+Tables (schema version 3; version 1 lacked the ``inject_*`` and ``due_announced`` tables, versions
+1 and 2 the review queue's columns of issue 13 and ``extractors``: an upgrade adds them in place)::
 
-    candidates  the review queue: one row per candidate ever seen (the whole history)
+    candidates  the review queue: one row per candidate ever seen (the whole history); schema 3 added
+                rule, score, seen, visible, pinned, norm (the statement's identity), proposal_action,
+                evidence (JSON list), agents and projects (``\n``-framed sets, for filters)
+    extractors  one row per ended session the extractor command ran on (``session``: agent + id or file)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
     journal     every change the daemon saw or made: each new revision of the memory
-                (``memory.write`` / ``memory.delete`` / ``memory.external`` / ``memory.config``)
+                (``memory.write`` / ``memory.delete`` / ``memory.merge`` / ``memory.external`` / ``memory.config``)
                 and each queue decision (``queue.accept`` / ``queue.reject``)
     inject_views    the topic → content-hash maps clients were shown (one row per map, shared by clients)
     inject_clients  per client key: the view it last confirmed, the reminders it got, when it confirmed
@@ -39,8 +42,9 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 2
-"""``PRAGMA user_version`` of the schema this module creates."""
+SCHEMA_VERSION = 3
+"""``PRAGMA user_version`` of the schema this module creates (1 and 2 are upgraded in place, see
+:func:`_migrate_candidates`)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
 
@@ -114,6 +118,62 @@ CREATE TABLE IF NOT EXISTS due_announced (
 );
 """
 
+_CANDIDATE_COLUMNS = (
+    ("rule", "TEXT NOT NULL DEFAULT ''"),
+    ("score", "REAL NOT NULL DEFAULT 0"),
+    ("seen", "INTEGER NOT NULL DEFAULT 1"),
+    ("visible", "INTEGER NOT NULL DEFAULT 1"),
+    ("pinned", "INTEGER NOT NULL DEFAULT 0"),
+    ("norm", "TEXT"),
+    ("proposal_action", "TEXT NOT NULL DEFAULT 'create'"),
+    ("evidence", "TEXT NOT NULL DEFAULT '[]'"),
+    ("agents", "TEXT NOT NULL DEFAULT ''"),
+    ("projects", "TEXT NOT NULL DEFAULT ''"),
+)
+"""Columns schema 3 adds to ``candidates`` (name, SQL type and default)."""
+_SCHEMA_3 = """
+CREATE INDEX IF NOT EXISTS candidates_by_norm ON candidates (norm);
+CREATE INDEX IF NOT EXISTS candidates_by_score ON candidates (status, visible, score);
+CREATE TABLE IF NOT EXISTS extractors (
+    session TEXT PRIMARY KEY,
+    at TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    added INTEGER NOT NULL,
+    detail TEXT NOT NULL
+);
+"""
+_WHO = {"user": "human", "assistant": "assistant", "compaction": "summary"}
+_WEIGHTS = {"uri": 2.0, "explicit": 2.0, "summary": 0.6, "heading": 0.4}
+
+
+def _migrate_candidates(conn: sqlite3.Connection) -> None:
+    """Schema 1 or 2 → 3 in place: the new columns, and for each old row its rule, score, identity and evidence.
+
+    Old rows keep their ids, statuses and keys; their ``norm`` makes a statement read again merge into
+    them (so an upgraded daemon queues nothing twice), and their one ``source`` becomes their evidence.
+    """
+    from mmd.candidates.identity import norm_key  # the daemon may import the candidates floor
+
+    have = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
+    for name, kind in _CANDIDATE_COLUMNS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE candidates ADD COLUMN {name} {kind}")
+    rows = conn.execute("SELECT id, kind, body, session_id, file, seq, message_id, source_kind, created_at"
+                        " FROM candidates WHERE norm IS NULL").fetchall()
+    for r in rows:
+        position: dict[str, Any] = {"file": r[4]}
+        if r[5] is not None:
+            position["seq"] = r[5]
+        if r[6] is not None:
+            position["uuid"] = r[6]
+        agent = "dsh" if r[3] is not None else "other"
+        evidence = [{"agent": agent, "sessionId": r[3], "project": None, "file": r[4], "position": position,
+                     "at": None, "who": _WHO.get(r[7], "text"), "quote": r[2][:500]}]
+        conn.execute("UPDATE candidates SET rule = ?, score = ?, pinned = ?, norm = ?, evidence = ?, agents = ?"
+                     " WHERE id = ?",
+                     (f"mm.{r[1]}", _WEIGHTS.get(r[1], 0.5), int(r[1] in ("uri", "explicit")), norm_key(r[2]),
+                      json.dumps(evidence, ensure_ascii=False), f"\n{agent}\n", r[0]))
+
 
 class SchemaError(Exception):
     """Raised by :meth:`StateDB.open` when the database was written by a newer mmd (higher user_version)."""
@@ -169,7 +229,14 @@ class StateDB:
             raise SchemaError(f"{self.path} has schema version {version}; this mmd knows up to {SCHEMA_VERSION}")
         if version < SCHEMA_VERSION:
             with conn:
-                conn.executescript(_SCHEMA)
+                conn.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                _migrate_candidates(conn)
+                for statement in _SCHEMA_3.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def conn(self) -> sqlite3.Connection:

@@ -51,7 +51,7 @@ class ChangedItem(TypedDict):
 
 
 class ChangedEvent(TypedDict):
-    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``external`` | ``config``."""
+    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``merge`` | ``external`` | ``config``."""
 
     seq: int
     at: str

@@ -34,6 +34,7 @@ __all__ = [
     "MEMORY_INJECT",
     "MEMORY_INJECTED",
     "MEMORY_LIST",
+    "MEMORY_MERGE",
     "MEMORY_NUDGE",
     "MEMORY_OPEN",
     "MEMORY_READ",
@@ -96,7 +97,8 @@ class Method:
         return SESSION_PARAM in self.params
 
 
-_STR, _INT, _BOOL, _TAGS, _ID = (str,), (int,), (bool,), (str, list), (str, int)
+_STR, _INT, _BOOL, _TAGS, _ID, _NUM = (str,), (int,), (bool,), (str, list), (str, int), (float,)
+_IDS = (str, int, list)
 _SESSION = {SESSION_PARAM: Param(_STR)}
 
 MEMORY_OPEN = Method("memory.open", inline=True)
@@ -115,13 +117,16 @@ MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision
 MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR), "maxItems": Param(_INT),
                                          "topicHint": Param(_STR)}, idempotent=True)
 MEMORY_NUDGE = Method("memory.nudge", _SESSION, idempotent=True, inline=True)
-QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT)},
-                    idempotent=True)
+MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": Param(_STR, True),
+                                       "ifRevision": Param(_INT), **_SESSION})
+QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
+                                   "all": Param(_BOOL), "minScore": Param(_NUM), "project": Param(_STR),
+                                   "agent": Param(_STR)}, idempotent=True)
 QUEUE_GET = Method("queue.get", {"id": Param(_ID, True)}, idempotent=True)
 QUEUE_ACCEPT = Method("queue.accept", {
-    "id": Param(_ID, True), "topic": Param(_STR), "content": Param(_STR), "summary": Param(_STR),
-    "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
-QUEUE_REJECT = Method("queue.reject", {"id": Param(_ID, True), "reason": Param(_STR)})
+    "id": Param(_IDS, True), "topic": Param(_STR), "into": Param(_STR), "content": Param(_STR),
+    "summary": Param(_STR), "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
+QUEUE_REJECT = Method("queue.reject", {"id": Param(_IDS), "below": Param(_NUM), "reason": Param(_STR)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
 MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes": Param(_INT),
                                          "commit": Param(_BOOL), "reset": Param(_BOOL)})
@@ -131,11 +136,11 @@ MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT)}, idempotent=True)
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
-    MEMORY_WRITE, MEMORY_DELETE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT, QUEUE_REJECT,
-    DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE)}
+    MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT,
+    QUEUE_REJECT, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE)}
 """Every method, by name."""
 
-_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", float: "a number"}
 
 
 def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -156,12 +161,19 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if key not in spec:
             raise _invalid(f"{method} takes no param {key!r} (accepted: {', '.join(spec) or 'none'})")
         types = spec[key].types
+        if float in types and isinstance(value, int) and not isinstance(value, bool):
+            value = out[key] = float(value)  # a JSON number may be written without a fraction
         if isinstance(value, bool) and bool not in types or not isinstance(value, types):
             raise _invalid(f"{method}: {key} must be {' or '.join(_TYPE_NAMES[t] for t in types)}")
         if key == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
             raise _invalid(f"{method}: tags must be a string or a list of strings")
         if not _in_range(value):
             raise _invalid(f"{method}: {key} is out of range (integers lie in -2**63 .. 2**63-1)")
+        if key == "topics" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
+            raise _invalid(f"{method}: topics must be a list of strings")
+        if key == "id" and isinstance(value, list) and not all(
+                isinstance(i, (str, int)) and not isinstance(i, bool) for i in value):
+            raise _invalid(f"{method}: id must be a candidate id or a list of them")
         if not all(_is_unicode(v) for v in (value if isinstance(value, list) else [value])):
             raise _invalid(f"{method}: {key} holds a lone surrogate (not Unicode text)")
     for key, param in spec.items():

@@ -183,18 +183,29 @@ class CandidateSource(TypedDict):
 
 
 class CandidateJson(TypedDict):
-    """A review-queue candidate. ``kind``/``topic``/``summary``/``body``/``chars``/``overBudget`` are the mm
-    digest candidate (mm v1 §9); ``status`` is ``pending`` | ``accepted`` | ``rejected``; times are
-    ISO-8601 UTC; ``written`` is the note an acceptance wrote (``{topic, revision}``)."""
+    """A review-queue candidate (DESIGN "Sources and utterances"): ``kind`` the rule family, ``rule`` the
+    rule's name, ``score`` (higher first), ``seen`` (places it was seen), ``visible`` (within its
+    session's budget, or ``pinned``: marked on purpose), ``topic`` and ``proposal`` (``{action: create |
+    append, topic}``), ``summary`` (≤ 120 code points), ``body`` (≤ 500 for agent logs), ``evidence`` (every
+    place: ``{agent, sessionId, project, file, position, at, who, quote}``), ``source`` (the first place, the
+    older shape); ``status`` is ``pending`` | ``accepted`` | ``rejected``; times are ISO-8601 UTC;
+    ``written`` is the note an acceptance wrote (``{topic, revision}``)."""
 
     id: int
     status: str
     kind: str
+    rule: str
+    score: float
+    seen: int
+    visible: bool
+    pinned: bool
     topic: str
+    proposal: dict[str, str]
     summary: str
     body: str
     chars: int
     overBudget: bool
+    evidence: list[dict[str, Any]]
     source: CandidateSource
     createdAt: str
     decidedAt: NotRequired[str]

@@ -136,6 +136,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                      Opt("--topic-hint", "S", "a topic to suggest")), reference=True),
     Command("delete", "reference", "delete a note and its index entry (always allowed, even over budget)",
             (Pos("topic", "the note's topic"),), reference=True),
+    Command("merge", "queue", "join notes into one (bodies joined, the others deleted); allowed over the index cap "
+            "when it shrinks the index", (Pos("topic", "the notes to merge", many=True),),
+            (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),),
+            epilog="Example: mmctl merge deploy-vpn deploy-staging --into deploy"),
     Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
     Command("status", "status", "the daemon's state (needs the daemon)",
             epilog="The revision only grows: the daemon reserves numbers in blocks of 1000, so a restart skips\n"
@@ -144,17 +148,25 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (Pos("action", "what to do", choices=("list", "show", "accept", "reject"), default="list"),
              Pos("id", "candidate ids (show: one; accept, reject: one or more)", many=True, kind="id")),
             (Opt("--status", "S", "list: which candidates", choices=("pending", "accepted", "rejected", "all")),
-             _LIMIT, Opt("--offset", "N", "list: skip N", "int"), Opt("--topic", "T", "accept: write under this topic"),
+             _LIMIT, Opt("--offset", "N", "list: skip N", "int"),
+             Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
+             Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
+             Opt("--project", "DIR", "list: only candidates seen in this project (its working directory)"),
+             Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other)"),
+             Opt("--topic", "T", "accept: write under this topic"),
+             Opt("--into", "T", "accept: append to this note instead of writing a new one"),
              _CONTENT, _FILE_BODY, _SUMMARY, _TAGS,
              Opt("--replace", None, "accept: replace an existing note", "switch"),
+             Opt("--below", "S", "reject: every pending candidate scoring below S"),
              Opt("--reason", "R", "reject: why")),
             epilog="actions:\n"
-                   "  list              the candidates (--status pending by default, --limit, --offset)\n"
+                   "  list              the candidates, best first (--status, --limit, --offset, --all, --min-score)\n"
                    "  show ID           one candidate: its fields and its body\n"
-                   "  accept ID [ID…]   write each candidate as a note (--topic, --content, --replace) and accept it\n"
-                   "  reject ID [ID…]   reject each candidate for good (--reason)\n\n"
+                   "  accept ID [ID…]   write each candidate as a note (--topic, --into, --content, --replace)\n"
+                   "  reject ID [ID…]   reject each candidate for good (--reason; --below S: every one under S)\n\n"
                    "Each id of accept or reject is reported on its own line; the exit code is 1 if any failed\n"
-                   "(an id already decided counts as failed)."),
+                   "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
+                   "--all or --min-score shows the rest."),
     Command("watch", "status", "print the daemon's events as they come (needs the daemon)",
             options=(Opt("--topic", "T", "only events whose topic starts with T"),
                      Opt("--count", "N", "stop after N events", "int"))),

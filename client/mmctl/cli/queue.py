@@ -1,11 +1,15 @@
-"""``mmctl queue list|show|accept|reject``: the daemon's review queue (needs the daemon).
+"""``mmctl queue list|show|accept|reject`` and ``mmctl merge``: the daemon's review queue (needs the daemon).
 
-Text output is a table for ``list`` and aligned ``key  value`` rows for
-``show``; ``--json`` prints the daemon's ``queue.*`` value as one line of JSON.
+Text output is a table for ``list`` (id, score, seen, kind, project, proposed
+topic, summary) and aligned ``key  value`` rows plus the evidence for
+``show``; ``--json`` prints the daemon's ``queue.*`` value as one line of
+JSON. ``merge`` joins notes through the daemon when one runs, else through
+the files under the root's lock.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..errors import RpcError
@@ -13,7 +17,24 @@ from ..render import candidates
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
-__all__ = ["cmd_queue"]
+__all__ = ["cmd_merge", "cmd_queue"]
+
+_COLUMNS = ("id", "score", "seen", "kind", "project", "topic", "summary")
+
+
+def _proposed(c: dict[str, Any]) -> str:
+    """The proposed topic, ``+topic`` when the proposal appends to an existing note."""
+    proposal = c.get("proposal") or {}
+    topic = str(proposal.get("topic") or c.get("topic", ""))
+    return f"+{topic}" if proposal.get("action") == "append" else topic
+
+
+def _project(c: dict[str, Any]) -> str:
+    """The last folder of the first project the candidate was seen in ('-' when none is known)."""
+    for e in c.get("evidence") or []:
+        if e.get("project"):
+            return os.path.basename(str(e["project"]).rstrip("/")) or str(e["project"])
+    return "-"
 
 
 def _queue_table(result: Any, status: str) -> str:
@@ -23,21 +44,43 @@ def _queue_table(result: Any, status: str) -> str:
     head = f"{len(items)} of {total} {status} candidate(s)" + (f", {pending} pending" if pending is not None else "")
     if not items:
         return head + "\n"
-    rows = [("id", "status", "kind", "topic", "chars", "summary")]
-    rows += [(str(c.get("id", "")), str(c.get("status", "")), str(c.get("kind", "")), str(c.get("topic", "")),
-              str(c.get("chars", "")), str(c.get("summary", ""))[:72]) for c in items]
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join([*(r[i].ljust(widths[i]) for i in range(5)), r[5]]).rstrip() for r in rows]
-    return head + ":\n\n" + "\n".join(lines) + "\n\n`mmctl queue show <id>` shows a body; accept or reject it.\n"
+    rows = [_COLUMNS]
+    rows += [(str(c.get("id", "")), f"{float(c.get('score') or 0):.2f}", str(c.get("seen", 1)), str(c.get("kind", "")),
+              _project(c), _proposed(c), str(c.get("summary", ""))[:72]) for c in items]
+    n = len(_COLUMNS) - 1
+    widths = [max(len(r[i]) for r in rows) for i in range(n)]
+    lines = ["  ".join([*(r[i].ljust(widths[i]) for i in range(n)), r[n]]).rstrip() for r in rows]
+    return (head + ":\n\n" + "\n".join(lines) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
+            "accept or reject it (+topic: accepting appends to that note).\n")
 
 
 def _show(candidate: dict[str, Any]) -> str:
-    rows = [(k, v) for k, v in candidate.items() if k != "body"]
-    return aligned(rows) + f"\n{candidate.get('body', '')}\n"
+    rows = [(k, v) for k, v in candidate.items() if k not in ("body", "evidence", "source")]
+    out = aligned(rows) + f"\n{candidate.get('body', '')}\n"
+    evidence = candidate.get("evidence") or []
+    if evidence:
+        out += f"\nseen {len(evidence)} time(s):\n"
+        for e in evidence:
+            pos = e.get("position") or {}
+            where = ":".join(str(pos[k]) for k in ("line", "seq") if pos.get(k) is not None)
+            out += (f"- {e.get('at') or '?'} {e.get('agent')} {e.get('who')} in {e.get('project') or '?'} "
+                    f"(session {e.get('sessionId') or '-'}, {e.get('file')}{':' + where if where else ''})\n"
+                    f"  > {e.get('quote', '')}\n")
+    return out
 
 
 def _candidate_id(raw: str) -> str | int:
     return int(raw) if raw.isdigit() else raw
+
+
+def _score(ctx: Ctx, flag: str) -> float | None:
+    raw = ctx.args.text(flag)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise UsageError(f'{flag} expects a number (got "{raw}")') from None
 
 
 def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
@@ -56,7 +99,8 @@ def _said(error: RpcError) -> str:
     """The daemon's message, with the flags that fix it named the way this command line spells them."""
     if error.code == "E_EXISTS":
         where = error.data.get("uri") or error.data.get("topic") or "the topic"
-        return f"{where} already has a note; accept with --replace to overwrite it, or --topic T to write elsewhere"
+        return (f"{where} already has a note; accept with --replace to overwrite it, --into T to append to a note, "
+                "or --topic T to write elsewhere")
     return error.message
 
 
@@ -75,21 +119,48 @@ def _reject(client: Any, cid: str | int, reason: str | None) -> dict[str, Any]:
     return result
 
 
+def _report(ctx: Ctx, sub: str, cid: Any, result: dict[str, Any]) -> bool:
+    """Print one decision; True when it failed."""
+    if ctx.json:
+        ctx.print_json(result)
+    elif result.get("ok"):
+        ctx.write(_decided(sub, cid, result))
+    elif "error" in result:
+        ctx.error(f"{sub} {cid}: {result['error']['message']}")
+    else:
+        ctx.error(_decided(sub, cid, result).rstrip("\n"))
+    return not result.get("ok")
+
+
+def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
+    a = ctx.args
+    status = a.text("--status") or "pending"
+    limit, offset = a.integer("--limit"), a.integer("--offset")
+    result = client.queue_list(status=status, limit=limit or None, offset=offset, all=a.flag("--all"),
+                               min_score=min_score, project=a.text("--project"),
+                               agent=a.text("--agent"))
+    ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status))
+    return EXIT_OK
+
+
 def cmd_queue(ctx: Ctx) -> int:
     """``queue list|show|accept|reject``: the review queue (needs the daemon).
 
     ``accept`` and ``reject`` take one or more ids; each is decided and reported
     on its own line (``--json``: one JSON line per id), and the exit code is 1
-    when any of them failed.
+    when any of them failed. ``reject --below S`` rejects every pending candidate scoring below S.
     """
     sub = ctx.rest[0] if ctx.rest else "list"
     ids = ctx.rest[1:]
-    if sub != "list" and not ids:
+    below = _score(ctx, "--below") if sub == "reject" else None
+    min_score = _score(ctx, "--min-score") if sub == "list" else None
+    if sub != "list" and not ids and below is None:
         raise UsageError(f"queue {sub} requires a candidate <id> (see `mmctl queue list`)")
     if sub in ("list", "show") and len(ids) > (0 if sub == "list" else 1):
         raise UsageError(f"queue {sub} takes {'no id' if sub == 'list' else 'one id'} (got {' '.join(ids)})")
+    if below is not None and ids:
+        raise UsageError("queue reject takes ids or --below, not both")
     a = ctx.args
-    limit, offset = a.integer("--limit"), a.integer("--offset")
     content = None
     if sub == "accept":
         from .reference import body_text
@@ -97,33 +168,61 @@ def cmd_queue(ctx: Ctx) -> int:
         content = body_text(ctx)
     client = ctx.need_daemon("queue").client
     if sub == "list":
-        status = a.text("--status") or "pending"
-        result = client.queue_list(status=status, limit=limit or None, offset=offset)
-        ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status))
-        return EXIT_OK
+        return _list(ctx, client, min_score)
     if sub == "show":
         result = client.queue_get(_candidate_id(ids[0]))
         ctx.write(js_json(result) + "\n" if ctx.json else _show(result))
         return EXIT_OK
+    if below is not None:
+        outcome = client.queue_reject_below(below, reason=a.text("--reason"))
+        failed = sum(_report(ctx, sub, r["id"], r) for r in outcome["results"])
+        if not outcome["results"] and not ctx.json:
+            ctx.write(f"no pending candidate scores below {below:g}\n")
+        return EXIT_FAILED if failed else EXIT_OK
     failed = 0
     for raw in ids:
         cid = _candidate_id(raw)
         try:
             if sub == "accept":
-                result = client.queue_accept(cid, topic=a.text("--topic"), content=content,
+                result = client.queue_accept(cid, topic=a.text("--topic"), content=content, into=a.text("--into"),
                                              summary=a.text("--summary"), tags=a.text("--tags"),
                                              replace=a.flag("--replace"))
             else:
                 result = _reject(client, cid, a.text("--reason"))
         except RpcError as error:
             result = {"ok": False, "id": cid, "error": {"code": error.code, "message": _said(error)}}
-        failed += not result.get("ok")
-        if ctx.json:
-            ctx.print_json(result)
-        elif result.get("ok"):
-            ctx.write(_decided(sub, cid, result))
-        elif "error" in result:
-            ctx.error(f"{sub} {cid}: {result['error']['message']}")
-        else:
-            ctx.error(_decided(sub, cid, result).rstrip("\n"))
+        failed += _report(ctx, sub, cid, result)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_merge(ctx: Ctx) -> int:
+    """``merge A B … --into C``: the notes joined into C (bodies joined, the others deleted, one revision).
+
+    Through the daemon when one owns the root, else through the files under the root's lock.
+    """
+    topics = list(ctx.rest)
+    into = ctx.args.text("--into")
+    if not topics or not into:
+        raise UsageError("merge requires the notes to merge and --into TOPIC (mmctl merge A B --into C)")
+    ctx.need_root()
+    daemon = ctx.daemon()
+    from mmd.core.errors import MMError
+
+    try:
+        if daemon is not None:
+            outcome = daemon.client.merge(topics, into)
+        else:
+            outcome = ctx.direct().memory().store.merge(topics, into)
+    except RpcError as error:
+        ctx.error(f"merge: {error.message}")
+        return EXIT_FAILED
+    except MMError as error:
+        ctx.error(f"merge: {error.message}")
+        return EXIT_FAILED
+    if ctx.json:
+        ctx.print_json(outcome)
+    elif outcome.get("ok"):
+        ctx.write(f"merged {', '.join(outcome['merged'])} into {outcome['topic']} ({outcome['action']})\n")
+    else:
+        ctx.error(f"merge: {outcome.get('message')} ({outcome.get('code')})")
+    return EXIT_OK if outcome.get("ok") else EXIT_FAILED

@@ -197,11 +197,12 @@ DESCRIPTIONS = {
                "then rewrite it (mem_write) or delete it (mem_delete).",
     "mem_inject": "What you should know of the memory now: the first call gives the index (one line per topic), "
                   "later calls only what was added, updated or removed since, and nothing when nothing changed.",
-    "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs. status: "
-                      "pending (default) | accepted | rejected.",
+    "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs, best "
+                      "first (score; seen = how many places said it). status: pending (default) | accepted | "
+                      "rejected; all: also the candidates hidden by their session's budget.",
     "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
-                        "content, summary and tags override the candidate's. A topic that already has a note "
-                        "is refused unless replace is true.",
+                        "content, summary and tags override the candidate's; into appends it to that existing note "
+                        "instead. A topic that already has a note is refused unless replace is true.",
     "mem_queue_reject": "Reject a review-queue candidate, with an optional reason.",
 }
 """Tool name → the description the model reads."""
@@ -333,19 +334,20 @@ class MemoryTools:
         except (MMError, MmctlError, MemoryUnavailable) as error:
             raise _fail(error) from None
 
-    async def mem_queue_list(self, status: str | None = None,
-                             limit: int | None = None) -> Annotated[CallToolResult, QueueOut]:
-        items = candidates(await self._queue("list", status=status, limit=limit))
+    async def mem_queue_list(self, status: str | None = None, limit: int | None = None,
+                             all: bool = False) -> Annotated[CallToolResult, QueueOut]:
+        items = candidates(await self._queue("list", status=status, limit=limit, all=all))
         lines = [f"{len(items)} {status or 'pending'} candidate(s):"] + [
             f"- id {c.get('id')} [{c.get('status', '')}] topic {c.get('topic')} ({c.get('kind')}, "
-            f"{c.get('chars')} chars): {_summary_and_body(c)}" for c in items]
+            f"{c.get('chars')} chars, score {c.get('score', 0)}, seen {c.get('seen', 1)}): "
+            f"{_summary_and_body(c)}" for c in items]
         return _result("\n".join(lines) + "\n", {"ok": True, "candidates": items})
 
     async def mem_queue_accept(self, id: str | int, topic: str | None = None, content: str | None = None,
-                               summary: str | None = None, tags: str | None = None,
-                               replace: bool = False) -> Annotated[CallToolResult, QueueOut]:
+                               summary: str | None = None, tags: str | None = None, replace: bool = False,
+                               into: str | None = None) -> Annotated[CallToolResult, QueueOut]:
         result = await self._queue("accept", candidate_id=_candidate_id(id), topic=topic, content=content,
-                                   summary=summary, tags=tags, replace=replace)
+                                   summary=summary, tags=tags, replace=replace, into=into)
         write = result.get("write") or {}
         if result.get("ok"):
             text = f"accepted {id}: {write.get('action')} {write.get('uri')}"

@@ -2,12 +2,13 @@
 
 Owns: :class:`Harvester` — a log read through its source's adapter
 (:meth:`mmd.sources.Source.read`: complete lines after the cursor, never a
-torn tail), its utterances through :func:`mmd.candidates.candidates_from`
-(minus candidates equal to an existing note), and the candidates with the
+torn tail), its utterances through :class:`.candidacy.Candidacy` (the
+candidate pipeline with the session's earlier utterances in view, minus
+statements a note already holds), and the candidates with the
 file's cursor into the queue in one transaction per slice (at most
 :data:`SLICE_BYTES` of log or :data:`SLICE_CHARS` of text), so memory stays
-bounded and a restart resumes where the last slice ended. The queue drops
-candidates it has seen before.
+bounded and a restart resumes where the last slice ended. The queue merges a
+statement it has seen before into its candidate (and drops a rejected one).
 
 Never: names a log format (the adapter decides everything about the file),
 decides which files to read or when (:mod:`.follow` does), or publishes
@@ -22,12 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mmd.candidates import NewCandidate, Seen, candidates_from
+from mmd.candidates import NewCandidate
 from mmd.core.snapshot import Snapshot
 from mmd.sources import Source
 
 from ..queue import ReviewQueue
 from ..statedb import CursorRow
+from .candidacy import Candidacy
 from .health import IngestHealth
 
 __all__ = ["SLICE_BYTES", "SLICE_CHARS", "AddedBatch", "Harvester", "TrackedLog"]
@@ -85,15 +87,8 @@ class Harvester:
         self._stop = stop
         self.rows: dict[str, CursorRow] = {}
         """The stored cursor of every log, by path (loaded by the caller, kept current here)."""
-        self._seen: tuple[int, Seen] = (-1, Seen())
-
-    def _seen_notes(self) -> Seen:
-        snap = self._notes()
-        if snap is None:
-            return Seen()
-        if self._seen[0] != snap.revision:
-            self._seen = (snap.revision, Seen.of_notes(n.body for n in snap.notes))
-        return self._seen[1]
+        self.candidacy = Candidacy(lambda: None, notes)
+        """The candidate pipeline (its ``per_session`` is set by the composition root from the config)."""
 
     def read(self, t: TrackedLog) -> int:
         """Read what is new in one log, slice by slice; returns the bytes consumed.
@@ -112,8 +107,8 @@ class Harvester:
                 t.session_id = s.session_id
             if s.project is not None:
                 t.project = s.project
-            candidates = candidates_from(s.utterances, write_budget=self._write_budget(),
-                                         seen=self._seen_notes()) if s.utterances else []
+            candidates = self.candidacy.run(s.utterances, write_budget=self._write_budget(),
+                                            restarted=s.restarted) if s.utterances else []
             if candidates or s.restarted or t.cursor is None or s.cursor != t.cursor:
                 self._commit(t, candidates, s.cursor)
             t.cursor = s.cursor
