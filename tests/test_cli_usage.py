@@ -146,6 +146,7 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmctl", ["digest", "--file="], {}, 2, "mmctl: --file expects a path, not an empty value", ""),
     ("mmctl", ["export", "agents-md", "--file="], {}, 2, "mmctl: --file expects a path, not an empty value", ""),
     ("mmctl", ["queue", "accept", "1", "--file="], {}, 2, "mmctl: --file expects a path, not an empty value", ""),
+    ("mmctl", ["queue", "list", "--project="], {}, 2, "mmctl: --project expects a path, not an empty value", ""),
     ("mmctl", ["write", "t1", "--content", "x", "--review-after", "3x"], {}, 2,
      "mmctl: --review-after: review date must be a date YYYY-MM-DD", ""),
     ("mmctl", ["write", "t1", "--content", "x", "--review-after", "2026-02-30"], {}, 2,
