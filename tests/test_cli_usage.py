@@ -180,6 +180,8 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmd", ["--sessions="], {}, 2, "mmd: argument --sessions: expects a path, not an empty value", ""),
     ("mmd", ["--export-file="], {}, 2, "mmd: argument --export-file: expects a path, not an empty value", ""),
     ("mmd", ["--curve-client-keys-dir="], {}, 2, "mmd: argument --curve-client-keys-dir: expects a path", ""),
+    ("mmd", ["service", "install", "--dry-run", "--", "--root="], {}, 2,
+     "mmd: argument --root: expects a path, not an empty value", ""),
     ("mmd", ["--version"], {}, 0, "", f"mmd {__version__}\n"),
     ("mmd", ["--help"], {}, 0, "", "usage: mmd [OPTIONS]\n       mmd service {install,uninstall,status}"),
     ("mmd", ["service", "bogus"], {}, 2, "usage: mmd service", ""),

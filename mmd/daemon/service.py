@@ -217,6 +217,10 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
         extra = extra[1:]
     if extra and args.action != "install":
         parser.error(f"unexpected arguments: {' '.join(extra)}")
+    if extra:  # the unit's daemon flags are refused now, as `mmd` would refuse them, not at the unit's start
+        from .config import parse_args as daemon_flags
+
+        daemon_flags(extra, env)
     home = Path(env.get("HOME") or Path.home())
     try:
         steps = plan(args.action, platform=sys.platform, home=home, uid=os.getuid(), extra=extra,

@@ -8,7 +8,7 @@ any order (``parse_intermixed_args``); a value that starts with ``--`` is given
 as ``--summary='--- draft'`` (quoted: the shell splits it otherwise). Refused
 with :class:`UsageError` (exit code 2): unknown commands and options, extra
 positionals, bad choices, an option without its value, and every value the
-table can check (:func:`check_values`: integers and their range, empty paths,
+table can check (:func:`.checks.check_values`: integers and their range, empty paths,
 review dates, client keys, candidate ids); exit code 1 is left for what fails
 on the data. Integers are read as the reference CLI reads them
 (JavaScript's ``Number()``: ``0x10`` is 16). Nothing here prints or exits:
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments", "check_values",
+__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments",
            "js_number", "parse_args", "render_help", "usage_line"]
 
 _JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -375,6 +375,8 @@ def parse_args(argv: list[str]) -> Args:
         value = values.get(opt.flag[2:].replace("-", "_"))
         if value is True or isinstance(value, str):
             args.flags[opt.flag] = value
+    from .checks import check_values
+
     return check_values(command, args)
 
 
@@ -425,58 +427,9 @@ def _place(command: Command, words: list[str], args: Args) -> Args | None:
     args.positionals += words
     if not words and command.positionals and command.positionals[0].default is not None:
         args.positionals.append(command.positionals[0].default)
+    from .checks import check_values
+
     return check_values(command, args)  # argparse passes a bad value too: the message is ours either way
-
-
-_ID_LIMIT = 2**63
-
-
-def check_values(command: Command, args: Args) -> Args:
-    """``args`` when every value of a checked kind is well formed (see :class:`Opt` and :class:`Pos`).
-
-    The checks need no memory root and no daemon: integers and their range, a non-empty path,
-    a review date (``YYYY-MM-DD`` or ``<N>d|w|m|y``, :mod:`mmd.core.review_date`), a client key
-    (1 to 200 code points, no control characters), a candidate id (a positive integer below 2**63).
-
-    Raises:
-        UsageError: naming the flag or the positional and the value, with the command's usage line.
-    """
-    try:
-        for opt in (*command.options, ROOT):
-            raw = args.text(opt.flag)
-            if raw is not None:
-                _check_option(opt, raw, args)
-        words = args.positionals[1:] if any(p.kind == "id" for p in command.positionals) else []
-        for raw in words[1:]:  # the action, then the ids
-            if not (raw.isascii() and raw.isdigit() and 1 <= int(raw) < _ID_LIMIT):
-                raise UsageError(f"{command.name} {words[0]}: a candidate id is a positive integer (got {raw!r}); "
-                                 "`mmctl queue list` shows the ids")
-    except UsageError as error:
-        raise UsageError(error.message, error.usage or usage_line(command.name)) from None
-    return args
-
-
-def _check_option(opt: Opt, raw: str, args: Args) -> None:
-    """Refuse ``raw`` when it is not of ``opt``'s kind (:func:`check_values`)."""
-    if opt.kind == "int":
-        args.integer(opt.flag)
-    elif opt.kind == "posint" and args.integer(opt.flag) == 0:
-        raise UsageError(f'{opt.flag} expects a positive integer (got "{raw}")')
-    elif opt.kind == "path" and not raw.strip():
-        raise UsageError(f"{opt.flag} expects a path, not an empty value")
-    elif opt.kind == "key" and (not raw.strip() or len(raw) > 200 or any(ord(c) < 0x20 or ord(c) == 0x7F
-                                                                          for c in raw)):
-        raise UsageError(f"{opt.flag} expects 1 to 200 characters without control characters (got {raw!r})")
-    elif opt.kind == "date" and raw != "":
-        from datetime import UTC, datetime
-
-        from mmd.core.errors import MMError
-        from mmd.core.review_date import resolve_review_after
-
-        try:
-            resolve_review_after(raw, datetime.now(UTC).date())
-        except MMError as error:
-            raise UsageError(f"{opt.flag}: {error.message}") from None
 
 
 def _help(topic: str | None) -> NoReturn:
