@@ -2,9 +2,14 @@
 
 Prints, for each command, the median and p90 wall time (ms) and the peak RSS
 (MiB) of the process, beside the floors (``python -c pass``, ``python -c
-"import zmq"``) and the targets of issue 5: reads and searches <= 40 ms median
-in both modes, writes <= 60 ms, peak RSS <= 30 MiB. Always exits 0: read the
-figures. They move with machine load; run it on an idle machine.
+"import zmq"``) measured in the same run, and the targets: issue 5's (reads and
+searches <= 40 ms median in both modes, writes <= 60 ms, peak RSS <= 30 MiB) and
+issue 17's (one-shot ``read``/``search`` <= 2.0x ``python -c pass``, direct and
+with a daemon running; <= 0.5x the reference CLI when its build is present:
+``MM_REF_DIR`` holding ``lib/cli.js``). Always exits 0: read the figures. They
+move with machine load; run it on an idle machine. Compile the ``.pyc`` files
+first (``python -m compileall mmd client``) when ``PYTHONDONTWRITEBYTECODE`` is
+set, or every call pays for compiling.
 
     python bench/mmctl_bench.py [--runs N] [--topics N]
 """
@@ -28,6 +33,10 @@ WRITE_TARGET_MS = 60.0
 """Target median of ``mmctl write``, milliseconds."""
 RSS_TARGET_MIB = 30.0
 """Target peak resident set of any one call, MiB."""
+PASS_RATIO = 2.0
+"""Target of one-shot ``read``/``search``: at most this many times ``python -c pass`` (issue 17)."""
+REF_RATIO = 0.5
+"""Target of one-shot ``read``/``search``: at most this many times the reference CLI, when present (issue 17)."""
 
 
 TIME = "/usr/bin/time"
@@ -83,12 +92,26 @@ def start_daemon(root: Path, env: dict[str, str], base: Path) -> subprocess.Pope
     return None
 
 
-def row(name: str, figures: tuple[float, float, float, int], target_ms: float | None) -> None:
+def row(name: str, figures: tuple[float, float, float, int], target_ms: float | None,
+        floor: tuple[str, float, float] | None = None) -> None:
+    """One line: the figures, the target in ms and, with ``floor`` ``(name, median ms, target ratio)``, the ratio."""
     median, p90, rss, code = figures
     goal = f"<= {target_ms:.0f} ms, <= {RSS_TARGET_MIB:.0f} MiB" if target_ms else "floor"
     ok = "" if target_ms is None else ("  ok" if median <= target_ms and rss <= RSS_TARGET_MIB else "  OVER")
     bad = f"  (exit {code})" if code else ""
-    print(f"{name:<34} {median:8.1f} {p90:8.1f} {rss:9.1f}   {goal}{ok}{bad}")
+    ratio = ""
+    if floor is not None:
+        what, base, most = floor
+        ratio = f"   {median / base:4.2f}x {what} (<= {most:.1f}x: {'ok' if median / base <= most else 'OVER'})"
+    print(f"{name:<34} {median:8.1f} {p90:8.1f} {rss:9.1f}   {goal}{ok}{bad}{ratio}")
+
+
+def reference_argv() -> list[str] | None:
+    """The reference CLI (``node $MM_REF_DIR/lib/cli.js``) when its build is present, else None."""
+    ref = os.environ.get("MM_REF_DIR", "")
+    cli = Path(ref) / "lib" / "cli.js"
+    node = shutil.which("node")
+    return [node, str(cli)] if ref and cli.is_file() and node else None
 
 
 def main() -> int:
@@ -112,18 +135,28 @@ def main() -> int:
         print(f"mmctl one-shot calls on a {opts.topics}-topic root, {opts.runs} runs each; "
               f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
         print(f"{'command':<34} {'med ms':>8} {'p90 ms':>8} {'peak MiB':>9}   target")
-        row("python -c pass", measure([sys.executable, "-c", "pass"], env, opts.runs), None)
+        python = measure([sys.executable, "-c", "pass"], env, opts.runs)
+        row("python -c pass", python, None)
         row('python -c "import zmq"', measure([sys.executable, "-c", "import zmq"], env, opts.runs), None)
         row("mmctl help", measure([*mmctl_argv(), "help"], env, opts.runs), None)
+        floors: dict[str, tuple[str, float, float]] = {}
+        ref = reference_argv()
+        for command in (["read", "topic-07"], ["search", "pipeline"]):
+            floors[command[0]] = ("python -c pass", python[0], PASS_RATIO)
+            if ref is not None:
+                figures = measure([*ref, *command, "--root", str(root)], env, opts.runs)
+                row(f"reference {' '.join(command)}", figures, None)
+                floors[command[0]] = ("the reference", figures[0], REF_RATIO)
         for mode in ("direct", "daemon"):
             daemon = start_daemon(root, env, base) if mode == "daemon" else None
             if mode == "daemon" and daemon is None:
                 continue
             try:
                 row(f"mmctl read topic-07 ({mode})", measure([*mm[:1], "read", "topic-07", *mm[1:]], env, opts.runs),
-                    READ_TARGET_MS)
+                    READ_TARGET_MS, floors["read"])
                 row(f"mmctl search pipeline ({mode})",
-                    measure([*mm[:1], "search", "pipeline", *mm[1:]], env, opts.runs), READ_TARGET_MS)
+                    measure([*mm[:1], "search", "pipeline", *mm[1:]], env, opts.runs), READ_TARGET_MS,
+                    floors["search"])
                 row(f"mmctl write ({mode})", measure([*mm[:1], "write", "bench-w", "--content", "a short fact",
                                                       *mm[1:]], env, opts.runs), WRITE_TARGET_MS)
             finally:

@@ -217,15 +217,53 @@ def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.Mon
     assert r.code == 1 and "locked by pid" in r.err and str(os.getpid()) in r.err
 
 
-def test_a_read_imports_neither_the_daemon_nor_its_dependencies_nor_zmq(tmp_path: Path) -> None:
-    probe = ("import sys, runpy; sys.argv = ['mmctl', 'read', 'x', '--root', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('mmctl', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('apscheduler', 'watchfiles', 'mcp', 'zmq')"
-             " or m.startswith('mmd.daemon'))\nprint(bad, file=sys.stderr)")
-    env = {**os.environ, "DSH_HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "root")], capture_output=True, text=True,
+ONE_SHOT_MODULES = {
+    "mmctl", "mmctl.backend", "mmctl.cli", "mmctl.cli.main", "mmctl.cli.output", "mmctl.cli.parser",
+    "mmctl.cli.reference", "mmctl.pins", "mmctl.render", "mmd", "mmd.core", "mmd.core.budget", "mmd.core.clock",
+    "mmd.core.config_file", "mmd.core.durable", "mmd.core.engine", "mmd.core.errors", "mmd.core.format",
+    "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.live_budget", "mmd.core.memory", "mmd.core.model",
+    "mmd.core.options", "mmd.core.paths", "mmd.core.record", "mmd.core.rootfs", "mmd.core.snapshot", "mmd.core.store",
+    "mmd.core.text", "mmd.core.uri",
+}
+"""Every module of ours a one-shot ``read``, ``list``, ``uri`` or ``budget`` may import (issue 17); search adds the
+search engines."""
+SEARCH_MODULES = {"mmd.core.bm25", "mmd.core.fts5", "mmd.core.search"}
+HEAVY = ("typing", "dataclasses", "inspect", "argparse", "json", "tomllib", "threading", "asyncio", "zmq", "mcp",
+         "watchfiles", "apscheduler", "shtab", "zstandard")
+"""Never imported by a one-shot read: typing- and dataclass-heavy, the parser we skip, the daemon's dependencies."""
+
+
+@pytest.mark.parametrize(("argv", "extra", "allowed"), [
+    (["read", "t"], SEARCH_MODULES, ()),
+    (["read"], SEARCH_MODULES, ()),
+    (["list"], SEARCH_MODULES, ()),
+    (["uri", "t"], SEARCH_MODULES, ()),
+    (["search", "deploy"], set(), ("sqlite3", "datetime")),
+    (["budget"], set(), ("sqlite3", "datetime")),
+])
+def test_a_one_shot_read_imports_only_what_it_uses(tmp_path: Path, argv: list[str], extra: set[str],
+                                                   allowed: tuple[str, ...]) -> None:
+    root = tmp_path / "root"
+    from mmd.core import Memory, MemoryOptions
+
+    Memory.ensure(MemoryOptions.create(root=root)).write("t", "we deploy on Fridays", summary="deploys", tags="ops")
+    probe = ("import sys, runpy; sys.argv = ['mmctl', *sys.argv[2:], '--root', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('mmctl', run_name='__main__')\nexcept SystemExit as done:\n"
+             "    print('exit', done.code, file=sys.stderr)\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    env = {**os.environ, "DSH_HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path),
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    proc = subprocess.run([sys.executable, "-c", probe, str(root), *argv], capture_output=True, text=True,
                           env=env, timeout=60)
-    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+    *_, code, modules = proc.stderr.strip().splitlines()
+    assert code == "exit 0", proc.stderr
+    loaded = set(modules.split())
+    ours = {m for m in loaded if m.split(".")[0] in ("mmd", "mmctl")}
+    assert ours - ONE_SHOT_MODULES - SEARCH_MODULES == set()
+    assert ours & extra == set()
+    heavy = {m for m in loaded if m.split(".")[0] in (*HEAVY, *(("sqlite3", "datetime") if not allowed else ()))}
+    assert heavy == set(), f"{argv}: {sorted(heavy)}"
+    assert "mmd.core.lazyre" in ours and "mmctl.cli.reference" in ours  # the probe did run the command
 
 
 def test_doctor_finds_malformed_notes_and_an_over_budget_index_and_fixes_neither(mm) -> None:  # type: ignore[no-untyped-def]

@@ -525,3 +525,22 @@ def test_a_new_index_reads_changed_notes_afresh_and_reuses_unchanged_ones() -> N
     assert topics(index.search("other", 10, 40)) == ["a"]
     assert index.search("x", 10, 40)["total"] == 0 and topics(index.search("y", 10, 40)) == ["b"]
     assert topics(index.search("bravo words", 10, 40)) == ["a", "b"]
+
+
+@needs_fts5
+@pytest.mark.parametrize("first", ["scan", "fts5"])
+def test_both_engines_of_a_snapshot_share_one_scan_token_index(tmp_path: Any, first: str) -> None:
+    from mmd.core import Memory, MemoryOptions
+
+    memory = Memory.ensure(MemoryOptions.create(root=tmp_path / "root"), fts5=True)
+    memory.write("deploy", "we deploy 部署 on Fridays")
+    memory.load()
+    snapshot = memory.snapshot
+    other = "fts5" if first == "scan" else "scan"
+    before = snapshot.search_index(first)
+    after = snapshot.search_index(other)
+    fts5, scan = (after, before) if first == "scan" else (before, after)
+    assert fts5.scan is scan
+    assert snapshot.search_index("scan") is scan and snapshot.search_index("fts5") is fts5
+    assert [m["topic"] for m in memory.search("部署", mode="scan")["matches"]] == ["deploy"]
+    assert [m["topic"] for m in memory.search("部署", mode="fts5")["matches"]] == ["deploy"]

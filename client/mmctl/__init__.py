@@ -13,9 +13,11 @@ names, topics and error codes come from :mod:`mmd.wire`, never from the daemon.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # type checkers see the real classes; at run time they load on first use
+    from typing import Any
+
     from ._base import Curve
     from .aclient import AsyncClient, AsyncSession, AsyncSubscription
     from .client import Client, Session, Subscription

@@ -14,9 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from mmd.core.clock import Clock
 from mmd.core.config_file import config_path, memory_options
@@ -24,7 +22,10 @@ from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import Memory
 from mmd.core.options import MemoryOptions
-from mmd.core.revision_mark import bump_mark
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from .client import Client
@@ -59,6 +60,8 @@ def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
     try:
         yield
     finally:
+        from mmd.core.revision_mark import bump_mark  # a read takes no lock and never loads it
+
         try:
             bump_mark(root)
         except (OSError, MMError):
@@ -67,7 +70,6 @@ def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
             lock.release()
 
 
-@dataclass
 class Direct:
     """The files themselves, through :class:`mmd.core.Memory` (a fresh live session per call).
 
@@ -78,10 +80,10 @@ class Direct:
         fts5: force SQLite FTS5 on/off (``MMCTL_FTS5``), None = probe when a command needs it.
     """
 
-    root: str | None
-    env: Mapping[str, str]
-    now: Clock
-    fts5: bool | None = None
+    __slots__ = ("env", "fts5", "now", "root")
+
+    def __init__(self, root: str | None, env: Mapping[str, str], now: Clock, fts5: bool | None = None) -> None:
+        self.root, self.env, self.now, self.fts5 = root, env, now, fts5
 
     def options(self) -> MemoryOptions:
         """The memory options of mmd's config file (the reference CLI's defaults without one) on the root.
@@ -119,12 +121,13 @@ def _listening(path: Path) -> bool:
     return True
 
 
-@dataclass
 class Daemon:
     """A daemon that answered: its client and the ``daemon.status`` it gave."""
 
-    client: Client
-    status: dict[str, Any]
+    __slots__ = ("client", "status")
+
+    def __init__(self, client: Client, status: dict[str, Any]) -> None:
+        self.client, self.status = client, status
 
 
 def find_daemon(root: Path, env: Mapping[str, str], timeout_ms: int = PROBE_TIMEOUT_MS) -> Daemon | None:

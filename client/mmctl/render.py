@@ -7,7 +7,10 @@ reaching the memory (callers pass the values in).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __all__ = ["budget_lines", "candidates"]
 

@@ -5,10 +5,14 @@ Standard library only. Byte-compatible with the TypeScript reference
 deviations are listed in ``tests/test_conformance.py``.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+import importlib
+
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .errors import BudgetCode, ErrorCode, MMError
     from .memory import Memory, nudge_report, search_snapshot
     from .model import IndexEntry, Note

@@ -5,33 +5,39 @@ Units: lines by the §1 rule, UTF-8 bytes, code points. Nothing here writes.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import TypedDict
 
+from .lazyre import lazy_compile
 from .text import JS_WS, byte_length, count_lines
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypedDict
 
 __all__ = ["IndexUsage", "budget_pct", "index_usage"]
 
 # JavaScript's /^##\s+\S/gm: a line starts after \n, \r, U+2028 or U+2029.
-_ENTRY_LINE = re.compile(f"(?:^|(?<=[\r\u2028\u2029]))##[{JS_WS}]+[^{JS_WS}]", re.MULTILINE)
+_ENTRY_LINE = lazy_compile(f"(?:^|(?<=[\r\u2028\u2029]))##[{JS_WS}]+[^{JS_WS}]", re.MULTILINE)
 # With LF breaks only, a literal-prefixed pattern lets the regex engine skip ahead fast.
-_ENTRY_AFTER_LF = re.compile(f"\n##[{JS_WS}]+[^{JS_WS}]")
-_ENTRY_AT_START = re.compile(f"##[{JS_WS}]+[^{JS_WS}]")
+_ENTRY_AFTER_LF = lazy_compile(f"\n##[{JS_WS}]+[^{JS_WS}]")
+_ENTRY_AT_START = lazy_compile(f"##[{JS_WS}]+[^{JS_WS}]")
 
 
-class IndexUsage(TypedDict):
-    """MEMORY.md against its caps: ``entries`` counts ``## <x>`` lines; lines; UTF-8 bytes."""
+if TYPE_CHECKING:
+    class IndexUsage(TypedDict):
+        """MEMORY.md against its caps: ``entries`` counts ``## <x>`` lines; lines; UTF-8 bytes."""
 
-    entries: int
-    lines: int
-    bytes: int
-    lineCap: int
-    byteCap: int
-    overBudget: bool
-    overflowLines: int
-    overflowBytes: int
+        entries: int
+        lines: int
+        bytes: int
+        lineCap: int
+        byteCap: int
+        overBudget: bool
+        overflowLines: int
+        overflowBytes: int
 
+else:
+    IndexUsage = dict
 
 def index_usage(text: str, index_lines: int, index_bytes: int, size: int | None = None,
                 entries: int | None = None) -> IndexUsage:
@@ -65,5 +71,5 @@ def budget_pct(chars: int, budget: int) -> int:
     """``round(chars / budget * 100)`` clamped to 0..100, halves up (JS ``Math.round``); 0 if budget ≤ 0."""
     if budget <= 0:
         return 0
-    pct = math.floor(chars / budget * 100 + 0.5)
+    pct = int((chars / budget * 100 + 0.5) // 1)  # math.floor, without importing math for it
     return min(100, max(0, pct))

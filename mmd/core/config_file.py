@@ -14,11 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from .errors import ErrorCode, MMError
 from .options import MemoryOptions
 from .paths import expand_path, resolve_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MEMORY_KEYS", "config_path", "configured_root", "memory_options", "read_config"]
 

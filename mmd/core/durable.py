@@ -10,7 +10,6 @@ exclusive ``flock`` on ``<root>/.mmd/lock`` that serializes our own writers
 
 from __future__ import annotations
 
-import fcntl
 import os
 import time
 from pathlib import Path
@@ -141,6 +140,8 @@ class WriteLock:
 
     def _lock(self, fd: int, blocking: bool) -> None:
         """flock ``fd``; raises BlockingIOError when it stays held (not blocking, or past the timeout)."""
+        import fcntl  # a read that takes no lock never loads it
+
         if not blocking or self.timeout_s is None:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
             return

@@ -21,7 +21,10 @@ Codes and their meaning follow the reference's ``errors.ts``.
 from __future__ import annotations
 
 import enum
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["BudgetCode", "ErrorCode", "MMError"]
 

@@ -22,12 +22,16 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import ErrorCode, MMError
+from .lazyre import lazy_compile
 from .model import DEFAULT_MEMORY_ID, FORMAT_VERSION, REVIEW_AFTER_KEY, REVIEW_AFTER_LINE, IndexEntry
+from .record import Record
 from .text import JS_WS, byte_length, count_lines, js_trim, parse_tags, validate_topic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "IndexHeader",
@@ -51,28 +55,30 @@ __all__ = [
 _DOT = "[^\n\r\u2028\u2029]"
 _S = f"[{JS_WS}]"
 _NS = f"[^{JS_WS}]"
-_HEADER_META = re.compile(f"^>{_S}*({_NS}+?):{_S}*({_DOT}*)\\Z")
-_ENTRY_HEADING = re.compile(f"^##{_S}+({_NS}{_DOT}*)\\Z")
-_IS_HEADING = re.compile(f"^##{_S}+{_NS}")
-_ENTRY_META = re.compile(f"^-{_S}*\\*\\*(\\w+):\\*\\*{_S}*({_DOT}*)\\Z", re.ASCII)
-_BUDGET = re.compile(r"^(\d+)/(\d+)", re.ASCII)
-_NOTE_TITLE = re.compile(f"^#{_S}+({_DOT}+)\\Z")
-_NOTE_META = re.compile(f"^>{_S}*(mm-[\\w-]+):{_S}*({_DOT}*)\\Z", re.ASCII)
-_JS_INT = re.compile(f"^{_S}*([+-]?\\d+)", re.ASCII)
-_DRIVE = re.compile(r"^[A-Za-z]:")
-_LINE_BREAK = re.compile("[\x00\n\r\u2028\u2029\x85\x0b\x0c]")
+_HEADER_META = lazy_compile(f"^>{_S}*({_NS}+?):{_S}*({_DOT}*)\\Z")
+_ENTRY_HEADING = lazy_compile(f"^##{_S}+({_NS}{_DOT}*)\\Z")
+_IS_HEADING = lazy_compile(f"^##{_S}+{_NS}")
+_ENTRY_META = lazy_compile(f"^-{_S}*\\*\\*(\\w+):\\*\\*{_S}*({_DOT}*)\\Z", re.ASCII)
+_BUDGET = lazy_compile(r"^(\d+)/(\d+)", re.ASCII)
+_NOTE_TITLE = lazy_compile(f"^#{_S}+({_DOT}+)\\Z")
+_NOTE_META = lazy_compile(f"^>{_S}*(mm-[\\w-]+):{_S}*({_DOT}*)\\Z", re.ASCII)
+_JS_INT = lazy_compile(f"^{_S}*([+-]?\\d+)", re.ASCII)
+_DRIVE = lazy_compile(r"^[A-Za-z]:")
+_LINE_BREAK = lazy_compile("[\x00\n\r\u2028\u2029\x85\x0b\x0c]")
 
 ENTRY_META_KEYS = frozenset({"summary", "tags", "file", "updated", "budget"})
 
 
-@dataclass(frozen=True, slots=True)
-class IndexHeader:
+class IndexHeader(Record):
     """The ``> mm-*:`` header of MEMORY.md; ``kind``/``caps`` are None when absent."""
 
-    memory_id: str
-    version: int | None
-    kind: str | None = None
-    caps: str | None = None
+    __slots__ = ("memory_id", "version", "kind", "caps")
+
+    def __init__(self, memory_id: str, version: int | None, kind: str | None = None, caps: str | None = None) -> None:
+        self.memory_id = memory_id
+        self.version = version
+        self.kind = kind
+        self.caps = caps
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"memoryId": self.memory_id, "version": self.version}
@@ -83,14 +89,16 @@ class IndexHeader:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedIndex:
+class ParsedIndex(Record):
     """A parsed MEMORY.md: header, entries in file order, and the text's lines / UTF-8 bytes."""
 
-    header: IndexHeader
-    entries: tuple[IndexEntry, ...]
-    line_count: int
-    byte_count: int
+    __slots__ = ("header", "entries", "line_count", "byte_count")
+
+    def __init__(self, header: IndexHeader, entries: tuple[IndexEntry, ...], line_count: int, byte_count: int) -> None:
+        self.header = header
+        self.entries = entries
+        self.line_count = line_count
+        self.byte_count = byte_count
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,15 +109,18 @@ class ParsedIndex:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedNote:
+class ParsedNote(Record):
     """A parsed detail file: its topic ('' when headerless), body, and header meta."""
 
-    topic: str
-    body: str
-    memory_id: str | None = None
-    version: int | None = None
-    has_version: bool = field(default=False, repr=False)
+    __slots__ = ("topic", "body", "memory_id", "version", "has_version")
+
+    def __init__(self, topic: str, body: str, memory_id: str | None = None, version: int | None = None,
+                 has_version: bool = False) -> None:
+        self.topic = topic
+        self.body = body
+        self.memory_id = memory_id
+        self.version = version
+        self.has_version = has_version
 
     def to_json(self) -> dict[str, Any]:
         header: dict[str, Any] = {}
@@ -135,9 +146,9 @@ def _lines(text: str) -> list[str]:
     return text.split("\n")
 
 
-_STANDARD_HEADER = re.compile(
+_STANDARD_HEADER = lazy_compile(
     f"^(# MEMORY\\.md|Memory Standard Index — .*|Hard caps: .*|>{_S}*mm-(id|version|kind|caps):.*|{_S}*)\\Z")
-_FIRST_HEADING = re.compile(f"(?<![^\r\n])##{_S}+{_NS}")
+_FIRST_HEADING = lazy_compile(f"(?<![^\r\n])##{_S}+{_NS}")
 
 
 def header_extras(text: str) -> list[str]:

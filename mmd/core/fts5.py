@@ -13,21 +13,24 @@ letters glued to it whole, so it finds nothing for ``部署`` or for ``itgc`` in
 from __future__ import annotations
 
 import operator
-import re
 import sqlite3
-import threading
+from _thread import allocate_lock
 from collections.abc import Sequence
 from itertools import compress, repeat
-from typing import Any
 
 from . import bm25
+from .lazyre import lazy_compile
 from .model import Note
 from .search import _COLUMN_CACHE_CELLS, _WS_SPLIT_RE, ScanIndex, _match_row, _result, tokenize
 from .text import js_trim
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Fts5Index", "search_fts5"]
 
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_SURROGATE_RE = lazy_compile("[\ud800-\udfff]")
 
 
 def _sqlite_text(value: str) -> str:
@@ -35,7 +38,7 @@ def _sqlite_text(value: str) -> str:
     return _SURROGATE_RE.sub("\ufffd", value)
 
 
-_ASCII_WORD = re.compile("[A-Za-z0-9]+")
+_ASCII_WORD = lazy_compile("[A-Za-z0-9]+")
 """A term ``unicode61`` reads as one token, its lower case."""
 
 
@@ -82,15 +85,17 @@ class Fts5Index:
 
     Args:
         notes: the snapshot's notes.
+        scan: the scan engine's index over the same notes, to share (its token index is built once per
+            snapshot, whichever engine asks first); None builds one.
 
     Raises:
         RuntimeError: if SQLite has no FTS5 (check :func:`fts5_available` first).
     """
 
-    def __init__(self, notes: Sequence[Note]) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, notes: Sequence[Note], scan: ScanIndex | None = None) -> None:
+        self._lock = allocate_lock()
         self._notes: tuple[Note, ...] = tuple(notes)
-        self._scan = ScanIndex(self._notes)
+        self._scan = scan if scan is not None and scan.notes is self._notes else ScanIndex(self._notes)
         self._phrase_columns: dict[str, list[float]] = {}
         self._grams: dict[str, tuple[list[int], list[float]]] = {}
         self._cells = 0
@@ -120,6 +125,11 @@ class Fts5Index:
     def notes(self) -> tuple[Note, ...]:
         """The indexed notes, in the order given (a row's position is its rowid)."""
         return self._notes
+
+    @property
+    def scan(self) -> ScanIndex:
+        """The scan engine's index this one matches with (shared with the snapshot's ``scan`` engine)."""
+        return self._scan
 
     def _make_room(self, cells: int) -> None:
         """Drop every cached column when ``cells`` more would pass the cap; call locked."""

@@ -11,17 +11,16 @@ re-serializing them all. The result is byte for byte what
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 
 from .budget import IndexUsage, index_usage
 from .format import entry_block, join_index
 from .model import IndexEntry
+from .record import Record
 
 __all__ = ["IndexState"]
 
 
-@dataclass(frozen=True, slots=True)
-class IndexState:
+class IndexState(Record):
     """One version of MEMORY.md.
 
     Attributes:
@@ -33,12 +32,16 @@ class IndexState:
         blocks: each entry's serialized section, aligned with ``topics``; else None.
     """
 
-    data: bytes
-    text: str
-    entries: tuple[IndexEntry, ...]
-    usage: IndexUsage
-    topics: tuple[str, ...] | None = None
-    blocks: tuple[str, ...] | None = None
+    __slots__ = ("data", "text", "entries", "usage", "topics", "blocks")
+
+    def __init__(self, data: bytes, text: str, entries: tuple[IndexEntry, ...], usage: IndexUsage,
+                 topics: tuple[str, ...] | None = None, blocks: tuple[str, ...] | None = None) -> None:
+        self.data = data
+        self.text = text
+        self.entries = entries
+        self.usage = usage
+        self.topics = topics
+        self.blocks = blocks
 
     def replacing(self, topic: str, entry: IndexEntry | None, *, header: str, index_lines: int,
                   index_bytes: int) -> IndexState:

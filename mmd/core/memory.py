@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
 
-from .clock import Clock, iso_ms, parse_iso_ms, system_clock
+from .clock import Clock, now_iso, parse_iso_ms, system_clock
 from .engine import choose_engine, fts5_available
 from .errors import ErrorCode, MMError
 from .model import Note
@@ -25,6 +24,10 @@ from .snapshot import Snapshot, load_snapshot
 from .store import MemoryStore
 from .text import js_trim, validate_topic
 from .uri import uri_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Memory", "nudge_report", "search_snapshot"]
 
@@ -108,7 +111,7 @@ class Memory:
         self.memory_id = options.memory_id
         self._now = now or system_clock
         self.fts5_available = fts5_available() if fts5 is None else fts5
-        self.store = MemoryStore(options, lambda: iso_ms(self._now()), lock)
+        self.store = MemoryStore(options, lambda: now_iso(self._now), lock)
         self._snapshot: Snapshot | None = None
         self.pending_writes = 0
 
@@ -159,7 +162,7 @@ class Memory:
             MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): see :func:`load_snapshot`;
                 the previous snapshot then stays current.
         """
-        self._snapshot = load_snapshot(self.options, loaded_at=iso_ms(self._now()), engine=self.engine,
+        self._snapshot = load_snapshot(self.options, loaded_at=now_iso(self._now), engine=self.engine,
                                        live_index=self.store.live_index)
         self.pending_writes = 0
         return self
@@ -255,4 +258,4 @@ class Memory:
 
     def nudge(self) -> dict[str, Any]:
         """The session-end / periodic nudge report."""
-        return nudge_report(self.snapshot, self.pending_writes, iso_ms(self._now()))
+        return nudge_report(self.snapshot, self.pending_writes, now_iso(self._now))

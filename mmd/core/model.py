@@ -7,10 +7,14 @@ JSON output matches the reference byte for byte.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from dataclasses import dataclass
-from typing import Any
+
+from .lazyre import lazy_compile
+from .record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_DETAIL_MAX_BYTES",
@@ -51,12 +55,11 @@ mm v1 §3 keeps every unknown ``- **key:** value`` line of an entry verbatim in 
 body, so any compliant writer (the reference included) carries the date through
 writes of other topics; :meth:`IndexEntry.review_after` reads it back.
 """
-REVIEW_AFTER_LINE = re.compile(r"^-[ \t]*\*\*review-after:\*\*[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+REVIEW_AFTER_LINE = lazy_compile(r"^-[ \t]*\*\*review-after:\*\*[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 """Matches a review date line (one line, or each line of a body with ``search``); group 1 is the value."""
 
 
-@dataclass(frozen=True, slots=True)
-class IndexEntry:
+class IndexEntry(Record):
     """One ``## <topic>`` section of MEMORY.md (mm v1 §3).
 
     Attributes:
@@ -71,15 +74,19 @@ class IndexEntry:
         entry_body: other lines of the section (unknown keys, prose), trimmed.
     """
 
-    topic: str
-    memory_id: str
-    summary: str
-    tags: tuple[str, ...]
-    file: str
-    updated: str
-    body_chars: int
-    write_budget: int
-    entry_body: str
+    __slots__ = ("topic", "memory_id", "summary", "tags", "file", "updated", "body_chars", "write_budget", "entry_body")
+
+    def __init__(self, topic: str, memory_id: str, summary: str, tags: tuple[str, ...], file: str, updated: str,
+                 body_chars: int, write_budget: int, entry_body: str) -> None:
+        self.topic = topic
+        self.memory_id = memory_id
+        self.summary = summary
+        self.tags = tags
+        self.file = file
+        self.updated = updated
+        self.body_chars = body_chars
+        self.write_budget = write_budget
+        self.entry_body = entry_body
 
     def to_json(self) -> dict[str, Any]:
         """The reference's ``IndexEntry`` shape."""
@@ -103,13 +110,8 @@ class IndexEntry:
         match = REVIEW_AFTER_LINE.search(self.entry_body)
         return match.group(1) if match else None
 
-    def replace(self, **changes: Any) -> IndexEntry:
-        """A copy with ``changes`` applied."""
-        return dataclasses.replace(self, **changes)
 
-
-@dataclass(frozen=True, slots=True)
-class Note:
+class Note(Record):
     """An index entry with its detail file loaded (mm v1 §4).
 
     Attributes:
@@ -119,10 +121,13 @@ class Note:
         missing_file: the index names a file that does not exist.
     """
 
-    entry: IndexEntry
-    uri: str
-    body: str
-    missing_file: bool
+    __slots__ = ("entry", "uri", "body", "missing_file")
+
+    def __init__(self, entry: IndexEntry, uri: str, body: str, missing_file: bool) -> None:
+        self.entry = entry
+        self.uri = uri
+        self.body = body
+        self.missing_file = missing_file
 
     @property
     def topic(self) -> str:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .errors import ErrorCode, MMError
 from .model import (
@@ -22,7 +20,12 @@ from .model import (
     DEFAULT_WRITE_BUDGET,
 )
 from .paths import dsh_home, resolve_root
+from .record import Record
 from .text import TOPIC_RE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer"]
 
@@ -46,8 +49,7 @@ def _positive(name: str, value: Any, default: int) -> int:
     return int(value)
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryOptions:
+class MemoryOptions(Record):
     """Resolved, validated options of one memory root.
 
     Attributes:
@@ -65,18 +67,28 @@ class MemoryOptions:
         nudge_interval_ms: period of the nudge, in milliseconds.
     """
 
-    root: Path
-    dsh_home: Path
-    memory_id: str = DEFAULT_MEMORY_ID
-    index_lines: int = DEFAULT_INDEX_LINES
-    index_bytes: int = DEFAULT_INDEX_BYTES
-    detail_max_bytes: int = DEFAULT_DETAIL_MAX_BYTES
-    default_write_budget: int = DEFAULT_WRITE_BUDGET
-    search_mode: str = "auto"
-    search_limit: int = DEFAULT_SEARCH_LIMIT
-    max_snippet_chars: int = DEFAULT_SNIPPET_CHARS
-    nudge_enabled: bool = False
-    nudge_interval_ms: int = 30 * 60 * 1000
+    __slots__ = ("root", "dsh_home", "memory_id", "index_lines", "index_bytes", "detail_max_bytes",
+                 "default_write_budget", "search_mode", "search_limit", "max_snippet_chars", "nudge_enabled",
+                 "nudge_interval_ms")
+
+    def __init__(self, root: Path, dsh_home: Path, memory_id: str = DEFAULT_MEMORY_ID,
+                 index_lines: int = DEFAULT_INDEX_LINES, index_bytes: int = DEFAULT_INDEX_BYTES,
+                 detail_max_bytes: int = DEFAULT_DETAIL_MAX_BYTES, default_write_budget: int = DEFAULT_WRITE_BUDGET,
+                 search_mode: str = "auto", search_limit: int = DEFAULT_SEARCH_LIMIT,
+                 max_snippet_chars: int = DEFAULT_SNIPPET_CHARS, nudge_enabled: bool = False,
+                 nudge_interval_ms: int = 30 * 60 * 1000) -> None:
+        self.root = root
+        self.dsh_home = dsh_home
+        self.memory_id = memory_id
+        self.index_lines = index_lines
+        self.index_bytes = index_bytes
+        self.detail_max_bytes = detail_max_bytes
+        self.default_write_budget = default_write_budget
+        self.search_mode = search_mode
+        self.search_limit = search_limit
+        self.max_snippet_chars = max_snippet_chars
+        self.nudge_enabled = nudge_enabled
+        self.nudge_interval_ms = nudge_interval_ms
 
     @classmethod
     def create(

@@ -9,9 +9,10 @@ to ``~/.dsh``. Callers pass the environment in; this module never reads
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
+
+from .lazyre import lazy_compile
 
 __all__ = [
     "INDEX_NAME",
@@ -30,7 +31,7 @@ DETAIL_DIR = "memories"
 STATE_DIR = ".mmd"
 """mmd's own state (lock, database), relative to the root; every mm reader ignores it."""
 
-_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_VAR = lazy_compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
 def expand_path(raw: str, env: Mapping[str, str]) -> str:

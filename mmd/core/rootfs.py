@@ -226,6 +226,18 @@ class PreparedFile:
         self.dfd, self.name, self.tmp, self.previous = dfd, name, tmp, previous
         self.committed = False
 
+    def sync(self) -> None:
+        """fsync the temp file (made with ``prepare_file(..., sync=False)``); before :meth:`commit`.
+
+        Raises:
+            OSError: if it cannot be opened or synced.
+        """
+        fd = os.open(self.tmp, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=self.dfd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def commit(self) -> None:
         """Rename the temp file over the target (not yet durable: fsync ``dfd`` after).
 
@@ -257,12 +269,14 @@ class PreparedFile:
 
 
 def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = False,
-                 new_mode: int = FILE_MODE) -> PreparedFile:
+                 new_mode: int = FILE_MODE, sync: bool = True) -> PreparedFile:
     """Write ``data`` to a temp file beside ``name`` in the folder ``dfd`` and fsync it.
 
     The temp file gets the mode of the regular file it will replace, else
     ``new_mode`` (default :data:`FILE_MODE`; set with ``fchmod``, so the umask does not matter). With
     ``keep_previous`` a hard link to the current file is made, for :meth:`PreparedFile.restore`.
+    With ``sync`` False the fsync is left to :meth:`PreparedFile.sync` (a group commit writes every
+    temp file first, then syncs them: one journal commit carries them all).
 
     Raises:
         OSError: if any step fails (ENOSPC included); nothing is left behind then.
@@ -281,7 +295,8 @@ def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = Fals
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         previous = None

@@ -29,17 +29,20 @@ from __future__ import annotations
 
 import heapq
 import operator
-import re
-import threading
 import unicodedata
+from _thread import allocate_lock
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .engine import choose_engine, fts5_available
+from .lazyre import lazy_compile
 from .model import Note
 from .text import JS_WS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 if TYPE_CHECKING:
     from .fts5 import Fts5Index, search_fts5
@@ -93,11 +96,11 @@ _CJK = (
     "\uff66-\uff9f"
     "\U00020000-\U0003ffff"
 )
-_WORD_RE = re.compile(f"[^\\W_{_CJK}]+")
+_WORD_RE = lazy_compile(f"[^\\W_{_CJK}]+")
 """A run of Unicode letters/digits (``\\p{L}\\p{N}``) that are not CJK."""
-_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
-_ASCII_WORD_RE = re.compile("[a-z0-9]+")
-_WS_SPLIT_RE = re.compile(f"[{JS_WS}]+")
+_CJK_RUN_RE = lazy_compile(f"[{_CJK}]+")
+_ASCII_WORD_RE = lazy_compile("[a-z0-9]+")
+_WS_SPLIT_RE = lazy_compile(f"[{JS_WS}]+")
 
 
 def tokenize(text: str) -> list[str]:
@@ -242,8 +245,10 @@ _COLUMN_CACHE_CELLS = 4_000_000
 """Most cached column cells (one per note and token, ~32 MB) a :class:`ScanIndex` keeps."""
 
 
-class _ScanData(NamedTuple):
+class _ScanData:
     """What :class:`ScanIndex` builds once from its notes."""
+
+    __slots__ = ("by_topic", "counts", "tie_bonus", "vocabulary")
 
     vocabulary: dict[str, str]
     """Every token of the snapshot, mapped to the one string object the counts use."""
@@ -253,6 +258,10 @@ class _ScanData(NamedTuple):
     """Note positions in ranking tie order: topic ascending, then position."""
     tie_bonus: list[int]
     """Per note position: ``n - 1 - `` its index in :attr:`by_topic` (earlier topic, bigger bonus)."""
+
+    def __init__(self, vocabulary: dict[str, str], counts: list[dict[str, int]], by_topic: list[int],
+                 tie_bonus: list[int]) -> None:
+        self.vocabulary, self.counts, self.by_topic, self.tie_bonus = vocabulary, counts, by_topic, tie_bonus
 
 
 class ScanIndex:
@@ -278,7 +287,7 @@ class ScanIndex:
         self._data: _ScanData | None = None
         self._cache: dict[str, list[int]] = {}
         self._postings: dict[str, list[int]] | None = None
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     @property
     def notes(self) -> tuple[Note, ...]:

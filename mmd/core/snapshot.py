@@ -13,11 +13,9 @@ be served from it safely.
 from __future__ import annotations
 
 import os
-import threading
+from _thread import allocate_lock
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
 
 from .errors import ErrorCode, MMError
 from .format import entry_problems, parse_index, parse_note, safe_rel_path
@@ -27,6 +25,10 @@ from .paths import DETAIL_DIR, INDEX_NAME
 from .rootfs import MAX_NOTE_READ_BYTES, read_index_bytes, read_note_bytes
 from .text import js_trim
 from .uri import uri_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
 
 __all__ = [
     "Anomalies",
@@ -46,28 +48,34 @@ __all__ = [
 
 
 
-class MalformedNote(TypedDict):
-    """A detail file that could not be loaded: its topic, file, the error code and message."""
+if TYPE_CHECKING:
+    class MalformedNote(TypedDict):
+        """A detail file that could not be loaded: its topic, file, the error code and message."""
 
-    topic: str
-    file: str
-    code: str
-    message: str
+        topic: str
+        file: str
+        code: str
+        message: str
 
+else:
+    MalformedNote = dict
 
-class Anomalies(TypedDict, total=False):
-    """Root anomalies: dangling entries (count), orphan ``memories/*.md`` names, malformed notes.
+if TYPE_CHECKING:
+    class Anomalies(TypedDict, total=False):
+        """Root anomalies: dangling entries (count), orphan ``memories/*.md`` names, malformed notes.
 
-    ``malformedNotes`` (and ``malformedEntries``: index entries with a line break
-    in a one-line field, code ``E_INVALID``) are present only when there is at
-    least one, so a clean root reports exactly the reference's shape.
-    """
+        ``malformedNotes`` (and ``malformedEntries``: index entries with a line break
+        in a one-line field, code ``E_INVALID``) are present only when there is at
+        least one, so a clean root reports exactly the reference's shape.
+        """
 
-    danglingEntries: int
-    orphanFiles: list[str]
-    malformedNotes: list[MalformedNote]
-    malformedEntries: list[MalformedNote]
+        danglingEntries: int
+        orphanFiles: list[str]
+        malformedNotes: list[MalformedNote]
+        malformedEntries: list[MalformedNote]
 
+else:
+    Anomalies = dict
 
 def read_index_text(root: Path) -> str:
     """MEMORY.md's text ('' when absent), UTF-8 with replacement characters as Node reads it.
@@ -146,7 +154,6 @@ def orphan_files(root: Path, entries: tuple[IndexEntry, ...]) -> list[str]:
     return [n for n in names if n.endswith(".md") and f"{DETAIL_DIR}/{n}" not in indexed]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Snapshot:
     """An immutable view of a root at one instant (mm v1 §7).
 
@@ -162,20 +169,23 @@ class Snapshot:
         engine: the search engine resolved at load (``scan`` | ``fts5``).
     """
 
-    revision: int
-    loaded_at: str
-    memory_id: str
-    root: Path
-    index_line_count: int
-    index_byte_count: int
-    index_over_budget: bool
-    entries: tuple[IndexEntry, ...]
-    notes: tuple[Note, ...]
-    anomalies: Anomalies
-    engine: str
-    _by_topic: dict[str, Note] = field(default_factory=dict, repr=False)
-    _search: dict[str, Any] = field(default_factory=dict, repr=False)
-    _search_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    __slots__ = ("_by_topic", "_search", "_search_lock", "anomalies", "engine", "entries", "index_byte_count",
+                 "index_line_count", "index_over_budget", "loaded_at", "memory_id", "notes", "revision", "root")
+
+    def __init__(self, revision: int, loaded_at: str, memory_id: str, root: Path, index_line_count: int,
+                 index_byte_count: int, index_over_budget: bool, entries: tuple[IndexEntry, ...],
+                 notes: tuple[Note, ...], anomalies: Anomalies, engine: str,
+                 _by_topic: dict[str, Note] | None = None) -> None:
+        self.revision, self.loaded_at, self.memory_id, self.root = revision, loaded_at, memory_id, root
+        self.index_line_count, self.index_byte_count = index_line_count, index_byte_count
+        self.index_over_budget, self.entries, self.notes = index_over_budget, entries, notes
+        self.anomalies, self.engine = anomalies, engine
+        self._by_topic: dict[str, Note] = {} if _by_topic is None else _by_topic
+        self._search: dict[str, Any] = {}
+        self._search_lock = allocate_lock()
+
+    def __repr__(self) -> str:
+        return f"Snapshot(revision={self.revision}, loaded_at={self.loaded_at!r}, notes={len(self.notes)})"
 
     def note(self, topic: str) -> Note | None:
         """The first note of ``topic`` (duplicate sections keep file order), or None."""
@@ -197,13 +207,18 @@ class Snapshot:
         return note
 
     def search_index(self, engine: str) -> Any:
-        """The engine's index over this snapshot, built once on first use (thread-safe)."""
+        """The engine's index over this snapshot, built once on first use (thread-safe); both engines
+        share one scan token index, whichever asks first."""
         with self._search_lock:
             index = self._search.get(engine)
             if index is None:
                 from . import search
 
-                index = search.Fts5Index(self.notes) if engine == "fts5" else search.ScanIndex(self.notes)
+                if engine == "fts5":
+                    index = search.Fts5Index(self.notes, self._search.get("scan"))
+                else:
+                    fts5 = self._search.get("fts5")
+                    index = fts5.scan if fts5 is not None else search.ScanIndex(self.notes)
                 self._search[engine] = index
             return index
 

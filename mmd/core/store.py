@@ -4,7 +4,7 @@ Every operation here works on the LIVE files, never on a snapshot, and every
 write runs under the root's write lock: read MEMORY.md, check the budgets in
 the spec's order (write budget, detail file cap, index caps), then write the
 detail file and the index all or nothing (both temp files prepared before either
-is renamed; see :meth:`MemoryStore._write_both`). An over-budget write returns
+is renamed; see :meth:`MemoryStore._write_files`). An over-budget write returns
 ``{"ok": False, ...}`` with usage and touches nothing.
 
 What a reader could not read back is refused at the door (``E_INVALID``: NUL and
@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import date
-from pathlib import Path
-from typing import Any
 
-from .budget import IndexUsage, budget_pct, index_usage
+from .budget import IndexUsage, index_usage
 from .durable import WriteLock, atomic_write
 from .errors import BudgetCode, ErrorCode, MMError
 from .format import header_extras, index_header, join_index, serialize_note, with_review_after
@@ -31,24 +28,52 @@ from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel
-from .rootfs import make_folders, note_parts, note_problem, opened_folder, prepare_file, read_index_bytes, remove_in
-from .snapshot import MalformedNote, malformed_entries, orphan_files, parse_index_text, read_note_sized
+from .rootfs import (
+    PreparedFile,
+    make_folders,
+    note_parts,
+    note_problem,
+    opened_folder,
+    prepare_file,
+    read_index_bytes,
+    remove_in,
+)
+from .snapshot import parse_index_text, read_note_sized
 from .text import (
     byte_length,
-    check_line_field,
-    check_text_field,
+    check_write_fields,
     fold_line_breaks,
     js_trim,
     normalize_line,
     parse_tags,
+    refuse_case_twin,
     validate_topic,
 )
 from .uri import uri_for
 
-__all__ = ["LOCK_TIMEOUT_S", "MemoryStore"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["LOCK_TIMEOUT_S", "BatchedWrite", "MemoryStore"]
 
 LOCK_TIMEOUT_S = 30.0
 """How long a write waits for another writer's lock, in seconds, before it fails with E_IO."""
+
+
+class BatchedWrite:
+    """One write of :meth:`MemoryStore.write_many`.
+
+    Attributes:
+        outcome: what :meth:`MemoryStore.write` returns for it (``ok`` True or False), or None when it raised.
+        error: the MMError :meth:`MemoryStore.write` would have raised, or None.
+        state: MEMORY.md as this write left it (None unless it was written), for the revision after it.
+    """
+
+    __slots__ = ("error", "outcome", "state")
+
+    def __init__(self, outcome: dict[str, Any] | None, error: MMError | None, state: IndexState | None = None) -> None:
+        self.outcome, self.error, self.state = outcome, error, state
 
 
 class MemoryStore:
@@ -103,39 +128,49 @@ class MemoryStore:
         atomic_write(self.root / INDEX_NAME, state.data)
         self._state = state
 
-    def _write_both(self, name: str, note: bytes, state: IndexState) -> None:
-        """Write ``memories/<name>`` and MEMORY.md all or nothing, as the caller sees it (issue 11).
+    def _write_files(self, notes: dict[str, bytes], state: IndexState) -> None:
+        """Write the notes ``memories/<name>`` and MEMORY.md all or nothing, as the caller sees it (issues 11, 17).
 
-        Both temp files are written and fsynced before either is renamed; the note is
-        renamed first (a crash between leaves the old entry pointing at the new
-        body, never an entry without its note); if the index rename fails, the
-        previous note is put back (a new one removed).
+        Every temp file is written, then fsynced, before any is renamed; the notes are
+        renamed first (a crash between leaves old entries pointing at new bodies or
+        an orphan note, never an entry without its note, and every file whole); if a
+        rename fails, the notes already renamed are put back (new ones removed). One
+        index rewrite and one fsync of each folder serve the whole batch.
 
         Raises:
-            MMError(E_IO): if any step fails (ENOSPC included); both files are then as before.
+            MMError(E_IO): if any step fails (ENOSPC included); every file is then as before.
         """
+        first = next(iter(notes))
         try:
             with opened_folder(self.root, ()) as root_fd, opened_folder(self.root, (DETAIL_DIR,),
                                                                         create=True) as note_fd:
-                note_file = prepare_file(note_fd, name, note, keep_previous=True)
+                prepared: list[PreparedFile] = []
+                grouped = len(notes) > 1  # write every temp file, then sync them all: fewer journal commits
                 try:
-                    index_file = prepare_file(root_fd, INDEX_NAME, state.data)
+                    for name, data in notes.items():
+                        prepared.append(prepare_file(note_fd, name, data, keep_previous=True, sync=not grouped))
+                    index_file = prepare_file(root_fd, INDEX_NAME, state.data, sync=not grouped)
                     try:
-                        note_file.commit()
-                        try:
-                            index_file.commit()
-                        except OSError:
+                        if grouped:
+                            for temp in (*prepared, index_file):
+                                temp.sync()
+                        for note_file in prepared:
+                            note_file.commit()
+                        index_file.commit()
+                    except OSError:
+                        for note_file in reversed(prepared):
                             note_file.restore()
-                            raise
+                        raise
                     finally:
                         index_file.discard()
                 finally:
-                    note_file.discard()
+                    for note_file in prepared:
+                        note_file.discard()
                 os.fsync(note_fd)
                 os.fsync(root_fd)
         except OSError as error:
-            raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{name} failed: {error.strerror or error}",
-                          details=f"{DETAIL_DIR}/{name}") from error
+            raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{first} failed: {error.strerror or error}",
+                          details=f"{DETAIL_DIR}/{first}") from error
         self._state = state
 
     def ensure_root(self) -> None:
@@ -153,7 +188,6 @@ class MemoryStore:
                         atomic_write(index, join_index(self._header, []).encode())
         except OSError as error:
             raise MMError(ErrorCode.E_IO, f"create {self.root} failed: {error.strerror}") from error
-
 
     def _usage(self, text: str, size: int | None = None) -> IndexUsage:
         return index_usage(text, self.options.index_lines, self.options.index_bytes, size)
@@ -188,57 +222,130 @@ class MemoryStore:
             MMError(E_PARSE): if the live MEMORY.md is not mm v1 (it is never overwritten then).
             MMError(E_IO): if the files cannot be written; neither file is then torn.
         """
-        topic = validate_topic(topic)
-        _check_door(content, summary=summary, tags=tags, updated=updated)
-        review_line = None if review_after is None else self._review_date(review_after)
-        o = self.options
+        done = self.write_many([(topic, content, {"budget": budget, "summary": summary, "tags": tags,
+                                                  "updated": updated, "review_after": review_after})])[0]
+        if done.outcome is None:
+            raise done.error or MMError(ErrorCode.E_IO, "the write was not applied")
+        return done.outcome
+
+    def write_many(self, writes: Sequence[tuple[str, Any, Mapping[str, Any]]]) -> list[BatchedWrite]:
+        """Apply ``writes`` (``(topic, content, keyword arguments of write)``) in order as one group commit.
+
+        Each write is checked as :meth:`write` checks it, against the index as the writes
+        before it in the list left it (budgets in arrival order); the accepted ones land
+        together: one index rewrite, one fsync of each file and folder
+        (:meth:`_write_files`). A refused or invalid write takes nothing else down. If
+        the group's files cannot be written (``E_IO``), nothing of it is, and each
+        write is tried again alone, so a failure names only the writes it belongs to.
+
+        Returns:
+            One :class:`BatchedWrite` per write, in order.
+        """
+        results: list[BatchedWrite] = []
+        notes: dict[str, bytes] = {}
+        checked: list[tuple[str, Any, dict[str, Any]] | MMError] = []
+        for topic, content, kwargs in writes:
+            try:
+                checked.append(self._door(topic, content, kwargs))
+            except MMError as error:
+                checked.append(error)
         with self._lock():
-            state = self.live_state()
-            entries = state.entries
-            if not isinstance(content, str) or not js_trim(content):
-                usage0 = self._write_usage(0, o.default_write_budget, 0, state.usage)
-                return _failure(topic, "E_INVALID", "content must be a non-empty string", usage0)
-            body_chars = len(content)
-            write_budget = int(budget) if is_js_integer(budget) and budget > 0 else o.default_write_budget
-            usage = self._write_usage(body_chars, write_budget, 0, state.usage)
-            if body_chars > write_budget:
-                return _failure(topic, BudgetCode.E_WRITE_BUDGET_EXCEEDED,
-                                "content exceeds its write budget; compress it to fit (see usage)", usage)
-            file = detail_rel(topic)
-            note_text = serialize_note(topic=topic, memory_id=o.memory_id, file=file, body=content)
-            usage["noteBytes"] = byte_length(note_text)
-            if usage["noteBytes"] > o.detail_max_bytes:
-                return _failure(topic, BudgetCode.E_FILE_BUDGET_EXCEEDED,
-                                "detail memory exceeds its byte cap; split or condense it (see usage)", usage)
-            existing = next((e for e in entries if e.topic == topic), None)
-            if existing is None:
-                _refuse_case_twin(topic, entries)
-            entry = IndexEntry(
-                topic=topic,
-                memory_id=o.memory_id,
-                # a kept hand-edited field loses its line breaks here, once, instead of blocking the write
-                summary=normalize_line(summary if summary is not None else
-                                       fold_line_breaks(existing.summary) if existing else ""),
-                tags=tuple(parse_tags(tags if tags is not None else
-                                      fold_line_breaks(", ".join(existing.tags)) if existing else "")),
-                file=file,
-                updated=updated if updated is not None else self._now_iso(),
-                body_chars=body_chars,
-                write_budget=write_budget,
-                entry_body=existing.entry_body if existing else "",
-            )
-            if review_line is not None:
-                entry = entry.replace(entry_body=with_review_after(entry.entry_body, review_line))
-            after = self._next_state(state, topic, entry)
-            usage["index"] = after.usage
-            if usage["index"]["overBudget"]:
-                return _failure(
-                    topic, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
-                    "the MEMORY.md index exceeds its hard limit; consolidate/rewrite the index "
-                    "(never truncate) (see usage.index)", usage)
-            self._write_both(f"{topic}.md", note_text.encode(), after)
-        return {"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
-                "action": "updated" if existing else "created", "usage": usage}
+            try:
+                state = self.live_state()
+            except MMError as error:
+                return [BatchedWrite(None, c if isinstance(c, MMError) else error) for c in checked]
+            for one in checked:
+                try:
+                    if isinstance(one, MMError):
+                        raise one
+                    outcome, after, note = self._plan(state, one[0], one[1], **one[2])
+                except MMError as error:
+                    results.append(BatchedWrite(None, error))
+                    continue
+                results.append(BatchedWrite(outcome, None, after))
+                if after is not None:
+                    state = after
+                    notes[f"{outcome['topic']}.md"] = note
+            failed: MMError | None = None
+            if notes:
+                try:
+                    self._write_files(notes, state)
+                except MMError as error:
+                    failed = error
+        if failed is None:
+            return results
+        if len(notes) > 1:
+            return [self.write_many([one])[0] for one in writes]
+        return [BatchedWrite(None, failed) if r.state is not None else r for r in results]
+
+    def _door(self, topic: str, content: Any, kwargs: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+        """``(topic, content, keyword arguments of _plan)`` of a write that may be planned (no lock needed).
+
+        Raises:
+            MMError(E_INVALID): as :meth:`write`, for a bad topic or field.
+        """
+        topic = validate_topic(topic)
+        planned = {k: v for k, v in kwargs.items() if k != "review_after"}
+        check_write_fields(content, summary=planned.get("summary"), tags=planned.get("tags"),
+                           updated=planned.get("updated"))
+        review_after = kwargs.get("review_after")
+        planned["review_line"] = None if review_after is None else self._review_date(review_after)
+        return topic, content, planned
+
+    def _plan(self, state: IndexState, topic: str, content: Any, *, budget: Any = None, summary: str | None = None,
+              tags: str | None = None, updated: str | None = None,
+              review_line: str | None = None) -> tuple[dict[str, Any], IndexState | None, bytes]:
+        """One write (past :meth:`_door`) checked against ``state``: ``(outcome, the index after it or None when
+        refused, the note's bytes)``.
+
+        Raises:
+            MMError(E_CONFLICT): as :meth:`write`, before anything is written.
+        """
+        o = self.options
+        entries = state.entries
+        if not isinstance(content, str) or not js_trim(content):
+            usage0 = self._write_usage(0, o.default_write_budget, 0, state.usage)
+            return _failure(topic, "E_INVALID", "content must be a non-empty string", usage0), None, b""
+        body_chars = len(content)
+        write_budget = int(budget) if is_js_integer(budget) and budget > 0 else o.default_write_budget
+        usage = self._write_usage(body_chars, write_budget, 0, state.usage)
+        if body_chars > write_budget:
+            return _failure(topic, BudgetCode.E_WRITE_BUDGET_EXCEEDED,
+                            "content exceeds its write budget; compress it to fit (see usage)", usage), None, b""
+        file = detail_rel(topic)
+        note_text = serialize_note(topic=topic, memory_id=o.memory_id, file=file, body=content)
+        usage["noteBytes"] = byte_length(note_text)
+        if usage["noteBytes"] > o.detail_max_bytes:
+            return _failure(topic, BudgetCode.E_FILE_BUDGET_EXCEEDED,
+                            "detail memory exceeds its byte cap; split or condense it (see usage)", usage), None, b""
+        existing = next((e for e in entries if e.topic == topic), None)
+        if existing is None:
+            refuse_case_twin(topic, (e.topic for e in entries))
+        entry = IndexEntry(
+            topic=topic,
+            memory_id=o.memory_id,
+            # a kept hand-edited field loses its line breaks here, once, instead of blocking the write
+            summary=normalize_line(summary if summary is not None else
+                                   fold_line_breaks(existing.summary) if existing else ""),
+            tags=tuple(parse_tags(tags if tags is not None else
+                                  fold_line_breaks(", ".join(existing.tags)) if existing else "")),
+            file=file,
+            updated=updated if updated is not None else self._now_iso(),
+            body_chars=body_chars,
+            write_budget=write_budget,
+            entry_body=existing.entry_body if existing else "",
+        )
+        if review_line is not None:
+            entry = entry.replace(entry_body=with_review_after(entry.entry_body, review_line))
+        after = self._next_state(state, topic, entry)
+        usage["index"] = after.usage
+        if usage["index"]["overBudget"]:
+            return _failure(
+                topic, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
+                "the MEMORY.md index exceeds its hard limit; consolidate/rewrite the index "
+                "(never truncate) (see usage.index)", usage), None, b""
+        return ({"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
+                 "action": "updated" if existing else "created", "usage": usage}, after, note_text.encode())
 
     def merge(self, topics: list[str], into: str) -> dict[str, Any]:
         """Consolidate notes (issue 13, mm v1 §6): ``into`` gets the bodies of ``into`` (when it has a note) and
@@ -282,7 +389,7 @@ class MemoryStore:
                 return _failure(into, BudgetCode.E_FILE_BUDGET_EXCEEDED,
                                 "the merged note exceeds its byte cap; condense the notes first (see usage)", usage)
             if into not in by_topic:
-                _refuse_case_twin(into, tuple(e for e in state.entries if e.topic not in others))
+                refuse_case_twin(into, (e.topic for e in state.entries if e.topic not in others))
             after = state
             for topic in others:
                 after = self._next_state(after, topic, None)
@@ -297,7 +404,7 @@ class MemoryStore:
             if after.usage["overBudget"] and not shrinks:
                 return _failure(into, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
                                 "the MEMORY.md index would exceed its hard limit (see usage.index)", usage)
-            self._write_both(f"{into}.md", note_text.encode(), after)
+            self._write_files({f"{into}.md": note_text.encode()}, after)
             for e in parts:
                 if e.topic != into and e.file != detail_rel(into):
                     self._remove_note(e.file)
@@ -308,6 +415,8 @@ class MemoryStore:
         """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""
         if value == "":
             return ""
+        from datetime import date
+
         from .review_date import resolve_review_after  # loaded only by writes that set a date
 
         return resolve_review_after(value, date.fromisoformat(self._now_iso()[:10])).isoformat()
@@ -377,89 +486,14 @@ class MemoryStore:
             raise MMError(ErrorCode.E_IO, f"delete {rel} failed: {error.strerror or error}", details=rel) from error
 
     def budget(self) -> dict[str, Any]:
-        """The live budget figures (mm v1 §6): ``{index, detail, perTopic, anomalies}``.
-
-        ``anomalies`` is ``{danglingEntries, orphanFiles, malformedNotes?}`` as in a snapshot.
-        ``perTopic`` rows are sorted by topic: ``{topic, uri, bodyChars,
-        noteBytes (on-disk size), writeBudget (0 in the index → default), budgetUsedPct}``.
+        """The live budget figures (mm v1 §6): see :func:`.live_budget.live_budget`.
 
         Raises:
             MMError(E_PARSE) / MMError(E_IO): if MEMORY.md cannot be parsed or read.
         """
-        o = self.options
-        state = self.live_state()
-        entries = state.entries
-        per_topic: list[dict[str, Any]] = []
-        dangling = total_chars = total_bytes = 0
-        malformed: list[MalformedNote] = []
-        for entry in sorted(entries, key=lambda e: e.topic):
-            size, problem = _note_size(self.root, entry)
-            if problem is not None:
-                malformed.append(problem)
-            elif size is None:
-                dangling += 1
-            write_budget = entry.write_budget if entry.write_budget > 0 else o.default_write_budget
-            total_chars += entry.body_chars
-            total_bytes += size or 0
-            per_topic.append({"topic": entry.topic, "uri": uri_for(o.memory_id, entry.topic),
-                              "bodyChars": entry.body_chars, "noteBytes": size or 0, "writeBudget": write_budget,
-                              "budgetUsedPct": budget_pct(entry.body_chars, write_budget)})
-        anomalies: dict[str, Any] = {"danglingEntries": dangling, "orphanFiles": orphan_files(self.root, entries)}
-        if malformed:
-            anomalies["malformedNotes"] = malformed
-        bad_entries = malformed_entries(entries)
-        if bad_entries:
-            anomalies["malformedEntries"] = bad_entries
-        return {
-            "index": state.usage,
-            "detail": {"noteCount": len(entries), "totalBodyChars": total_chars, "totalBytes": total_bytes,
-                       "maxBytes": o.detail_max_bytes},
-            "perTopic": per_topic,
-            "anomalies": anomalies,
-        }
+        from .live_budget import live_budget
 
-
-def _note_size(root: Path, entry: IndexEntry) -> tuple[int | None, MalformedNote | None]:
-    """``(on-disk size in bytes or None when missing, the problem if malformed)``, read the one checked way."""
-    try:
-        read = read_note_sized(root, entry.file)
-    except MMError as error:
-        return None, {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
-    except OSError as error:
-        return None, {"topic": entry.topic, "file": entry.file, "code": ErrorCode.E_IO.value,
-                      "message": f"read {entry.file} failed: {error.strerror}"}
-    return (None, None) if read is None else (read[1], None)
-
-
-def _check_door(content: Any, *, summary: Any, tags: Any, updated: Any) -> None:
-    """Refuse what a reader could not read back (issue 11): NUL and lone surrogates anywhere,
-    line breaks in the one-line fields. Non-string content is left to the write's ``ok: False``.
-
-    Raises:
-        MMError(E_INVALID): naming the field.
-    """
-    for name, value in (("summary", summary), ("tags", tags), ("updated", updated)):
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise MMError(ErrorCode.E_INVALID, f"{name} must be a single-line string, got {value!r}")
-        check_line_field(name, value)
-    if isinstance(content, str):
-        check_text_field("content", content)
-
-
-def _refuse_case_twin(topic: str, entries: tuple[IndexEntry, ...]) -> None:
-    """Refuse a new ``topic`` that differs from an indexed one only by case (issue 15).
-
-    Raises:
-        MMError(E_CONFLICT): naming the existing topic (``details``).
-    """
-    folded = topic.lower()
-    twin = next((e.topic for e in entries if e.topic.lower() == folded and e.topic != topic), None)
-    if twin is not None:
-        raise MMError(ErrorCode.E_CONFLICT, f"topic {topic!r} differs only by case from the existing topic {twin!r}; "
-                                            f"write {twin!r} instead (one file on case-insensitive filesystems)",
-                      details=twin)
+        return live_budget(self.options, self.live_state())
 
 
 def _failure(topic: str, code: str, message: str, usage: dict[str, Any]) -> dict[str, Any]:

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import TypedDict
 
 from .errors import ErrorCode, MMError
+from .lazyre import lazy_compile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, TypedDict
 
 __all__ = [
     "JS_WS",
+    "Measure",
     "TOPIC_MAX_LENGTH",
     "TOPIC_RE",
-    "Measure",
     "byte_length",
     "check_line_field",
     "check_text_field",
+    "check_write_fields",
     "count_chars",
     "count_lines",
     "first_line",
@@ -30,6 +36,7 @@ __all__ = [
     "measure",
     "normalize_line",
     "parse_tags",
+    "refuse_case_twin",
     "slug_for_topic",
     "validate_topic",
 ]
@@ -39,24 +46,27 @@ JS_WS = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\uf
 
 _WS_CHARS = "".join(
     ["\t\n\x0b\x0c\r \xa0\u1680", *map(chr, range(0x2000, 0x200B)), "\u2028\u2029\u202f\u205f\u3000\ufeff"])
-_WS_RUN = re.compile(f"[{JS_WS}]+")
-_TAG_SPLIT = re.compile("[,，;；]")
-_SLUG_JUNK = re.compile(r"[^a-z0-9._-]+")
+_WS_RUN = lazy_compile(f"[{JS_WS}]+")
+_TAG_SPLIT = lazy_compile("[,，;；]")
+_SLUG_JUNK = lazy_compile(r"[^a-z0-9._-]+")
 
 TOPIC_MAX_LENGTH = 64
 """Longest topic slug, in characters (all ASCII)."""
-TOPIC_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
+TOPIC_RE = lazy_compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
 """The topic slug grammar (mm v1 §1); use with ``fullmatch``."""
 
 
-class Measure(TypedDict):
-    """Sizes of one text: code points, UTF-8 bytes, §1 lines, UTF-16 code units."""
+if TYPE_CHECKING:
+    class Measure(TypedDict):
+        """Sizes of one text: code points, UTF-8 bytes, §1 lines, UTF-16 code units."""
 
-    chars: int
-    bytes: int
-    lines: int
-    utf16: int
+        chars: int
+        bytes: int
+        lines: int
+        utf16: int
 
+else:
+    Measure = dict
 
 def js_trim(value: str) -> str:
     """Strip leading and trailing whitespace as JavaScript's ``String.prototype.trim`` does."""
@@ -119,8 +129,8 @@ def validate_topic(topic: object) -> str:
     return topic
 
 
-_UNREADABLE = re.compile("[\x00\ud800-\udfff]")
-_LINE_BREAKING = re.compile("[\x00\ud800-\udfff\n\r\x0b\x0c\x85\u2028\u2029]")
+_UNREADABLE = lazy_compile("[\x00\ud800-\udfff]")
+_LINE_BREAKING = lazy_compile("[\x00\ud800-\udfff\n\r\x0b\x0c\x85\u2028\u2029]")
 
 
 def check_text_field(name: str, value: str) -> str:
@@ -199,3 +209,34 @@ def _js_quote(value: str) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
+
+
+def check_write_fields(content: Any, *, summary: Any, tags: Any, updated: Any) -> None:
+    """Refuse what a reader could not read back (issue 11): NUL and lone surrogates anywhere,
+    line breaks in the one-line fields. Non-string content is left to the write's ``ok: False``.
+
+    Raises:
+        MMError(E_INVALID): naming the field.
+    """
+    for name, value in (("summary", summary), ("tags", tags), ("updated", updated)):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise MMError(ErrorCode.E_INVALID, f"{name} must be a single-line string, got {value!r}")
+        check_line_field(name, value)
+    if isinstance(content, str):
+        check_text_field("content", content)
+
+
+def refuse_case_twin(topic: str, topics: Iterable[str]) -> None:
+    """Refuse a new ``topic`` that differs from one of ``topics`` (the indexed ones) only by case (issue 15).
+
+    Raises:
+        MMError(E_CONFLICT): naming the existing topic (``details``).
+    """
+    folded = topic.lower()
+    twin = next((t for t in topics if t.lower() == folded and t != topic), None)
+    if twin is not None:
+        raise MMError(ErrorCode.E_CONFLICT, f"topic {topic!r} differs only by case from the existing topic {twin!r}; "
+                                            f"write {twin!r} instead (one file on case-insensitive filesystems)",
+                      details=twin)

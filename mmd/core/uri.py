@@ -3,22 +3,35 @@
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
+from .lazyre import lazy_compile
 from .text import validate_topic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
 __all__ = ["ParsedUri", "parse_uri", "uri_for"]
 
 _SLUG = r"[A-Za-z0-9][A-Za-z0-9._-]*"
-_CANONICAL = re.compile(rf"mm://({_SLUG})/({_SLUG})", re.ASCII)
-_SHORTHAND = re.compile(rf"mm:({_SLUG})", re.ASCII)
+_CANONICAL = lazy_compile(rf"mm://({_SLUG})/({_SLUG})", re.ASCII)
+_SHORTHAND = lazy_compile(rf"mm:({_SLUG})", re.ASCII)
 
 
-class ParsedUri(NamedTuple):
-    """A parsed URI; ``memory_id`` is None for the shorthand form."""
+if TYPE_CHECKING:
+    class _UriParts(NamedTuple):
+        memory_id: str | None
+        topic: str
+else:
+    from collections import namedtuple
 
-    memory_id: str | None
-    topic: str
+    _UriParts = namedtuple("_UriParts", ("memory_id", "topic"))
+
+
+class ParsedUri(_UriParts):
+    """A parsed URI (a named tuple ``(memory_id, topic)``); ``memory_id`` is None for the shorthand form."""
+
+    __slots__ = ()
 
     def to_json(self) -> dict[str, str | None]:
         return {"memoryId": self.memory_id, "topic": self.topic}

@@ -349,7 +349,7 @@ class Daemon:
         for key in RESTART_KEYS:
             if getattr(new, key) != getattr(old, key):
                 log.warning("config.needs_restart key=%s (kept the running value)", key)
-        memory = dataclasses.replace(new.memory, root=old.memory.root, dsh_home=old.memory.dsh_home)
+        memory = new.memory.replace(root=old.memory.root, dsh_home=old.memory.dsh_home)
         new = dataclasses.replace(new, memory=memory, rpc_endpoint=old.rpc_endpoint, pub_endpoint=old.pub_endpoint,
                                   curve_secret_key=old.curve_secret_key, curve_public_key=old.curve_public_key,
                                   curve_clients_dir=old.curve_clients_dir,

@@ -13,17 +13,24 @@ the next :class:`~.revision.Revision`) without changing the state, so they run
 in a worker thread; the async methods (:meth:`MemoryState.write`,
 ``delete``, ``refresh``, ``load``) hold :attr:`MemoryState.lock` around
 prepare-then-install, so writes are serialized and each revision is installed
-on the event loop's thread. Reads never take the lock: they read an immutable
-snapshot. This module never touches a socket; ``on_change`` tells the daemon.
+on the event loop's thread. Group commit (issue 17): writes and deletes wait in
+one queue in arrival order; writes that arrived while another was in flight
+go to disk together (:meth:`MemoryStore.write_many`: one index rewrite, one
+set of fsyncs), each checked against budgets in arrival order, each answered
+only once its bytes are durable, each still its own revision and event.
+Reads never take the lock: they read an immutable snapshot. This module never
+touches a socket; ``on_change`` tells the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +47,7 @@ from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 from .rootguard import RootGuard
+from .writequeue import Queued, next_group
 
 __all__ = ["RESERVE", "MemoryState", "Session"]
 
@@ -90,6 +98,8 @@ class MemoryState:
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
+        self._queue: deque[Queued] = deque()
+        self._flusher: asyncio.Task[None] | None = None
         self._base = 0
         self._reserved = 0
         self.guard: RootGuard | None = None
@@ -130,15 +140,17 @@ class MemoryState:
         return load_revision(self.options, self._current, self.store.live_index, number=self._next_number(),
                              loaded_at=self.now_iso(), engine=self.engine)
 
-    def _next_number(self) -> int:
-        """The next revision number, above the root's high-water mark; reserves a block when needed.
+    def _next_number(self, after: int | None = None) -> int:
+        """The next revision number after ``after`` (default the current one; a group commit numbers its
+        writes one after the other before installing them), above the root's high-water mark; reserves a
+        block when needed.
 
         Raises:
             MMError(E_IO): if the mark cannot be written (no number is handed out then).
         """
         if self._current is None:
             self._base = self._reserved = read_mark(self.options.root)
-        number = max(self.revision, self._base) + 1
+        number = max(self.revision if after is None else after, self._base) + 1
         if number > self._reserved:
             try:
                 self._reserved = advance_mark(self.options.root, number + RESERVE - 1)
@@ -162,10 +174,41 @@ class MemoryState:
         Raises:
             MMError: as :meth:`MemoryStore.write` and :func:`~.revision.patch_revision`.
         """
-        if not isinstance(topic, str):
-            raise MMError(ErrorCode.E_INVALID, "topic must be a string")
-        outcome = self.store.write(topic, content, **kwargs)
-        return outcome, self._prepare_patch(detail_rel(topic)) if outcome["ok"] else None
+        outcome, revision = self.prepare_writes([(topic, content, kwargs)])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome, revision
+
+    def prepare_writes(self, writes: Sequence[tuple[Any, Any, dict[str, Any]]]) \
+            -> list[tuple[dict[str, Any] | MMError, Revision | None]]:
+        """Write ``(topic, content, keyword arguments)`` in order as one group commit
+        (:meth:`MemoryStore.write_many`), then build one revision per accepted write, in order.
+
+        Returns:
+            Per write ``(outcome, revision)`` (``revision`` None when refused), or ``(MMError, None)``
+            for a write that failed (the others are not affected).
+        """
+        done = self.store.write_many(writes)
+        old, prints = self._current, self.fingerprints
+        out: list[tuple[dict[str, Any] | MMError, Revision | None]] = []
+        for one in done:
+            if one.outcome is None or one.state is None:
+                out.append((one.outcome or one.error or MMError(ErrorCode.E_IO, "the write was not applied"), None))
+                continue
+            state = one.state
+            try:
+                if old is None or old.memory_id != self.options.memory_id:
+                    revision = self.prepare_load()
+                else:
+                    revision = patch_revision(self.options, old, prints, detail_rel(one.outcome["topic"]),
+                                              lambda state=state: (state.text, state.entries),  # type: ignore[misc]
+                                              number=self._next_number(old.revision), loaded_at=self.now_iso())
+            except MMError as error:
+                out.append((error, None))
+                continue
+            old, prints = revision.snapshot, revision.fingerprints
+            out.append((one.outcome, revision))
+        return out
 
     def prepare_delete(self, topic: Any) -> tuple[dict[str, Any], Revision]:
         """Delete through the store, then build the next revision (the index is rewritten either way).
@@ -199,7 +242,9 @@ class MemoryState:
 
     async def load(self) -> Revision:
         """Load the first revision (or reload after SIGHUP) and install it; announce it as ``config``
-        when it is not the first.
+        when it is not the first. The loaded notes live as long as the daemon (later revisions reuse
+        them), so they are moved out of the collector's sight (``gc.freeze``): at 20,000 topics the
+        longest collection pause during searches fell from 35 to 13 ms (issue 17).
 
         Raises:
             MMError: as :meth:`prepare_load`; the previous revision then stays current.
@@ -208,49 +253,101 @@ class MemoryState:
             first = self._current is None
             revision = await asyncio.to_thread(self.prepare_load)
             self._install(revision, None, None if first else "config")
+            gc.freeze()
             return revision
 
     async def write(self, topic: Any, content: Any, *, if_revision: int | None = None,
                     session_id: str | None = None, tags: str | Sequence[str] | None = None,
                     **kwargs: Any) -> dict[str, Any]:
-        """A serialized write (mm v1 §6): the outcome plus ``revision`` (and ``pendingWrites`` in a session).
+        """A write (mm v1 §6) in arrival order, group-committed with the writes queued beside it:
+        the outcome plus ``revision`` (and ``pendingWrites`` in a session), once its bytes are durable.
 
         ``tags`` is a comma-separated string or a list of tags (joined with ``,``); the other
         keyword arguments (``summary``, ``budget``) go to :meth:`MemoryStore.write`.
 
         Raises:
-            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision when its turn comes.
             DaemonError(E_UNAVAILABLE): if the root or its lock file was removed or replaced (:attr:`guard`).
             MMError: as :meth:`MemoryStore.write`.
         """
-        async with self.lock:
-            self._check_root()
-            self._check_revision(if_revision)
-            if tags is not None and not isinstance(tags, str):
-                tags = ",".join(tags)
-            outcome, revision = await asyncio.to_thread(self.prepare_write, topic, content, tags=tags, **kwargs)
-            if revision is not None:
-                self._install(revision, session_id, "write")
-            return self._finish(outcome, session_id)
+        if tags is not None and not isinstance(tags, str):
+            tags = ",".join(tags)
+        return await self._queued(Queued(topic, (content, {"tags": tags, **kwargs}), if_revision, session_id))
 
     async def delete(self, topic: Any, *, if_revision: int | None = None,
                      session_id: str | None = None) -> dict[str, Any]:
-        """A serialized delete: ``{ok, removed, topic, usage, revision, pendingWrites?}``.
+        """A delete in arrival order (alone, never grouped): ``{ok, removed, topic, usage, revision, pendingWrites?}``.
 
         Raises:
-            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
+            DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision when its turn comes.
             DaemonError(E_UNAVAILABLE): as :meth:`write`.
             MMError: as :meth:`MemoryStore.delete`.
         """
-        async with self.lock:
+        return await self._queued(Queued(topic, None, if_revision, session_id))
+
+    async def _queued(self, request: Queued) -> dict[str, Any]:
+        self._queue.append(request)
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush())
+        return await request.done
+
+    async def _flush(self) -> None:
+        """Apply the queue, one group at a time under :attr:`lock`, until it is empty."""
+        group: list[Queued] = []
+        try:
+            while self._queue:
+                async with self.lock:
+                    group = self._next_group()
+                    await self._apply(group)
+        except BaseException as error:
+            for request in (*group, *self._queue):
+                request.settle(error)
+            self._queue.clear()
+            if not isinstance(error, Exception):
+                raise
+        finally:
+            self._flusher = None
+
+    def _next_group(self) -> list[Queued]:
+        alone = self._current is None or self._current.memory_id != self.options.memory_id
+        return next_group(self._queue, alone=alone)
+
+    async def _apply(self, group: list[Queued]) -> None:
+        """Apply one group (the caller holds :attr:`lock`) and answer each of its callers."""
+        try:
             self._check_root()
-            self._check_revision(if_revision)
-            outcome, revision = await asyncio.to_thread(self.prepare_delete, topic)
+        except DaemonError as error:
+            for request in group:
+                request.settle(error)
+            return
+        try:
+            self._check_revision(group[0].if_revision)
+        except DaemonError as error:
+            group.pop(0).settle(error)
+        if not group:
+            return
+        if group[0].write is None:
+            request = group[0]
+            try:
+                outcome, revision = await asyncio.to_thread(self.prepare_delete, request.topic)
+            except Exception as error:  # noqa: BLE001 - the caller gets it
+                request.settle(error)
+                return
             if outcome.pop("existed") or not revision.empty:
-                self._install(revision, session_id, "delete")
+                self._install(revision, request.session_id, "delete")
             else:
                 self.fingerprints = revision.fingerprints
-            return self._finish(outcome, session_id)
+            request.settle(self._finish(outcome, request.session_id))
+            return
+        writes = [(r.topic, r.write[0], r.write[1]) for r in group if r.write is not None]
+        results = await asyncio.to_thread(self.prepare_writes, writes)
+        for request, (result, made) in zip(group, results, strict=True):
+            if isinstance(result, BaseException):
+                request.settle(result)
+                continue
+            if made is not None:
+                self._install(made, request.session_id, "write")
+            request.settle(self._finish(result, request.session_id))
 
     async def merge(self, topics: Sequence[str], into: str, *, if_revision: int | None = None,
                     session_id: str | None = None) -> dict[str, Any]:

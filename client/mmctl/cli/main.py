@@ -22,13 +22,16 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import BinaryIO, TextIO
 
 from mmd.core.errors import ErrorCode, MMError
 
 from ..pins import pinned_clock, pinned_fts5
 from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure
 from .parser import COMMANDS, Args, Shown, UsageError, parse_args, usage_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO, TextIO
 
 __all__ = ["main"]
 

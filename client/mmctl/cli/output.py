@@ -7,11 +7,8 @@ newline; messages on stderr start with ``mmctl: ``. Exit codes have names here.
 from __future__ import annotations
 
 import io
-import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from mmd.core.clock import Clock, system_clock
 from mmd.core.config_file import configured_root
@@ -19,6 +16,10 @@ from mmd.core.errors import ErrorCode
 from mmd.core.paths import INDEX_NAME
 
 from .parser import Args
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TextIO
 
 if TYPE_CHECKING:
     from ..backend import Daemon, Direct
@@ -46,6 +47,8 @@ class Failure(Exception):
 def _plain(value: Any) -> Any:
     """JavaScript's number printing: integral floats lose their ``.0``, NaN and infinities become null."""
     if isinstance(value, float):
+        import math  # only a float pays for it
+
         if not math.isfinite(value):
             return None
         return int(value) if value.is_integer() and abs(value) < 2**53 else value
@@ -58,6 +61,8 @@ def _plain(value: Any) -> Any:
 
 def js_json(value: Any) -> str:
     """``JSON.stringify(value)``: compact, non-ASCII kept, key order kept."""
+    import json  # only a --json call pays for it
+
     try:
         text = json.dumps(_plain(value), ensure_ascii=False, separators=(",", ":"))
         text.encode("utf-8")

@@ -17,9 +17,11 @@ help and version text come back as :class:`Shown`.
 
 from __future__ import annotations
 
-import math
-import re
-from typing import TYPE_CHECKING, Any, NoReturn
+from mmd.core.lazyre import lazy_compile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 if TYPE_CHECKING:
     import argparse
@@ -29,7 +31,7 @@ __all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "
 
 _JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
             "\u2028\u2029\u202f\u205f\u3000\ufeff"
-_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_DECIMAL = lazy_compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _RADIX = {"0x": 16, "0o": 8, "0b": 2}
 PROG = "mmctl"
 
@@ -246,6 +248,8 @@ class Args:
         raw = self.text(name)
         if raw is None:
             return None
+        import math  # loaded only by a command given an integer option
+
         number = js_number(raw)
         if not math.isfinite(number) or number != int(number) or number < 0:
             raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
@@ -444,6 +448,8 @@ def _help(topic: str | None) -> NoReturn:
 
 def js_number(raw: str) -> float:
     """JavaScript ``Number(raw)`` for a string: blank is 0, ``0x``/``0o``/``0b`` prefixes, NaN for garbage."""
+    import math
+
     text = raw.strip(_JS_SPACE)
     if not text:
         return 0.0

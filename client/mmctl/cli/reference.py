@@ -8,13 +8,15 @@ files under the root's lock. Either way the output is the reference's.
 
 from __future__ import annotations
 
-from typing import Any
-
 from mmd.core.errors import ErrorCode, MMError
 
 from ..render import budget_lines
 from .output import EXIT_FAILED, EXIT_OK, Ctx, js_json
 from .parser import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
            "cmd_uri", "cmd_write", "write_via_daemon"]
