@@ -59,6 +59,12 @@ def test_flags_override_the_file_which_overrides_the_environment_and_defaults(tm
     ('[daemon]\nrpc = "tcp://0.0.0.0:1"', "daemon.rpc", "CURVE"),
     ('[daemon]\npub = "http://x"', "daemon.pub", "ipc:// or tcp://"),
     ('[daemon]\ncurveSecretKeyFile = "/nonexistent/key"', "daemon.curveSecretKeyFile", "CURVE certificate"),
+    ('[git]\nenabled = "on"', "git.enabled", "true or false"),
+    ('[git]\nremote = "up stream"', "git.remote", "not a valid git name"),
+    ('[git]\nremote = "-x"', "git.remote", "not a valid git name"),
+    ('[git]\nbranch = "topic.lock"', "git.branch", "not a valid git name"),
+    ('[git]\nsyncIntervalMs = 0', "git.syncIntervalMs", "positive integer"),
+    ('[git]\nautopush = true', "git.autopush", "unknown key"),
 ])
 def test_a_bad_config_file_is_refused_naming_key_value_and_why(tmp_path: Path, toml: str, key: str,
                                                                 why: str) -> None:
@@ -67,6 +73,19 @@ def test_a_bad_config_file_is_refused_naming_key_value_and_why(tmp_path: Path, t
     with pytest.raises(ConfigError) as refused:
         build_config({"config": str(path)}, _env(tmp_path))
     assert refused.value.key == key and why in refused.value.why
+
+
+def test_the_git_table_is_off_by_default_and_read_from_the_file_and_flags(tmp_path: Path) -> None:
+    off = build_config(parse_args([]), _env(tmp_path))
+    assert (off.git.enabled, off.git.remote, off.git.branch, off.git.sync_interval_ms) == (False, "origin", None,
+                                                                                          300_000)
+    path = tmp_path / "c.toml"
+    path.write_text('[git]\nenabled = true\nremote = "team"\nbranch = "memory/main"\nsyncIntervalMs = 60000\n')
+    on = build_config({"config": str(path)}, _env(tmp_path))
+    assert (on.git.enabled, on.git.remote, on.git.branch, on.git.sync_interval_ms) == (True, "team", "memory/main",
+                                                                                      60_000)
+    flags = build_config(parse_args(["--config", str(path), "--no-git", "--git-remote", "origin"]), _env(tmp_path))
+    assert flags.git.enabled is False and flags.git.remote == "origin" and flags.git.branch == "memory/main"
 
 
 def test_an_explicit_missing_or_broken_config_file_is_refused(tmp_path: Path) -> None:

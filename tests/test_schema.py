@@ -257,12 +257,13 @@ def backfilled(wire: Wire) -> dict[str, Any]:
 
 def test_every_rpc_reply_matches_its_schema(start_daemon, tmp_path: Path) -> None:
     write_session_log(tmp_path / "sessions")
-    wire = Wire(start_daemon("--heartbeat-ms", "200"))
+    wire = Wire(start_daemon("--heartbeat-ms", "200", "--git"))
     st = backfilled(wire)
     assert st["queue"]["pending"] == 3 and st["watcher"] is not None
     _memory_methods(wire, tmp_path)
     _queue_methods(wire)
     _error_paths(wire)
+    _git_methods(wire)
     assert wire.covered == set(METHODS), f"methods never validated: {sorted(set(METHODS) - wire.covered)}"
 
 
@@ -397,19 +398,43 @@ def _error_paths(wire: Wire) -> None:
     assert wire.error("memory.write", None, "E_TOO_LARGE", raw=big)["code"] == -32600
 
 
+def _git_methods(wire: Wire) -> None:
+    """The history and sync methods of a daemon run with ``--git`` (no remote configured)."""
+    commits = wire.result("memory.log")["commits"]
+    assert commits and commits[0]["revisions"]
+    rev = f"r{commits[0]['revisions'][0]}"
+    assert wire.result("memory.log", {"topic": "vpn", "limit": 5})["commits"]
+    diff = wire.result("memory.diff", {"rev": rev})
+    assert diff["to"] == commits[0]["commit"]
+    wire.result("memory.diff", {"rev": commits[-1]["commit"], "other": rev})
+    restored = wire.result("memory.restore", {"topic": "vpn", "at": rev})
+    assert restored["action"] == "write"
+    assert wire.result("memory.revert", {"rev": rev})["commit"] == commits[0]["commit"]
+    synced = wire.result("memory.sync")
+    assert synced["ok"] and synced["note"] and not synced["pushed"]
+    git = wire.result("daemon.status")["git"]
+    assert git["remoteConfigured"] is False and git["lastSync"]["ok"] is True
+    wire.error("memory.diff", {"rev": "r999999"}, "E_INVALID")
+    wire.error("memory.restore", {"topic": "never-was", "at": rev}, "E_NOT_FOUND")
+    wire.error("memory.log", {"limit": 0}, "E_INVALID", schema_refuses=True)
+
+
 def test_without_ingestion_the_queue_errors_and_status_match_the_schema(start_daemon) -> None:
     wire = Wire(start_daemon("--no-ingest"))
     assert_status_has_queue_fields(wire)
     st = wire.result("daemon.status")
-    assert st["queue"] is None and st["ingest"] is None
+    assert st["queue"] is None and st["ingest"] is None and st["git"] is None
     for method, params in (("queue.list", {}), ("queue.get", {"id": 1}), ("queue.accept", {"id": 1}),
-                           ("queue.reject", {"id": 1})):
+                           ("queue.reject", {"id": 1}), ("memory.log", {}), ("memory.diff", {"rev": "r1"}),
+                           ("memory.revert", {"rev": "r1"}), ("memory.restore", {"topic": "x", "at": "r1"}),
+                           ("memory.sync", {})):
         assert wire.error(method, params, "E_UNAVAILABLE")["code"] == -32000
 
 
 async def test_every_event_topic_matches_its_schema(start_daemon, tmp_path: Path) -> None:
     log = write_session_log(tmp_path / "sessions")
-    daemon = start_daemon("--heartbeat-ms", "100", "--nudge-interval-ms", "300", "--session-idle-seconds", "1")
+    daemon = start_daemon("--heartbeat-ms", "100", "--nudge-interval-ms", "300", "--session-idle-seconds", "1",
+                          "--git")
     wire = Wire(daemon)
     await asyncio.to_thread(backfilled, wire)
     sub = Subscriber(daemon.pub)
@@ -445,6 +470,10 @@ async def test_every_event_topic_matches_its_schema(start_daemon, tmp_path: Path
                                                               "reviewAfter": "0d"})
         due = await expect(lambda t, p: t == "memory/due", "memory/due")
         assert due["topic"] == "stale" and due["daysLeft"] == 0
+        # memory/synced: a sync (no remote configured: committed locally only)
+        await asyncio.to_thread(wire.result, "memory.sync")
+        synced = await expect(lambda t, p: t == "memory/synced", "memory/synced")
+        assert synced["ok"] and synced["merged"] == "none" and synced["error"] is None
         # queue/added: a human prompt appended to the followed log
         with open(log, "ab") as f:
             f.write(user_message(4, "REMEMBER: the staging database is reset nightly.", "m-4"))

@@ -14,15 +14,17 @@ The file accepts the reference's config block (``root``, ``memoryId``,
 ``lang``) plus the daemon's own keys in a ``[daemon]`` table, among them
 ``[[daemon.sources]]`` tables (``kind``, ``path``, ``enabled``): the agent
 session-log folders (:class:`SourceSetting`; kinds are :data:`mmd.sources.FOLDERS`), and the
-instruction files whose memory block it keeps fresh (``[export] files``). This module
-reads files and the given environment mapping only: sockets, the lock and the
-watcher open in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
+instruction files whose memory block it keeps fresh (``[export] files``); and the ``[git]``
+table (``enabled``, ``remote``, ``branch``, ``syncIntervalMs``). This module reads files
+and the given environment mapping only: sockets, the lock and the watcher open
+in :mod:`.lifecycle`. No other daemon module reads ``os.environ``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +38,9 @@ from mmd.core.paths import dsh_home, expand_path
 from mmd.sources import SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
 
-__all__ = ["OPTIONS", "Config", "ConfigError", "Option", "build_config", "parse_args", "parser_for"]
+from .config_git import GitSettings, git_settings
+
+__all__ = ["OPTIONS", "Config", "ConfigError", "GitSettings", "Option", "build_config", "parse_args", "parser_for"]
 
 LANGS = ("auto", "en", "zh")
 """Accepted ``lang`` values (language of the agent guide)."""
@@ -123,6 +127,12 @@ OPTIONS: tuple[Option, ...] = (
            "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
     Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
            "how long the extractor command may run, in milliseconds"),
+    Option("git.enabled", "--git", "bool", False,
+           "keep the root's history in git: one commit per revision, sync with a remote (issue 18)"),
+    Option("git.remote", "--git-remote", "str", "origin", "the git remote NAME synced with"),
+    Option("git.branch", "--git-branch", "str", None, "the branch synced (default: the repository's current one)"),
+    Option("git.syncIntervalMs", "--git-sync-interval-ms", "int", 300_000,
+           "period of the automatic sync with the remote, in milliseconds"),
 )
 _BY_KEY = {o.key: o for o in OPTIONS}
 
@@ -160,6 +170,7 @@ class Config:
         per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
         extractor: ``candidates.command``, the extractor command (empty: none).
         extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
+        git: the ``[git]`` settings (off by default).
     """
 
     memory: MemoryOptions
@@ -187,6 +198,7 @@ class Config:
     per_session: int | None = None
     extractor: tuple[str, ...] = ()
     extractor_timeout_ms: int = 60_000
+    git: GitSettings = GitSettings()
 
     @property
     def root(self) -> Path:
@@ -205,7 +217,9 @@ def _epilog(env: Mapping[str, str]) -> str:
     default_file = Path(base) / "mmd" / "config.toml"
     state = "present" if default_file.is_file() else "absent: the defaults apply"
     return (f"subcommands:\n  {_SERVICE_USAGE}\n      run mmd as a user service (systemd on Linux, launchd on "
-            f"macOS); `mmd service --help` for more\n\n"
+            f"macOS); `mmd service --help` for more\n"
+            f"  mmd merge-index BASE OURS THEIRS PATH\n      the merge driver git runs for a root kept with "
+            f"--git (registered by mmd itself)\n\n"
             f"defaults here:\n  config file  {default_file} ({state})\n"
             f"  memory root  {resolve_root(None, env)} (created, parents included, if missing)\n\n"
             "Flags override the config file, which overrides $DSH_MEMORY_ROOT / $DSH_HOME, which override "
@@ -335,6 +349,7 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         journal=bool(env.get("JOURNAL_STREAM")),
         inject_ttl_days=raw["daemon.injectTtlDays"],
         export_files=_export_files(raw["export.files"], env),
+        git=git_settings(raw),
     )
 
 
@@ -361,7 +376,6 @@ def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | Non
 
 def _toml_place(path: Path, message: str) -> str:
     """``PATH:LINE:COL`` of a TOML syntax error (tomllib says ``(at line L, column C)``), else ``PATH``."""
-    import re
 
     found = re.search(r"at line (\d+), column (\d+)", message)
     return f"{path}:{found[1]}:{found[2]}" if found else str(path)

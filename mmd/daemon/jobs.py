@@ -32,6 +32,7 @@ from .state import MemoryState
 from .statedb import StateDB
 
 if TYPE_CHECKING:
+    from .gitsync import GitSync
     from .lifecycle import Running
 
 __all__ = ["Jobs", "from_worker", "periods_ms", "status_payload"]
@@ -89,6 +90,8 @@ class Jobs:
         self.review = review
         self.publisher = publisher
         self.injector = injector
+        self.git: GitSync | None = None
+        """With ``--git``: told of each revision (its commit)."""
 
     def on_change(self, revision: Revision, cause: str) -> None:
         """A new revision (``cause``: ``write`` | ``delete`` | ``merge`` | ``external`` | ``config``): journal it,
@@ -103,6 +106,8 @@ class Jobs:
             log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
         self.publisher.publish(MEMORY_CHANGED, change)
         self.injector.revision_installed(revision.snapshot)
+        if self.git is not None:
+            self.git.revised(revision, cause)
 
     def nudge(self) -> None:
         """The scheduled ``memory/nudge`` (reason ``schedule``), logged."""
@@ -158,7 +163,8 @@ class Jobs:
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, endpoints, queue,
-    ingest, watcher, events, requests, extractor}`` (``queue`` and ``ingest`` are null without ingestion;
+    ingest, watcher, events, requests, extractor, git}`` (``queue`` and ``ingest`` are null without ingestion,
+    ``git`` without ``--git``;
     ``rootLost`` says why writes are refused after the root or its lock file was removed or replaced, else null;
     ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`; ``extractor`` is
     null without ``[candidates] command``)."""
@@ -171,4 +177,5 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
             "extractor": running.extractor.health() if running.extractor else None,
             "watcher": dict(running.watcher.health),
             "events": {"seq": running.publisher.seq},
-            "requests": running.rpc.requests}
+            "requests": running.rpc.requests,
+            "git": running.git.status() if running.git else None}

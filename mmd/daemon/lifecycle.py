@@ -3,15 +3,16 @@
 Startup order: the root's lock (and the :class:`~.rootguard.RootGuard` that
 notices a root removed or replaced later; our crashed writers' temp files are
 removed, paths others can write are warned about), the state database (review
-queue, ingest cursors), the first snapshot, the root watcher and the
-session-log ingestion worker, the scheduler, then the PUB and ROUTER sockets
+queue, ingest cursors), with ``--git`` the repository (:mod:`.gitsync`), the
+first snapshot, the root watcher and the session-log ingestion worker, the scheduler, then the PUB and ROUTER sockets
 (only in a private folder, never over a socket a live daemon serves);
 ``READY=1`` goes to systemd last (the backfill of old logs runs on after it).
 Each step pushes its undo on one :class:`contextlib.AsyncExitStack`, so
 shutdown runs in reverse by construction, after a partial startup too: answer
 running digests ``E_SHUTTING_DOWN`` (never waited for), stop taking requests,
 finish the in-flight ones, close the sockets, remove the ipc files, stop the scheduler,
-the ingestion worker and the watcher, close the database, release the lock.
+the ingestion worker and the watcher, commit what is pending (``--git``),
+close the database, release the lock.
 The started parts are one :class:`Running`. Signal handlers only queue the
 signal; the serve loop acts on it. Jobs and event payloads are in :mod:`.jobs`.
 """
@@ -25,7 +26,7 @@ import logging
 import os
 import signal
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
 from .events import Publisher
+from .gitsync import GitSync, check_root
 from .ingest import Ingestor
 from .ingest.extractor import Extractor
 from .ingest.folders import EndedSession
@@ -92,7 +94,7 @@ DIGEST_TIMEOUT_S = 60.0
 SCHEDULE_FILE = "schedule.json"
 """The durable jobs' next due times, in ``<root>/.mmd/`` (:mod:`.scheduler`)."""
 RESTART_KEYS = ("root", "rpc_endpoint", "pub_endpoint", "curve_secret_key", "curve_clients_dir", "sessions_dir",
-                "sources", "ingest")
+                "sources", "ingest", "git")
 """Config fields a SIGHUP cannot change."""
 
 log = logging.getLogger("mmd.daemon")
@@ -102,7 +104,8 @@ log = logging.getLogger("mmd.daemon")
 class Running:
     """The parts of a daemon that finished starting (built once, as startup's last step).
 
-    ``ingestor`` is None when ingestion is off (``--no-ingest``), as ``review.queue`` is.
+    ``ingestor`` is None when ingestion is off (``--no-ingest``), as ``review.queue`` is (unless ``--git``
+    keeps the queue for sync conflicts); ``git`` is None without ``--git``.
     """
 
     state: MemoryState
@@ -117,6 +120,7 @@ class Running:
     injector: Injector
     extractor: Extractor | None = None
     """The extractor command's runner (``[candidates] command``), or None when none is configured."""
+    git: GitSync | None = None
 
 
 class Daemon:
@@ -125,10 +129,13 @@ class Daemon:
     Args:
         config: the validated configuration.
         reload_config: builds a fresh Config on SIGHUP (flags and file re-read); None disables reloads.
+        merge_driver: the command git runs as the merge driver (``[<mmd>, "merge-index"]``), for ``--git``.
     """
 
-    def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None) -> None:
+    def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None,
+                 merge_driver: Sequence[str] | None = None) -> None:
         self.config = config
+        self.merge_driver = list(merge_driver or ["mmd", "merge-index"])
         self._reload_config = reload_config
         self.notifier = Notifier(config.notify_socket)
         self.running: Running | None = None
@@ -197,6 +204,8 @@ class Daemon:
             sqlite3.Error / SchemaError: if ``.mmd/state.db`` cannot be opened or is from a newer mmd.
         """
         cfg, undo = self.config, self._stack
+        if cfg.git.enabled:  # refused before anything is created: no git, or a root inside another repository
+            await asyncio.to_thread(check_root, cfg.root)
         # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
         await asyncio.to_thread(make_folders, cfg.root)  # 0700 whatever the umask (issue 15)
         lock = WriteLock(cfg.root)
@@ -210,7 +219,7 @@ class Daemon:
         db = StateDB(cfg.root)
         await asyncio.to_thread(db.open)
         undo.callback(db.close)
-        queue = ReviewQueue(db, state.now_iso) if cfg.ingest else None
+        queue = ReviewQueue(db, state.now_iso) if cfg.ingest or cfg.git.enabled else None
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(state, queue)
@@ -219,17 +228,25 @@ class Daemon:
         undo.push_async_callback(injector.stop)
         jobs = Jobs(lambda: self.config, state, db, review, publisher, injector)
         state.on_change = jobs.on_change
-        # 3. snapshot (creating MEMORY.md and memories/ if missing)
+        # 3. with --git: the repository (the revision mark raised to its history's); then the snapshot
+        #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
+        git = None
+        if cfg.git.enabled and queue is not None:
+            git = jobs.git = GitSync(cfg.git, state, queue, publisher, self.merge_driver)
+            await asyncio.to_thread(git.prepare)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
         started_at = state.now_iso()
+        if git is not None:
+            await git.start()
+            undo.push_async_callback(git.stop)  # after the watcher and requests stopped: commits what is pending
         # 4. watchers: the root (it catches up on edits made since the load), then the session logs;
         #    at shutdown the ingestion worker finishes its current slice
         watcher = Watcher(cfg.root, state.refresh)
         await watcher.start()
         undo.push_async_callback(watcher.stop)
         ingestor = extractor = None
-        if queue is not None:
+        if queue is not None and cfg.ingest:
             loop = asyncio.get_running_loop()
             ended = from_worker(loop, jobs.session_ended)
             if cfg.extractor:
@@ -272,7 +289,8 @@ class Daemon:
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
         digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
-        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector, digests),
+        rpc = RpcServer(router, Methods(state, self._status, publisher.publish, review, injector, digests,
+                                        git),
                         cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         rpc.start()
@@ -281,7 +299,7 @@ class Daemon:
         undo.push_async_callback(self._drain_requests, rpc)
         undo.callback(digests.close)
         self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector,
-                               extractor)
+                               extractor, git)
         # the first revision: prepared for injection, due topics announced, export blocks refreshed
         injector.revision_installed(state.current)
         jobs.inject_expire()
@@ -353,7 +371,7 @@ class Daemon:
         new = dataclasses.replace(new, memory=memory, rpc_endpoint=old.rpc_endpoint, pub_endpoint=old.pub_endpoint,
                                   curve_secret_key=old.curve_secret_key, curve_public_key=old.curve_public_key,
                                   curve_clients_dir=old.curve_clients_dir,
-                                  sessions_dir=old.sessions_dir, sources=old.sources)
+                                  sessions_dir=old.sessions_dir, sources=old.sources, git=old.git)
         self.config = new
         setup_logging(new.log_level, new.journal)
         if memory != old.memory:

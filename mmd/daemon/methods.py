@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mmd import __version__
 from mmd.core.clock import parse_iso_ms
@@ -29,12 +29,15 @@ from mmd.core.text import validate_topic
 from mmd.wire import methods as wire
 from mmd.wire.events import MEMORY_NUDGE
 from mmd.wire.methods import METHODS, Method
-from mmd.wire.protocol import CandidateJson, DaemonError, OpenResult, QueueAcceptResult, QueueListResult
+from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, OpenResult, QueueAcceptResult, QueueListResult
 
 from .inject import Injector
 from .offload import BoundedPool
 from .review import Review
 from .state import MemoryState
+
+if TYPE_CHECKING:
+    from .gitsync import GitSync
 
 __all__ = ["Methods", "handles"]
 
@@ -63,12 +66,14 @@ class Methods:
         injector: the injection use-cases (``memory.inject``, ``memory.injected``, ``memory.due``).
         digests: the bounded pool ``memory.digest`` runs on (never the default executor writes use);
             a fresh one when None.
+        git: the git part (``--git``); without it the history and sync methods answer ``E_UNAVAILABLE``.
     """
 
     def __init__(self, state: MemoryState, status: Callable[[], dict[str, Any]],
                  publish: Callable[[str, dict[str, Any]], Any], review: Review, injector: Injector,
-                 digests: BoundedPool | None = None) -> None:
+                 digests: BoundedPool | None = None, git: GitSync | None = None) -> None:
         self.state = state
+        self.git = git
         self.digests = digests or BoundedPool("digest")
         self._status = status
         self._publish = publish
@@ -343,6 +348,60 @@ class Methods:
         if isinstance(raw, list):
             return await self.review.decide_many(raw, one)
         return {"ok": True, "candidate": await one(p["id"])}
+
+    # --- the git history and sync (issue 18; the use-cases are in .gitsync) -------------------------
+
+    def _git(self) -> GitSync:
+        if self.git is None:
+            raise DaemonError(DaemonCode.E_UNAVAILABLE, "this daemon keeps no git history: start it with --git "
+                              "(or [git] enabled = true)")
+        return self.git
+
+    @handles(wire.MEMORY_LOG)
+    async def log(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.log {topic?, limit?}`` → ``{commits}`` newest first.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): for a bad topic slug.
+        """
+        return await self._git().log(p.get("topic"), p.get("limit", 100))
+
+    @handles(wire.MEMORY_DIFF)
+    async def diff(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.diff {rev, other?}`` → ``{from, to, topics, patch}``.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if a REV names nothing.
+        """
+        return await self._git().diff(p["rev"], p.get("other"))
+
+    @handles(wire.MEMORY_REVERT)
+    async def revert(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.revert {rev}`` → ``{ok, rev, commit, results, revision}``: new writes, never a rewrite.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if ``rev`` names nothing.
+        """
+        return await self._git().revert(p["rev"])
+
+    @handles(wire.MEMORY_RESTORE)
+    async def restore(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.restore {topic, at}`` → ``{ok, topic, at, commit, action, outcome, revision}``.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE | E_NOT_FOUND): without ``--git``; a topic absent then and now.
+            MMError(E_INVALID): if ``at`` names nothing or the topic is not a slug.
+        """
+        return await self._git().restore(p["topic"], p["at"])
+
+    @handles(wire.MEMORY_SYNC)
+    async def sync(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.sync {}`` → what the sync did, once commit, fetch, merge, push and the reload are done.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git`` (a failed sync is a result with ``ok: false``).
+        """
+        return await self._git().sync_now()
 
     # --- daemon ---------------------------------------------------------------------------------
 

@@ -399,6 +399,15 @@ class MemoryState:
             self._install(revision, None, "external")
             return revision
 
+    def adopt(self, revision: Revision, cause: str) -> bool:
+        """Install a revision from :meth:`prepare_load` made while the caller holds :attr:`lock` (a git
+        sync changed the files); announced with ``cause``. False when nothing a reader sees changed."""
+        if revision.empty and _meta(self.current) == _meta(revision.snapshot):
+            self.fingerprints = revision.fingerprints
+            return False
+        self._install(revision, None, cause)
+        return True
+
     def _check_root(self) -> None:
         if self.guard is not None:
             self.guard.require()

@@ -17,6 +17,7 @@ __all__ = [
     "MEMORY_CHANGED",
     "MEMORY_DUE",
     "MEMORY_NUDGE",
+    "MEMORY_SYNCED",
     "QUEUE_ADDED",
     "TOPICS",
     "ChangedEvent",
@@ -26,6 +27,7 @@ __all__ = [
     "HeartbeatEvent",
     "NudgeEvent",
     "QueueAddedEvent",
+    "SyncedEvent",
 ]
 
 MEMORY_NUDGE = "memory/nudge"
@@ -39,7 +41,10 @@ MEMORY_DUE = "memory/due"
 DAEMON_HEARTBEAT = "daemon/heartbeat"
 """The daemon is alive, every ``daemon.heartbeatMs`` (:class:`HeartbeatEvent`)."""
 
-TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, MEMORY_DUE, QUEUE_ADDED, DAEMON_HEARTBEAT)
+MEMORY_SYNCED = "memory/synced"
+"""A git sync finished, well or not (:class:`SyncedEvent`; only with ``mmd --git``)."""
+
+TOPICS = (MEMORY_NUDGE, MEMORY_CHANGED, MEMORY_DUE, QUEUE_ADDED, DAEMON_HEARTBEAT, MEMORY_SYNCED)
 """Every event topic, as sent in the first frame (UTF-8)."""
 
 
@@ -51,7 +56,7 @@ class ChangedItem(TypedDict):
 
 
 class ChangedEvent(TypedDict):
-    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``merge`` | ``external`` | ``config``."""
+    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``merge`` | ``external`` | ``config`` | ``sync``."""
 
     seq: int
     at: str
@@ -82,7 +87,8 @@ class DueEvent(TypedDict):
 
 
 class NudgeEvent(TypedDict):
-    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end``).
+    """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end`` | ``sync``: a git
+    sync merged an index over its caps).
 
     A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
     agent's session whose log went quiet for ``daemon.sessionIdleSeconds`` (and, for DSH, with its lock
@@ -128,7 +134,33 @@ class QueueAddedEvent(TypedDict):
     agent: str
 
 
+class SyncedEvent(TypedDict):
+    """``memory/synced``: what a git sync did (``mmctl sync``, or every ``git.syncIntervalMs``).
+
+    ``merged`` is ``none`` | ``up-to-date`` | ``fast-forward`` | ``merge``; ``topics`` changed locally
+    by the merge; ``queued`` are the ids of the ``conflict`` candidates it added; ``error`` is
+    ``{stage, message}`` or null (no local revision is lost; the sync is retried with back-off);
+    ``ahead``/``behind`` count commits against the remote branch (null when unknown).
+    """
+
+    seq: int
+    at: str
+    ok: bool
+    remote: str
+    branch: str | None
+    merged: str
+    pushed: bool
+    head: str | None
+    ahead: int | None
+    behind: int | None
+    topics: list[str]
+    queued: list[int]
+    error: dict[str, str] | None
+    revision: int
+    indexOverBudget: bool
+
 
 EVENT_PAYLOADS: dict[str, type] = {MEMORY_NUDGE: NudgeEvent, MEMORY_CHANGED: ChangedEvent, MEMORY_DUE: DueEvent,
-                                   QUEUE_ADDED: QueueAddedEvent, DAEMON_HEARTBEAT: HeartbeatEvent}
+                                   QUEUE_ADDED: QueueAddedEvent, DAEMON_HEARTBEAT: HeartbeatEvent,
+                                   MEMORY_SYNCED: SyncedEvent}
 """``{topic: the TypedDict of its payload}`` (``schema/events.schema.json`` holds the same)."""

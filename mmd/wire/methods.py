@@ -28,18 +28,23 @@ __all__ = [
     "MEMORY_BUDGET",
     "MEMORY_CLOSE",
     "MEMORY_DELETE",
+    "MEMORY_DIFF",
     "MEMORY_DIGEST",
     "MEMORY_DUE",
     "MEMORY_INDEX",
     "MEMORY_INJECT",
     "MEMORY_INJECTED",
     "MEMORY_LIST",
+    "MEMORY_LOG",
     "MEMORY_MERGE",
     "MEMORY_NUDGE",
     "MEMORY_OPEN",
     "MEMORY_READ",
     "MEMORY_RELOAD",
+    "MEMORY_RESTORE",
+    "MEMORY_REVERT",
     "MEMORY_SEARCH",
+    "MEMORY_SYNC",
     "MEMORY_WRITE",
     "METHODS",
     "QUEUE_ACCEPT",
@@ -133,11 +138,18 @@ MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes"
 MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True)},
                          idempotent=True)
 MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT)}, idempotent=True)
+# The root's git history and sync (issue 18; E_UNAVAILABLE without --git). REV: a commit or ``r42``.
+MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT)}, idempotent=True)
+MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR)}, idempotent=True)
+MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
+MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True)})
+MEMORY_SYNC = Method("memory.sync", idempotent=True)
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
     MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT,
-    QUEUE_REJECT, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE)}
+    QUEUE_REJECT, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE, MEMORY_LOG, MEMORY_DIFF,
+    MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", float: "a number"}

@@ -169,6 +169,18 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                    "Each id of accept or reject is reported on its own line; the exit code is 1 if any failed\n"
                    "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
                    "--all or --min-score shows the rest."),
+    Command("log", "history", "the root's git history, newest first (needs the daemon with --git)",
+            (Pos("topic", "only the commits touching this topic"),), (_LIMIT,)),
+    Command("diff", "history", "what a revision changed, or what changed between two (REV: a commit or r42)",
+            (Pos("rev", "one or two revisions: a commit or r42", many=True),)),
+    Command("revert", "history", "undo a revision with new writes under every budget (never a history rewrite)",
+            (Pos("rev", "the revision: a commit or r42"),)),
+    Command("restore", "history", "write a topic back as it was at a revision (a new write, budgets hold)",
+            (Pos("topic", "the note's topic"),), (Opt("--at", "REV", "the revision: a commit or r42"),)),
+    Command("sync", "history", "commit, fetch, merge by topic, push and reload now; prints what happened",
+            epilog="The daemon also syncs every git.syncIntervalMs, and retries a failed sync with back-off.\n"
+                   "A topic changed on both ends keeps the newer version; the other becomes a conflict\n"
+                   "candidate in the review queue (mmctl queue list)."),
     Command("watch", "status", "print the daemon's events as they come (needs the daemon)",
             options=(Opt("--topic", "T", "only events whose topic starts with T"),
                      Opt("--count", "N", "stop after N events", "int"))),

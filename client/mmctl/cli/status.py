@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
+from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_ADDED
 
 from .output import EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
@@ -29,7 +29,7 @@ def cmd_status(ctx: Ctx) -> int:
     sources = ingest.get("sources") if isinstance(ingest, dict) else None
     if isinstance(ingest, dict) and isinstance(sources, list):
         status = {**status, "ingest": {k: v for k, v in ingest.items() if k != "sources"}}
-    ctx.write(aligned(list(status.items())))
+    ctx.write(aligned([(k, _git_line(v) if k == "git" else v) for k, v in status.items()]))
     if isinstance(sources, list) and sources:
         ctx.write("\nsources:\n" + sources_table(sources))
     for line in status_warnings(status):
@@ -90,6 +90,27 @@ def sources_table(sources: list[Any]) -> str:
     return "\n".join(lines + notes) + "\n"
 
 
+def _git_line(git: Any) -> Any:
+    """``daemon.status``'s ``git`` object in one line: branch, ahead/behind, last sync and its error."""
+    if not isinstance(git, dict):
+        return "off (start mmd with --git to keep the history in git and sync it)"
+    where = f"{git.get('remote')}/{git.get('branch')}"
+    parts = [f"branch {git.get('branch')}, {git.get('commits')} commit(s) since start"]
+    if not git.get("remoteConfigured"):
+        parts.append(f"no remote {git.get('remote')!r}: committed locally only")
+    elif git.get("ahead") is not None:
+        parts.append(f"{git['ahead']} ahead, {git['behind']} behind {where}")
+    last = git.get("lastSync")
+    parts.append(f"last sync {last['at']} ({'ok' if last['ok'] else 'failed'})" if last else "not synced yet")
+    error = (last or {}).get("error")
+    if error:
+        parts.append(f"error at {error['stage']}: {error['message'].strip()[:200]}; "
+                     f"{git.get('failures')} failure(s), next try {git.get('nextSyncAt')}")
+    if git.get("commitError"):
+        parts.append(f"commit failed: {git['commitError']}")
+    return "; ".join(parts)
+
+
 def _describe(event: Any) -> str:
     d = event.data
     if event.topic == MEMORY_CHANGED:
@@ -105,6 +126,11 @@ def _describe(event: Any) -> str:
         return f"{len(d.get('ids', []))} candidate(s) from {d.get('agent', '?')} {d.get('source', '?')}"
     if event.topic == DAEMON_HEARTBEAT:
         return f"revision {d.get('revision')}, {d.get('queuePending', 0)} queued"
+    if event.topic == MEMORY_SYNCED:
+        error = d.get("error")
+        pushed = "pushed" if d.get("pushed") else "not pushed"
+        return (f"{d.get('remote')}/{d.get('branch')}: {d.get('merged')}, {pushed}, "
+                f"{len(d.get('queued', []))} conflict(s) queued" + (f"; failed at {error['stage']}" if error else ""))
     return js_json(d)
 
 

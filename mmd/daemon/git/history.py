@@ -107,13 +107,28 @@ class GitHistory:
             return None
         return done.stdout.decode().strip() or None
 
-    def commit(self, revisions: int | Sequence[int] | None, cause: str, topics: Sequence[str]) -> str | None:
-        """Commit the root's files as they are now; None when nothing changed.
+    def stage(self) -> None:
+        """Stage the root's files as they are now (``git add --all``): what :meth:`commit` with ``staged``
+        records, whatever the files become meanwhile.
+
+        Raises:
+            MMError(E_IO): if git fails.
+        """
+        try:
+            self.git.run("add", "--all", "--", ".")
+        except GitError as error:
+            raise MMError(ErrorCode.E_IO, f"git add in {self.root} failed: {error.stderr}") from error
+
+    def commit(self, revisions: int | Sequence[int] | None, cause: str, topics: Sequence[str], *,
+               staged: bool = False) -> str | None:
+        """Commit the root's files as they are now (with ``staged``: as :meth:`stage` left them);
+        None when nothing changed.
 
         Args:
             revisions: the revision (or the batch of revisions of a group commit) the files hold.
             cause: what happened (``write``, ``delete``, ``external edit``, ``revert``, … see :data:`CAUSES`).
             topics: the topics it touched, in order; empty: the notes whose files changed.
+            staged: commit what :meth:`stage` staged, without staging the files again.
 
         Returns:
             The new commit's id (hex), or None if the files equal HEAD's.
@@ -123,7 +138,8 @@ class GitHistory:
         """
         revs = [revisions] if isinstance(revisions, int) else list(revisions or ())
         try:
-            self.git.run("add", "--all", "--", ".")
+            if not staged:
+                self.git.run("add", "--all", "--", ".")
             if not topics:
                 topics = self.staged_topics()
             done = self.git.run("commit", "--quiet", "-F", "-",

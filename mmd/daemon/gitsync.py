@@ -1,0 +1,500 @@
+"""The daemon's git part (``mmd --git``, issue 18): history commits, sync, conflicts as review candidates.
+
+Owns: preparing the root's repository at start (:func:`~.git.repo.ensure_repo`,
+the merge driver by the installed ``mmd``'s absolute path), the revision floor
+(numbers continue above the last revision the history records), the commit of
+each revision — or of each batch of revisions that landed while the previous
+commit ran, its message listing them — in ONE worker thread that takes the
+state's write lock, so a commit always holds exactly the files of a revision;
+the sync (``memory.sync`` and every ``git.syncIntervalMs``, backing off after
+a failure) with the state's lock as the engine's lock; the reload after a sync
+changed the files (``memory/changed`` with ``cause: "sync"``, installed under
+the same lock so the watcher never reports those files as external); the
+conflict records queued as ``kind: "conflict"`` review candidates (the sync's,
+and those the merge driver spooled during a person's own ``git merge``); the
+``memory/synced`` event and the ``git`` object of ``daemon.status``; and the
+history use-cases (log, diff, revert, restore — reverts and restores are new
+writes through the state under every budget, never a history rewrite).
+
+Threading: git runs in the worker thread (commits, syncs, status) or in
+``asyncio.to_thread`` (reads); events and installs happen on the loop. Never
+does: merges, git plumbing (:mod:`.git`), sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from mmd.candidates import Evidence, NewCandidate
+from mmd.candidates.model import QUOTE_MAX
+from mmd.core.clock import iso_ms, parse_iso_ms
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.memory import nudge_report
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.text import validate_topic
+from mmd.wire.events import MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_ADDED
+from mmd.wire.protocol import DaemonCode, DaemonError
+
+from .config import GitSettings
+from .events import Publisher
+from .queue import ReviewQueue
+from .revision import Revision
+from .state import MemoryState
+
+__all__ = ["RETRY_FIRST_MS", "RETRY_MAX_MS", "GitSync", "check_root", "retry_delay_ms"]
+
+log = logging.getLogger("mmd.git")
+
+RETRY_FIRST_MS = 5_000
+"""First retry after a failed sync, milliseconds (or the interval, when shorter); doubles per failure."""
+RETRY_MAX_MS = 900_000
+"""Longest wait between retries, milliseconds (or the interval, when longer)."""
+_CAUSES = {"write": "write", "delete": "delete", "merge": "merge", "external": "external edit"}
+"""The state's change causes → commit causes; others (``config``, ``sync``) commit nothing of their own."""
+
+
+def check_root(root: Path) -> None:
+    """Refuse ``--git`` on ``root`` before anything is created there: no ``git`` on PATH, or a root (existing
+    or not) inside another repository (mmd never commits on a user's project branch).
+
+    Raises:
+        MMError(E_INVALID): naming the reason (and the other repository's top level).
+    """
+    from .git import GitMissing
+    from .git.runner import Git
+
+    probe = root
+    while not probe.is_dir() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        done = Git(probe).run("rev-parse", "--show-toplevel", check=False)
+    except GitMissing as error:
+        raise _no_git(error) from error
+    top = done.stdout.decode("utf-8", "surrogateescape").strip() if done.returncode == 0 else ""
+    if top and os.path.realpath(top) != os.path.realpath(root):
+        raise MMError(ErrorCode.E_INVALID,
+                      f"the memory root {root} is inside the git repository {top}: mmd never commits on another "
+                      f"repository's branch; move the root out of it, or make the root a repository of its own",
+                      details=top)
+
+
+def _no_git(error: Exception) -> MMError:
+    return MMError(ErrorCode.E_INVALID, f"--git needs the git command, which is not on PATH: {error}")
+
+
+def retry_delay_ms(interval_ms: int, failures: int) -> int:
+    """The wait before the next sync after ``failures`` failed ones in a row, milliseconds.
+
+    ``interval_ms`` with no failure; else ``min(interval, RETRY_FIRST_MS)`` doubled per further
+    failure, at most ``max(interval, RETRY_MAX_MS)``.
+    """
+    if failures <= 0:
+        return interval_ms
+    first = min(interval_ms, RETRY_FIRST_MS)
+    return int(min(first * 2 ** min(failures - 1, 30), max(interval_ms, RETRY_MAX_MS)))
+
+
+class _LoopLock:
+    """The state's asyncio write lock, taken from the git worker thread (the engine's ``lock``).
+
+    On entry it commits the revisions still pending; on exit it reloads the root when the files
+    moved under it (a merge or fast-forward), before releasing the lock.
+    """
+
+    def __init__(self, owner: GitSync) -> None:
+        self.owner = owner
+
+    def __enter__(self) -> _LoopLock:
+        asyncio.run_coroutine_threadsafe(self.owner.state.lock.acquire(), self.owner.loop).result()
+        try:
+            self.owner.commit_pending()
+        except BaseException:
+            self.owner.loop.call_soon_threadsafe(self.owner.state.lock.release)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.owner.reload_if_moved()
+        finally:
+            self.owner.loop.call_soon_threadsafe(self.owner.state.lock.release)
+
+
+class GitSync:
+    """The git part of one daemon.
+
+    Args:
+        settings: the ``[git]`` settings (enabled).
+        state: the memory state (its lock serializes commits and merges with writes).
+        queue: the review queue (conflicts become candidates there).
+        publisher: the event publisher (``memory/synced``, ``queue/added``).
+        driver: the merge driver command (``[<mmd>, "merge-index"]``).
+    """
+
+    def __init__(self, settings: GitSettings, state: MemoryState, queue: ReviewQueue, publisher: Publisher,
+                 driver: Sequence[str]) -> None:
+        from .git import GitHistory, GitMissing
+
+        self.settings = settings
+        self.state = state
+        self.queue = queue
+        self.publisher = publisher
+        self.driver = list(driver)
+        self.root: Path = state.options.root
+        try:
+            self.history = GitHistory(self.root)
+        except GitMissing as error:
+            raise _no_git(error) from error
+        self.loop = asyncio.get_running_loop()
+        self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mmd-git")
+        self._pending: list[tuple[int, str, list[str]]] = []
+        self._flush_queued = False
+        self._labels: dict[str, str] = {}
+        """``{topic: revert | restore}`` while such a write is under way: its revision's commit cause."""
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.failures = 0
+        self.repo: dict[str, Any] = {}
+        self.last_sync: dict[str, Any] | None = None
+        self.last_error: dict[str, Any] | None = None
+        self.commit_error: str | None = None
+        self.next_sync_at: str | None = None
+        self.commits = 0
+        self._repo_stale = False
+        """A commit moved HEAD since :attr:`repo` was read: the next ``status`` has it read again."""
+
+    # --- start and stop ---------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Make the root a repository mmd can commit in, and raise the root's revision mark to the last
+        revision its history records (a fresh clone has no ``.mmd/``): ``r42`` stays one revision. Run with
+        the root's lock held, before the first load.
+
+        Raises:
+            MMError(E_INVALID): if git is missing, the root lies inside another repository (the reason
+                names it), or ``git.branch`` is not the repository's branch.
+            MMError(E_IO): if git fails or the mark cannot be written.
+        """
+        from mmd.core.revision_mark import advance_mark, read_mark
+
+        from .git import GitError, ensure_repo
+
+        info = ensure_repo(self.root, driver=self.driver)
+        wanted = self.settings.branch
+        if wanted is not None and info.branch != wanted:
+            if self.history.head() is None:  # an unborn branch (a new repository): name it as configured
+                try:
+                    self.history.git.run("symbolic-ref", "HEAD", f"refs/heads/{wanted}")
+                except GitError as error:
+                    raise MMError(ErrorCode.E_IO, f"git cannot name the branch {wanted}: {error.stderr}") from error
+            else:
+                raise MMError(ErrorCode.E_INVALID,
+                              f"git.branch = {wanted!r} but the repository at {self.root} is on "
+                              f"{info.branch or 'a detached HEAD'}: check out {wanted} first (mmd never "
+                              f"switches a repository's branch)")
+        last = self.history.last_revision()
+        if last > read_mark(self.root):
+            try:
+                advance_mark(self.root, last)
+            except OSError as error:
+                raise MMError(ErrorCode.E_IO, f"recording revision {last} in .mmd/ failed: {error}") from error
+
+    async def start(self) -> None:
+        """After the first load: commit the edits made while the daemon was down, then sync on schedule."""
+        revision = self.state.revision
+        await self._submit(self._commit_startup, revision)
+        self._task = asyncio.create_task(self._schedule(), name="mmd-git-sync")
+
+    def _commit_startup(self, revision: int) -> None:
+        try:
+            if self.history.commit([revision], "external edit", []):
+                self.commits += 1
+        except MMError as error:
+            self.commit_error = str(error)
+            log.error("git.commit_failed error=%r", str(error))
+        self._refresh_repo()
+
+    async def stop(self) -> None:
+        """Stop the schedule, commit what is pending (the loop must still run), stop the worker."""
+        self._stop.set()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        await self._submit(self._flush)
+        await asyncio.to_thread(self._worker.shutdown, True)
+
+    async def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.wrap_future(self._worker.submit(fn, *args))
+
+    # --- commits ----------------------------------------------------------------------------------
+
+    def revised(self, revision: Revision, cause: str) -> None:
+        """A revision was installed (on the loop, under the state's lock): queue its commit."""
+        topics = [i["topic"] for part in (revision.added, revision.updated, revision.removed) for i in part]
+        label = next((self._labels[t] for t in topics if t in self._labels), None) or _CAUSES.get(cause)
+        if label is None:
+            return
+        self._pending.append((revision.snapshot.revision, label, topics))
+        if self._stop.is_set():  # shutting down: stop() commits it; after that, the next start does
+            return
+        if not self._flush_queued:
+            self._flush_queued = True
+            self._worker.submit(self._flush)
+
+    def _flush(self) -> None:
+        """Worker thread: stage the files of the pending revisions under the write lock, then commit them as
+        one commit (writes go on meanwhile: the commit records the staged files)."""
+        try:
+            asyncio.run_coroutine_threadsafe(self.state.lock.acquire(), self.loop).result()
+        except RuntimeError:  # the loop is gone: the next start commits the files as an external edit
+            return
+        try:
+            batch = self._take()
+            staged = bool(batch) and self._stage()
+        finally:
+            self.loop.call_soon_threadsafe(self.state.lock.release)
+        if batch and staged:
+            self._commit(batch, True)
+            self.drain_spool()
+        elif batch:  # git add failed: keep the revisions for the next commit (status says why)
+            self._pending[:0] = batch
+
+    def commit_pending(self) -> None:
+        """Commit the revisions installed so far (the caller holds the write lock); errors are kept in status."""
+        batch = self._take()
+        if batch:
+            self._commit(batch, False)
+
+    def _take(self) -> list[tuple[int, str, list[str]]]:
+        self._flush_queued = False
+        batch, self._pending = self._pending, []
+        return batch
+
+    def _stage(self) -> bool:
+        try:
+            self.history.stage()
+            return True
+        except MMError as error:
+            self.commit_error = str(error)
+            log.error("git.stage_failed error=%r", str(error))
+            return False
+
+    def _commit(self, batch: list[tuple[int, str, list[str]]], staged: bool) -> None:
+        causes = list(dict.fromkeys(c for _, c, _ in batch))
+        topics = list(dict.fromkeys(t for _, _, ts in batch for t in ts))
+        try:
+            if self.history.commit([r for r, _, _ in batch], ", ".join(causes), topics, staged=staged):
+                self.commits += 1
+            self.commit_error = None
+            self._repo_stale = True
+        except MMError as error:  # a hook refused it: the files stay, the next commit takes them along
+            self.commit_error = str(error)
+            log.error("git.commit_failed revisions=%s error=%r", [r for r, _, _ in batch], str(error))
+
+    def _refresh_repo(self) -> None:
+        from .git import repo_status
+
+        self._repo_stale = False
+        try:
+            self.repo = repo_status(self.root, remote=self.settings.remote, history=self.history)
+        except Exception as error:  # noqa: BLE001 - status is a report; the daemon serves on
+            log.warning("git.status_failed error=%r", str(error))
+
+    # --- sync -------------------------------------------------------------------------------------
+
+    async def sync_now(self) -> dict[str, Any]:
+        """Commit, fetch, merge, push, reload; returns what happened (``SyncResult`` JSON plus ``queued``
+        candidate ids and ``revision``) once it is all done; a failure is in ``error``, never raised."""
+        result: dict[str, Any] = await self._submit(self._sync)
+        result["revision"] = self.state.revision
+        if result["indexOverBudget"]:  # allowed on disk, as an external edit would be: nudge a consolidation
+            report = nudge_report(self.state.current, 0, self.state.now_iso())
+            self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "sync", "queuePending": self.queue.pending})
+        self.publisher.publish(MEMORY_SYNCED, {
+            k: result[k] for k in ("ok", "remote", "branch", "merged", "pushed", "head", "ahead", "behind", "topics",
+                                   "queued", "error", "revision", "indexOverBudget")})
+        return result
+
+    def _sync(self) -> dict[str, Any]:
+        from .git import sync
+
+        result = sync(self.root, remote=self.settings.remote, branch=self.settings.branch,
+                      options=self.state.options, lock=lambda: _LoopLock(self), history=self.history).to_json()
+        candidates = [c["candidate"] for c in result["conflicts"] if "candidate" in c]
+        result["queued"] = self._queue(candidates, f"git:{result['remote']}/{result['branch']}")
+        result["queued"] += self.drain_spool()
+        self._refresh_repo()
+        at = self.state.now_iso()
+        self.last_sync = {"at": at, "ok": result["ok"], "merged": result["merged"], "pushed": result["pushed"],
+                          "conflicts": len(result["conflicts"]), "note": result["note"], "error": result["error"]}
+        if result["error"]:
+            self.failures += 1
+            self.last_error = {"at": at, **result["error"]}
+            log.warning("git.sync_failed stage=%s error=%r failures=%d", result["error"]["stage"],
+                        result["error"]["message"], self.failures)
+        else:
+            self.failures = 0
+        return result
+
+    def reload_if_moved(self) -> None:
+        """Worker thread, write lock held: when the files differ from the current revision, load and install
+        them (``memory/changed`` with ``cause: "sync"``)."""
+        state = self.state
+        try:
+            notes = [f"{DETAIL_DIR}/{n}" for n in os.listdir(self.root / DETAIL_DIR) if n.endswith(".md")]
+        except OSError:
+            notes = []
+        if not state.external_change({INDEX_NAME, *notes, *state.fingerprints}):
+            return
+        try:
+            revision = state.prepare_load()
+        except MMError as error:  # the merged files stay on disk; the previous revision stays current
+            log.error("git.reload_failed error=%r", str(error))
+            return
+
+        async def adopt() -> bool:
+            return state.adopt(revision, "sync")
+
+        asyncio.run_coroutine_threadsafe(adopt(), self.loop).result()
+
+    def drain_spool(self) -> list[int]:
+        """Queue the conflicts ``git merge`` left in the driver's spool (a person's own ``git pull``); run after
+        each commit (an external edit's included) and each sync. Returns the new candidates' ids."""
+        from .git import drain_conflicts
+
+        out = [{"topic": str(r.get("topic")), "entrySummary": (r.get("otherEntry") or {}).get("summary"),
+                "body": r["otherBody"] if r.get("otherBody") is not None else r.get("keptBody") or "",
+                "evidence": {side: {"body": r.get(f"{side}Body")} for side in ("kept", "other")}}
+               for r in drain_conflicts(self.root)]
+        return self._queue(out, "git merge driver") if out else []
+
+    def _queue(self, candidates: list[dict[str, Any]], source: str) -> list[int]:
+        """Add pinned ``conflict`` candidates, their evidence both versions (``position.uuid``: the commit, ``-``
+        when unknown; ``messageId``: ``<kept>..<other>``), then ``queue/added``."""
+        rows = []
+        for c in candidates:
+            body, ev = c.get("body") or "", c.get("evidence") or {}
+            evidence = tuple(Evidence("git", None, None, source, {"file": source, "uuid": str(v.get("commit") or "-")},
+                                      None, "text", str(v["body"] if v.get("body") is not None else body)[:QUOTE_MAX])
+                             for v in (ev.get("other") or {}, ev.get("kept") or {}))
+            rows.append(NewCandidate(
+                "conflict", c["topic"], (c.get("entrySummary") or c.get("summary") or c["topic"])[:120], body,
+                len(body), False, None, source, None, f"{evidence[1].position['uuid']}..{evidence[0].position['uuid']}",
+                "sync", rule="git.sync-conflict", score=2.0, visible=True, evidence=evidence, pinned=True))
+        ids = self.queue.add(rows) if rows else []
+        if ids:
+            self.loop.call_soon_threadsafe(self.publisher.publish, QUEUE_ADDED,
+                                           {"ids": ids, "sessionId": None, "source": source})
+        return ids
+
+    async def _schedule(self) -> None:
+        """Sync every ``syncIntervalMs``; after a failure sooner, then backing off (:func:`retry_delay_ms`)."""
+        while not self._stop.is_set():
+            delay_ms = retry_delay_ms(self.settings.sync_interval_ms, self.failures)
+            self.next_sync_at = _iso_in(self.state.now_iso(), delay_ms)
+            try:
+                await asyncio.wait_for(self._stop.wait(), delay_ms / 1000)
+                return
+            except TimeoutError:
+                pass
+            try:
+                await self.sync_now()
+            except Exception as error:  # noqa: BLE001 - a bug must not end the schedule; it is counted and retried
+                self.failures += 1
+                self.last_error = {"at": self.state.now_iso(), "stage": "sync", "message": repr(error)}
+                log.exception("git.sync_crashed")
+
+    # --- history use-cases ------------------------------------------------------------------------
+
+    async def committed(self) -> None:
+        """Return once the revisions installed so far are committed (the worker runs its jobs in order)."""
+        await self._submit(lambda: None)  # the jobs queued before it are done
+
+    async def log(self, topic: str | None, limit: int) -> dict[str, Any]:
+        """``{commits: [...]}`` newest first (see :meth:`~.git.history.GitHistory.log`), the latest
+        revisions' commits included.
+
+        Raises:
+            MMError(E_INVALID): for a bad topic slug or a ``limit`` below 1.
+        """
+        if topic is not None:
+            validate_topic(topic)
+        if limit < 1:
+            raise MMError(ErrorCode.E_INVALID, f"limit must be at least 1 (got {limit})")
+        await self.committed()
+        return {"commits": await asyncio.to_thread(self.history.log, topic, limit=limit)}
+
+    async def diff(self, rev: str, other: str | None) -> dict[str, Any]:
+        """What changed (see :meth:`~.git.history.GitHistory.diff`)."""
+        await self.committed()
+        return await asyncio.to_thread(self.history.diff, rev, other)
+
+    async def revert(self, rev: str) -> dict[str, Any]:
+        """Undo ``rev`` with new writes: ``{ok, rev, commit, results: [{topic, action, changedSince, outcome}]}``."""
+        await self.committed()
+        commit = await asyncio.to_thread(self.history.resolve, rev)
+        plan = await asyncio.to_thread(self.history.revert_plan, commit)
+        results = []
+        for step in plan:
+            results.append({**{k: step[k] for k in ("topic", "action", "changedSince")},
+                            "outcome": await self._apply(step, "revert")})
+        return {"ok": all(r["outcome"].get("ok", True) for r in results), "rev": rev, "commit": commit,
+                "results": results, "revision": self.state.revision}
+
+    async def restore(self, topic: str, at: str) -> dict[str, Any]:
+        """``topic`` back as it was at ``at``: ``{ok, topic, at, commit, action, outcome}``."""
+        validate_topic(topic)
+        await self.committed()
+        note = await asyncio.to_thread(self.history.note_at, topic, at)
+        if note is None:
+            if self.state.current.note(topic) is None:
+                raise DaemonError(DaemonCode.E_NOT_FOUND, f"{topic} did not exist at {at} and does not exist now")
+            step: dict[str, Any] = {"topic": topic, "action": "delete"}
+        else:
+            step = {"topic": topic, "action": "write", "content": note["body"], "summary": note["summary"],
+                    "tags": note["tags"]}
+        outcome = await self._apply(step, "restore")
+        return {"ok": bool(outcome.get("ok", True)), "topic": topic, "at": at,
+                "commit": note["commit"] if note else await asyncio.to_thread(self.history.resolve, at),
+                "action": step["action"], "outcome": outcome, "revision": self.state.revision}
+
+    async def _apply(self, step: dict[str, Any], label: str) -> dict[str, Any]:
+        """One write or delete through the state (queued with the others'); its revision commits as ``label``."""
+        self._labels[step["topic"]] = label
+        try:
+            if step["action"] == "delete":
+                return await self.state.delete(step["topic"])
+            return await self.state.write(step["topic"], step["content"], summary=step.get("summary") or None,
+                                          tags=step.get("tags") or "")
+        finally:
+            self._labels.pop(step["topic"], None)
+
+    # --- status -----------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """The ``git`` object of ``daemon.status`` (``schema/rpc.schema.json``): ``ahead``/``behind`` as of the
+        last fetch; ``branch``…``uncommitted`` as of the last sync, or the status call after the last commit."""
+        if self._repo_stale and not self._stop.is_set():
+            self._repo_stale = False
+            self._worker.submit(self._refresh_repo)
+        return {**{k: self.repo.get(k) for k in ("branch", "head", "remoteConfigured", "ahead", "behind",
+                                                 "uncommitted")},
+                "remote": self.settings.remote, "commits": self.commits, "pendingCommits": len(self._pending),
+                "commitError": self.commit_error, "lastSync": self.last_sync, "lastError": self.last_error,
+                "failures": self.failures, "nextSyncAt": self.next_sync_at,
+                "syncIntervalMs": self.settings.sync_interval_ms}
+
+
+def _iso_in(now_iso: str, delay_ms: int) -> str:
+    return iso_ms(parse_iso_ms(now_iso) + timedelta(milliseconds=delay_ms))
+
