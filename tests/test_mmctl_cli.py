@@ -249,7 +249,7 @@ def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.Mon
 
 
 ONE_SHOT_MODULES = {
-    "mmctl", "mmctl.backend", "mmctl.cli", "mmctl.cli.main", "mmctl.cli.output", "mmctl.cli.parser",
+    "mmctl", "mmctl.backend", "mmctl.cli", "mmctl.cli.checks", "mmctl.cli.main", "mmctl.cli.output", "mmctl.cli.parser",
     "mmctl.cli.reference", "mmctl.pins", "mmctl.render", "mmd", "mmd.core", "mmd.core.budget", "mmd.core.clock",
     "mmd.core.config_file", "mmd.core.durable", "mmd.core.engine", "mmd.core.errors", "mmd.core.format",
     "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.live_budget", "mmd.core.memory", "mmd.core.model",
@@ -427,4 +427,36 @@ def test_deleting_a_dangling_entry_says_it_removed_the_entry(mm) -> None:  # typ
     mm("write", "gone", "--content", "x")
     (mm.root / "memories" / "gone.md").unlink()
     assert mm("delete", "gone").out == "deleted gone: removed its index entry (the note file was already gone)\n"
-    assert mm("delete", "gone").out == "deleted gone: not found\n" and mm("list").out == "(no notes)\n"
+    assert mm("delete", "gone").out == "nothing to delete: no note for topic gone\n" and mm("list").out == \
+        "(no notes)\n"
+
+
+def test_deleting_a_missing_topic_says_there_was_nothing_to_delete(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
+    r = mm("delete", "nosuch")
+    assert (r.code, r.out, r.err) == (0, "nothing to delete: no note for topic nosuch\n", "")
+    as_json = mm("delete", "nosuch", "--json")  # the reference's shape, unchanged
+    assert as_json.code == 0 and as_json.json["removed"] is False and as_json.json["ok"] is True
+    assert list(as_json.json) == ["ok", "removed", "topic", "pendingWrites", "usage"]
+
+
+def test_doctor_reports_loose_modes_and_case_twins_and_says_the_fix_it_cannot_make(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "deploy", "--content", "region a")
+    note = mm.root / "memories" / "deploy.md"
+    note.chmod(0o620)  # chmod g+w
+    (mm.root / "memories" / "Deploy.md").write_text("# Deploy\n\nregion b\n")  # from another machine
+    before = {p.name: p.read_bytes() for p in (mm.root / "memories").iterdir()}
+    r = mm("doctor", "--json")
+    assert r.code == 1
+    found = {p["kind"]: p for p in r.json["problems"]}
+    assert set(found) == {"loose-mode", "orphan", "case-twins"} and not any(p["fixable"] for p in found.values())
+    assert found["loose-mode"]["message"] == (f"memories/deploy.md is writable by group (0o620): another user could "
+                                              f"change the memory; `chmod go-w {note}`")
+    assert found["case-twins"]["message"].startswith("topics Deploy, deploy differ only by case")
+    assert "`mmctl delete Deploy`" in found["case-twins"]["message"]
+    fixed = mm("doctor", "--fix")
+    assert fixed.code == 1 and "internal error" not in fixed.err and "fixed:" not in fixed.out
+    assert {p.name: p.read_bytes() for p in (mm.root / "memories").iterdir()} == before
+    assert mm("delete", "Deploy").code == 0  # the fixes doctor names work
+    subprocess.run(["chmod", "go-w", str(note)], check=True)
+    assert mm("doctor").out.endswith("no problems found\n")

@@ -210,6 +210,13 @@ def _epilog(env: Mapping[str, str]) -> str:
             "the defaults.")
 
 
+def _path_value(raw: str) -> str:
+    """A path flag's value as given; an empty or blank one is a usage error (exit 2), never the default."""
+    if not raw.strip():
+        raise argparse.ArgumentTypeError("expects a path, not an empty value")
+    return raw
+
+
 def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
     """The ``mmd`` argument parser, built from :data:`OPTIONS`; its help names the defaults for ``env``.
 
@@ -223,7 +230,7 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
                     "serves JSON-RPC over ZeroMQ, digests agent session logs into a review queue.",
                     usage=f"mmd [OPTIONS]\n       {_SERVICE_USAGE}", epilog=_epilog(env), allow_abbrev=False,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", dest="config", default=None, metavar="PATH",
+    parser.add_argument("--config", dest="config", default=None, metavar="PATH", type=_path_value,
                         help="TOML config file (default below)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     for opt in OPTIONS:
@@ -232,14 +239,14 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
                                 help=opt.help)
         elif opt.kind == "paths":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action="append", metavar="PATH",
-                                help=opt.help)
+                                type=_path_value, help=opt.help)
         elif opt.kind in REPEATED:
             parser.add_argument(opt.flag, dest=opt.key, default=None, action="append",
                                 metavar="KIND=PATH" if opt.kind == "sources" else "KIND", help=opt.help)
         else:
             default = "" if opt.default is None else f" (default {opt.default})"
             parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(),
-                                help=opt.help + default)
+                                type=_path_value if opt.kind == "path" else str, help=opt.help + default)
     return parser
 
 

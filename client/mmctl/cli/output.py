@@ -93,6 +93,23 @@ def _utf8(stream: TextIO) -> TextIO:
     return stream
 
 
+def _not_a_root(root: Path) -> str:
+    """What is wrong with ``root`` (no MEMORY.md under it) and a fix that works for that case."""
+    if root.exists() and not root.is_dir():
+        holder = root.parent
+        if (holder / INDEX_NAME).is_file():
+            return f"is a file, not a folder; the memory root is the folder holding {INDEX_NAME}: --root {holder}"
+        return "is a file, not a folder; give --root the folder that holds MEMORY.md (or a new folder to `mmctl init`)"
+    if root.is_dir():
+        return f"has no {INDEX_NAME}; create one with `mmctl init --root {root}`, or give the right --root"
+    parent = root.parent
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), parent)
+    if not existing.is_dir():
+        return f"does not exist, and {existing} is a file, not a folder; give the right --root"
+    make = "" if parent.is_dir() else f"`mkdir -p {parent}` and "
+    return f"does not exist; create one with {make}`mmctl init --root {root}`, or give the right --root"
+
+
 class Ctx:
     """Everything a command needs.
 
@@ -160,10 +177,8 @@ class Ctx:
         root = self.root()
         if (root / INDEX_NAME).is_file():
             return root
-        what = "is a file, not a folder" if root.is_file() else \
-            f"has no {INDEX_NAME}" if root.is_dir() else "does not exist"
         raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: no memory root at {root} ({self.root_origin()}): it "
-                      f"{what}; create one with `mmctl init --root {root}`, or give the right --root")
+                      f"{_not_a_root(root)}")
 
     def stdin_bytes(self) -> bytes:
         """All of stdin, as bytes (``--content -``)."""

@@ -304,17 +304,19 @@ def cmd_delete(ctx: Ctx) -> int:
     if ctx.json:
         ctx.print_json(outcome)
     else:
-        ctx.write(f"deleted {topic}: {_deleted(outcome)}\n")
+        ctx.write(_deleted(topic, outcome) + "\n")
     return EXIT_OK
 
 
-def _deleted(outcome: dict[str, Any]) -> str:
-    """``removed``, ``not found``, or, for a dangling entry (a change without a file removed), what was removed."""
+def _deleted(topic: str, outcome: dict[str, Any]) -> str:
+    """``deleted T: removed``; for a dangling entry (a change without a file removed), what was removed; for no
+    note at all, that there was nothing to delete (the reference says ``deleted T: not found``: a listed
+    deviation, ``tests/conformance_rules.py``)."""
     if outcome["removed"]:
-        return "removed"
+        return f"deleted {topic}: removed"
     if outcome.get("pendingWrites"):
-        return "removed its index entry (the note file was already gone)"
-    return "not found"
+        return f"deleted {topic}: removed its index entry (the note file was already gone)"
+    return f"nothing to delete: no note for topic {topic}"
 
 
 def cmd_uri(ctx: Ctx) -> int:
