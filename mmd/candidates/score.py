@@ -27,7 +27,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mmd.candidates.signals import RULES, Kind, Rule, fire, strength
+from mmd.candidates.signals import RULES, Kind, Rule, fire, possible, strength
 from mmd.candidates.statements import Statement, looks_pasted, split, summarize
 from mmd.sources.base import Utterance
 
@@ -194,6 +194,8 @@ class _Session:
             if utterance.who == "human" and looks_pasted(utterance.text):
                 continue
             text = _INJECTED.sub(" ", utterance.text) if utterance.who == "human" else utterance.text
+            if not possible(text, utterance.who, self.rules):
+                continue  # no statement of it can fire: not split
             statements = split(text)
             for statement in statements:
                 rule = fire(statement, utterance.who, self.rules)
