@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mmd.candidates.signals import RULES, Kind, Rule, fire, possible, strength
-from mmd.candidates.statements import Statement, looks_pasted, split, summarize
+from mmd.candidates.statements import Statement, looks_pasted, marked, split, summarize
 from mmd.sources.base import Utterance
 
 __all__ = ["DEFAULT_TUNING", "MIN_SCORE", "WHO_FACTOR", "Draft", "Tuning", "budget", "select"]
@@ -198,6 +198,8 @@ class _Session:
                 continue  # no statement of it can fire: not split
             statements = split(text)
             for statement in statements:
+                if marked(statement.text):
+                    continue  # a marked line is pinned by the marker rules (pipeline), not drafted here
                 rule = fire(statement, utterance.who, self.rules)
                 if rule is not None:
                     weight = strength(statement, utterance.who, self.rules)
@@ -260,7 +262,9 @@ def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
     the global parameters (who-factors, budget formula, score floor; default :data:`DEFAULT_TUNING`);
     ``rules`` the rules to fire (default :data:`~mmd.candidates.signals.RULES`). Utterances of
     channel ``text`` (files that are not agent logs) are not read here: the mm v1 rules apply
-    to them. Never raises on any text.
+    to them; a statement opening with an mm v1 marker (``REMEMBER:``, ``记住：``, ``mm:`` …) is left to the
+    marker rules, which pin it (:mod:`mmd.candidates.pipeline`), and takes no place in the budget.
+    Never raises on any text.
     """
     groups: dict[str, list[Utterance]] = {}
     for utterance in utterances:

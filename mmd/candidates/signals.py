@@ -109,6 +109,7 @@ RULES: tuple[Rule, ...] = (
         r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b",
         r"不要", r"务必", r"必须", r"别再", r"永远", r"总是", r"一律", r"一定要", r"千万")),
     Rule("human-should", "rule", 0.6, ("human",), _rx(
+        r"要(?:写|用|带|加|保持|注明|标明|说明|记得|先|确保|清楚)",
         r"\bshould\b", r"\bmake sure\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该",
         r"\bso (?:run|use|keep|always|never|make sure|don'?t)\b",
         r"\bkeep (?:\w+ )?(?:small|short|in sync|consistent)\b")),
@@ -122,7 +123,7 @@ RULES: tuple[Rule, ...] = (
         r"\bnot what i\b", r"\byou (?:missed|forgot|broke)\b", r"\bfalse positive\b",
         r"\balready (?:marked|identified|done|handled|exists?)\b", r"\bis not (?:a|an|the)\b",
         r"\b(?:isn'?t|aren'?t|doesn'?t|don'?t|won'?t) (?:need|matter|work|apply|exist)\b",
-        r"\binstead\b", r"\bno harm\b", r"\bis (?:ok|fine)\b", r"不对", r"不是", r"错了")),
+        r"\binstead\b(?! of)", r"\bno harm\b", r"\bis (?:ok|fine)\b", r"不对", r"不是", r"错了")),
     Rule("human-we-use", "decision", 0.8, ("human",), _rx(
         r"\bwe (?:use|want|need|create|keep|run|go with|will|'ll|should|can|don'?t)\b",
         r"\blet'?s\b", r"\bi think (?:we|let'?s|it)\b", r"\bmake it so\b", r"\bit (?:should|would) (?:only|be|not)\b",
@@ -133,10 +134,13 @@ RULES: tuple[Rule, ...] = (
         r"(?:^|\s)(?:~|/tmp|/usr|/opt|/home|\.\w*venv)\S*")),
     # --- the assistant's findings ---------------------------------------------------------------
     # "Pitfall I hit: …", "One thing to know: …", "Gotcha: …": the assistant flags a lesson itself
-    Rule("assistant-notice", "pitfall", 0.7, ("assistant",), _rx(
+    # a lesson the assistant labels as one ("Pitfall I hit: …", "踩到一个坑：…") is nearly a marker
+    Rule("assistant-lesson", "pitfall", 0.9, ("assistant",), _rx(
         r"^(?:\W*)(?:note|gotcha|pitfall|caveat|heads[- ]up|lesson|important|one thing to (?:know|note|remember))"
-        r"\b[^:.!?]{0,30}:\s*\S", r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b",
+        r"\b[^:.!?]{0,30}:\s*\S",
         r"踩到一个坑", r"踩坑", r"注意[:：]", r"坑[:：]")),
+    Rule("assistant-notice", "pitfall", 0.7, ("assistant",), _rx(
+        r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b")),
     # plain "the issue is that …" is left out: a diagnosis of the moment (shown in 4 files, no gold)
     Rule("assistant-root-cause", "pitfall", 0.75, ("assistant",), _rx(
         r"\broot cause\b", r"\bthe (?:real|actual) (?:issue|problem|bug|culprit) (?:is|was)\b",
@@ -155,6 +159,9 @@ RULES: tuple[Rule, ...] = (
     Rule("assistant-decision", "decision", 0.55, ("assistant",), _rx(
         r"\bwe'?ll use\b", r"\bi'?ll use\b", r"\bdecided\b", r"\bis now\b", r"\bnow (?:uses|prompts|runs)\b",
         r"\bsince\b.*\b(?:so|we|i)\b", r"\bbecause\b", r"\bconstraint\b")),
+    # "I'm pinning X on every call so the tests give the same result anywhere": a choice and its purpose
+    Rule("assistant-purpose", "decision", 0.75, ("assistant",), _rx(
+        r"^(?:i'?m|i am|we'?re|we are) (?!going\b)\w+ing\b.*\bso (?:that )?(?:the|it|they|we|this|every|any)\b")),
     # "Good catch — <what is true now>": the finding after the user's correction. Weight 0.45: the
     # agreeing sentence itself matched no gold item of ../shared/real-sessions (5 shown in 4 files at
     # 0.7); what the acknowledgment is worth goes to the correction (score.cross_turn, +0.2).
