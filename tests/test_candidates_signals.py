@@ -150,3 +150,17 @@ def test_without_takes_phrases_out_and_a_rule_left_empty_goes() -> None:
     rule = next(r for r in RULES if r.name == "human-from-now-on")
     every = {(rule.name, i) for i in range(len(phrases(rule)))}
     assert [r.name for r in without(RULES, every)] == [r.name for r in RULES if r is not rule]
+
+
+def test_a_labelled_aside_is_a_notice_a_labelled_lesson_more() -> None:
+    assert rule_of("**Note:** the importer may use a callback pattern here.", "assistant") == "assistant-notice"
+    assert rule_of("Gotcha: the importer skips rows with an empty id.", "assistant") == "assistant-lesson"
+    lesson = next(r for r in RULES if r.name == "assistant-lesson")
+    notice = next(r for r in RULES if r.name == "assistant-notice")
+    assert lesson.weight > notice.weight
+
+
+def test_the_future_as_a_time_not_as_a_noun_is_a_standing_rule() -> None:
+    assert rule_of("In the future, run the linter before you commit anything.", "human") == "human-from-now-on"
+    assert rule_of("please keep the old flags working in the future", "human") == "human-from-now-on"
+    assert rule_of("these tables need to exist in the future state of the schema", "human") != "human-from-now-on"

@@ -100,7 +100,9 @@ RULES: tuple[Rule, ...] = (
         r"\bgood to know\b", r"\bnote that\b", r"\bremember that\b", r"\bbtw\b", r"\bby the way\b",
         r"顺便说", r"注意", r"提醒")),
     Rule("human-from-now-on", "rule", 0.8, ("human",), _rx(
-        r"\bfrom now on\b", r"\bgoing forward\b", r"\bin (?:the )?future\b", r"\bnext time\b",
+        r"\bfrom now on\b", r"\bgoing forward\b", r"\bnext time\b",
+        # "in the future" as a time ("In the future, …", "… in the future."), not "the future state"
+        r"(?:^|[,;] )in (?:the )?future\b", r"\bin (?:the )?future(?=[,;:]|$)",
         r"\bevery time\b", r"以后", r"今后", r"每次")),
     Rule("human-standing-rule", "rule", 0.9, ("human",), _rx(
         r"\b(?:always|never)\b", r"\bmust(?:n'?t| not)?\b",
@@ -136,11 +138,12 @@ RULES: tuple[Rule, ...] = (
     # "Pitfall I hit: …", "One thing to know: …", "Gotcha: …": the assistant flags a lesson itself
     # a lesson the assistant labels as one ("Pitfall I hit: …", "踩到一个坑：…") is nearly a marker
     Rule("assistant-lesson", "pitfall", 0.9, ("assistant",), _rx(
-        r"^(?:\W*)(?:note|gotcha|pitfall|caveat|heads[- ]up|lesson|important|one thing to (?:know|note|remember))"
-        r"\b[^:.!?]{0,30}:\s*\S",
-        r"踩到一个坑", r"踩坑", r"注意[:：]", r"坑[:：]")),
+        r"^(?:\W*)(?:gotcha|pitfall|lesson|one thing to (?:know|note|remember))\b[^:.!?]{0,30}:\s*\S",
+        r"踩到一个坑", r"踩坑", r"坑[:：]")),
+    # "Note: …", "Important caveat: …" label asides in plans as often as lessons
     Rule("assistant-notice", "pitfall", 0.7, ("assistant",), _rx(
-        r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b")),
+        r"^(?:\W*)(?:note|caveat|heads[- ]up|important)\b[^:.!?]{0,30}:\s*\S",
+        r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b", r"注意[:：]")),
     # plain "the issue is that …" is left out: a diagnosis of the moment (shown in 4 files, no gold)
     Rule("assistant-root-cause", "pitfall", 0.75, ("assistant",), _rx(
         r"\broot cause\b", r"\bthe (?:real|actual) (?:issue|problem|bug|culprit) (?:is|was)\b",
