@@ -142,3 +142,22 @@ def test_an_agreeing_reply_ranks_below_the_correction_it_agrees_with() -> None:
     drafts = select([correction, reply])
     assert [d.evidence[0] for d in drafts] == [correction, reply]
     assert drafts[0].visible and drafts[0].score > drafts[1].score + 0.3
+
+
+def test_a_marked_line_is_left_to_the_marker_rules_and_is_no_neighbours_context() -> None:
+    prompt = say("human", "Yes: soft delete it. Orders have to keep the original row, which is why we can't "
+                          "hard-delete.\nREMEMBER: never edit migration files by hand", 1)
+    drafts = select([prompt])
+    assert [d.rule for d in drafts] == ["human-we-use"]  # the REMEMBER line is pinned by the pipeline
+    assert "REMEMBER" not in drafts[0].body and drafts[0].body.startswith("Yes: soft delete it.")
+
+
+def test_a_labelled_lesson_and_a_choice_with_its_purpose_from_the_assistant() -> None:
+    drafts = select([
+        say("human", "the totals page crashes on an empty cart", 1),
+        say("assistant", "Pitfall I hit: `Sum()` returns None on an empty queryset, so wrap it in `Coalesce`.", 2),
+        say("assistant", "Checked the rest. I'm pinning `TZ=UTC` on every test call so the tests give the same "
+                         "result on any machine.", 3)])
+    rules = {d.rule: d for d in drafts}
+    assert rules["assistant-lesson"].visible and rules["assistant-lesson"].score >= DEFAULT_TUNING.sure
+    assert rules["assistant-purpose"].visible and rules["assistant-purpose"].score >= MIN_SCORE

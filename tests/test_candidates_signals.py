@@ -23,6 +23,7 @@ def rule_of(text: str, who: str, section: str = "") -> str | None:
     ("from now on run the linter before every commit", "human-from-now-on"),
     ("以后都用中文写提交说明，谢谢你", "human-from-now-on"),
     ("always use uv run to launch python code", "human-standing-rule"),
+    ("解析失败的错误信息要写清楚是第几行出的错", "human-should"),
     ("never push directly to the main branch", "human-standing-rule"),
     ("don't use the browser tool to read web pages", "human-standing-rule"),
     ("不要在没有我同意的情况下提交代码", "human-standing-rule"),
@@ -56,9 +57,10 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("The real issue was the stale lock file left by the crashed run.", "assistant-root-cause"),
     ("空列表时求和返回的是空值而不是零，所以要写默认值", "assistant-pitfall"),
     ("Good catch - the second call reads the stale value.", "assistant-acknowledged"),
-    ("One thing to know: the importer skips rows with an empty id.", "assistant-notice"),
-    ("Pitfall I hit: the settings module defaults to production.", "assistant-notice"),
-    ("踩到一个坑：空列表时求和返回的是空值而不是零", "assistant-notice"),
+    ("One thing to know: the importer skips rows with an empty id.", "assistant-lesson"),
+    ("Pitfall I hit: the settings module defaults to production.", "assistant-lesson"),
+    ("踩到一个坑：空列表时求和返回的是空值而不是零", "assistant-lesson"),
+    ("I'm pinning the clock on every test so the results are the same on any machine.", "assistant-purpose"),
 ])
 def test_assistant_findings_fire(text: str, rule: str) -> None:
     assert rule_of(text, "assistant") == rule
@@ -73,6 +75,7 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
     ("Run the build and tell me what you see.", "human"),        # a one-off request
     ("src/app.py:12: error: never call this", "human"),          # pasted tool output
     ("Here is what I found in the logs:", "human"),              # a lead-in
+    ("the report needs a --tz flag so times can be given in a named zone instead of offsets", "human"),  # a request
     ("You're absolutely right!", "assistant"),                   # an acknowledgment with nothing after it
     ("Good point, I will look at it.", "assistant"),
     ("The issue is that I need to make the helper work with blocks.", "assistant"),  # a plan, not a finding
@@ -147,3 +150,17 @@ def test_without_takes_phrases_out_and_a_rule_left_empty_goes() -> None:
     rule = next(r for r in RULES if r.name == "human-from-now-on")
     every = {(rule.name, i) for i in range(len(phrases(rule)))}
     assert [r.name for r in without(RULES, every)] == [r.name for r in RULES if r is not rule]
+
+
+def test_a_labelled_aside_is_a_notice_a_labelled_lesson_more() -> None:
+    assert rule_of("**Note:** the importer may use a callback pattern here.", "assistant") == "assistant-notice"
+    assert rule_of("Gotcha: the importer skips rows with an empty id.", "assistant") == "assistant-lesson"
+    lesson = next(r for r in RULES if r.name == "assistant-lesson")
+    notice = next(r for r in RULES if r.name == "assistant-notice")
+    assert lesson.weight > notice.weight
+
+
+def test_the_future_as_a_time_not_as_a_noun_is_a_standing_rule() -> None:
+    assert rule_of("In the future, run the linter before you commit anything.", "human") == "human-from-now-on"
+    assert rule_of("please keep the old flags working in the future", "human") == "human-from-now-on"
+    assert rule_of("these tables need to exist in the future state of the schema", "human") != "human-from-now-on"

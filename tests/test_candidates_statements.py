@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mmd.candidates.statements import MAX_STATEMENT, looks_pasted, split, summarize
+from mmd.candidates.statements import MAX_STATEMENT, looks_pasted, marked, split, summarize
 
 
 def texts(text: str) -> list[str]:
@@ -62,3 +62,10 @@ def test_pasted_plans_and_logs_are_recognised() -> None:
     log = "\n".join(f"2026-01-02 10:00:{i:02d} INFO step {i}" for i in range(10))
     assert looks_pasted(plan) and looks_pasted(spec) and looks_pasted(log)
     assert not looks_pasted("never push to main without a review. we use squash merges.")
+
+
+def test_a_marked_line_is_its_own_paragraph() -> None:
+    said = split("Orders keep their product row.\n记住：迁移文件不要手改\nmm: use uv")
+    assert [s.text for s in said] == ["Orders keep their product row.", "记住：迁移文件不要手改", "mm: use uv"]
+    assert len({s.paragraph for s in said}) == 3
+    assert marked("REMEMBER: x") and marked("- mm: y") and not marked("remembered to run it")

@@ -10,6 +10,7 @@ no message says "internal error" (that is kept for real bugs: issue 10).
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -101,7 +102,8 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmctl", ["inject", "--max-bytes", "x"], {}, 2, 'mmctl: --max-bytes expects a non-negative integer (got "x")', ""),
     ("mmctl", ["inject", "--format", "claude-hook"], {}, 1,
      "mmctl: E_INVALID: --format claude-hook reads Claude Code's hook input: a JSON object on stdin", ""),
-    ("mmctl", ["inject", "--client", "a\nb"], {}, 1, "mmctl: E_INVALID: a client key must be 1 to 200 characters", ""),
+    ("mmctl", ["inject", "--client", "a\nb"], {}, 2,
+     "mmctl: --client expects 1 to 200 characters without control characters", ""),
     ("mmctl", ["due", "--within", "x"], {}, 2, 'mmctl: --within expects a non-negative integer (got "x")', ""),
     ("mmctl", ["export"], {}, 2, "mmctl: export requires what to export: agents-md", ""),
     ("mmctl", ["export", "claude-md"], {}, 2, "mmctl: export: argument WHAT: invalid choice: 'claude-md'", ""),
@@ -137,6 +139,39 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
      "exist", ""),
     ("mmctl", ["init", "--root", "{tmp}/afile/x"], {}, 1,
      "mmctl: cannot create the memory root {tmp}/afile/x (from --root): {tmp}/afile is a file, not a folder", ""),
+    ("mmctl", ["read", "--root", "{tmp}/root/MEMORY.md"], {}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/root/MEMORY.md (from --root): it is a file, not a folder; "
+     "the memory root is the folder holding MEMORY.md: --root {tmp}/root", ""),
+    ("mmctl", ["read", "--root", "{tmp}/afile"], {}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/afile (from --root): it is a file, not a folder; give --root "
+     "the folder that holds MEMORY.md (or a new folder to `mmctl init`)", ""),
+    ("mmctl", ["read", "--root", "{tmp}/typo/deeper"], {}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/typo/deeper (from --root): it does not exist; create one "
+     "with `mkdir -p {tmp}/typo` and `mmctl init --root {tmp}/typo/deeper`", ""),
+    ("mmctl", ["read", "--root", "{tmp}/afile/x"], {}, 1,
+     "mmctl: E_NOT_INITIALIZED: no memory root at {tmp}/afile/x (from --root): it does not exist, and {tmp}/afile "
+     "is a file, not a folder; give the right --root", ""),
+    ("mmctl", ["read", "--root="], {}, 2, "mmctl: --root expects a path, not an empty value", ""),
+    ("mmctl", ["list", "--root", ""], {}, 2, "mmctl: --root expects a path, not an empty value", ""),
+    ("mmctl", ["write", "t", "--file", ""], {}, 2, "mmctl: --file expects a path, not an empty value", ""),
+    ("mmctl", ["digest", "--file="], {}, 2, "mmctl: --file expects a path, not an empty value", ""),
+    ("mmctl", ["export", "agents-md", "--file="], {}, 2, "mmctl: --file expects a path, not an empty value", ""),
+    ("mmctl", ["queue", "accept", "1", "--file="], {}, 2, "mmctl: --file expects a path, not an empty value", ""),
+    ("mmctl", ["queue", "list", "--project="], {}, 2, "mmctl: --project expects a path, not an empty value", ""),
+    ("mmctl", ["write", "t1", "--content", "x", "--review-after", "3x"], {}, 2,
+     "mmctl: --review-after: review date must be a date YYYY-MM-DD", ""),
+    ("mmctl", ["write", "t1", "--content", "x", "--review-after", "2026-02-30"], {}, 2,
+     "mmctl: --review-after: review date '2026-02-30' is not a calendar day", ""),
+    ("mmctl", ["queue", "show", "abc"], {}, 2,
+     "mmctl: queue show: a candidate id is a positive integer (got 'abc')", ""),
+    ("mmctl", ["queue", "reject", "1", "0"], {}, 2, "mmctl: queue reject: a candidate id is a positive integer "
+     "(got '0')", ""),
+    ("mmctl", ["inject", "--max-bytes", "0", "--client", "z"], {}, 2,
+     'mmctl: --max-bytes expects a positive integer (got "0")', ""),
+    ("mmctl", ["export", "agents-md", "--max-bytes", "0"], {}, 2,
+     'mmctl: --max-bytes expects a positive integer (got "0")', ""),
+    ("mmctl", ["inject", "--client", ""], {}, 2,
+     "mmctl: --client expects 1 to 200 characters without control characters (got '')", ""),
     ("mmctl", ["--version"], {}, 0, "", f"mmctl {__version__}\n"),
     ("mmctl", ["help", "write"], {}, 0, "", "usage: mmctl write [-h]"),
     ("mmctl", ["write", "--help"], {}, 0, "", "usage: mmctl write [-h]"),
@@ -150,6 +185,14 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
      "mmd: config error: {tmp}/bad.toml:1:9: not valid TOML: Invalid value", ""),
     ("mmd", [], {"XDG_CONFIG_HOME": "{tmp}/badconf"}, 2,
      "mmd: config error: {tmp}/badconf/mmd/config.toml:1:9: not valid TOML: Invalid value", ""),
+    ("mmd", ["--root="], {}, 2, "mmd: argument --root: expects a path, not an empty value", ""),
+    ("mmd", ["--root", " "], {}, 2, "mmd: argument --root: expects a path, not an empty value", ""),
+    ("mmd", ["--config="], {}, 2, "mmd: argument --config: expects a path, not an empty value", ""),
+    ("mmd", ["--sessions="], {}, 2, "mmd: argument --sessions: expects a path, not an empty value", ""),
+    ("mmd", ["--export-file="], {}, 2, "mmd: argument --export-file: expects a path, not an empty value", ""),
+    ("mmd", ["--curve-client-keys-dir="], {}, 2, "mmd: argument --curve-client-keys-dir: expects a path", ""),
+    ("mmd", ["service", "install", "--dry-run", "--", "--root="], {}, 2,
+     "mmd: argument --root: expects a path, not an empty value", ""),
     ("mmd", ["--git-remote", "a b"], {}, 2, "mmd: config error: git.remote = 'a b': is not a valid git name", ""),
     ("mmd", ["--git-branch", "-x"], {}, 2, "mmd: argument --git-branch: expected one argument", ""),
     ("mmd", ["--git-branch", "a..b"], {}, 2, "mmd: config error: git.branch = 'a..b': is not a valid git name", ""),
@@ -160,7 +203,9 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmd", ["--help"], {}, 0, "", "usage: mmd [OPTIONS]\n       mmd service {install,uninstall,status}"),
     ("mmd", ["service", "bogus"], {}, 2, "usage: mmd service", ""),
     ("mmd", ["service", "install"], {}, 1, "mmd service: no systemd user bus here", ""),
-    ("mmd", ["service", "status"], {}, 0, "", "{tmp}/.config/systemd/user/mmd.service: installed: no, enabled: no"),
+    ("mmd", ["service", "status"], {}, 0, "", "{tmp}/.config/systemd/user/mmd.service: installed: no, enabled: no, "
+     "running: unknown (no systemd user bus here to ask; `mmctl status` says whether a daemon answers)\n"
+     "not installed as a user service: `mmd service install` installs and starts it\n"),
 ]
 
 
@@ -216,6 +261,8 @@ def test_a_bad_invocation_is_refused_clearly_and_changes_nothing(
     assert proc.returncode == code, err
     assert (err.splitlines() or [""])[0].startswith(_expand(first, sandbox)) if first else err == "", err
     assert out.startswith(_expand(stdout, sandbox)), out
+    if code == 2 and "config error" not in first:  # a usage error is followed by a usage line (config: cli2)
+        assert any(line.startswith(("usage: ", "Usage: ")) for line in err.splitlines()), err
     assert "internal error" not in err and "Traceback" not in err
     assert _tree(sandbox) == before
 
@@ -225,3 +272,45 @@ def test_the_table_has_a_row_for_every_command() -> None:
 
     named = {str(r[1][0]) for r in ROWS if r[0] == "mmctl" and r[1]}
     assert set(COMMANDS) <= named and len(ROWS) >= 40
+
+
+def test_the_summary_form_shown_in_help_and_readme_works_as_typed_in_a_shell(tmp_path: Path) -> None:
+    """``--summary='--- draft'`` as ``mmctl write --help`` and the README show it, typed into ``sh``."""
+    import re
+    import shlex
+
+    help_text = subprocess.run([*MMCTL_ARGV, "write", "--help"], capture_output=True, text=True, check=True).stdout
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    shown = [m.group(0) for text in (" ".join(help_text.split()), readme)
+             for m in re.finditer(r"--summary=\S+ \S+?'", text)]
+    assert len(shown) == 2, shown
+    environ = {**os.environ, "HOME": str(tmp_path), "DSH_MEMORY_ROOT": str(tmp_path / "root"),
+               "MMCTL_NO_DAEMON": "1"}
+    for number, form in enumerate(shown):
+        line = f"{' '.join(map(shlex.quote, MMCTL_ARGV))} write t{number} --content body {form} --json"
+        proc = subprocess.run(["sh", "-c", line], env=environ, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        read = subprocess.run([*MMCTL_ARGV, "read", "--json"], env=environ, capture_output=True, text=True)
+        entries = {e["topic"]: e["summary"] for e in json.loads(read.stdout)["entries"]}
+        assert entries[f"t{number}"] == "--- draft", entries
+
+
+def test_queue_help_lists_every_action_with_one_line() -> None:
+    from mmctl.cli.parser import COMMANDS
+
+    help_text = subprocess.run([*MMCTL_ARGV, "queue", "--help"], capture_output=True, text=True, check=True).stdout
+    actions = COMMANDS["queue"].positionals[0].choices or ()
+    lines = {line.split()[0]: line for line in help_text.split("actions:\n", 1)[1].splitlines()
+             if line.startswith("  ") and line.split()}
+    assert {"list", "show", "accept", "reject"} <= set(actions) and set(lines) == set(actions), help_text
+
+
+def test_the_revision_jump_at_a_restart_is_explained_in_readme_and_status_help() -> None:
+    from mmd.daemon.state import RESERVE
+
+    said = f"blocks of {RESERVE}"
+    help_text = subprocess.run([*MMCTL_ARGV, "status", "--help"], capture_output=True, text=True, check=True).stdout
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    rpc_section = readme.split("## RPC and events", 1)[1].split("\n## ", 1)[0]
+    assert said in " ".join(help_text.split()) and f"then {RESERVE + 1}" in help_text
+    assert said in " ".join(rpc_section.split()) and f"then {RESERVE + 1}" in rpc_section

@@ -30,6 +30,7 @@ from mmd.core.paths import STATE_DIR
 from .conformance_rules import DEVIATIONS, explained_by, files_as_reference, has_crlf, same
 from .conftest import SHARED
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VECTORS = Path(os.environ.get("MM_CONFORMANCE_DIR") or SHARED / "conformance" / "vectors")
 DEFAULT_NOW = "2026-01-02T03:04:05.000Z"
 
@@ -357,3 +358,35 @@ def test_the_cli_rules_explain_their_differences_and_nothing_else() -> None:
     assert explained_by(bare, {"op": "cli", "args": ["search"]}, refused, created) \
         == "cli-refuses-what-the-reference-ignored"
     assert explained_by(bare, cli, {"result": {"exitCode": 1, "stderr": "mmctl: boom\n"}}, created) is None
+
+
+def test_the_core_error_rule_explains_a_named_error_and_nothing_else() -> None:
+    cli = {"op": "cli", "args": ["uri", "bad topic"]}
+    case: dict[str, Any] = {"ops": [cli], "config": {"memoryId": "local"}}
+    theirs = {"result": {"exitCode": 1, "stdout": "", "json": None,
+                         "stderr": 'dsh-memory: internal error: MemoryError: topic "bad topic" is not a valid slug'}}
+    ours = {"result": {"exitCode": 1, "stdout": "", "json": None, "stderr": 'mmctl: E_INVALID: topic "bad topic" is '
+                       "not a valid slug\nmmctl: topics are ASCII slugs: letters, digits\n"}}
+    assert explained_by(case, cli, ours, theirs) == "core-error-named"
+    other = {"result": {**ours["result"], "stderr": "mmctl: E_INVALID: memoryId is bad\nmmctl: fix it\n"}}
+    assert explained_by(case, cli, other, theirs) is None
+    printed = {"result": {**ours["result"], "stdout": "mm://local/x\n"}}
+    assert explained_by(case, cli, printed, theirs) is None
+
+
+def test_the_agent_log_digest_rule_explains_only_a_recognised_agent_log() -> None:
+    claude = (FIXTURES / "digest" / "claude-code-session.jsonl").read_text(encoding="utf-8")
+    other = (FIXTURES / "ingest" / "other" / "agent-log.jsonl").read_text(encoding="utf-8")
+    ours = {"result": {"exitCode": 0, "stdout": "digest from <ROOT>/s.jsonl (claude-code log) — 2 candidate(s)\n",
+                       "stderr": "", "json": None}}
+    theirs = {"result": {"exitCode": 0, "stdout": "digest from <ROOT>/s.jsonl — 4 candidate(s)\n", "stderr": ""}}
+    for arg in (["--file", "<ROOT>/s.jsonl"], ["--file=<ROOT>/s.jsonl"]):
+        op = {"op": "cli", "args": ["digest", *arg]}
+        case: dict[str, Any] = {"ops": [op], "config": {"memoryId": "local"}, "setup_files": {"s.jsonl": claude}}
+        assert explained_by(case, op, ours, theirs) == "digest-agent-log"
+        assert explained_by({**case, "setup_files": {"s.jsonl": other}}, op, ours, theirs) is None
+    written: dict[str, Any] = {"ops": [{"op": "write_file", "path": "$HOME/s.jsonl", "text": claude}],
+                               "config": {"memoryId": "local"}}
+    op = {"op": "cli", "args": ["digest", "--file", "<DSH_HOME>/s.jsonl"]}
+    assert explained_by(written, op, ours, theirs) == "digest-agent-log"
+    assert explained_by(written, op, {"result": {**ours["result"], "exitCode": 1}}, theirs) is None

@@ -53,7 +53,7 @@ def test_write_review_after_and_due_on_the_files(mm: Any) -> None:
     assert mm("write", "node", "--content", "Node 20.", "--review-after", "2000-01-01").code == 0
     assert mm("write", "later", "--content", "Later.", "--review-after", "2w").code == 0
     refused = mm("write", "vague", "--content", "x", "--review-after", "when we switch machines")
-    assert refused.code == 1 and "review date must be" in refused.err and "'when we switch machines'" in refused.err
+    assert refused.code == 2 and "review date must be" in refused.err and "'when we switch machines'" in refused.err
     assert mm("read", "vague").code == 1  # nothing written
     due = mm("due")
     assert due.code == 0 and due.out.startswith("node  2000-01-01  overdue by ") and "later" not in due.out

@@ -44,6 +44,8 @@ def mm(tmp_path: Path):  # type: ignore[no-untyped-def]
         out, err = io.StringIO(), io.StringIO()
         args = [*argv, "--root", str(root)] if root_flag else list(argv)
         code = main(args, env={**env, **(extra_env or {})}, stdout=out, stderr=err)
+        # Every output of these tests is grepped: "internal error" is left for real bugs (issue 10).
+        assert "internal error" not in out.getvalue() + err.getvalue(), (argv, err.getvalue())
         return Run(code, out.getvalue(), err.getvalue())
 
     run.root = root  # type: ignore[attr-defined]
@@ -123,20 +125,49 @@ def test_a_bad_topic_fails_with_the_reason(mm) -> None:  # type: ignore[no-untyp
     assert r.code == 1 and r.err.startswith('mmctl: topic "no spaces" is not a valid slug')
 
 
-def test_an_escaping_core_error_is_one_line_and_a_hint_never_a_traceback(mm) -> None:  # type: ignore[no-untyped-def]
+def test_an_escaping_core_error_names_the_code_the_value_and_the_fix(mm) -> None:  # type: ignore[no-untyped-def]
     mm("init")
     r = mm("uri", "bad topic")
     first, second = r.err.splitlines()
-    assert r.code == 1 and first.startswith("mmctl: internal error: MemoryError: topic \"bad topic\"")
+    assert r.code == 1 and r.out == ""
+    assert first.startswith('mmctl: E_INVALID: topic "bad topic" is not a valid slug')
     assert second.startswith("mmctl: topics are ASCII slugs")
 
 
-def test_a_broken_index_points_to_doctor(mm) -> None:  # type: ignore[no-untyped-def]
+def test_a_broken_index_names_the_file_and_line_and_points_to_doctor(mm) -> None:  # type: ignore[no-untyped-def]
     mm("init")
     (mm.root / "MEMORY.md").write_text("# MEMORY.md\n\n## not a slug\n")
-    r = mm("read")
-    assert r.code == 1 and "internal error: MemoryError:" in r.err and "Traceback" not in r.err
-    assert "`mmctl doctor`" in r.err
+    for command in (["read"], ["list"], ["search", "x"], ["budget"]):
+        r = mm(*command)
+        first, second = r.err.splitlines()
+        assert r.code == 1 and "Traceback" not in r.err, command
+        assert first == f'mmctl: E_PARSE: {mm.root}/MEMORY.md: index line 3: heading "not a slug" is not a valid ' \
+                        "topic slug", command
+        assert second.endswith(f"`mmctl doctor --root {mm.root}` lists every problem"), command
+    assert (mm.root / "MEMORY.md").read_text() == "# MEMORY.md\n\n## not a slug\n"
+
+
+@pytest.mark.parametrize(("toml", "why"), [
+    ('indexLines = "x"', "indexLines = 'x': must be a positive integer"),
+    ("nudge.enabled = 1", "nudge.enabled = 1: must be true or false"),
+    ('memoryId = "a b"', "memoryId = 'a b': memoryId \"a b\" is not a valid slug"),
+    ('search.mode = "x"', "search.mode = 'x': search.mode must be one of auto, scan, fts5"),
+    ("root = [unclosed", "{file}:1:9: not valid TOML: Invalid value"),
+])
+def test_a_bad_config_value_is_worded_as_mmd_words_it(mm, tmp_path: Path, toml: str, why: str) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "xdg" / "mmd" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(toml + "\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    mm("init", extra_env={"XDG_CONFIG_HOME": str(tmp_path / "none")})
+    r = mm("read", extra_env=env)
+    first, second = r.err.splitlines()
+    assert r.code == 1 and first.startswith("mmctl: config error: " + why.format(file=config)), r.err
+    assert second == f"mmctl: fix or remove it in {config}, which mmd reads too"
+    assert "slug" not in second
+    daemon = subprocess.run([sys.executable, "-m", "mmd.daemon.main", "--root", str(mm.root)], capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path), **env})
+    assert daemon.returncode != 0 and daemon.stderr.splitlines()[0] == "mmd:" + first[len("mmctl:"):]
 
 
 def test_digest_without_any_source_exits_1(mm) -> None:  # type: ignore[no-untyped-def]
@@ -218,7 +249,7 @@ def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.Mon
 
 
 ONE_SHOT_MODULES = {
-    "mmctl", "mmctl.backend", "mmctl.cli", "mmctl.cli.main", "mmctl.cli.output", "mmctl.cli.parser",
+    "mmctl", "mmctl.backend", "mmctl.cli", "mmctl.cli.checks", "mmctl.cli.main", "mmctl.cli.output", "mmctl.cli.parser",
     "mmctl.cli.reference", "mmctl.pins", "mmctl.render", "mmd", "mmd.core", "mmd.core.budget", "mmd.core.clock",
     "mmd.core.config_file", "mmd.core.durable", "mmd.core.engine", "mmd.core.errors", "mmd.core.format",
     "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.live_budget", "mmd.core.memory", "mmd.core.model",
@@ -313,7 +344,8 @@ def test_a_bad_config_file_is_reported_with_its_path(mm, tmp_path: Path) -> None
     (tmp_path / ".config" / "mmd").mkdir(parents=True)
     (tmp_path / ".config" / "mmd" / "config.toml").write_text("indexLines = 0\n")
     r = mm("write", "a", "--content", "x")
-    assert r.code == 1 and "config.toml" in r.err and "indexLines must be a positive integer" in r.err
+    assert r.code == 1 and r.err.startswith("mmctl: config error: indexLines = 0: must be a positive integer\n")
+    assert "config.toml" in r.err and not (mm.root / "memories" / "a.md").exists()
 
 
 def test_a_direct_write_keeps_its_lock_in_the_roots_state_folder(mm) -> None:  # type: ignore[no-untyped-def]
@@ -395,4 +427,36 @@ def test_deleting_a_dangling_entry_says_it_removed_the_entry(mm) -> None:  # typ
     mm("write", "gone", "--content", "x")
     (mm.root / "memories" / "gone.md").unlink()
     assert mm("delete", "gone").out == "deleted gone: removed its index entry (the note file was already gone)\n"
-    assert mm("delete", "gone").out == "deleted gone: not found\n" and mm("list").out == "(no notes)\n"
+    assert mm("delete", "gone").out == "nothing to delete: no note for topic gone\n" and mm("list").out == \
+        "(no notes)\n"
+
+
+def test_deleting_a_missing_topic_says_there_was_nothing_to_delete(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("init")
+    r = mm("delete", "nosuch")
+    assert (r.code, r.out, r.err) == (0, "nothing to delete: no note for topic nosuch\n", "")
+    as_json = mm("delete", "nosuch", "--json")  # the reference's shape, unchanged
+    assert as_json.code == 0 and as_json.json["removed"] is False and as_json.json["ok"] is True
+    assert list(as_json.json) == ["ok", "removed", "topic", "pendingWrites", "usage"]
+
+
+def test_doctor_reports_loose_modes_and_case_twins_and_says_the_fix_it_cannot_make(mm) -> None:  # type: ignore[no-untyped-def]
+    mm("write", "deploy", "--content", "region a")
+    note = mm.root / "memories" / "deploy.md"
+    note.chmod(0o620)  # chmod g+w
+    (mm.root / "memories" / "Deploy.md").write_text("# Deploy\n\nregion b\n")  # from another machine
+    before = {p.name: p.read_bytes() for p in (mm.root / "memories").iterdir()}
+    r = mm("doctor", "--json")
+    assert r.code == 1
+    found = {p["kind"]: p for p in r.json["problems"]}
+    assert set(found) == {"loose-mode", "orphan", "case-twins"} and not any(p["fixable"] for p in found.values())
+    assert found["loose-mode"]["message"] == (f"memories/deploy.md is writable by group (0o620): another user could "
+                                              f"change the memory; `chmod go-w {note}`")
+    assert found["case-twins"]["message"].startswith("topics Deploy, deploy differ only by case")
+    assert "`mmctl delete Deploy`" in found["case-twins"]["message"]
+    fixed = mm("doctor", "--fix")
+    assert fixed.code == 1 and "internal error" not in fixed.err and "fixed:" not in fixed.out
+    assert {p.name: p.read_bytes() for p in (mm.root / "memories").iterdir()} == before
+    assert mm("delete", "Deploy").code == 0  # the fixes doctor names work
+    subprocess.run(["chmod", "go-w", str(note)], check=True)
+    assert mm("doctor").out.endswith("no problems found\n")

@@ -60,8 +60,9 @@ async def _exercise(mcp: Mcp) -> None:
     assert written is not None and written["ok"] and written["pendingWrites"] == 1
     assert "created mm://local/fresh" in text
 
-    _, frozen, _ = await mcp.call("mem_read", topic="fresh")  # one frozen snapshot per connection
-    assert frozen == {"found": False, "topic": "fresh", "uri": "mm://local/fresh"}
+    text, _, err = await mcp.call("mem_read", topic="fresh")  # one frozen snapshot per connection
+    assert err and ("E_NOT_FOUND: no note for topic fresh (mm://local/fresh) in this session's "
+        "snapshot") in text and "next one" in text
 
     text, refused, _ = await mcp.call("mem_write", topic="big", content="x" * 50, budget=10)
     assert refused is not None and refused["ok"] is False and text.startswith("NOT WRITTEN (E_WRITE_BUDGET_EXCEEDED)")
@@ -74,12 +75,23 @@ async def _exercise(mcp: Mcp) -> None:
 
     text, digest, _ = await mcp.call("mem_digest", text="MEMO: remember the port is 8080", maxItems=3)
     assert digest is not None and digest["candidates"] and "remember the port is 8080" in text
+    assert digest["candidates"][0]["summary"] == digest["candidates"][0]["body"]
+    assert text.count("remember the port is 8080") == 1  # a summary equal to the body is printed once
 
     _, every, _ = await mcp.call("mem_read", all=True)
     assert every is not None and [n["topic"] for n in every["notes"]] == ["seed"]
 
     text, _, err = await mcp.call("mem_read", topic="not a slug")
     assert err and "E_INVALID" in text
+
+    text, _, err = await mcp.call("mem_read", topc="seed")  # a mistyped parameter is no parameter
+    assert err and text == "E_INVALID: mem_read has no parameter 'topc' (did you mean 'topic'?); its parameters: " \
+                           "topic, all"
+    for name in sorted(TOOLS):  # every tool: nothing done, nothing read, an error naming the parameter
+        text, _, err = await mcp.call(name, id="1", topic="seed", query="q", content="c", bogus=True)
+        assert err and text.startswith(f"E_INVALID: {name} has no parameter ") and "'bogus'" in text, text
+    _, still, _ = await mcp.call("mem_budget")
+    assert still is not None and still["pendingWrites"] == 1
 
 
 def _seed(root: Path) -> None:

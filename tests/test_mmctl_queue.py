@@ -65,6 +65,12 @@ def test_show_accept_and_reject_decide_candidates(queued) -> None:  # type: igno
     assert code == 0 and json.loads(out)["candidate"]["status"] == "rejected"
     code, _, err = cli(queued, "queue", "accept", str(second["id"]))
     assert code == 1 and "already rejected" in err
+    code, out, err = cli(queued, "queue", "reject", str(second["id"]), "99999")  # as accept: exit 1, said so
+    assert (code, out) == (1, "") and err.splitlines() == [
+        f"mmctl: reject {second['id']}: candidate {second['id']} is already rejected; nothing changed",
+        "mmctl: reject 99999: no candidate 99999 in the review queue"]
+    code, out, _ = cli(queued, "queue", "reject", str(second["id"]), "--json")
+    assert code == 1 and json.loads(out)["error"]["code"] == "E_DECIDED"
     code, _, err = cli(queued, "queue", "show", "99999")
     assert code == 1 and "no candidate 99999" in err
 
@@ -86,6 +92,10 @@ async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # ty
             assert not listed.is_error and listed.structured_content is not None
             first, second = listed.structured_content["candidates"]
             assert first["body"] in listed.content[0].text  # type: ignore[union-attr]
+            for each in (first, second):  # the summary, then the body unless it is the same text
+                once = each["summary"].strip() == each["body"].strip()
+                assert listed.content[0].text.count(each["body"].strip()) == (1 if once else 1 + (  # type: ignore[union-attr]
+                    each["body"].strip() in each["summary"]))
             accepted = await session.call_tool("mem_queue_accept", {"id": str(first["id"]), "topic": "via-mcp"})
             assert not accepted.is_error and accepted.structured_content["ok"] is True  # type: ignore[index]
             assert "created mm://local/via-mcp" in accepted.content[0].text  # type: ignore[union-attr]
@@ -106,7 +116,9 @@ def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  #
     first = json.loads(out)["candidates"][0]
     assert cli(queued, "write", first["topic"], "--content", "mine")[0] == 0
     code, _, err = cli(queued, "queue", "accept", str(first["id"]))
-    assert code == 1 and "already has a note" in err and "replace" in err
+    assert code == 1 and err == (f"mmctl: accept {first['id']}: mm://local/{first['topic']} already has a note; "
+                                 "accept with --replace to overwrite it, --into T to append to a note, or "
+                                 "--topic T to write elsewhere\n")
     code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--replace")
     assert code == 0 and out.startswith(f"accepted {first['id']}: updated")
 

@@ -5,8 +5,7 @@ visibly without it), in a real daemon whose fake ``HOME`` holds them as ``.claud
 - the two standing rules repeated across sessions and agents are one candidate each, ``seen`` = 2, two evidence
   entries; a compaction or a resumed session's replay restating a memory adds no candidate (each labelled memory
   is matched by at most one candidate);
-- every labelled memory a visible candidate, no visible noise item: how many pass depends on the rules and scores
-  tuned in ``mmd/candidates/{signals,score}.py`` (issue 13's quality work), so that test says which do not yet.
+- every labelled memory a visible candidate, no visible noise item (the test prints which are not, which are).
 
 Matching (a memory's quote to a candidate): the normalized quote inside the candidate's body or the other way
 round, or a sentence of the body (20+ characters) inside the quote.
@@ -72,9 +71,6 @@ def test_rules_repeated_across_sessions_are_one_candidate_each_seen_twice(queued
         assert len([c for c in got if matches(m["quote"], c["body"])]) <= 1, m["id"]
 
 
-@pytest.mark.xfail(strict=False, reason="which memories fire and stay within a session's budget is decided by "
-                   "the rules and scores of mmd/candidates/{signals,score}.py (issue 13's quality work); the "
-                   "test prints those not visible yet")
 def test_every_labelled_memory_is_visible_and_no_visible_noise_is(queued) -> None:  # type: ignore[no-untyped-def]
     labels, got = queued
     visible = [c for c in got if c["visible"]]

@@ -27,8 +27,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mmd.candidates.signals import RULES, Kind, Rule, fire, strength
-from mmd.candidates.statements import Statement, looks_pasted, split, summarize
+from mmd.candidates.signals import RULES, Kind, Rule, fire, possible, strength
+from mmd.candidates.statements import Statement, looks_pasted, marked, split, summarize
 from mmd.sources.base import Utterance
 
 __all__ = ["DEFAULT_TUNING", "MIN_SCORE", "WHO_FACTOR", "Draft", "Tuning", "budget", "select"]
@@ -194,8 +194,12 @@ class _Session:
             if utterance.who == "human" and looks_pasted(utterance.text):
                 continue
             text = _INJECTED.sub(" ", utterance.text) if utterance.who == "human" else utterance.text
+            if not possible(text, utterance.who, self.rules):
+                continue  # no statement of it can fire: not split
             statements = split(text)
             for statement in statements:
+                if marked(statement.text):
+                    continue  # a marked line is pinned by the marker rules (pipeline), not drafted here
                 rule = fire(statement, utterance.who, self.rules)
                 if rule is not None:
                     weight = strength(statement, utterance.who, self.rules)
@@ -258,7 +262,9 @@ def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
     the global parameters (who-factors, budget formula, score floor; default :data:`DEFAULT_TUNING`);
     ``rules`` the rules to fire (default :data:`~mmd.candidates.signals.RULES`). Utterances of
     channel ``text`` (files that are not agent logs) are not read here: the mm v1 rules apply
-    to them. Never raises on any text.
+    to them; a statement opening with an mm v1 marker (``REMEMBER:``, ``记住：``, ``mm:`` …) is left to the
+    marker rules, which pin it (:mod:`mmd.candidates.pipeline`), and takes no place in the budget.
+    Never raises on any text.
     """
     groups: dict[str, list[Utterance]] = {}
     for utterance in utterances:

@@ -3,8 +3,10 @@
 Owns: :class:`Rule` (a name, a kind, a weight, whose words it reads, its phrasing),
 :data:`RULES` (the built-in rules: the human's standing rules, preferences, corrections and
 decisions; the assistant's findings; the durable sections of compaction summaries),
-:data:`DURABLE_SECTIONS` / :data:`TRANSIENT_SECTIONS` and :func:`fire` (the best rule for one
-statement). Issue 13 "Rules over utterances".
+:data:`DURABLE_SECTIONS` / :data:`TRANSIENT_SECTIONS`, :func:`fire` (the best rule for one
+statement) and :func:`possible` (whether an utterance's text need be split at all). Issue 13 "Rules
+over utterances". A rule's regex runs only on a statement holding one of its triggers
+(:mod:`mmd.candidates.triggers`: words it cannot match without), which changes no result.
 
 Never: reads logs, scores across turns or caps (:mod:`mmd.candidates.score` does), matches on
 words of one project or tool, fires on a markdown heading, a code block or a pasted plan (those
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from mmd.candidates.statements import Statement
+from mmd.candidates.statements import MAX_STATEMENT, Statement
+from mmd.candidates.triggers import Folded, Triggers, branches, triggers_of
 
-__all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "phrases", "quiet",
-           "strength", "without"]
+__all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "phrases", "possible",
+           "quiet", "strength", "without"]
 
 Kind = Literal["preference", "rule", "fact", "decision", "pitfall", "environment"]
 KINDS: tuple[Kind, ...] = ("preference", "rule", "fact", "decision", "pitfall", "environment")
@@ -40,6 +43,8 @@ class Rule:
         who: the utterance channels it reads (``human``, ``assistant``, ``summary``).
         pattern: searched in the statement text (case-insensitive).
         sections: for summary rules, the section names (substrings) it applies under.
+        triggers: what ``pattern`` cannot match without (:func:`~mmd.candidates.triggers.triggers_of`,
+            derived, never given); None: it is always searched.
     """
 
     name: str
@@ -48,6 +53,14 @@ class Rule:
     who: tuple[str, ...]
     pattern: re.Pattern[str]
     sections: tuple[str, ...] = ()
+    triggers: Triggers | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "triggers", triggers_of(self.pattern))
+
+    def may_fire(self, folded: Folded) -> bool:
+        """False when the statement (``folded``) cannot match :attr:`pattern` (a cheap check)."""
+        return self.triggers is None or self.triggers.found(folded)
 
 
 def _rx(*alternatives: str) -> re.Pattern[str]:
@@ -87,7 +100,9 @@ RULES: tuple[Rule, ...] = (
         r"\bgood to know\b", r"\bnote that\b", r"\bremember that\b", r"\bbtw\b", r"\bby the way\b",
         r"顺便说", r"注意", r"提醒")),
     Rule("human-from-now-on", "rule", 0.8, ("human",), _rx(
-        r"\bfrom now on\b", r"\bgoing forward\b", r"\bin (?:the )?future\b", r"\bnext time\b",
+        r"\bfrom now on\b", r"\bgoing forward\b", r"\bnext time\b",
+        # "in the future" as a time ("In the future, …", "… in the future."), not "the future state"
+        r"(?:^|[,;] )in (?:the )?future\b", r"\bin (?:the )?future(?=[,;:]|$)",
         r"\bevery time\b", r"以后", r"今后", r"每次")),
     Rule("human-standing-rule", "rule", 0.9, ("human",), _rx(
         r"\b(?:always|never)\b", r"\bmust(?:n'?t| not)?\b",
@@ -96,6 +111,7 @@ RULES: tuple[Rule, ...] = (
         r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b",
         r"不要", r"务必", r"必须", r"别再", r"永远", r"总是", r"一律", r"一定要", r"千万")),
     Rule("human-should", "rule", 0.6, ("human",), _rx(
+        r"要(?:写|用|带|加|保持|注明|标明|说明|记得|先|确保|清楚)",
         r"\bshould\b", r"\bmake sure\b", r"\bought to\b", r"\bhas to\b", r"\bneeds? to\b", r"应该",
         r"\bso (?:run|use|keep|always|never|make sure|don'?t)\b",
         r"\bkeep (?:\w+ )?(?:small|short|in sync|consistent)\b")),
@@ -109,7 +125,7 @@ RULES: tuple[Rule, ...] = (
         r"\bnot what i\b", r"\byou (?:missed|forgot|broke)\b", r"\bfalse positive\b",
         r"\balready (?:marked|identified|done|handled|exists?)\b", r"\bis not (?:a|an|the)\b",
         r"\b(?:isn'?t|aren'?t|doesn'?t|don'?t|won'?t) (?:need|matter|work|apply|exist)\b",
-        r"\binstead\b", r"\bno harm\b", r"\bis (?:ok|fine)\b", r"不对", r"不是", r"错了")),
+        r"\binstead\b(?! of)", r"\bno harm\b", r"\bis (?:ok|fine)\b", r"不对", r"不是", r"错了")),
     Rule("human-we-use", "decision", 0.8, ("human",), _rx(
         r"\bwe (?:use|want|need|create|keep|run|go with|will|'ll|should|can|don'?t)\b",
         r"\blet'?s\b", r"\bi think (?:we|let'?s|it)\b", r"\bmake it so\b", r"\bit (?:should|would) (?:only|be|not)\b",
@@ -120,10 +136,14 @@ RULES: tuple[Rule, ...] = (
         r"(?:^|\s)(?:~|/tmp|/usr|/opt|/home|\.\w*venv)\S*")),
     # --- the assistant's findings ---------------------------------------------------------------
     # "Pitfall I hit: …", "One thing to know: …", "Gotcha: …": the assistant flags a lesson itself
+    # a lesson the assistant labels as one ("Pitfall I hit: …", "踩到一个坑：…") is nearly a marker
+    Rule("assistant-lesson", "pitfall", 0.9, ("assistant",), _rx(
+        r"^(?:\W*)(?:gotcha|pitfall|lesson|one thing to (?:know|note|remember))\b[^:.!?]{0,30}:\s*\S",
+        r"踩到一个坑", r"踩坑", r"坑[:：]")),
+    # "Note: …", "Important caveat: …" label asides in plans as often as lessons
     Rule("assistant-notice", "pitfall", 0.7, ("assistant",), _rx(
-        r"^(?:\W*)(?:note|gotcha|pitfall|caveat|heads[- ]up|lesson|important|one thing to (?:know|note|remember))"
-        r"\b[^:.!?]{0,30}:\s*\S", r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b",
-        r"踩到一个坑", r"踩坑", r"注意[:：]", r"坑[:：]")),
+        r"^(?:\W*)(?:note|caveat|heads[- ]up|important)\b[^:.!?]{0,30}:\s*\S",
+        r"\bworth (?:knowing|noting|remembering)\b", r"\bkeep in mind\b", r"注意[:：]")),
     # plain "the issue is that …" is left out: a diagnosis of the moment (shown in 4 files, no gold)
     Rule("assistant-root-cause", "pitfall", 0.75, ("assistant",), _rx(
         r"\broot cause\b", r"\bthe (?:real|actual) (?:issue|problem|bug|culprit) (?:is|was)\b",
@@ -142,6 +162,9 @@ RULES: tuple[Rule, ...] = (
     Rule("assistant-decision", "decision", 0.55, ("assistant",), _rx(
         r"\bwe'?ll use\b", r"\bi'?ll use\b", r"\bdecided\b", r"\bis now\b", r"\bnow (?:uses|prompts|runs)\b",
         r"\bsince\b.*\b(?:so|we|i)\b", r"\bbecause\b", r"\bconstraint\b")),
+    # "I'm pinning X on every call so the tests give the same result anywhere": a choice and its purpose
+    Rule("assistant-purpose", "decision", 0.75, ("assistant",), _rx(
+        r"^(?:i'?m|i am|we'?re|we are) (?!going\b)\w+ing\b.*\bso (?:that )?(?:the|it|they|we|this|every|any)\b")),
     # "Good catch — <what is true now>": the finding after the user's correction. Weight 0.45: the
     # agreeing sentence itself matched no gold item of ../shared/real-sessions (5 shown in 4 files at
     # 0.7); what the acknowledgment is worth goes to the correction (score.cross_turn, +0.2).
@@ -208,30 +231,7 @@ def phrases(rule: Rule) -> tuple[str, ...]:
 
     Escapes and character classes are respected; a pattern without a top-level ``|`` is one phrase.
     """
-    out: list[str] = []
-    depth, start, i, pattern = 0, 0, 0, rule.pattern.pattern
-    in_class = False
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            i += 1 if pattern[i + 1 : i + 2] == "^" else 0  # "[^" and "[]" / "[^]" open a class
-            i += 1 if pattern[i + 1 : i + 2] == "]" else 0
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif char == "|" and depth == 0:
-            out.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    out.append(pattern[start:])
-    return tuple(out)
+    return tuple(branches(rule.pattern.pattern))
 
 
 def without(rules: Sequence[Rule], drop: Collection[tuple[str, int]]) -> tuple[Rule, ...]:
@@ -271,7 +271,7 @@ def strength(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> f
     statement that opens its reply adds 0.2, one that names code in backticks 0.1.
     """
     text = statement.text
-    others = sum(1 for rule in rules if who in rule.who and rule.pattern.search(text)) if who != "summary" else 1
+    others = len(_matching(statement, who, rules, every=True)) if who != "summary" else 1
     value = 1.0 + 0.15 * max(0, others - 1)
     if _REASON.search(text):
         value += 0.1
@@ -294,13 +294,70 @@ def fire(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> Rule 
 
     ``who`` is an utterance channel (``human``, ``assistant``, ``summary``; anything else never
     fires). Summary statements fire only under a durable section (:data:`DURABLE_SECTIONS`),
-    never under a transient one. :func:`quiet` statements never fire.
+    never under a transient one. :func:`quiet` statements never fire. A rule whose triggers are not
+    in the statement is not searched (it cannot match): the result is the full search's.
     """
-    if quiet(statement, who):
-        return None
     if who == "summary":
-        return _summary_rule(statement, rules)
-    for rule in rules:
-        if who in rule.who and rule.pattern.search(statement.text):
-            return rule
-    return None
+        return None if quiet(statement, who) else _summary_rule(statement, rules)
+    if not _maybe(statement, who, rules) or quiet(statement, who):
+        return None
+    found = _matching(statement, who, rules, every=False)
+    return found[0] if found else None
+
+
+_CHANNELS: dict[tuple[int, str], tuple[Sequence[Rule], Triggers | None]] = {}
+
+
+def _channel(rules: Sequence[Rule], who: str) -> Triggers | None:
+    """The triggers of every rule of ``rules`` for ``who`` (None: one of them has none), kept per rule set."""
+    key = (id(rules), who)
+    kept = _CHANNELS.get(key)
+    if kept is None or kept[0] is not rules:
+        union: Triggers | None = Triggers(frozenset(), ())
+        for rule in rules:
+            if who in rule.who:
+                union = None if union is None or rule.triggers is None else union | rule.triggers
+        if len(_CHANNELS) > 64:
+            _CHANNELS.clear()
+        kept = _CHANNELS[key] = (rules, union)
+    return kept[1]
+
+
+# statements.split cuts a statement inside a word (summarize) only within a run this long without a space
+_CUT_IN_A_WORD = re.compile(rf"\S{{{MAX_STATEMENT - 1 - MAX_STATEMENT // 2}}}")
+
+
+def possible(text: str, who: str, rules: Sequence[Rule] = RULES) -> bool:
+    """False when no statement of ``text`` (as :func:`~mmd.candidates.statements.split` makes them)
+    can fire a rule of ``rules`` for ``who``: then the text need not be split (a cheap check).
+
+    Sound, never a guess: a statement's words and parts are the text's (a statement is a run of the
+    text, whitespace folded), unless a statement is cut inside a word, which a run of 249 code points
+    without whitespace allows: then (and for ``summary``, whose rules go by section) it is True.
+    """
+    if who == "summary":
+        return True
+    union = _channel(rules, who)
+    if union is None or _CUT_IN_A_WORD.search(text):
+        return True
+    return union.found(Folded(text))
+
+
+def _maybe(statement: Statement, who: str, rules: Sequence[Rule]) -> list[Rule]:
+    """The rules for ``who`` whose triggers are in the statement: no other rule can match it."""
+    folded = Folded(statement.text)
+    union = _channel(rules, who)
+    if union is not None and not union.found(folded):
+        return []
+    return [rule for rule in rules if who in rule.who and rule.may_fire(folded)]
+
+
+def _matching(statement: Statement, who: str, rules: Sequence[Rule], *, every: bool) -> list[Rule]:
+    """The rules for ``who`` whose pattern is in the statement, in order (only the first unless ``every``)."""
+    out: list[Rule] = []
+    for rule in _maybe(statement, who, rules):
+        if rule.pattern.search(statement.text):
+            out.append(rule)
+            if not every:
+                break
+    return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_STATEMENT", "MAX_SUMMARY", "Statement", "looks_pasted", "split", "summarize"]
+__all__ = ["MAX_STATEMENT", "MAX_SUMMARY", "Statement", "looks_pasted", "marked", "split", "summarize"]
 
 MAX_STATEMENT = 500
 """Longest statement, in code points (issue 13 "one statement a candidate")."""
@@ -48,6 +48,8 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 # a line that is only a bold label, "**Label**", "**Label:**", "1. **Label**:" or "Label:" (short)
 _LABEL = re.compile(r"^\s*(?:\d+[.)]\s*)?(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$")
+# a line a person marked on purpose (mm v1 §9 markers): its own paragraph, never another statement's context
+_MARKED = re.compile(r"^\s*(?:[-*+]\s+)?(?:mm:|memo:|remember\b|记住[:：]|记忆[:：])", re.IGNORECASE)
 _PLAIN_LABEL = re.compile(r"^\s*(?:\d+[.)]\s*)?([A-Z][\w /&'-]{0,48}):\s*$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
 _TABLE = re.compile(r"^\s*\|")
@@ -86,6 +88,12 @@ def summarize(text: str, limit: int = MAX_SUMMARY) -> str:
     if cut >= limit // 2:
         head = head[:cut]
     return head.rstrip(" ,;:-–—") + "…"
+
+
+def marked(text: str) -> bool:
+    """Whether a line or statement opens with an mm v1 §9 marker (``mm:``, ``MEMO:``, ``REMEMBER``,
+    ``记住：``, ``记忆：``): the marker rules make it a pinned candidate of its own."""
+    return bool(_MARKED.match(text))
 
 
 def looks_pasted(text: str) -> bool:
@@ -167,6 +175,8 @@ class _Splitter:
         if _TABLE.match(line) or _RULE_LINE.match(line) or _TOOLISH.match(line):
             self.boundary()
             return
+        if marked(line):
+            self.boundary()  # a marked line is its own paragraph, never another statement's context
         bullet = _BULLET.match(line)
         if bullet:
             self.flush()

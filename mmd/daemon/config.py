@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mmd.core.config_file import config_path, read_config
+from mmd.core.config_file import ConfigError, check_kind, config_path, load_config, options_refused
 from mmd.core.errors import MMError
-from mmd.core.options import MemoryOptions, is_js_integer
+from mmd.core.options import MemoryOptions
 from mmd.core.paths import dsh_home, expand_path
 from mmd.sources import SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
@@ -47,20 +45,6 @@ LANGS = ("auto", "en", "zh")
 """Accepted ``lang`` values (language of the agent guide)."""
 LOG_LEVELS = ("debug", "info", "warning", "error")
 """Accepted ``daemon.logLevel`` values."""
-
-
-class ConfigError(Exception):
-    """Raised by :func:`build_config` when a value is refused; names the key, the value and why.
-
-    Attributes:
-        key: the dotted config key (``search.limit``) or flag.
-        value: the offending value as given.
-        why: a short reason.
-    """
-
-    def __init__(self, key: str, value: object, why: str) -> None:
-        super().__init__(f"{key} = {value!r}: {why}")
-        self.key, self.value, self.why = key, value, why
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +215,13 @@ def _epilog(env: Mapping[str, str]) -> str:
             "the defaults.")
 
 
+def _path_value(raw: str) -> str:
+    """A path flag's value as given; an empty or blank one is a usage error (exit 2), never the default."""
+    if not raw.strip():
+        raise argparse.ArgumentTypeError("expects a path, not an empty value")
+    return raw
+
+
 def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
     """The ``mmd`` argument parser, built from :data:`OPTIONS`; its help names the defaults for ``env``.
 
@@ -244,7 +235,7 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
                     "serves JSON-RPC over ZeroMQ, digests agent session logs into a review queue.",
                     usage=f"mmd [OPTIONS]\n       {_SERVICE_USAGE}", epilog=_epilog(env), allow_abbrev=False,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", dest="config", default=None, metavar="PATH",
+    parser.add_argument("--config", dest="config", default=None, metavar="PATH", type=_path_value,
                         help="TOML config file (default below)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     for opt in OPTIONS:
@@ -253,14 +244,14 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
                                 help=opt.help)
         elif opt.kind == "paths":
             parser.add_argument(opt.flag, dest=opt.key, default=None, action="append", metavar="PATH",
-                                help=opt.help)
+                                type=_path_value, help=opt.help)
         elif opt.kind in REPEATED:
             parser.add_argument(opt.flag, dest=opt.key, default=None, action="append",
                                 metavar="KIND=PATH" if opt.kind == "sources" else "KIND", help=opt.help)
         else:
             default = "" if opt.default is None else f" (default {opt.default})"
             parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(),
-                                help=opt.help + default)
+                                type=_path_value if opt.kind == "path" else str, help=opt.help + default)
     return parser
 
 
@@ -357,27 +348,11 @@ def _read_file(explicit: str | None, env: Mapping[str, str]) -> tuple[Path | Non
     path = config_path(explicit, env)
     if path is None:
         return None, {}
-    try:
-        data = read_config(path)
-    except FileNotFoundError:
-        raise ConfigError("--config" if explicit is not None else str(path), str(path), "file not found") from None
-    except OSError as error:
-        raise ConfigError("--config" if explicit is not None else str(path), str(path),
-                          f"cannot be read: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        why = str(error).split(" (at line ")[0]
-        raise ConfigError(_toml_place(path, str(error)), None, f"not valid TOML: {why}") from None
+    data = load_config(path, explicit is not None)
     for key, value in data.items():
         if key not in _BY_KEY:
             raise ConfigError(key, value, f"unknown key in {path}")
     return path, data
-
-
-def _toml_place(path: Path, message: str) -> str:
-    """``PATH:LINE:COL`` of a TOML syntax error (tomllib says ``(at line L, column C)``), else ``PATH``."""
-
-    found = re.search(r"at line (\d+), column (\d+)", message)
-    return f"{path}:{found[1]}:{found[2]}" if found else str(path)
 
 
 def _from_flag(opt: Option, value: Any) -> Any:
@@ -398,28 +373,8 @@ def _from_flag(opt: Option, value: Any) -> Any:
 
 
 def _check_type(opt: Option, value: Any) -> Any:
-    """``value`` if it has the option's kind, else a ConfigError."""
-    if opt.kind == "argv":
-        if not isinstance(value, list) or not value or not all(isinstance(w, str) and w for w in value):
-            raise ConfigError(opt.key, value, "must be a non-empty list of non-empty strings (program, args…)")
-        return list(value)
-    if opt.kind == "int":
-        if not is_js_integer(value) or value < 1:
-            raise ConfigError(opt.key, value, "must be a positive integer")
-        return int(value)
-    if opt.kind == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(opt.key, value, "must be true or false")
-        return value
-    if opt.kind == "paths":
-        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise ConfigError(opt.key, value, "must be a list of file paths")
-        return tuple(value)
-    if not isinstance(value, str):
-        raise ConfigError(opt.key, value, "must be a string")
-    if opt.kind == "str" and not value.strip():
-        raise ConfigError(opt.key, value, "must not be blank")
-    return value
+    """``value`` if it has the option's kind, else a ConfigError (:func:`mmd.core.config_file.check_kind`)."""
+    return check_kind(opt.key, opt.kind, value)
 
 
 def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOptions:
@@ -432,8 +387,7 @@ def _memory_options(raw: Mapping[str, Any], env: Mapping[str, str]) -> MemoryOpt
             search_limit=raw["search.limit"], max_snippet_chars=raw["search.maxSnippetChars"],
             nudge_enabled=raw["nudge.enabled"], nudge_interval_ms=raw["nudge.intervalMs"])
     except MMError as error:
-        key = next((k for k in ("memoryId", "search.mode") if error.message.startswith(k)), "memory")
-        raise ConfigError(key, raw.get(key), error.message) from None
+        raise options_refused(error, raw) from None
 
 
 def _export_files(raw: Sequence[str], env: Mapping[str, str]) -> tuple[Path, ...]:

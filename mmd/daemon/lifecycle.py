@@ -44,6 +44,7 @@ from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
 
 from .config import Config, ConfigError
 from .events import Publisher
+from .failures import startup_failure
 from .gitsync import GitSync, check_root
 from .ingest import Ingestor
 from .ingest.extractor import Extractor
@@ -136,6 +137,9 @@ class Daemon:
         merge_driver: the command git runs as the merge driver (``[<mmd>, "merge-index"]``), for ``--git``.
     """
 
+    failure: str | None = None
+    """Why startup failed, in one sentence with the fix (:func:`.failures.startup_failure`); None otherwise."""
+
     def __init__(self, config: Config, reload_config: Callable[[], Config] | None = None,
                  merge_driver: Sequence[str] | None = None) -> None:
         self.config = config
@@ -166,7 +170,8 @@ class Daemon:
                 await self.shutdown()
                 return EXIT_LOCKED
             except (MMError, OSError, zmq.ZMQError, sqlite3.Error, SchemaError) as error:
-                log.error("daemon.startup_failed error=%r", str(error))
+                self.failure = startup_failure(error, self.config.root)
+                log.error("daemon.startup_failed error=%r", self.failure)
                 await self.shutdown()
                 return EXIT_FAILURE
             while True:

@@ -48,13 +48,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = build_config(flags, env)
     except ConfigError as error:
-        value = "" if error.value is None else f" = {error.value!r}"
-        print(f"mmd: config error: {error.key}{value}: {error.why}", file=sys.stderr)
+        print(f"mmd: {error.message}", file=sys.stderr)  # worded by mmd.core.config_file, as mmctl prints it
         return EXIT_CONFIG
     setup_logging(config.log_level, config.journal)
     daemon = Daemon(config, reload_config=lambda: build_config(flags, dict(os.environ)),
                     merge_driver=merge_driver_command())
-    return asyncio.run(daemon.serve())
+    code = asyncio.run(daemon.serve())
+    if daemon.failure is not None:
+        print(f"mmd: {daemon.failure}", file=sys.stderr)
+    return code
 
 
 def merge_driver_command() -> list[str]:

@@ -165,18 +165,20 @@ def status_words(steps: ServicePlan, *, bus: bool, run: Runner | None = None) ->
     """The user service's state in words: ``installed: yes|no, enabled: …, running: …`` (systemd).
 
     ``enabled`` is read from the ``default.target.wants`` link; ``running`` asks
-    ``systemctl --user is-active`` (``unknown (no user bus)`` without a bus).
+    ``systemctl --user is-active`` (``unknown`` without a bus, naming ``mmctl status`` to ask the daemon);
+    a unit not installed gets a second line naming ``mmd service install``.
     """
     installed = steps.path.is_file()
     enabled = (steps.path.parent / "default.target.wants" / UNIT_NAME).exists()
+    hint = "" if installed else "\nnot installed as a user service: `mmd service install` installs and starts it"
     if not bus:
-        running = "unknown (no systemd user bus)"
+        running = "unknown (no systemd user bus here to ask; `mmctl status` says whether a daemon answers)"
     else:
         ask = run or (lambda argv: subprocess.run(argv, check=False, stdout=subprocess.DEVNULL,
                                                   stderr=subprocess.DEVNULL).returncode)
         running = "yes" if ask(["systemctl", "--user", "is-active", "--quiet", UNIT_NAME]) == 0 else "no"
     return (f"{steps.path}: installed: {'yes' if installed else 'no'}, enabled: {'yes' if enabled else 'no'}, "
-            f"running: {running}")
+            f"running: {running}{hint}")
 
 
 def _without_bus(action: str, steps: ServicePlan) -> int:
@@ -215,6 +217,10 @@ def main(argv: Sequence[str], env: Mapping[str, str]) -> int:
         extra = extra[1:]
     if extra and args.action != "install":
         parser.error(f"unexpected arguments: {' '.join(extra)}")
+    if extra:  # the unit's daemon flags are refused now, as `mmd` would refuse them, not at the unit's start
+        from .config import parse_args as daemon_flags
+
+        daemon_flags(extra, env)
     home = Path(env.get("HOME") or Path.home())
     try:
         steps = plan(args.action, platform=sys.platform, home=home, uid=os.getuid(), extra=extra,

@@ -7,7 +7,11 @@ index entry whose note file is missing); orphan files (``memories/*.md`` that
 no entry names); malformed notes; an index over its line or byte cap; an index
 that does not parse (with its line); merge-conflict markers in the index; notes
 without their header; notes that resolve outside the root; temporary files a
-crashed writer left.
+crashed writer left; paths others may write (``loose-mode``: the root, its
+state folder, MEMORY.md, memories/ and the notes, as ``mmctl status`` reports
+them); topics that differ only by case (``case-twins``: one file on a
+case-insensitive filesystem). Those last two are never fixed automatically:
+doctor prints the ``chmod`` or the rename to do.
 
 ``--fix`` only makes repairs that lose nothing: it indexes an orphan file
 under its own topic (its body kept, written through the daemon when one owns
@@ -20,16 +24,18 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
 from mmd.core.errors import MMError
 from mmd.core.format import parse_note
-from mmd.core.health import stale_temp_files
+from mmd.core.health import case_twins, loose_modes, stale_temp_files
 from mmd.core.memory import Memory
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.text import TOPIC_RE
 
+from ..errors import MmctlError
 from .output import EXIT_FAILED, EXIT_OK, Ctx
 
 __all__ = ["cmd_doctor", "diagnose", "file_problems"]
@@ -42,7 +48,7 @@ def _problem(kind: str, message: str, fixable: bool = False, **where: str) -> di
 def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(budget report, problems)`` of a live root; each problem is ``{kind, topic?, file?, message, fixable}``.
 
-    ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``index-over-budget``.
+    ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``case-twins`` | ``index-over-budget``.
 
     Raises:
         MMError(E_PARSE | E_IO): if MEMORY.md itself cannot be read or parsed.
@@ -56,17 +62,27 @@ def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             problems.append(_problem("dangling", f"the index names {entry.file}, which does not exist; write the "
                                                  f"note again, or `mmctl delete {entry.topic}` to drop the entry",
                                      topic=entry.topic, file=entry.file))
+    folded = {t.lower() for t in topics}
     for name in report["anomalies"]["orphanFiles"]:
         topic = name[:-3]
-        ok = bool(TOPIC_RE.fullmatch(topic)) and topic not in topics
+        ok = bool(TOPIC_RE.fullmatch(topic)) and topic.lower() not in folded
         why = "`mmctl doctor --fix` indexes it under its topic" if ok else \
-            "its name is not a free topic slug: rename it, or move its text into a note"
+            "its name is not a free topic slug (or differs only by case from one): rename it, or move its text " \
+            "into a note"
         problems.append(_problem("orphan", f"{DETAIL_DIR}/{name} is in no index entry; {why}", ok, topic=topic,
                                  file=f"{DETAIL_DIR}/{name}"))
     for bad in report["anomalies"].get("malformedNotes", []):
         problems.append(_problem("malformed", f"{bad['file']} is not an mm v1 note ({bad['message']}); fix its "
                                               f"header by hand or write the topic again", topic=bad["topic"],
                                  file=bad["file"]))
+    for group in case_twins(memory.root, entries):
+        keep = next((t for t in group if t == t.lower()), group[0])
+        others = [t for t in group if t != keep]
+        problems.append(_problem(
+            "case-twins", f"topics {', '.join(group)} differ only by case: on a case-insensitive filesystem (macOS, "
+            f"Windows) they are one file; rename {' and '.join(others)}: write the text of {DETAIL_DIR}/"
+            f"{others[0]}.md under another topic (`mmctl write {others[0].lower()}-2 --content …`), then "
+            f"`mmctl delete {others[0]}`", topic=keep))
     index = report["index"]
     if index["overBudget"]:
         problems.append(_problem(
@@ -87,10 +103,13 @@ def _adopt(ctx: Ctx, memory: Memory, problem: dict[str, Any]) -> dict[str, Any]:
         return {"file": problem["file"], "done": False, "message": "its body is empty; nothing to index"}
     budget = max(len(body), memory.options.default_write_budget)
     daemon = ctx.daemon()
-    if daemon is not None:
-        outcome = daemon.client.write(problem["topic"], body, budget=budget)
-    else:
-        outcome = memory.write(problem["topic"], body, budget=budget)
+    try:
+        if daemon is not None:
+            outcome = daemon.client.write(problem["topic"], body, budget=budget)
+        else:
+            outcome = memory.write(problem["topic"], body, budget=budget)
+    except (MMError, MmctlError) as error:
+        return {"file": problem["file"], "done": False, "message": f"cannot index it: {error.message}"}
     if not outcome.get("ok"):
         return {"file": problem["file"], "done": False, "message": outcome.get("message", "refused")}
     return {"file": problem["file"], "done": True, "message": f"indexed as {outcome['uri']}"}
@@ -128,7 +147,8 @@ _CONFLICT = re.compile(r"^(<{7}|={7}|>{7})( |$)")
 def file_problems(root: Path) -> list[dict[str, Any]]:
     """What the files show before any parsing: ``conflict-markers`` in MEMORY.md (with their line numbers),
     ``temp-file`` left by a crashed writer (fixable: its pid is gone, the real file is whole), ``no-header``
-    (a note without its ``# topic`` line), ``outside-root`` (a note that resolves outside the root).
+    (a note without its ``# topic`` line), ``outside-root`` (a note that resolves outside the root),
+    ``loose-mode`` (a path others may write, :func:`mmd.core.health.loose_modes`).
     """
     problems: list[dict[str, Any]] = []
     try:
@@ -140,6 +160,11 @@ def file_problems(root: Path) -> list[dict[str, Any]]:
         problems.append(_problem("conflict-markers", f"{INDEX_NAME} holds merge-conflict markers on line(s) "
                                                      f"{', '.join(marks)}; resolve the merge by hand, then "
                                                      "`mmctl doctor` again", file=INDEX_NAME))
+    for loose in loose_modes(root):
+        shown = shlex.quote(str(root if loose["path"] == "." else root / loose["path"]))
+        problems.append(_problem("loose-mode", f"{loose['path']} is writable by {loose['writable_by']} "
+                                               f"({loose['mode']}): another user could change the memory; "
+                                               f"`chmod go-w {shown}`", file=loose["path"]))
     for temp in stale_temp_files(root):
         rel, pid = temp["path"], temp["pid"]
         why = f"its writer (pid {pid}) still runs: leave it" if temp["alive"] else \

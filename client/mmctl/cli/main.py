@@ -23,10 +23,11 @@ import os
 import sys
 from collections.abc import Mapping
 
+from mmd.core.config_file import ConfigError
 from mmd.core.errors import ErrorCode, MMError
 
 from ..pins import pinned_clock, pinned_fts5
-from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure
+from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure, fix_for
 from .parser import COMMANDS, Args, Shown, UsageError, parse_args, usage_line
 
 TYPE_CHECKING = False
@@ -82,10 +83,11 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
         ctx.error(error.message)
         return EXIT_FAILED
     except MMError as error:
-        # The reference lets these escape as "internal error: MemoryError: …"; we keep that first line
-        # (scripts and the vectors match on it) and add what to do on the next one.
-        ctx.error(f"internal error: MemoryError: {error.message}")
-        ctx.error(_hint(error))
+        # The reference lets these escape as "internal error: MemoryError: …". They are the user's to fix, not
+        # bugs: the code and the message (the thing and the value), then the fix (conformance rule
+        # "core-error-named", tests/conformance_rules.py).
+        ctx.error(error.message if isinstance(error, ConfigError) else f"{error.code.value}: {error.message}")
+        ctx.error(fix_for(error, ctx))
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
@@ -121,14 +123,3 @@ def _arguments(argv: list[str]) -> list[str]:
             raise Failure(f"{ErrorCode.E_INVALID.value}: argument {number} is not valid UTF-8: {shown!r}; "
                           "give text in UTF-8") from None
     return argv
-
-
-def _hint(error: MMError) -> str:
-    code = error.code.value
-    if code == "E_PARSE":
-        return "a file under the memory root is not mm v1; `mmctl doctor` shows what is wrong"
-    if code == "E_INVALID":
-        return "topics are ASCII slugs: letters, digits, '.', '_' and '-' (see `mmctl help`)"
-    if code == "E_IO":
-        return "check that the memory root (--root, $DSH_MEMORY_ROOT or $DSH_HOME/memory) is writable"
-    return "see `mmctl help`"

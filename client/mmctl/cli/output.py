@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mmd.core.clock import Clock, system_clock
 from mmd.core.config_file import configured_root
-from mmd.core.errors import ErrorCode
+from mmd.core.errors import ErrorCode, MMError
 from mmd.core.paths import INDEX_NAME
 
 from .parser import Args
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from ..backend import Daemon, Direct
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "aligned", "js_json"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "aligned", "fix_for", "js_json"]
 
 EXIT_OK = 0
 """The command did what was asked."""
@@ -91,6 +91,23 @@ def _utf8(stream: TextIO) -> TextIO:
     if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower().replace("-", "") != "utf8":
         stream.reconfigure(encoding="utf-8")
     return stream
+
+
+def _not_a_root(root: Path) -> str:
+    """What is wrong with ``root`` (no MEMORY.md under it) and a fix that works for that case."""
+    if root.exists() and not root.is_dir():
+        holder = root.parent
+        if (holder / INDEX_NAME).is_file():
+            return f"is a file, not a folder; the memory root is the folder holding {INDEX_NAME}: --root {holder}"
+        return "is a file, not a folder; give --root the folder that holds MEMORY.md (or a new folder to `mmctl init`)"
+    if root.is_dir():
+        return f"has no {INDEX_NAME}; create one with `mmctl init --root {root}`, or give the right --root"
+    parent = root.parent
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), parent)
+    if not existing.is_dir():
+        return f"does not exist, and {existing} is a file, not a folder; give the right --root"
+    make = "" if parent.is_dir() else f"`mkdir -p {parent}` and "
+    return f"does not exist; create one with {make}`mmctl init --root {root}`, or give the right --root"
 
 
 class Ctx:
@@ -160,10 +177,8 @@ class Ctx:
         root = self.root()
         if (root / INDEX_NAME).is_file():
             return root
-        what = "is a file, not a folder" if root.is_file() else \
-            f"has no {INDEX_NAME}" if root.is_dir() else "does not exist"
         raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: no memory root at {root} ({self.root_origin()}): it "
-                      f"{what}; create one with `mmctl init --root {root}`, or give the right --root")
+                      f"{_not_a_root(root)}")
 
     def stdin_bytes(self) -> bytes:
         """All of stdin, as bytes (``--content -``)."""
@@ -246,3 +261,36 @@ class Ctx:
             raise Failure(f"`{command}` needs the mmd daemon, and none answers for {self.root()} (at {rpc}); "
                           f"start it with `mmd --root {self.root()}` (or its systemd user unit), then retry")
         return found
+
+
+def fix_for(error: MMError, ctx: Ctx) -> str:
+    """The fix for a core error a user can cause, in one sentence naming what to change (printed under its
+    message): the config file to edit, ``mmctl doctor`` for a file that is not mm v1, the slug rule, a root
+    that is read-only or not writable, ``mmctl init``."""
+    from mmd.core.config_file import ConfigError, config_path
+
+    code, message = error.code, error.message
+    if isinstance(error, ConfigError):
+        where = config_path(None, ctx.env)
+        return f"fix or remove it in {where}, which mmd reads too" if where else "fix the config file"
+    root = f"{ctx.root()} ({ctx.root_origin()})"
+    if code == ErrorCode.E_PARSE:
+        return (f"a file under the memory root {root} is not mm v1: fix it by hand; "
+                f"`mmctl doctor --root {ctx.root()}` lists every problem")
+    if code in (ErrorCode.E_INVALID, ErrorCode.E_CONFLICT) and message.startswith("topic"):
+        return "topics are ASCII slugs: letters, digits, '.', '_' and '-' (see `mmctl help`)"
+    if code == ErrorCode.E_IO:
+        read_only = "read-only file system" in message.lower()
+        in_root = str(ctx.root()) in message or any(f" {rel}" in message for rel in ("memories/", "MEMORY.md", ".mmd/"))
+        if not in_root:  # another file (an export target, a settings file)
+            return ("that file system is read-only: remount it read-write or choose another path" if read_only
+                    else "check that the path exists and that you can write to it")
+        if read_only:
+            return f"the memory root {root} is on a read-only file system: remount it read-write or give another --root"
+        return f"check that the memory root {root} is a folder you can write to"
+    if code == ErrorCode.E_DIGEST_SOURCE:
+        return "give a readable file (--file PATH) or the text itself (--text TEXT)"
+    if code == ErrorCode.E_NOT_INITIALIZED:
+        return f"create it with `mmctl init --root {ctx.root()}`, or give the right --root"
+    command = ctx.args.positionals[0] if ctx.args.positionals else ""
+    return f"see `mmctl help {command}`" if command else "see `mmctl help`"

@@ -5,9 +5,12 @@ Owns: the commands, their arguments and their help text (``mmctl --help``,
 and turning argv into :class:`Args`. Every command takes ``--root PATH``; the
 ones that print a result take ``--json``. Options and positionals may come in
 any order (``parse_intermixed_args``); a value that starts with ``--`` is given
-as ``--summary=--- draft``. Refused with :class:`UsageError` (exit code 2):
-unknown commands and options, extra positionals, bad choices, bad integers,
-an option without its value. Integers are read as the reference CLI reads them
+as ``--summary='--- draft'`` (quoted: the shell splits it otherwise). Refused
+with :class:`UsageError` (exit code 2): unknown commands and options, extra
+positionals, bad choices, an option without its value, and every value the
+table can check (:func:`.checks.check_values`: integers and their range, empty paths,
+review dates, client keys, candidate ids); exit code 1 is left for what fails
+on the data. Integers are read as the reference CLI reads them
 (JavaScript's ``Number()``: ``0x10`` is 16). Nothing here prints or exits:
 help and version text come back as :class:`Shown`.
 """
@@ -23,8 +26,8 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments", "js_number",
-           "parse_args", "render_help", "usage_line"]
+__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments",
+           "js_number", "parse_args", "render_help", "usage_line"]
 
 _JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
             "\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -56,8 +59,10 @@ class Shown(Exception):
 
 
 class Opt:
-    """An option: ``flag`` (``--content``), ``metavar`` (None for a switch), ``kind`` ``text``|``int``|``switch``,
-    ``choices``; ``bare_is_missing``: given with no value, it counts as absent (the command says what it needs).
+    """An option: ``flag`` (``--content``), ``metavar`` (None for a switch), ``kind`` (``text``, ``switch``, or a
+    checked kind: ``int`` a non-negative integer, ``posint`` a positive one, ``path`` a non-empty path, ``date`` a
+    review date or span, ``key`` a client key), ``choices``; ``bare_is_missing``: given with no value, it counts
+    as absent (the command says what it needs).
 
     Plain classes, not dataclasses or NamedTuples: building those costs milliseconds at import, and every
     one-shot ``mmctl read`` imports this table.
@@ -72,13 +77,15 @@ class Opt:
 
 
 class Pos:
-    """A positional: ``name`` (``topic``), ``help``, ``many`` (any number of them), ``choices``, ``default``."""
+    """A positional: ``name`` (``topic``), ``help``, ``many`` (any number of them), ``choices``, ``default``;
+    ``kind`` ``text`` or ``id`` (a candidate id: a positive integer below 2**63)."""
 
-    __slots__ = ("choices", "default", "help", "many", "name")
+    __slots__ = ("choices", "default", "help", "kind", "many", "name")
 
     def __init__(self, name: str, help: str, many: bool = False, choices: tuple[str, ...] | None = None,
-                 default: str | None = None) -> None:
+                 default: str | None = None, kind: str = "text") -> None:
         self.name, self.help, self.many, self.choices, self.default = name, help, many, choices, default
+        self.kind = kind
 
 
 class Command:
@@ -94,17 +101,19 @@ class Command:
         self.json, self.reference, self.epilog = json, reference, epilog
 
 
-ROOT = Opt("--root", "PATH", "the memory root (default: the config file's root, $DSH_MEMORY_ROOT, $DSH_HOME/memory)")
+ROOT = Opt("--root", "PATH", "the memory root (default: the config file's root, $DSH_MEMORY_ROOT, $DSH_HOME/memory)",
+           "path")
 JSON = Opt("--json", None, "print the result as one line of JSON", "switch")
 _CONTENT = Opt("--content", "TEXT", "the note's body; '-' reads it from stdin (UTF-8)", bare_is_missing=True)
-_FILE_BODY = Opt("--file", "PATH", "read the body from this file (UTF-8)")
-_SUMMARY = Opt("--summary", "S", "the index summary (a value starting with -- goes as --summary=--- draft)")
+_FILE_BODY = Opt("--file", "PATH", "read the body from this file (UTF-8)", "path")
+_SUMMARY = Opt("--summary", "S", "the index summary (a value starting with -- goes as --summary='--- draft')")
 _TAGS = Opt("--tags", "T", "comma-separated tags")
 _LIMIT = Opt("--limit", "N", "at most N results", "int")
 _LANG = Opt("--lang", "LANG", "the guide's language", choices=("en", "zh", "auto"))
-_MAX_BYTES = Opt("--max-bytes", "N", "the text's budget in UTF-8 bytes (default 3072)", "int")
+_MAX_BYTES = Opt("--max-bytes", "N", "the text's budget in UTF-8 bytes (default 3072)", "posint")
 _REVIEW_AFTER = Opt("--review-after", "DATE",
-                    "re-check the note on DATE (YYYY-MM-DD) or after a span: 10d, 2w, 3m, 1y; '' removes it")
+                    "re-check the note on DATE (YYYY-MM-DD) or after a span: 10d, 2w, 3m, 1y; '' removes it",
+                    "date")
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("init", "reference", "create the memory root, memories/ and an empty index", reference=True),
@@ -123,7 +132,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("budget", "reference", "the live budget report: the index and every note against their caps",
             reference=True),
     Command("digest", "reference", "candidate memories from text, a file or the newest session log; never writes",
-            options=(Opt("--file", "PATH", "a session log or text file"), Opt("--text", "TEXT", "the text itself"),
+            options=(Opt("--file", "PATH", "a session log or text file", "path"),
+                     Opt("--text", "TEXT", "the text itself"),
                      Opt("--max-items", "N", "at most N candidates", "int"),
                      Opt("--topic-hint", "S", "a topic to suggest")), reference=True),
     Command("delete", "reference", "delete a note and its index entry (always allowed, even over budget)",
@@ -133,15 +143,17 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),),
             epilog="Example: mmctl merge deploy-vpn deploy-staging --into deploy"),
     Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
-    Command("status", "status", "the daemon's state (needs the daemon)"),
+    Command("status", "status", "the daemon's state (needs the daemon)",
+            epilog="The revision only grows: the daemon reserves numbers in blocks of 1000, so a restart skips\n"
+                   "to the next block (1, 2, … then 1001)."),
     Command("queue", "queue", "the review queue of candidates the daemon distilled (needs the daemon)",
             (Pos("action", "what to do", choices=("list", "show", "accept", "reject"), default="list"),
-             Pos("id", "candidate ids (show: one; accept, reject: one or more)", many=True)),
+             Pos("id", "candidate ids (show: one; accept, reject: one or more)", many=True, kind="id")),
             (Opt("--status", "S", "list: which candidates", choices=("pending", "accepted", "rejected", "all")),
              _LIMIT, Opt("--offset", "N", "list: skip N", "int"),
              Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
              Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
-             Opt("--project", "DIR", "list: only candidates seen in this project (its working directory)"),
+             Opt("--project", "DIR", "list: only candidates seen in this project (its working directory)", "path"),
              Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other)"),
              Opt("--topic", "T", "accept: write under this topic"),
              Opt("--into", "T", "accept: append to this note instead of writing a new one"),
@@ -149,8 +161,14 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--replace", None, "accept: replace an existing note", "switch"),
              Opt("--below", "S", "reject: every pending candidate scoring below S"),
              Opt("--reason", "R", "reject: why")),
-            epilog="Each id of accept or reject is reported on its own line; the exit code is 1 if any failed.\n"
-                   "The list shows the visible candidates, best first; --all or --min-score shows the rest."),
+            epilog="actions:\n"
+                   "  list              the candidates, best first (--status, --limit, --offset, --all, --min-score)\n"
+                   "  show ID           one candidate: its fields and its body\n"
+                   "  accept ID [ID…]   write each candidate as a note (--topic, --into, --content, --replace)\n"
+                   "  reject ID [ID…]   reject each candidate for good (--reason; --below S: every one under S)\n\n"
+                   "Each id of accept or reject is reported on its own line; the exit code is 1 if any failed\n"
+                   "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
+                   "--all or --min-score shows the rest."),
     Command("log", "history", "the root's git history, newest first (needs the daemon with --git)",
             (Pos("topic", "only the commits touching this topic"),), (_LIMIT,)),
     Command("diff", "history", "what a revision changed, or what changed between two (REV: a commit or r42)",
@@ -182,7 +200,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             options=(Opt("--fix", None, "repair what is marked fixable (never deletes)", "switch"),)),
     Command("mcp", "mcp", "serve the MCP tools over stdio", options=(_LANG,), json=False),
     Command("inject", "agents", "what an agent should be told now: the index once, then only what changed",
-            options=(Opt("--client", "KEY", "whose view (an agent session id; default: mmctl)"), _MAX_BYTES,
+            options=(Opt("--client", "KEY", "whose view (an agent session id; default: mmctl)", "key"), _MAX_BYTES,
                      Opt("--format", "F", "text, json, or claude-hook (reads the hook's input on stdin)",
                          choices=("text", "json", "claude-hook"))),
             epilog="The text is printed, then committed: the next call says only what changed since.\n"
@@ -191,7 +209,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             options=(Opt("--within", "DAYS", "also list dates up to DAYS days ahead", "int"),)),
     Command("export", "agents", "write the memory block of an instructions file (AGENTS.md, CLAUDE.md)",
             (Pos("what", "what to export", choices=("agents-md",)),),
-            (Opt("--file", "PATH", "the file (default ./AGENTS.md); bytes outside the mm:begin/end block are kept"),
+            (Opt("--file", "PATH", "the file (default ./AGENTS.md); bytes outside the mm:begin/end block are kept",
+                 "path"),
              _MAX_BYTES)),
     Command("hooks", "agents", "install or remove the hooks that inject memory into an agent",
             (Pos("action", "what to do", choices=("install", "uninstall")),
@@ -382,12 +401,9 @@ def parse_args(argv: list[str]) -> Args:
         value = values.get(opt.flag[2:].replace("-", "_"))
         if value is True or isinstance(value, str):
             args.flags[opt.flag] = value
-        if opt.kind == "int" and isinstance(value, str):
-            try:
-                args.integer(opt.flag)
-            except UsageError as error:
-                raise UsageError(error.message, " ".join(parser.format_usage().split())) from None
-    return args
+    from .checks import check_values
+
+    return check_values(command, args)
 
 
 def _plain_parse(command: Command, rest: list[str]) -> Args | None:
@@ -437,13 +453,9 @@ def _place(command: Command, words: list[str], args: Args) -> Args | None:
     args.positionals += words
     if not words and command.positionals and command.positionals[0].default is not None:
         args.positionals.append(command.positionals[0].default)
-    try:
-        for opt in command.options:
-            if opt.kind == "int" and opt.flag in args.flags:
-                args.integer(opt.flag)  # argparse passes a bad integer too: the message is ours either way
-    except UsageError as error:
-        raise UsageError(error.message, usage_line(command.name)) from None
-    return args
+    from .checks import check_values
+
+    return check_values(command, args)  # argparse passes a bad value too: the message is ours either way
 
 
 def _help(topic: str | None) -> NoReturn:

@@ -93,6 +93,30 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
             f"{usage.get('writeBudget')} chars); the candidate stays pending: accept it with a shorter --content\n")
 
 
+def _said(error: RpcError) -> str:
+    """The daemon's message, with the flags that fix it named the way this command line spells them."""
+    if error.code == "E_EXISTS":
+        where = error.data.get("uri") or error.data.get("topic") or "the topic"
+        return (f"{where} already has a note; accept with --replace to overwrite it, --into T to append to a note, "
+                "or --topic T to write elsewhere")
+    return error.message
+
+
+def _reject(client: Any, cid: str | int, reason: str | None) -> dict[str, Any]:
+    """``queue.reject``, refused like an accept of a decided candidate when it was rejected already.
+
+    The daemon's reject is idempotent (a second one changes nothing and answers ``ok``); a person
+    asking for it is told it was already rejected, and the exit code is 1 as for accept.
+
+    Raises:
+        RpcError(E_DECIDED): the candidate was rejected before this call; as ``queue.reject`` otherwise.
+    """
+    if client.queue_get(cid).get("status") == "rejected":
+        raise RpcError("E_DECIDED", f"candidate {cid} is already rejected; nothing changed", {"status": "rejected"})
+    result: dict[str, Any] = client.queue_reject(cid, reason=reason)
+    return result
+
+
 def _report(ctx: Ctx, sub: str, cid: Any, result: dict[str, Any]) -> bool:
     """Print one decision; True when it failed."""
     if ctx.json:
@@ -162,9 +186,9 @@ def cmd_queue(ctx: Ctx) -> int:
                                              summary=a.text("--summary"), tags=a.text("--tags"),
                                              replace=a.flag("--replace"))
             else:
-                result = client.queue_reject(cid, reason=a.text("--reason"))
+                result = _reject(client, cid, a.text("--reason"))
         except RpcError as error:
-            result = {"ok": False, "id": cid, "error": {"code": error.code, "message": error.message}}
+            result = {"ok": False, "id": cid, "error": {"code": error.code, "message": _said(error)}}
         failed += _report(ctx, sub, cid, result)
     return EXIT_FAILED if failed else EXIT_OK
 

@@ -8,10 +8,11 @@ files under the root's lock. Either way the output is the reference's.
 
 from __future__ import annotations
 
+from mmd.core.config_file import ConfigError
 from mmd.core.errors import ErrorCode, MMError
 
 from ..render import budget_lines
-from .output import EXIT_FAILED, EXIT_OK, Ctx, js_json
+from .output import EXIT_FAILED, EXIT_OK, Ctx, fix_for, js_json
 from .parser import UsageError
 
 TYPE_CHECKING = False
@@ -82,8 +83,12 @@ def cmd_write(ctx: Ctx) -> int:
             memory = ctx.direct().memory()
             outcome = memory.write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
                                    tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"))
+    except ConfigError:
+        raise  # worded as mmd words it, with the file to fix (main)
     except MMError as error:
         ctx.error(error.message)
+        if error.code is ErrorCode.E_IO:
+            ctx.error(fix_for(error, ctx))
         return EXIT_FAILED
     if ctx.json:
         ctx.print_json(outcome)
@@ -234,19 +239,31 @@ def cmd_budget(ctx: Ctx) -> int:
 
 
 def cmd_digest(ctx: Ctx) -> int:
-    """``digest [--file PATH] [--text TEXT] [--max-items N] [--topic-hint S]``: candidates; never writes."""
+    """``digest [--file PATH] [--text TEXT] [--max-items N] [--topic-hint S]``: candidates; never writes.
+
+    ``--file`` of a DSH, Claude Code or Codex log goes through the daemon's adapter and candidate pipeline
+    (:func:`mmctl.agentlog.digest_agent_log`); any other source is the reference's digest.
+    """
     file = ctx.args.text("--file")
     text = ctx.args.text("--text")
     max_items = ctx.args.integer("--max-items")
     topic_hint = ctx.args.text("--topic-hint")
-    result = ctx.direct().memory().digest(text=text, file=file, max_items=max_items, topic_hint=topic_hint)
+    memory = ctx.direct().memory()
+    result = None
+    if file:  # a DSH, Claude Code or Codex log is read as the daemon reads it (conformance rule digest-agent-log)
+        from ..agentlog import digest_agent_log
+
+        result = digest_agent_log(file, memory, max_items=max_items, topic_hint=topic_hint)
+    if result is None:
+        result = memory.digest(text=text, file=file, max_items=max_items, topic_hint=topic_hint)
     if ctx.json:
         ctx.print_json(result)
         return EXIT_OK
     if result["sourceKind"] == "none":
         ctx.error(f"no digest source: {result['note']}")
         return EXIT_FAILED
-    out = [f"digest from {result['source']} — {len(result['candidates'])} candidate(s); review then mem_write:\n"]
+    source = f"{result['source']} ({result['agent']} log)" if result.get("agent") else result["source"]
+    out = [f"digest from {source} — {len(result['candidates'])} candidate(s); review then mem_write:\n"]
     out += [f"- [{c['topic']}/{c['kind']}] {c['summary']} ({c['chars']}/{c['budget']} chars)\n"
             for c in result["candidates"]]
     ctx.write("".join(out))
@@ -277,23 +294,29 @@ def cmd_delete(ctx: Ctx) -> int:
         outcome = _delete_via_daemon(ctx, topic)
         if outcome is None:
             outcome = ctx.direct().memory().delete(topic)
+    except ConfigError:
+        raise  # worded as mmd words it, with the file to fix (main)
     except MMError as error:
         ctx.error(error.message)
+        if error.code is ErrorCode.E_IO:
+            ctx.error(fix_for(error, ctx))
         return EXIT_FAILED
     if ctx.json:
         ctx.print_json(outcome)
     else:
-        ctx.write(f"deleted {topic}: {_deleted(outcome)}\n")
+        ctx.write(_deleted(topic, outcome) + "\n")
     return EXIT_OK
 
 
-def _deleted(outcome: dict[str, Any]) -> str:
-    """``removed``, ``not found``, or, for a dangling entry (a change without a file removed), what was removed."""
+def _deleted(topic: str, outcome: dict[str, Any]) -> str:
+    """``deleted T: removed``; for a dangling entry (a change without a file removed), what was removed; for no
+    note at all, that there was nothing to delete (the reference says ``deleted T: not found``: a listed
+    deviation, ``tests/conformance_rules.py``)."""
     if outcome["removed"]:
-        return "removed"
+        return f"deleted {topic}: removed"
     if outcome.get("pendingWrites"):
-        return "removed its index entry (the note file was already gone)"
-    return "not found"
+        return f"deleted {topic}: removed its index entry (the note file was already gone)"
+    return f"nothing to delete: no note for topic {topic}"
 
 
 def cmd_uri(ctx: Ctx) -> int:

@@ -33,6 +33,9 @@ def cmd_status(ctx: Ctx) -> int:
     rows = [(k, _git_line(v) if k == "git" else _readable(k, v)) for k, v in status.items()]
     room = terminal_width() - max((len(k) for k, _ in rows), default=0) - 2
     ctx.write(aligned([(k, v if k in _WHOLE else cut(v, room)) for k, v in rows]))
+    for key, value in status.items():
+        if isinstance(value, dict) and value.get("lastError") and key != "git":
+            ctx.write(f"  {key}: last error: {value['lastError']}\n")
     if isinstance(sources, list) and sources:
         ctx.write("\nsources:\n" + sources_table(sources))
     for line in status_warnings(status):
@@ -48,8 +51,9 @@ def _readable(key: str, value: Any) -> Any:
     """A ``daemon.status`` member as a person reads it: ``pending 3 · accepted 1``, the review page's URL."""
     if key == "http" and isinstance(value, dict):
         return value.get("url")
-    if isinstance(value, dict):
-        return " · ".join(f"{k} {v}" for k, v in value.items() if not isinstance(v, dict | list)) or "-"
+    if isinstance(value, dict):  # a last error gets a line of its own, never cut
+        return " · ".join(f"{k} {v}" for k, v in value.items()
+                          if not isinstance(v, dict | list) and k != "lastError") or "-"
     return value
 
 

@@ -9,8 +9,9 @@ connection (:mod:`.memory`); the resources (:mod:`.resources`) show the latest r
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
 schema (the pydantic models below). The agents' guide is the server's
-instructions. Errors (a bad topic, no daemon for the queue) come back as tool
-errors whose text says what to do; a refused write is a result, ``ok: false``
+instructions. Errors (a bad topic, a topic with no note, a parameter the tool
+does not declare, no daemon for the queue) come back as tool errors whose text
+says what to do; a refused write is a result, ``ok: false``
 with its usage, as mm v1 §6 wants.
 """
 
@@ -213,6 +214,12 @@ def _candidate_id(raw: str | int) -> str | int:
     return int(raw) if digits else raw
 
 
+def _summary_and_body(candidate: dict[str, Any]) -> str:
+    """A candidate's summary, then its body on the next line; the text once when they are the same."""
+    summary, body = str(candidate.get("summary", "")), str(candidate.get("body", ""))
+    return summary if summary.strip() == body.strip() else f"{summary}\n  {body}"
+
+
 class MemoryTools:
     """The tools of one connection, as methods named after the tools, over ``memory``.
 
@@ -229,10 +236,9 @@ class MemoryTools:
             if topic:
                 note = await memory.read(topic)
                 if note is None:
-                    uri = memory.uri_for(topic)
-                    return _result(f"no note for topic {topic} ({uri}) in this session's snapshot; notes written "
-                                   "in this session appear in the next one\n",
-                                   {"found": False, "topic": topic, "uri": uri})
+                    raise ToolError(f"E_NOT_FOUND: no note for topic {topic} ({memory.uri_for(topic)}) in this "
+                                    "session's snapshot; mem_read without a topic lists the topics (notes written in "
+                                    "this session appear in the next one)")
                 return _result(_note_text(note), {"found": True, "topic": topic, "uri": note["uri"], "note": note})
             index = await memory.index()
             if not all:
@@ -290,7 +296,7 @@ class MemoryTools:
         for c in result["candidates"]:
             over = " OVER BUDGET" if c.get("overBudget") else ""
             lines.append(f"- topic {c['topic']} ({c['kind']}, {c['chars']}/{c['budget']} chars{over}): "
-                         f"{c['summary']}\n  {c['body']}")
+                         f"{_summary_and_body(c)}")
         return _result("\n".join(lines) + "\n", result)
 
     async def mem_delete(self, topic: str) -> Annotated[CallToolResult, DeleteOut]:
@@ -334,7 +340,7 @@ class MemoryTools:
         lines = [f"{len(items)} {status or 'pending'} candidate(s):"] + [
             f"- id {c.get('id')} [{c.get('status', '')}] topic {c.get('topic')} ({c.get('kind')}, "
             f"{c.get('chars')} chars, score {c.get('score', 0)}, seen {c.get('seen', 1)}): "
-            f"{c.get('summary', '')}\n  {c.get('body', '')}" for c in items]
+            f"{_summary_and_body(c)}" for c in items]
         return _result("\n".join(lines) + "\n", {"ok": True, "candidates": items})
 
     async def mem_queue_accept(self, id: str | int, topic: str | None = None, content: str | None = None,
@@ -355,6 +361,29 @@ class MemoryTools:
         return _result(f"rejected {id}\n", {"ok": True, "result": result})
 
 
+class _StrictServer(MemoryServer):
+    """The memory server whose tools refuse parameters they do not declare (a mistyped ``topc`` is no ``topic``)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """As :meth:`MCPServer.call_tool`, after checking every argument's name against the tool's schema.
+
+        Raises:
+            ToolError: ``E_INVALID: <tool> has no parameter 'x' (did you mean 'y'?); its parameters: …``.
+        """
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = list(tool.parameters.get("properties", {}))
+            unknown = [key for key in arguments if key not in known]
+            if unknown:
+                from difflib import get_close_matches
+
+                near = get_close_matches(unknown[0], known, n=1)
+                hint = f" (did you mean {near[0]!r}?)" if near else ""
+                raise ToolError(f"E_INVALID: {name} has no parameter {', '.join(map(repr, unknown))}{hint}; its "
+                                f"parameters: {', '.join(known) or 'none'}")
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(memory: SessionMemory, instructions: str, *, root: Path, memory_id: str) -> MCPServer[Any]:
     """The MCP server for one connection over ``memory`` (tools) and the files of ``root`` (resources);
     closing the connection releases the snapshot."""
@@ -366,7 +395,7 @@ def build_server(memory: SessionMemory, instructions: str, *, root: Path, memory
         finally:
             await memory.close()
 
-    server = MemoryServer("mmctl", root=root, memory_id=memory_id, instructions=instructions, version=__version__,
+    server = _StrictServer("mmctl", root=root, memory_id=memory_id, instructions=instructions, version=__version__,
                           lifespan=lifespan)
     tools = MemoryTools(memory)
     for name, description in DESCRIPTIONS.items():

@@ -1,0 +1,48 @@
+"""``mmctl status`` exits 0 whenever the daemon answers, whatever it reports (issue 10); 1 only when none answers.
+
+Scripts and monitors read the report (``--json``) to judge health; the exit code says only whether a daemon
+answered, so a report of trouble (an index that no longer parses, an index over budget, a source with
+errors) is still exit 0 with the report printed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from mmctl.cli.main import main
+
+from tests.test_ingest_helpers import backfilled, wait_until
+
+
+def cli(daemon: Any, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([*argv, "--root", str(daemon.root)], env=dict(daemon.env), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_status_exits_0_while_the_daemon_reports_trouble(start_daemon, tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions" / "--home-x--" / "session-bad"
+    sessions.mkdir(parents=True)
+    (sessions / "session.jsonl").write_bytes(b"\x00\x01 not a log\n")
+    daemon = start_daemon("--heartbeat-ms", "200")
+    backfilled(daemon)
+    (daemon.root / "MEMORY.md").write_text("# MEMORY.md\n\n## not a slug\n")
+    report = wait_until(lambda: (r := json.loads(cli(daemon, "status", "--json")[1]))["watcher"]["errors"] and r,
+                        what="the daemon to report the broken index")
+    assert "E_PARSE" in report["watcher"]["lastError"] and report["ingest"]["warnings"] > 0, report
+    code, out, err = cli(daemon, "status")
+    assert (code, err) == (0, "") and "E_PARSE" in out
+    code, out, err = cli(daemon, "status", "--json")
+    assert (code, err) == (0, "") and json.loads(out)["root"] == str(daemon.root)
+
+
+def test_status_exits_1_when_no_daemon_answers(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path / "run"), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    main(["init", "--root", str(root)], env=env, stdout=io.StringIO(), stderr=io.StringIO())
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["status", "--root", str(root)], env=env, stdout=out, stderr=err) == 1
+    assert err.getvalue().startswith("mmctl: `status` needs the mmd daemon, and none answers for ")
