@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-__all__ = ["WHO", "Position", "Slice", "Source", "Utterance", "Who"]
+__all__ = ["WHO", "Position", "Slice", "Source", "Utterance", "Who", "text_blocks"]
 
 Who = Literal["human", "assistant", "summary", "text"]
 WHO: tuple[Who, ...] = ("human", "assistant", "summary", "text")
@@ -149,3 +149,14 @@ class Source(Protocol):
             OSError: if the file cannot be read (FileNotFoundError when it vanished).
         """
         ...
+
+
+def text_blocks(content: Any) -> list[str]:
+    """The texts of a message's ``content``: the string itself, or each ``{"type": "text", "text": …}`` block of
+    a block list (the Anthropic message shape, which DSH and Claude Code logs share); ``[]`` for anything else."""
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [b["text"] for b in content
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]

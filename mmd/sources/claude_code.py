@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .base import Position, Slice, Utterance, Who
+from .base import Position, Slice, Utterance, Who, text_blocks
 from .jsonl import SeenKeys, digest, is_compact, iso_utc, read_jsonl, string_after
 
 __all__ = ["ClaudeCodeSource"]
@@ -57,15 +57,6 @@ _NOT_TYPED = (
 hook's refusal is stored as a plain user record, seen in 2.1.22)."""
 _COMPACT_OPENING = "This session is being continued from a previous conversation"
 _QUEUED_KEPT = 32
-
-
-def _text_blocks(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [b["text"] for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
 
 
 def _has_tool_result(content: Any) -> bool:
@@ -172,7 +163,7 @@ class _Handler:
     def _user(self, index: int, record: dict[str, Any]) -> list[Utterance]:
         msg = record.get("message")
         content = msg.get("content") if isinstance(msg, dict) else None
-        joined = "\n\n".join(_text_blocks(content)).strip()
+        joined = "\n\n".join(text_blocks(content)).strip()
         if record.get("isCompactSummary") is True or joined.startswith(_COMPACT_OPENING):
             return self._emit("summary", joined, index, record, self._key(index, record, joined)) if joined else []
         if record.get("isMeta") is True or record.get("isVisibleInTranscriptOnly") is True:
@@ -195,7 +186,7 @@ class _Handler:
         msg = record.get("message")
         if not isinstance(msg, dict) or record.get("isApiErrorMessage") is True or msg.get("model") == "<synthetic>":
             return []
-        text = "\n\n".join(t.strip() for t in _text_blocks(msg.get("content")) if t.strip())
+        text = "\n\n".join(t.strip() for t in text_blocks(msg.get("content")) if t.strip())
         return self._emit("assistant", text, index, record, self._key(index, record, text)) if text else []
 
     def _enqueued(self, index: int, record: dict[str, Any]) -> list[Utterance]:

@@ -17,6 +17,7 @@ from .parser import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 __all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
@@ -71,24 +72,34 @@ def _as_mm(error: Exception) -> MMError:
     return MMError(ErrorCode(code) if known else ErrorCode.E_IO, getattr(error, "message", str(error)))
 
 
+
+def _change(ctx: Ctx, via_daemon: Callable[[], dict[str, Any] | None],
+            direct: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+    """A write or delete through the daemon that owns the root, else on the files; None after printing an mm error
+    (with the fix for a file-system one). A config error propagates: ``main`` words it as mmd does."""
+    try:
+        outcome = via_daemon()
+        return direct() if outcome is None else outcome
+    except ConfigError:
+        raise
+    except MMError as error:
+        ctx.error(error.message)
+        if error.code is ErrorCode.E_IO:
+            ctx.error(fix_for(error, ctx))
+        return None
+
 def cmd_write(ctx: Ctx) -> int:
     """``write <topic> --content TEXT [--budget N] [--summary S] [--tags T] [--review-after DATE|10d|2w|3m]``."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
     content = _need(body_text(ctx), "write requires --content TEXT")
     budget = ctx.args.integer("--budget")
     ctx.creatable_root()
-    try:
-        outcome = write_via_daemon(ctx, topic, content, budget)
-        if outcome is None:
-            memory = ctx.direct().memory()
-            outcome = memory.write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
-                                   tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"))
-    except ConfigError:
-        raise  # worded as mmd words it, with the file to fix (main)
-    except MMError as error:
-        ctx.error(error.message)
-        if error.code is ErrorCode.E_IO:
-            ctx.error(fix_for(error, ctx))
+    def direct_write() -> dict[str, Any]:
+        return ctx.direct().memory().write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
+                                           tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"))
+
+    outcome = _change(ctx, lambda: write_via_daemon(ctx, topic, content, budget), direct_write)
+    if outcome is None:
         return EXIT_FAILED
     if ctx.json:
         ctx.print_json(outcome)
@@ -290,16 +301,8 @@ def cmd_delete(ctx: Ctx) -> int:
     """``delete <topic>``: always allowed, even over budget."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "delete requires a <topic>")
     ctx.creatable_root()
-    try:
-        outcome = _delete_via_daemon(ctx, topic)
-        if outcome is None:
-            outcome = ctx.direct().memory().delete(topic)
-    except ConfigError:
-        raise  # worded as mmd words it, with the file to fix (main)
-    except MMError as error:
-        ctx.error(error.message)
-        if error.code is ErrorCode.E_IO:
-            ctx.error(fix_for(error, ctx))
+    outcome = _change(ctx, lambda: _delete_via_daemon(ctx, topic), lambda: ctx.direct().memory().delete(topic))
+    if outcome is None:
         return EXIT_FAILED
     if ctx.json:
         ctx.print_json(outcome)

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base import text_blocks
 from .header import SessionFormatError, SessionHeader
 
 __all__ = ["ExtractState", "RecordKind", "SessionExtractor", "TextRecord"]
@@ -125,15 +126,6 @@ def _clean(text: str) -> str:
     except UnicodeEncodeError:
         return _SURROGATES.sub("\ufffd", text)
     return text
-
-
-def _text_blocks(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [b["text"] for b in content
-            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
 
 
 def _is_checkpoint(source: dict[str, Any]) -> bool:
@@ -312,7 +304,7 @@ class SessionExtractor:
         elif etype == "assistant/message":
             self._assistant_message(data, seq)
         elif etype in ("compaction/summary", "compact/summary"):
-            blocks = _text_blocks(data.get("summary"))
+            blocks = text_blocks(data.get("summary"))
             cid = data.get("compactionId")
             self._compaction(seq, "\n\n".join(blocks).strip(), cid if isinstance(cid, str) else None)
         elif etype == "session/end-seed":
@@ -330,7 +322,7 @@ class SessionExtractor:
         source = msg.get("source")
         if not isinstance(source, dict):
             return
-        blocks = _text_blocks(msg.get("content"))
+        blocks = text_blocks(msg.get("content"))
         if source.get("kind") == "user":
             text = "\n\n".join(blocks)
             if text.strip():
@@ -345,7 +337,7 @@ class SessionExtractor:
         msg = data.get("message")
         if not isinstance(msg, dict):
             msg = data  # v0 legacy {content, provenance}
-        text = "\n\n".join(b for b in _text_blocks(msg.get("content")) if b)
+        text = "\n\n".join(b for b in text_blocks(msg.get("content")) if b)
         if text.strip():
             mid = self._message_id(msg, seq)
             self._emit(TextRecord(self._sid(), seq, RecordKind.ASSISTANT, self._clean(text), mid))
