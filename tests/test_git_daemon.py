@@ -201,13 +201,13 @@ def test_log_diff_revert_and_restore_on_a_root_with_50_revisions(
     newest = json.loads(cli(daemon, "log", "--json", "--limit", "1")[1])["commits"][0]
     assert newest["subject"].startswith("revert topic-4 (r") and len(commits) + 1 == len(
         json.loads(cli(daemon, "log", "--json", "--limit", "200")[1])["commits"])
-    # restore: a topic as it was at a revision; a topic absent then is deleted
+    # restore: a topic as it was at a revision; a topic absent then is refused, never deleted
     code, out, _ = cli(daemon, "restore", "topic-2", "--at", f"r{revs[7]}")
     assert code == 0 and bodies(daemon)["topic-2"] == "version 7"
     assert json.loads(cli(daemon, "log", "topic-2", "--json", "--limit", "1")[1])["commits"][0]["subject"] \
         .startswith("restore topic-2")
-    code, out, _ = cli(daemon, "restore", "topic-1", "--at", f"r{revs[0]}", "--json")
-    assert code == 0 and json.loads(out)["action"] == "delete" and "topic-1" not in bodies(daemon)
+    code, out, err = cli(daemon, "restore", "topic-1", "--at", f"r{revs[0]}", "--json")
+    assert code == 1 and "topic-1 did not exist at" in err and bodies(daemon)["topic-1"] == "version 46"
     # every budget holds: the restore is the store's own write (its usage against the budgets comes back)
     code, out, _ = cli(daemon, "restore", "topic-2", "--at", f"r{revs[12]}", "--json")
     usage = json.loads(out)["outcome"]["usage"]

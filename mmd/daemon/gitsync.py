@@ -452,21 +452,20 @@ class GitSync:
                 "results": results, "revision": self.state.revision}
 
     async def restore(self, topic: str, at: str) -> dict[str, Any]:
-        """``topic`` back as it was at ``at``: ``{ok, topic, at, commit, action, outcome}``."""
+        """``topic`` back as it was at ``at``: ``{ok, topic, at, commit, action: write, outcome}``. Raises
+        DaemonError(E_NOT_FOUND) if ``topic`` did not exist at ``at``: a restore never deletes."""
         validate_topic(topic)
         await self.committed()
-        note = await asyncio.to_thread(self.history.note_at, topic, at)
+        commit = await asyncio.to_thread(self.history.resolve, at)
+        note = await asyncio.to_thread(self.history.note_at, topic, commit)
         if note is None:
-            if self.state.current.note(topic) is None:
-                raise DaemonError(DaemonCode.E_NOT_FOUND, f"{topic} did not exist at {at} and does not exist now")
-            step: dict[str, Any] = {"topic": topic, "action": "delete"}
-        else:
-            step = {"topic": topic, "action": "write", "content": note["body"], "summary": note["summary"],
-                    "tags": note["tags"]}
-        outcome = await self._apply(step, "restore")
-        return {"ok": bool(outcome.get("ok", True)), "topic": topic, "at": at,
-                "commit": note["commit"] if note else await asyncio.to_thread(self.history.resolve, at),
-                "action": step["action"], "outcome": outcome, "revision": self.state.revision}
+            now = self.state.current.note(topic) is not None
+            fix = f"; `mmctl delete {topic}` removes it" if now else " and does not exist now"
+            raise DaemonError(DaemonCode.E_NOT_FOUND, f"{topic} did not exist at {at} (commit {commit}){fix}")
+        outcome = await self._apply({"topic": topic, "action": "write", "content": note["body"],
+                                     "summary": note["summary"], "tags": note["tags"]}, "restore")
+        return {"ok": bool(outcome.get("ok", True)), "topic": topic, "at": at, "commit": commit,
+                "action": "write", "outcome": outcome, "revision": self.state.revision}
 
     async def _apply(self, step: dict[str, Any], label: str) -> dict[str, Any]:
         """One write or delete through the state (queued with the others'); its revision commits as ``label``."""

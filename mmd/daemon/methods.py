@@ -413,7 +413,7 @@ class Methods:
         """``memory.restore {topic, at}`` → ``{ok, topic, at, commit, action, outcome, revision}``.
 
         Raises:
-            DaemonError(E_UNAVAILABLE | E_NOT_FOUND): without ``--git``; a topic absent then and now.
+            DaemonError(E_UNAVAILABLE | E_NOT_FOUND): without ``--git``; a topic absent at ``at``.
             MMError(E_INVALID): if ``at`` names nothing or the topic is not a slug.
         """
         return await self._git().restore(p["topic"], p["at"])

@@ -1,6 +1,8 @@
 """``mmctl log|diff|revert|restore|sync``: the root's git history and sync (need a daemon run with ``--git``).
 
-REV is a commit (any commit-ish git knows) or a local revision ``r42``. A revert
+REV is a commit (any commit-ish git knows) or a revision ``r42`` of THIS root
+(revision numbers are per root: another machine's ``r42`` is named by its commit
+hash; ``log`` prints the hash beside each and marks other roots' commits). A revert
 or a restore is a new write through the daemon under every budget, never a
 history rewrite. ``sync`` returns once commit, fetch, merge, push and the
 daemon's reload are done, and says what happened. Text output is for people;
@@ -40,7 +42,9 @@ def cmd_log(ctx: Ctx) -> int:
     if not commits:
         ctx.write(f"no commit{' touches ' + topic if topic else ' yet'}\n")
     for c in commits:
-        ctx.write(f"{c['commit'][:10]}  {c['date']}  {c['subject']}\n")
+        label = "-" if c.get("otherRoot") else ",".join(f"r{n}" for n in c["revisions"]) or "-"
+        mark = "  (other root: use the hash)" if c.get("otherRoot") else ""
+        ctx.write(f"{label:<6} {c['commit'][:12]}  {c['date']}  {c['subject']}{mark}\n")
     return EXIT_OK
 
 
@@ -69,7 +73,7 @@ def _step(step: dict[str, Any]) -> str:
     later = " (it had changed since: that later version stays in the history)" if step.get("changedSince") else ""
     if step["action"] == "delete":
         done = "deleted" if outcome.get("removed") else "already absent"
-        return f"{done} {step['topic']} (revision {outcome.get('revision')}){later}"
+        return f"{done} {step['topic']}: it did not exist before (revision {outcome.get('revision')}){later}"
     if outcome.get("ok"):
         return f"wrote {step['topic']} back (revision {outcome.get('revision')}){later}"
     return f"NOT written: {step['topic']}: {outcome.get('message', 'the write was refused')}"
@@ -83,7 +87,9 @@ def cmd_revert(ctx: Ctx) -> int:
     if ctx.json:
         ctx.print_json(result)
     else:
-        ctx.write(f"revert of {result['rev']} ({result['commit'][:10]}):\n")
+        gone = [s["topic"] for s in result["results"] if s["action"] == "delete"]
+        deletes = f"; it deletes {', '.join(gone)} (created by it)" if gone else ""
+        ctx.write(f"revert of {result['rev']} ({result['commit'][:12]}): undoing what it changed{deletes}\n")
         for step in result["results"]:
             ctx.write("  " + _step(step) + "\n")
         if not result["results"]:
@@ -92,7 +98,7 @@ def cmd_revert(ctx: Ctx) -> int:
 
 
 def cmd_restore(ctx: Ctx) -> int:
-    """``restore TOPIC --at REV``: write TOPIC back as it was at REV (deleted if it did not exist then)."""
+    """``restore TOPIC --at REV``: write TOPIC back as it was at REV; refused (exit 1) if it did not exist then."""
     at = ctx.args.text("--at")
     if len(ctx.rest) != 1 or at is None:
         raise UsageError("restore takes a topic and --at REV (a commit or r42)")

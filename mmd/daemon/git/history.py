@@ -1,49 +1,79 @@
 """The memory root's history in git: one commit per revision, and what the history can tell.
 
 Owns: :class:`GitHistory` — committing the root's files after a revision
-(message ``write deploy-region (r42)``, with ``Mmd-Revision`` / ``Mmd-Topics``
-trailers so ``r42`` can be found again), the log (per topic, JSON-able), the
+(message ``write deploy-region (r42)``, with ``Mmd-Revision`` / ``Mmd-Topics`` /
+``Mmd-Root`` trailers so ``r42`` can be found again), the root's id
+(``.mmd/root-id``: which root made a commit), the log (per topic, JSON-able), the
 diff between two revisions, a topic's note at a revision, and the plan a
 revert needs. Reverts and restores are NOT performed here: the daemon
 performs them as new writes under every budget, never as a history rewrite.
 Never commits ``.mmd/`` (``.gitignore``, see :mod:`.repo`). Never does: sync.
 
-Local revision numbers restart with each daemon unless it starts from
-:meth:`GitHistory.last_revision`, so ``r42`` means the NEWEST commit recording
-revision 42.
+Revision numbers are local: two roots sharing a remote both make an ``r42``. So
+``r42`` means the one commit recording revision 42 made by THIS root (its
+``Mmd-Root`` trailer is this root's id; a commit made before the trailer existed
+counts when it is the only candidate); several or none: refused, naming the
+candidates by commit hash (a hash always works).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mmd.core.durable import atomic_write
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.format import parse_index, parse_note
 from mmd.core.model import IndexEntry
-from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
 
 from .runner import Git, GitError
 from .tree import TreeEntry, identity_env, read_blobs, read_tree
 
-__all__ = ["CAUSES", "GitHistory", "RootAt", "commit_message"]
+__all__ = ["CAUSES", "ROOT_ID_NAME", "GitHistory", "RootAt", "commit_message", "root_id"]
 
 CAUSES = ("write", "delete", "external edit", "revert", "restore", "accept", "sync")
 """Usual commit causes; any short phrase is accepted."""
 
 _REV = re.compile(r"^r(\d+)$")
+_ROOT_ID = re.compile(r"^[0-9a-f]{8,64}$")
+ROOT_ID_NAME = "root-id"
+"""The root id's file name inside ``.mmd/`` (never committed: a fresh clone makes a new id)."""
+_TRAILERS = ("%(trailers:key=Mmd-Revision,valueonly,separator=%x20)%x1f"
+             "%(trailers:key=Mmd-Root,valueonly,separator=%x20)")
 _SUBJECT_TOPICS = 4
 """Most topics named in a commit subject; the trailer lists them all."""
 
 
-def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str]) -> str:
-    """``write deploy-region (r42)`` plus the ``Mmd-Revision`` and ``Mmd-Topics`` trailers.
+def root_id(root: Path) -> str:
+    """This root's id (16 hex digits), from ``<root>/.mmd/root-id``; made and written there on first use.
 
-    More than four topics are counted in the subject (``write 12 topics (r40, r41)``).
+    Raises:
+        OSError: if a new id cannot be written (the root is gone or read-only).
+    """
+    path = root / STATE_DIR / ROOT_ID_NAME
+    try:
+        text = path.read_text(encoding="ascii").strip()
+        if _ROOT_ID.match(text):
+            return text
+    except (OSError, UnicodeDecodeError):
+        pass
+    made = secrets.token_hex(8)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    atomic_write(path, f"{made}\n".encode("ascii"), mode=0o600)
+    return made
+
+
+def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str], root: str | None = None) -> str:
+    """``write deploy-region (r42)`` plus the ``Mmd-Revision``, ``Mmd-Topics`` and ``Mmd-Root`` trailers.
+
+    More than four topics are counted in the subject (``write 12 topics (r40, r41)``); ``root`` is the
+    id of the root making the commit (see :func:`root_id`).
     """
     named = ", ".join(topics) if len(topics) <= _SUBJECT_TOPICS else f"{len(topics)} topics"
     revs = ", ".join(f"r{r}" for r in revisions)
@@ -53,6 +83,8 @@ def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str]) 
         trailers.append("Mmd-Revision: " + " ".join(str(r) for r in revisions))
     if topics:
         trailers.append("Mmd-Topics: " + " ".join(topics))
+    if root:
+        trailers.append(f"Mmd-Root: {root}")
     return subject + ("\n\n" + "\n".join(trailers) if trailers else "") + "\n"
 
 
@@ -92,6 +124,7 @@ class GitHistory:
         self.root = Path(os.path.abspath(root))
         self.git = Git(self.root, env)
         self._identity: dict[str, str] | None = None
+        self._root_id: str | None = None
 
     @property
     def identity(self) -> dict[str, str]:
@@ -99,6 +132,20 @@ class GitHistory:
         if self._identity is None:
             self._identity = identity_env(self.git)
         return self._identity
+
+    @property
+    def root_id(self) -> str:
+        """This root's id (see :func:`root_id`), read or made once.
+
+        Raises:
+            MMError(E_IO): if a new id cannot be written.
+        """
+        if self._root_id is None:
+            try:
+                self._root_id = root_id(self.root)
+            except OSError as error:
+                raise MMError(ErrorCode.E_IO, f"recording the root id in {self.root}/.mmd failed: {error}") from error
+        return self._root_id
 
     def head(self) -> str | None:
         """The commit HEAD points at, or None on an unborn branch."""
@@ -143,7 +190,8 @@ class GitHistory:
             if not topics:
                 topics = self.staged_topics()
             done = self.git.run("commit", "--quiet", "-F", "-",
-                                input=commit_message(revs, cause, topics).encode(), env=self.identity, check=False)
+                                input=commit_message(revs, cause, topics, self.root_id).encode(),
+                                env=self.identity, check=False)
             if done.returncode != 0:
                 if b"nothing to commit" in done.stdout or b"nothing added to commit" in done.stdout:
                     return None
@@ -169,25 +217,40 @@ class GitHistory:
         return max(numbers, default=0)
 
     def resolve(self, rev: str) -> str:
-        """The commit id of ``rev``: ``r42`` (the newest commit recording revision 42) or any commit-ish.
+        """The commit id of ``rev``: ``r42`` (the one commit of THIS root recording revision 42) or any commit-ish.
+
+        ``r42`` matches the commits whose ``Mmd-Root`` is this root's id; when none does, those without
+        the trailer (made before it existed). Exactly one must match.
 
         Raises:
-            MMError(E_INVALID): if no such revision or commit exists.
+            MMError(E_INVALID): if no such commit exists, or ``r42`` matches none or several: the message
+                lists the candidates by commit hash (another root's ``r42`` included).
         """
         match = _REV.match(rev.strip())
         if match:
-            number = match.group(1)
-            fmt = "%H%x1f%(trailers:key=Mmd-Revision,valueonly,separator=%x20)"
-            done = self.git.run("log", f"--format={fmt}", "--grep", "^Mmd-Revision:", check=False)
-            for line in done.stdout.decode().splitlines():
-                commit, _, revs = line.partition("\x1f")
-                if number in revs.split():
-                    return commit
-            raise MMError(ErrorCode.E_INVALID, f"no commit records revision {rev} in {self.root}")
+            return self._resolve_revision(rev.strip(), match.group(1))
         done = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
         if done.returncode != 0:
             raise MMError(ErrorCode.E_INVALID, f"{rev!r} is neither a revision (r42) nor a commit of {self.root}")
         return done.stdout.decode().strip()
+
+    def _resolve_revision(self, rev: str, number: str) -> str:
+        done = self.git.run("log", f"--format=%H%x1f%s%x1f{_TRAILERS}", "--grep", "^Mmd-Revision:", check=False)
+        found = []
+        for line in done.stdout.decode("utf-8", "replace").splitlines():
+            commit, subject, revs, root = line.split("\x1f")
+            if number in revs.split():
+                found.append((commit, subject, root.strip()))
+        own = [f for f in found if f[2] == self.root_id] or [f for f in found if not f[2]]
+        if len(own) == 1:
+            return own[0][0]
+        listed = "; ".join(f"{c} {s!r}" + ("" if r == self.root_id else " (other root)" if r else " (no root recorded)")
+                           for c, s, r in found)
+        if not found:
+            raise MMError(ErrorCode.E_INVALID, f"no commit records revision {rev} in {self.root}")
+        why = f"{len(own)} commits of this root record {rev}" if own else f"no commit of this root records {rev}"
+        raise MMError(ErrorCode.E_INVALID, f"{why} (revision numbers are per root): name the commit by its hash "
+                      f"(`mmctl log` lists them); candidates: {listed}", details=listed)
 
     def root_at(self, commit: str | None) -> RootAt:
         """The files and index entries at ``commit`` (None: an empty root).
@@ -212,23 +275,24 @@ class GitHistory:
         A commit's topics are its ``Mmd-Topics`` trailer, else the notes it changed.
 
         Returns:
-            ``[{commit, parents, date (ISO-8601), author, subject, revisions: [int], topics: [str]}]``.
+            ``[{commit, parents, date (ISO-8601), author, subject, revisions: [int], topics: [str], root (id or
+            None: not recorded), otherRoot (another root made it: its ``rN`` is not this root's)}]``.
         """
-        fmt = ("%x1e%H%x1f%P%x1f%aI%x1f%an%x1f%s%x1f%(trailers:key=Mmd-Revision,valueonly,separator=%x20)"
-               "%x1f%(trailers:key=Mmd-Topics,valueonly,separator=%x20)")
+        fmt = f"%x1e%H%x1f%P%x1f%aI%x1f%an%x1f%s%x1f{_TRAILERS}%x1f%(trailers:key=Mmd-Topics,valueonly,separator=%x20)"
         done = self.git.run("-c", "core.quotePath=false", "log", f"--format={fmt}", "--name-only",
                             "--no-renames", check=False)
         out: list[dict[str, Any]] = []
         for chunk in done.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
             head, _, names = chunk.partition("\n")
-            commit, parents, date, author, subject, revs, topics = head.split("\x1f")
+            commit, parents, date, author, subject, revs, root, topics = head.split("\x1f")
             named = topics.split() or [p[len(DETAIL_DIR) + 1:-3] for p in names.split("\n")
                                        if p.startswith(f"{DETAIL_DIR}/") and p.endswith(".md")]
             if topic is not None and topic not in named:
                 continue
             out.append({"commit": commit, "parents": parents.split(), "date": date, "author": author,
                         "subject": subject, "revisions": [int(r) for r in revs.split() if r.isdigit()],
-                        "topics": named})
+                        "topics": named, "root": root.strip() or None,
+                        "otherRoot": bool(root.strip()) and root.strip() != self.root_id})
             if len(out) >= limit:
                 break
         return out
