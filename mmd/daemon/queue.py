@@ -6,7 +6,8 @@ wire shape (:class:`~mmd.wire.protocol.CandidateJson`), the status changes
 statement seen again. A candidate's identity is its statement:
 :func:`mmd.candidates.identity.norm_key` (NFKC, casefold, punctuation and
 whitespace folded), or a near-duplicate of the statement itself — the summary, never the context
-around it (word or CJK-bigram Jaccard ≥ 0.8), kept for the queue's whole history. A statement seen again — the same
+around it (word or CJK-bigram Jaccard ≥ 0.8), kept for the queue's whole history. A statement
+seen again — the same
 session read again, a resumed one, a copy of the log, another session or
 agent — merges into the candidate already there. So does a restatement in
 other words (:func:`same_idea`): a standing rule the person says again in
@@ -16,7 +17,8 @@ content words (a shared context alone never merges). Merging: new places join it
 ``evidence``, ``seen`` grows, its score rises (more when it comes from
 another session), and a hidden one becomes visible when the new sighting is;
 a place already in the evidence (the record's uuid, or session and line)
-adds nothing, nor does a replay of one (same session, speaker, time and quote at another place). A rejected or accepted statement never comes back. Issue 13
+adds nothing, nor does a replay of one (same session, speaker, time and
+quote at another place). A rejected or accepted statement never comes back. Issue 13
 "Dedupe and repetition".
 
 Threading: every method uses the calling thread's own connection; the
