@@ -114,6 +114,11 @@ def _key_words(text: str) -> set[str]:
     return set(_WORDS.findall(unicodedata.normalize("NFKC", text).casefold()))
 
 
+def _replayed(a: Utterance, b: Utterance) -> bool:
+    """Whether ``b`` replays ``a``: one speaker, one time (``at``, known) and one text at another place."""
+    return a.at is not None and (a.who, a.at, a.text) == (b.who, b.at, b.text)
+
+
 def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a) and bool(b) and len(a & b) / len(a | b) >= 0.8
 
@@ -174,6 +179,8 @@ class _Session:
         for i, other in enumerate(self.words):
             if _similar(words, other):
                 draft = self.drafts[i]
+                if any(_replayed(e, utterance) for e in draft.evidence):
+                    return  # a resumed session's replay of a record already drafted: no new sighting
                 draft.seen += 1
                 if utterance not in draft.evidence:
                     draft.evidence.append(utterance)
