@@ -54,6 +54,13 @@ def test_a_repeated_rule_is_one_draft_seen_twice_and_ranks_higher() -> None:
     assert twice[0].score > once.score
 
 
+def test_a_rule_that_stands_alone_is_its_body_without_the_rest_of_the_prompt() -> None:
+    prompt = ("Do not create any PR or issue without my explicit approval. Then fix the typo in the readme, "
+              "rerun the suite and tell me what changed in the parser since yesterday.")
+    (draft,) = [d for d in select([say("human", prompt, 1)]) if d.summary.startswith("Do not")]
+    assert draft.body == "Do not create any PR or issue without my explicit approval."
+
+
 def test_a_replayed_record_is_no_new_sighting() -> None:
     rule = "always run the formatter before you commit anything"
     once = select([say("human", rule, 1)])[0]

@@ -125,4 +125,4 @@ def test_digest_of_an_agent_log_lists_each_statement_once_by_score_like_queue_li
     scores = [c["score"] for c in got["candidates"]]
     assert scores == sorted(scores, reverse=True) and len(scores) == 2, got["candidates"]
     bodies = [c["body"] for c in got["candidates"]]
-    assert len(set(bodies)) == len(bodies) and bodies[0].startswith("Do not create any PR")
+    assert len(set(bodies)) == len(bodies) and bodies[0].startswith("You must not create any PR")

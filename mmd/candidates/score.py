@@ -123,6 +123,12 @@ def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a) and bool(b) and len(a & b) / len(a | b) >= 0.8
 
 
+_STANDS_ALONE = re.compile(r"(?:do not|don['’]t|never|always|please (?:do not|don['’]t|never|always))\b",
+                           re.IGNORECASE)
+"""A sentence opening as a rule of its own ("Do not create any PR without my approval.") needs no neighbour."""
+_ALONE_WORDS = 6
+
+
 def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
     """The statement with the sentences next to it in its paragraph, while within _CONTEXT code points.
 
@@ -130,7 +136,7 @@ def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
     stands alone.
     """
     text = statement.text
-    if statement.bullet:
+    if statement.bullet or _STANDS_ALONE.match(text) and len(text.split()) >= _ALONE_WORDS:
         return text
     same = [s for s in statements if s.paragraph == statement.paragraph and not s.bullet]
     at = next(i for i, s in enumerate(same) if s.index == statement.index)
