@@ -48,6 +48,7 @@ def subject_words(text: str) -> frozenset[str]:
 _APOSTROPHE = re.compile(r"(?<=[A-Za-z])['\u2019](?=[A-Za-z])")
 _FILLER = frozenset("""
 also just so no yes ok okay then but because why actually really maybe well right sure hmm like not do does did
+good great thanks point since says said see try
 can could would should will what how when where which who all any some here now still again very too yet if else
 dont doesnt didnt cant wont isnt arent wasnt werent shouldnt wouldnt couldnt havent hasnt youre youve youll youd
 im ive id ill its thats theres heres lets whats hes shes theyre theyve weve were re ll ve these those
