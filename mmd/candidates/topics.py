@@ -46,12 +46,15 @@ def subject_words(text: str) -> frozenset[str]:
 
 
 _APOSTROPHE = re.compile(r"(?<=[A-Za-z])['\u2019](?=[A-Za-z])")
+_PRONOUN_CONTRACTION = re.compile(
+    r"\b(?:i|you|we|they|he|she|it|that|there|here|what|let)['\u2019](?:d|ll|ve|re|m|s)\b", re.IGNORECASE)
+"""``I'd``, ``you're``, ``it's`` …: left out whole (``I'd`` folded would read as the word ``id``)."""
 _FILLER = frozenset("""
 also just so no yes ok okay then but because why actually really maybe well right sure hmm like not do does did
 good great thanks point since says said see try
 can could would should will what how when where which who all any some here now still again very too yet if else
 dont doesnt didnt cant wont isnt arent wasnt werent shouldnt wouldnt couldnt havent hasnt youre youve youll youd
-im ive id ill its thats theres heres lets whats hes shes theyre theyve weve were re ll ve these those
+im ive ill its thats theres heres lets whats hes shes theyre theyve weve were re ll ve these those
 """.split())
 """Filler a slug leaves out: contractions (apostrophe folded: ``don't`` → ``dont``), their fragments, hedges."""
 _SLUG_WORDS = 5
@@ -59,10 +62,10 @@ _SLUG_WORDS = 5
 
 def _slug_words(text: str) -> list[str]:
     """Whole words of ``text`` for a slug, in order, once each: apostrophes folded into their word, function
-    words, filler, one-letter fragments and lone numbers left out."""
-    folded = normalized(_APOSTROPHE.sub("", text))
+    words, filler and one-letter fragments (``s`` of ``it's``) left out; numbers kept (``15-4``)."""
+    folded = normalized(_APOSTROPHE.sub("", _PRONOUN_CONTRACTION.sub(" ", text)))
     words = (w for w in _ASCII_WORD.findall(folded)
-             if len(w) > 1 and w not in _FUNCTION and w not in _FILLER and not w.isdigit())
+             if (len(w) > 1 or w.isdigit()) and w not in _FUNCTION and w not in _FILLER)
     return list(dict.fromkeys(words))
 
 
@@ -77,7 +80,7 @@ def topic_slug(text: str, *, limit: int = TOPIC_SLUG_MAX, taken: Collection[str]
     """
     digest = hashlib.sha256(normalized(text).encode()).hexdigest()
     pool = _slug_words(text)
-    if not pool:
+    if not pool or all(w.isdigit() for w in pool):
         return f"memo-{digest[:8]}"
     words = _fit(pool, limit, _SLUG_WORDS)
     slug = "-".join(words)
