@@ -54,6 +54,22 @@ def test_a_repeated_rule_is_one_draft_seen_twice_and_ranks_higher() -> None:
     assert twice[0].score > once.score
 
 
+def test_a_rule_that_stands_alone_is_its_body_without_the_rest_of_the_prompt() -> None:
+    prompt = ("Do not create any PR or issue without my explicit approval. Then fix the typo in the readme, "
+              "rerun the suite and tell me what changed in the parser since yesterday.")
+    (draft,) = [d for d in select([say("human", prompt, 1)]) if d.summary.startswith("Do not")]
+    assert draft.body == "Do not create any PR or issue without my explicit approval."
+
+
+def test_a_replayed_record_is_no_new_sighting() -> None:
+    rule = "always run the formatter before you commit anything"
+    once = select([say("human", rule, 1)])[0]
+    replayed = Utterance("human", rule, "claude-code", "s1", "/work/app", "2026-11-30T20:01:00.000Z",
+                         Position("/logs/s1.jsonl", 90))  # a resumed session copies the record: its old time
+    (draft,) = select([say("human", rule, 1), replayed, replayed, replayed])
+    assert draft.seen == 1 and len(draft.evidence) == 1 and draft.score == once.score
+
+
 def test_an_acknowledged_correction_ranks_higher() -> None:
     text = "that is a false positive, the framework always sets the app name"
     plain = select([say("human", text, 1), say("assistant", "Okay.", 2)])[0]

@@ -57,6 +57,7 @@ def test_digest_of_an_agent_log_goes_through_the_daemons_adapter_and_pipeline(pa
     agent = recognise(path)
     utterances, _ = read_whole(path, str(agent))
     expected = [c for c in candidates_from(utterances, write_budget=4000, seen=Seen()) if getattr(c, "visible", True)]
+    expected = sorted({c.norm: c for c in reversed(expected)}.values(), key=lambda c: (-c.score, expected.index(c)))
     assert got["agent"] == agent and got["sourceKind"] == "session-log" and got["source"] == str(path)
     assert [(c["topic"], c["body"]) for c in got["candidates"]] == [(c.topic, c.body) for c in expected]
     assert got["candidates"] and all(c["source"]["sessionId"] == utterances[0].session_id for c in got["candidates"])
@@ -115,3 +116,13 @@ def test_a_file_that_cannot_be_read_keeps_the_references_message_and_adds_the_fi
         first, fix = err.getvalue().splitlines()
         assert first.startswith("mmctl: E_DIGEST_SOURCE: digest source ") and first.endswith(f": {missing}"), first
         assert fix == "mmctl: give a readable file (--file PATH) or the text itself (--text TEXT)"
+
+
+def test_digest_of_an_agent_log_lists_each_statement_once_by_score_like_queue_list(tmp_path: Path) -> None:
+    """A marked 0.6 conclusion said first, then one prompt whose two rules share one body (the queue merges them)."""
+    code, got, err = digest_json(tmp_path, "--file", str(FIXTURES / "digest" / "claude-code-order.jsonl"), "--json")
+    assert (code, err) == (0, "")
+    scores = [c["score"] for c in got["candidates"]]
+    assert scores == sorted(scores, reverse=True) and len(scores) == 2, got["candidates"]
+    bodies = [c["body"] for c in got["candidates"]]
+    assert len(set(bodies)) == len(bodies) and bodies[0].startswith("You must not create any PR")

@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from mmd.candidates import NewCandidate
     from mmd.core.memory import Memory
 
@@ -38,6 +40,15 @@ def _candidate(c: NewCandidate, budget: int) -> dict[str, Any]:
     return out
 
 
+def _by_score(found: Iterable[NewCandidate]) -> list[NewCandidate]:
+    """One candidate per statement (the first of each :attr:`~mmd.candidates.NewCandidate.norm`, as the queue
+    merges them), by score descending as ``queue list`` orders them (ties: pipeline order)."""
+    first: dict[str, NewCandidate] = {}
+    for c in found:
+        first.setdefault(c.norm, c)
+    return sorted(first.values(), key=lambda c: -c.score)
+
+
 def digest_agent_log(path: str, memory: Memory, *, max_items: int | None = None,
                      topic_hint: str | None = None) -> dict[str, Any] | None:
     """The candidates of the agent log at ``path`` as the daemon would queue them, or None for another file.
@@ -54,7 +65,9 @@ def digest_agent_log(path: str, memory: Memory, *, max_items: int | None = None,
         ``candidates`` as the reference's (``topic, kind, summary, body, chars, budget, overBudget``) plus
         ``source`` (``kind``: ``user`` | ``assistant`` | ``compaction``, ``sessionId``, ``seq``, ``messageId``),
         ``rule``, ``score``, ``pinned`` and ``proposal`` (``action``: ``create`` | ``append``, ``topic``); only
-        the visible candidates (those the review queue lists by default), marked ones first, then by score.
+        the visible candidates (those the review queue lists by default), one per statement (a prompt
+        whose statements share one body is listed once, as the queue merges it), by score descending as
+        ``queue list`` orders them (marked ones score highest).
         None as well for a file that cannot be opened.
 
     Raises:
@@ -80,7 +93,7 @@ def digest_agent_log(path: str, memory: Memory, *, max_items: int | None = None,
     budget = memory.options.default_write_budget
     # the notes as the daemon's candidacy sees them (mmd.daemon.ingest.candidacy.seen_of_snapshot)
     seen = Seen.of_index((n.topic, n.entry.tags, n.entry.summary, n.body) for n in memory.list_notes())
-    found = [c for c in candidates_from(utterances, write_budget=budget, seen=seen) if c.visible]
+    found = _by_score(c for c in candidates_from(utterances, write_budget=budget, seen=seen) if c.visible)
     if topic_hint:
         explicit = [c for c in found if c.kind == "explicit"][1:]
         found = [c for c in found if c not in explicit]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from mmd.core.digest import digest
 from mmd.core.text import js_trim, slug_for_topic
@@ -82,10 +82,11 @@ def _cut(body: str, limit: int) -> tuple[str, bool]:
 
 def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str, score: float, visible: bool,
                    evidence: Sequence[Evidence], write_budget: int = MAX_STATEMENT, topic: str | None = None,
-                   pinned: bool = False) -> NewCandidate | None:
+                   pinned: bool = False, taken: Collection[str] = ()) -> NewCandidate | None:
     """One candidate of a statement: body cut to min(``write_budget``, 500) code points at a word, summary to
     120, a proposal (append to a note on the same subject, else a new topic: ``topic`` when given, else a slug of
-    whole words). None when the body is blank or a note already holds it (``seen.note_texts``).
+    whole words, not one of ``taken``: the topics proposed for other statements).
+    None when the body is blank or a note already holds it (``seen.note_texts``).
 
     ``evidence`` must hold at least one place (the first is the older ``source``).
     """
@@ -93,7 +94,7 @@ def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str,
     if not normalized(cut) or _held(cut, seen.note_texts):
         return None
     first = evidence[0]
-    chosen = proposal(f"{summary} {cut}", seen.subjects, fallback=topic)
+    chosen = proposal(f"{summary} {cut}", seen.subjects, fallback=topic, taken=taken)
     if topic is not None and chosen["action"] == "append" and topic not in {s.topic for s in seen.subjects}:
         chosen = {"action": "create", "topic": topic}  # an mm://…/<topic> the person named wins
     return NewCandidate(
@@ -110,14 +111,20 @@ class _Batch:
         self.budget = write_budget
         self.out: list[NewCandidate] = []
         self.marked: list[frozenset[str]] = []
+        self.topics: dict[str, str] = {}
+        """Topic proposed → the normalized statement it was proposed for (one topic, one statement)."""
 
     def make(self, *, kind: str, rule: str, body: str, summary: str, score: float, visible: bool,
              evidence: Sequence[Evidence], topic: str | None = None, pinned: bool = False) -> None:
+        norm = normalized(body)
+        taken = {t for t, n in self.topics.items() if n != norm}
         made = make_candidate(self.seen, kind=kind, rule=rule, body=body, summary=summary, score=score,
                               visible=visible, evidence=evidence, write_budget=self.budget, topic=topic,
-                              pinned=pinned)
+                              pinned=pinned, taken=taken)
         if made is not None:
             self.out.append(made)
+            if made.proposal_action == "create":
+                self.topics.setdefault(made.topic, norm)
 
     def marks(self, u: Utterance) -> None:
         """The mm v1 markers (no headings) and ``mm: …`` lines of one agent utterance: pinned or scored."""

@@ -114,8 +114,19 @@ def _key_words(text: str) -> set[str]:
     return set(_WORDS.findall(unicodedata.normalize("NFKC", text).casefold()))
 
 
+def _replayed(a: Utterance, b: Utterance) -> bool:
+    """Whether ``b`` replays ``a``: one speaker, one time (``at``, known) and one text at another place."""
+    return a.at is not None and (a.who, a.at, a.text) == (b.who, b.at, b.text)
+
+
 def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a) and bool(b) and len(a & b) / len(a | b) >= 0.8
+
+
+_STANDS_ALONE = re.compile(r"(?:do not|don['’]t|never|always|please (?:do not|don['’]t|never|always))\b",
+                           re.IGNORECASE)
+"""A sentence opening as a rule of its own ("Do not create any PR without my approval.") needs no neighbour."""
+_ALONE_WORDS = 6
 
 
 def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
@@ -125,7 +136,7 @@ def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
     stands alone.
     """
     text = statement.text
-    if statement.bullet:
+    if statement.bullet or _STANDS_ALONE.match(text) and len(text.split()) >= _ALONE_WORDS:
         return text
     same = [s for s in statements if s.paragraph == statement.paragraph and not s.bullet]
     at = next(i for i, s in enumerate(same) if s.index == statement.index)
@@ -174,6 +185,8 @@ class _Session:
         for i, other in enumerate(self.words):
             if _similar(words, other):
                 draft = self.drafts[i]
+                if any(_replayed(e, utterance) for e in draft.evidence):
+                    return  # a resumed session's replay of a record already drafted: no new sighting
                 draft.seen += 1
                 if utterance not in draft.evidence:
                     draft.evidence.append(utterance)

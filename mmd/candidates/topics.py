@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from .identity import normalized
@@ -45,26 +45,71 @@ def subject_words(text: str) -> frozenset[str]:
     return frozenset(_content_words(text))
 
 
-def topic_slug(text: str, *, limit: int = TOPIC_SLUG_MAX) -> str:
-    """A readable topic slug from ``text``: its first words but function words, joined by ``-``, whole words only.
+_APOSTROPHE = re.compile(r"(?<=[A-Za-z])['\u2019](?=[A-Za-z])")
+_PRONOUN_CONTRACTION = re.compile(
+    r"\b(?:i|you|we|they|he|she|it|that|there|here|what|let)['\u2019](?:d|ll|ve|re|m|s)\b", re.IGNORECASE)
+"""``I'd``, ``you're``, ``it's`` …: left out whole (``I'd`` folded would read as the word ``id``)."""
+_FILLER = frozenset("""
+also just so no yes ok okay then but because why actually really maybe well right sure hmm like not do does did
+good great thanks point since says said see try
+can could would should will what how when where which who all any some here now still again very too yet if else
+dont doesnt didnt cant wont isnt arent wasnt werent shouldnt wouldnt couldnt havent hasnt youre youve youll youd
+im ive ill its thats theres heres lets whats hes shes theyre theyve weve were re ll ve these those
+""".split())
+"""Filler a slug leaves out: contractions (apostrophe folded: ``don't`` → ``dont``), their fragments, hedges."""
+_SLUG_WORDS = 5
 
-    At most ``limit`` characters and at most five words; a first word longer than ``limit`` is
-    skipped rather than clipped. Text without ASCII content words (e.g. only CJK) gives
-    ``memo-<8 hex of its normalized text>``.
+
+def _slug_words(text: str) -> list[str]:
+    """Whole words of ``text`` for a slug, in order, once each: apostrophes folded into their word, function
+    words, filler and one-letter fragments (``s`` of ``it's``) left out; numbers kept (``15-4``)."""
+    folded = normalized(_APOSTROPHE.sub("", _PRONOUN_CONTRACTION.sub(" ", text)))
+    words = (w for w in _ASCII_WORD.findall(folded)
+             if (len(w) > 1 or w.isdigit()) and w not in _FUNCTION and w not in _FILLER)
+    return list(dict.fromkeys(words))
+
+
+def topic_slug(text: str, *, limit: int = TOPIC_SLUG_MAX, taken: Collection[str] = ()) -> str:
+    """A readable topic slug from ``text``: its first whole words but function words and filler, joined by ``-``.
+
+    At most ``limit`` characters (ASCII) and at most five words, never a clipped word: a word that does not fit
+    is skipped. ``don't`` folds to ``dont`` and is left out as filler, with ``also``, ``just``, ``you're`` and
+    the like. A slug in ``taken`` (topics proposed for other statements) is made distinct by a later word of the
+    text, else by 4 hex of its normalized text. Text without ASCII content words (e.g. only CJK) gives
+    ``memo-<8 hex of its normalized text>``. Issue 13 "Topics that fit".
     """
+    digest = hashlib.sha256(normalized(text).encode()).hexdigest()
+    pool = _slug_words(text)
+    if not pool or all(w.isdigit() for w in pool):
+        return f"memo-{digest[:8]}"
+    words = _fit(pool, limit, _SLUG_WORDS)
+    slug = "-".join(words)
+    if slug not in taken:
+        return slug
+    for extra in pool:
+        if extra not in words:
+            longer = "-".join(_fit([*words[:_SLUG_WORDS - 1], extra], limit, _SLUG_WORDS))
+            if longer not in taken and longer != slug:
+                return longer
+    while words and len(slug) + 5 > limit:
+        words = words[:-1]
+        slug = "-".join(words)
+    return f"{slug}-{digest[:4]}" if slug else f"memo-{digest[:8]}"
+
+
+def _fit(pool: Sequence[str], limit: int, most: int) -> list[str]:
+    """The first words of ``pool`` whose ``-``-joined length stays within ``limit``, at most ``most`` of them."""
     words: list[str] = []
     size = 0
-    for word in dict.fromkeys(w for w in _ASCII_WORD.findall(normalized(text)) if w not in _FUNCTION):
+    for word in pool:
         extra = len(word) + (1 if words else 0)
         if size + extra > limit:
             continue
         words.append(word)
         size += extra
-        if len(words) == 5:
+        if len(words) == most:
             break
-    if words and not (len(words) == 1 and words[0].isdigit()):
-        return "-".join(words)
-    return f"memo-{hashlib.sha256(normalized(text).encode()).hexdigest()[:8]}"
+    return words
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +127,15 @@ class NoteSubject:
         return cls(topic, names, subject_words(f"{summary} {body}"))
 
 
-def proposal(text: str, notes: Sequence[NoteSubject], *, fallback: str | None = None) -> dict[str, str]:
+def proposal(text: str, notes: Sequence[NoteSubject], *, fallback: str | None = None,
+             taken: Collection[str] = ()) -> dict[str, str]:
     """Where a candidate should go: ``{"action": "append", "topic"}`` or ``{"action": "create", "topic"}``.
 
     A note shares the candidate's subject when the candidate's content words hit the note's topic
     words or tags (2 points each) and its body words (1 point each) for at least 4 points with at
     least one topic-word or tag hit, or at least :data:`_BODY_ONLY` body hits; the best-scoring
     note wins (ties: the first).
-    Else the proposal creates ``fallback`` or :func:`topic_slug` of ``text``.
+    Else the proposal creates ``fallback`` or :func:`topic_slug` of ``text`` (distinct from ``taken``).
     """
     words = subject_words(text)
     best: tuple[int, str] | None = None
@@ -101,4 +147,4 @@ def proposal(text: str, notes: Sequence[NoteSubject], *, fallback: str | None = 
                 best = (points, note.topic)
     if best is not None:
         return {"action": "append", "topic": best[1]}
-    return {"action": "create", "topic": fallback or topic_slug(text)}
+    return {"action": "create", "topic": fallback or topic_slug(text, taken=taken)}

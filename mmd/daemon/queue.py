@@ -5,17 +5,20 @@ wire shape (:class:`~mmd.wire.protocol.CandidateJson`), the status changes
 ``pending → accepted | rejected`` (and back, ``queue.undo``) with a journal row each, and the merge of a
 statement seen again. A candidate's identity is its statement:
 :func:`mmd.candidates.identity.norm_key` (NFKC, casefold, punctuation and
-whitespace folded), or a near-duplicate of it (word or CJK-bigram Jaccard ≥
-0.8), kept for the queue's whole history. A statement seen again — the same
+whitespace folded), or a near-duplicate of the statement itself — the summary, never the context
+around it (word or CJK-bigram Jaccard ≥ 0.8), kept for the queue's whole history. A statement
+seen again — the same
 session read again, a resumed one, a copy of the log, another session or
 agent — merges into the candidate already there. So does a restatement in
 other words (:func:`same_idea`): a standing rule the person says again in
 another session of the same project, and a compaction summary's bullet that
-restates something said earlier in its own session. Merging: new places join its
+restates something said earlier in its own session, when the two statements themselves share
+content words (a shared context alone never merges). Merging: new places join its
 ``evidence``, ``seen`` grows, its score rises (more when it comes from
 another session), and a hidden one becomes visible when the new sighting is;
 a place already in the evidence (the record's uuid, or session and line)
-adds nothing. A rejected or accepted statement never comes back. Issue 13
+adds nothing, nor does a replay of one (same session, speaker, time and
+quote at another place). A rejected or accepted statement never comes back. Issue 13
 "Dedupe and repetition".
 
 Threading: every method uses the calling thread's own connection; the
@@ -35,7 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mmd.candidates import NewCandidate
-from mmd.candidates.identity import shingles
+from mmd.candidates.identity import normalized, shingles
 from mmd.wire.protocol import CandidateJson
 
 from .queue_index import StatementIndex, same_idea
@@ -84,6 +87,12 @@ def _place(e: dict[str, Any]) -> str:
     return f"{e.get('agent')}|{where}|{e.get('who')}"
 
 
+def _replay(e: dict[str, Any]) -> str:
+    """A sighting's identity across replays: session, who, when (``at``) and the quote, normalized. A resumed
+    session or a copied log replays a record at a new place with its old time: no new sighting."""
+    return f"replay|{_session(e)}|{e.get('who')}|{e.get('at')}|{normalized(str(e.get('quote') or ''))}"
+
+
 def _session(e: dict[str, Any]) -> str:
     return f"{e.get('agent')}|{e.get('sessionId') or e.get('file')}"
 
@@ -123,7 +132,8 @@ class ReviewQueue:
     def _near_index(self, conn: sqlite3.Connection) -> StatementIndex:
         """Every candidate's statement, indexed (built once, then kept current by :meth:`add`)."""
         if self._near is None:
-            self._near = StatementIndex((r[0], r[1]) for r in conn.execute("SELECT id, body FROM candidates"))
+            self._near = StatementIndex((r[0], r[1], r[2])
+                                        for r in conn.execute("SELECT id, body, summary FROM candidates"))
         return self._near
 
     def _match(self, conn: sqlite3.Connection, c: NewCandidate, words: frozenset[str]) -> sqlite3.Row | None:
@@ -134,9 +144,9 @@ class ReviewQueue:
             return row
         with self._near_lock:
             index = self._near_index(conn)
-            hits = index.near(c.body)
+            hits = index.near(c.summary)  # the statement, never the context around it
             if not hits and any(e.who in ("human", "summary") for e in c.evidence):
-                hits = [cid for cid in index.restated(c.body) if self._restated(conn, cid, c)][:1]
+                hits = [cid for cid in index.restated(c.body, c.summary) if self._restated(conn, cid, c)][:1]
         if not hits:
             return None
         found: sqlite3.Row | None = conn.execute("SELECT * FROM candidates WHERE id = ?", (min(hits),)).fetchone()
@@ -161,14 +171,14 @@ class ReviewQueue:
     def _merge(self, conn: sqlite3.Connection, row: sqlite3.Row, c: NewCandidate) -> bool:
         """Merge ``c`` into the pending ``row``: new places, seen, score, visibility. True when it changed."""
         evidence: list[dict[str, Any]] = json.loads(row["evidence"])
-        places = {_place(e) for e in evidence}
+        places = {_place(e) for e in evidence} | {_replay(e) for e in evidence if e.get("at")}
         sessions = {_session(e) for e in evidence}
         score = max(float(row["score"]), c.score)
         added = 0
         for e in (x.to_json() for x in c.evidence):
-            if _place(e) in places:
-                continue
-            places.add(_place(e))
+            if _place(e) in places or (e.get("at") and _replay(e) in places):
+                continue  # a place already held, or a replay of one (a resumed session, a copied log)
+            places.update((_place(e), _replay(e)) if e.get("at") else (_place(e),))
             score += OTHER_SESSION_BONUS if _session(e) not in sessions else SAME_SESSION_BONUS
             sessions.add(_session(e))
             evidence.append(e)
@@ -227,7 +237,7 @@ class ReviewQueue:
                     if cid is not None:
                         ids.append(cid)
                         with self._near_lock:  # later candidates of this call match it too
-                            self._near_index(conn).add(cid, c.body)
+                            self._near_index(conn).add(cid, c.body, c.summary)
                 if cursor is not None:
                     self.db.put_cursor(cursor, now)
         except BaseException:

@@ -19,12 +19,14 @@ from collections.abc import Iterable
 from mmd.candidates.identity import NEAR_DUPLICATE, near_duplicate, shingles
 from mmd.candidates.topics import subject_words
 
-__all__ = ["COMMON_FLOOR", "COMMON_SHARE", "SAME_IDEA_OVERLAP", "StatementIndex", "same_idea"]
+__all__ = ["COMMON_FLOOR", "COMMON_SHARE", "SAME_IDEA_OVERLAP", "STATEMENT_WORDS", "StatementIndex", "same_idea"]
 
 SAME_IDEA_OVERLAP = 0.35
 """Share of the smaller statement's content words two statements must have in common to say one thing."""
 SAME_IDEA_WORDS = 4
 """Content words two statements must at least have in common to say one thing."""
+STATEMENT_WORDS = 3
+"""Content words two statements (not their contexts) must share for a restatement in other words to merge."""
 COMMON_SHARE = 0.05
 """A token held by more than this share of the candidates is skipped when gathering (see the module doc)."""
 COMMON_FLOOR = 200
@@ -39,22 +41,25 @@ def same_idea(a: frozenset[str], b: frozenset[str]) -> bool:
 
 
 class StatementIndex:
-    """Shingles and content words of every candidate, with postings. Not thread-safe: the queue locks it."""
+    """Shingles and content words of every candidate's statement and body, with postings. Not thread-safe: the
+    queue locks it."""
 
-    def __init__(self, rows: Iterable[tuple[int, str]] = ()) -> None:
-        self._words: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+    def __init__(self, rows: Iterable[tuple[int, str] | tuple[int, str, str]] = ()) -> None:
+        self._words: dict[int, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
         self._postings: dict[str, set[int]] = {}
-        for cid, body in rows:
-            self.add(cid, body)
+        for row in rows:
+            self.add(*row)
 
     def __len__(self) -> int:
         return len(self._words)
 
-    def add(self, cid: int, body: str) -> None:
-        """Index candidate ``cid`` with statement ``body``."""
-        words = shingles(body)
-        self._words[cid] = (words, subject_words(body))
-        for token in words:
+    def add(self, cid: int, body: str, statement: str | None = None) -> None:
+        """Index candidate ``cid``: its ``statement`` (the sentence or bullet itself; default: ``body``) for
+        near-duplicates, its ``body`` (the statement with its context) for restatements."""
+        said = shingles(body if statement is None else statement)
+        body_words = shingles(body)
+        self._words[cid] = (said, subject_words(body), subject_words(body if statement is None else statement))
+        for token in said | body_words:
             self._postings.setdefault(token, set()).add(cid)
 
     def _gather(self, tokens: frozenset[str], need: float) -> list[int]:
@@ -72,16 +77,20 @@ class StatementIndex:
         bar = max(1.0, need - skipped)
         return [cid for cid, n in hits.items() if n >= bar]
 
-    def near(self, body: str) -> list[int]:
-        """Ids of the candidates whose statement is a near-duplicate of ``body`` (Jaccard ≥ 0.8), ascending."""
-        words = shingles(body)
+    def near(self, statement: str) -> list[int]:
+        """Ids of the candidates whose statement is a near-duplicate of ``statement`` (Jaccard ≥ 0.8), ascending."""
+        words = shingles(statement)
         need = NEAR_DUPLICATE * len(words) - 1e-9  # |A ∩ B| ≥ 0.8 |A ∪ B| ≥ 0.8 |A|
         return sorted(cid for cid in self._gather(words, need) if near_duplicate(words, self._words[cid][0]))
 
-    def restated(self, body: str) -> list[int]:
-        """Ids of the candidates that say what ``body`` says in other words (:func:`same_idea`), ascending."""
+    def restated(self, body: str, statement: str | None = None) -> list[int]:
+        """Ids of the candidates that say what ``body`` says in other words (:func:`same_idea`), ascending; with
+        ``statement``, only those whose own statement shares at least :data:`STATEMENT_WORDS` content words with
+        it (a shared context alone never makes two statements one)."""
         content = subject_words(body)
         if len(content) < SAME_IDEA_WORDS:
             return []
+        said = subject_words(statement) if statement is not None else None
         return sorted(cid for cid in self._gather(content, SAME_IDEA_WORDS)
-                      if same_idea(content, self._words[cid][1]))
+                      if same_idea(content, self._words[cid][1])
+                      and (said is None or len(said & self._words[cid][2]) >= STATEMENT_WORDS))
