@@ -166,3 +166,14 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     assert rest and all(c["score"] >= 0.6 for c in rest)
     code, out, _ = cli(queued, "queue", "reject", str(third["id"]), "99999")
     assert code == 1 and out == f"rejected {third['id']}\n"
+
+
+def test_the_queue_list_head_says_what_is_hidden_and_how_to_page_on() -> None:
+    """A fresh user read '92 of 92 pending candidate(s), 367 pending' as a contradiction."""
+    from mmctl.cli.queue import _queue_head
+
+    assert _queue_head(92, 92, 367, "pending", 0) == (
+        "92 of 92 pending candidate(s) (275 more hidden by their session's budget: --all lists them)")
+    assert _queue_head(100, 367, 367, "pending", 0) == (
+        "100 of 367 pending candidate(s); --offset 100 lists the next ones")
+    assert _queue_head(3, 3, 10, "rejected", 0) == "3 of 3 rejected candidate(s); 10 pending"

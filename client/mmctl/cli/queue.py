@@ -37,11 +37,23 @@ def _project(c: dict[str, Any]) -> str:
     return "-"
 
 
-def _queue_table(result: Any, status: str) -> str:
+def _queue_head(shown: int, total: int, pending: int | None, status: str, offset: int) -> str:
+    """``3 of 92 pending candidate(s) (275 more hidden by their session's budget: --all lists them); --offset 3 …``"""
+    head = f"{shown} of {total} {status} candidate(s)"
+    if pending is not None and status == "pending" and pending > total:
+        head += f" ({pending - total} more hidden by their session's budget: --all lists them)"
+    elif pending is not None and status != "pending":
+        head += f"; {pending} pending"
+    if offset + shown < total:
+        head += f"; --offset {offset + shown} lists the next ones"
+    return head
+
+
+def _queue_table(result: Any, status: str, offset: int = 0) -> str:
     items = candidates(result)
     total = result.get("total", len(items)) if isinstance(result, dict) else len(items)
     pending = result.get("pending") if isinstance(result, dict) else None
-    head = f"{len(items)} of {total} {status} candidate(s)" + (f", {pending} pending" if pending is not None else "")
+    head = _queue_head(len(items), total, pending, status, offset)
     if not items:
         return head + "\n"
     rows: list[tuple[Any, ...]] = [_COLUMNS]
@@ -137,7 +149,7 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     result = client.queue_list(status=status, limit=limit or None, offset=offset, all=a.flag("--all"),
                                min_score=min_score, project=a.text("--project"),
                                agent=a.text("--agent"))
-    ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status))
+    ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status, offset or 0))
     return EXIT_OK
 
 
