@@ -44,6 +44,13 @@ def test_the_budget_hides_the_rest_but_keeps_them() -> None:
     assert not any(d.visible for d in select(prompts, per_session=0))
 
 
+def test_a_long_agentic_run_after_few_prompts_has_a_larger_budget() -> None:
+    prompts = [say("human", "port the exporter to the new schema", 1), say("human", "go on", 2)]
+    replies = [say("assistant", f"Step {i} of the port is done.", 3 + i) for i in range(100)]
+    assert budget(prompts) == 3  # 2 + sqrt(2)
+    assert budget(prompts + replies) == 7  # 2 + sqrt(2 + 100 / 4)
+
+
 def test_a_repeated_rule_is_one_draft_seen_twice_and_ranks_higher() -> None:
     once = select([say("human", "always run the formatter before you commit anything", 1)])[0]
     twice = select([

@@ -46,7 +46,7 @@ _DISPROVED = re.compile(
     r"(?:disproves?|rules? out|contrary to) (?:my|the|what i)|that (?:theory|hypothesis) (?:is|was) wrong)\b",
     re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]{3,}|[\u4e00-\u9fff]{2}")
-_CONTEXT = 300
+_CONTEXT = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ class Tuning:
         summary: :data:`WHO_FACTOR` of compaction summaries.
         min_score: a draft below this score is never visible.
         budget_base, budget_slope, budget_max: the visible budget of a session,
-            ``base + slope × sqrt(human prompts)``, rounded, capped to 1..max.
+            ``base + slope × sqrt(prompts + replies / 4)``, rounded, capped to 1..max.
         same_turn: a second draft of one utterance ranks ×this (a third ×this², …).
         sure: the budget grows to show every draft scoring at least this (up to ``budget_max``):
             a short session dense with rules shows them all.
@@ -155,15 +155,17 @@ def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
 def budget(utterances: Sequence[Utterance], tuning: Tuning = DEFAULT_TUNING, ranked: Sequence[Draft] = ()) -> int:
     """The visible budget of one session: about 5, scaled by its size.
 
-    ``2 + sqrt(prompts)`` where prompts = the human utterances, capped to 1..8: a one-prompt
-    session shows up to 3, a 9-prompt session 5, a 36-prompt one 8 (``tuning`` sets the
-    numbers). With ``ranked`` (the session's drafts, as :func:`select` passes them) it grows to
+    ``2 + sqrt(size)``, capped to 1..8, where size = the human prompts + a quarter of the
+    assistant's replies (utterances): a session's length shows in both (a long agentic run
+    after two prompts holds findings too). A one-prompt, four-reply session shows up to 3, a
+    session of 5 prompts and 16 replies 5, one of 30 prompts and 80 replies 8 (``tuning`` sets
+    the numbers). With ``ranked`` (the session's drafts, as :func:`select` passes them) it grows to
     the number scoring at least :attr:`Tuning.sure` (0.8), within the cap: a short session dense
     with the person's rules shows them all. Drafts scoring below :data:`MIN_SCORE` are hidden
     whatever the budget.
     """
-    prompts = sum(1 for u in utterances if u.who == "human")
-    base = round(tuning.budget_base + tuning.budget_slope * math.sqrt(prompts))
+    size = sum(1 for u in utterances if u.who == "human") + sum(1 for u in utterances if u.who == "assistant") / 4
+    base = round(tuning.budget_base + tuning.budget_slope * math.sqrt(size))
     sure = sum(1 for draft in ranked if draft.score >= tuning.sure)
     return max(1, min(tuning.budget_max, max(base, sure)))
 
