@@ -135,6 +135,11 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
                               "--json")[1])["candidates"]
     assert payments and all(any(e["project"] == "/home/dev/work/payments-api" for e in c["evidence"])
                             for c in payments)
+    # the project as the table shows it (its last folder) or with a trailing slash finds the same
+    for named in ("payments-api", "/home/dev/work/payments-api/"):
+        assert json.loads(cli(queued, "queue", "list", "--all", "--project", named, "--json")[1])["candidates"] \
+            == payments
+    assert json.loads(cli(queued, "queue", "list", "--all", "--project", "api", "--json")[1])["total"] == 0
     assert json.loads(cli(queued, "queue", "list", "--agent", "codex", "--json")[1])["total"] == 0
     code, _, err = cli(queued, "queue", "list", "--min-score", "high")
     assert code == 2 and "expects a number" in err

@@ -269,7 +269,8 @@ class ReviewQueue:
         Args:
             hidden: include candidates hidden by their session's budget.
             min_score: only candidates scoring at least this (hidden ones included).
-            project, agent: only candidates with evidence from this project (cwd) or agent.
+            project, agent: only candidates with evidence from this project (its working directory:
+                a full path, or a name without ``/`` matching its last folder) or agent.
         """
         conn = self.db.conn()
         clauses: list[str] = []
@@ -283,9 +284,13 @@ class ReviewQueue:
         elif not hidden:
             clauses.append("visible = 1")
         for column, value in (("projects", project), ("agents", agent)):
-            if value is not None:
-                clauses.append(f"instr({column}, ?) > 0")
-                args.append(f"\n{value}\n")
+            if value is None:
+                continue
+            clauses.append(f"instr({column}, ?) > 0")
+            if column == "projects" and "/" not in value:
+                args.append(f"/{value}\n")  # a folder's name, as `queue list` shows it: the project's last folder
+            else:
+                args.append(f"\n{value.rstrip('/') or '/' if column == 'projects' else value}\n")
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         order = "score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]

@@ -86,7 +86,8 @@ class Review:
         Args:
             limit: page size, 1–:data:`QUEUE_LIST_MAX`. offset: candidates to skip (≥ 0).
             hidden: include hidden candidates. min_score: only candidates scoring at least this.
-            project, agent: only candidates with evidence from this project (cwd) or agent.
+            project, agent: only candidates with evidence from this project (its working directory:
+                a full path, or a name without ``/`` matching its last folder) or agent.
 
         Returns:
             ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.

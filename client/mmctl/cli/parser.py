@@ -153,7 +153,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              _LIMIT, Opt("--offset", "N", "list: skip N", "int"),
              Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
              Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
-             Opt("--project", "DIR", "list: only candidates seen in this project (its working directory)", "path"),
+             Opt("--project", "DIR", "list: only candidates seen in this project (its working directory, or "
+                 "its last folder's name as the list shows it)", "path"),
              Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other)"),
              Opt("--topic", "T", "accept: write under this topic"),
              Opt("--into", "T", "accept: append to this note instead of writing a new one"),
