@@ -131,6 +131,9 @@ async def test_a_quiet_session_with_its_lock_released_earns_one_session_end_nudg
         assert nudge["reason"] == "session-end" and nudge["sessionId"] == "session-3f9c2a71-5b8e-4d0a-9c61-2e7f4b8d1a05"
         samples = sum(len(v) for v in SAMPLES_EXPECTED.values())  # and the line just appended
         assert nudge["queuePending"] == samples + 1 and nudge["source"] == str(log)
+        # the sessions are digested already: the nudge asks for a review, not for mem_digest
+        assert not any("mem_digest" in a for a in nudge["suggestedActions"])
+        assert f"{samples + 1} candidate memories wait for review: mmctl review" in " ".join(nudge["suggestedActions"])
         # once per quiet spell: the samples that never grew while followed earn none
         try:
             topic, extra = await sub.wait_for(lambda t, p: t == "memory/nudge", timeout_s=1.5)

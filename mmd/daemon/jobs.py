@@ -111,10 +111,24 @@ class Jobs:
 
     def nudge(self) -> None:
         """The scheduled ``memory/nudge`` (reason ``schedule``), logged."""
-        report = nudge_report(self.state.current, 0, self.state.now_iso())
+        report = self._nudge_report()
         log.info("memory.nudge reason=schedule notes=%s", report.get("noteCount"))
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "schedule", "queuePending": self.review.pending,
                                               "due": self.injector.due_now()})
+
+    def _nudge_report(self) -> dict[str, Any]:
+        """The reference's nudge report, its actions said for this daemon: with the review queue on,
+        sessions are digested already, so the suggestion is to review the pending candidates (with
+        the commands that do), not to run ``mem_digest``."""
+        report = nudge_report(self.state.current, 0, self.state.now_iso())
+        if self.review.queue is not None:
+            actions = [a for a in report["suggestedActions"] if not a.startswith("mem_digest")]
+            pending = self.review.pending
+            if pending:
+                actions.append(f"{pending} candidate memor{'y waits' if pending == 1 else 'ies wait'} for review: "
+                               "mmctl review (or mmctl queue list, then queue accept|reject ID…)")
+            report["suggestedActions"] = actions
+        return report
 
     def heartbeat(self) -> None:
         """``daemon/heartbeat``: the revision and the pending candidates; also checks the root is still ours."""
@@ -154,7 +168,7 @@ class Jobs:
     def session_ended(self, ended: EndedSession) -> None:
         """A followed agent session went quiet (and its source reports no writer): a ``session-end`` nudge
         naming the agent, its session id, the project (null when unknown) and the log."""
-        report = nudge_report(self.state.current, 0, self.state.now_iso())
+        report = self._nudge_report()
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
                                               "sessionId": ended.session_id, "source": ended.file,
                                               "agent": ended.agent, "project": ended.project,
