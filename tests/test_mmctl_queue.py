@@ -165,6 +165,15 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     assert code == 1 and "no note to merge: no-such-note" in err
     # reject below a score: each reported; nothing pending below it stays
     low = [c for c in everything["candidates"] if c["score"] < 0.6 and c["status"] == "pending"]
+    # a dry run first: the same candidates listed, none rejected
+    pending = json.loads(cli(queued, "queue", "list", "--json")[1])["pending"]
+    code, out, _ = cli(queued, "queue", "reject", "--below", "0.6", "--dry-run", "--json")
+    assert code == 0 and sorted(c["id"] for c in json.loads(out)["candidates"]) == sorted(c["id"] for c in low)
+    code, out, _ = cli(queued, "queue", "reject", "--below", "0.6", "--dry-run")
+    assert code == 0 and out.startswith(f"--below 0.6 would reject {len(low)} candidate(s); nothing is rejected yet:")
+    assert all(f"\n{c['id']} " in out for c in low)
+    assert json.loads(cli(queued, "queue", "list", "--json")[1])["pending"] == pending
+    assert cli(queued, "queue", "reject", str(low[0]["id"]), "--dry-run")[0] == 2
     code, out, _ = cli(queued, "queue", "reject", "--below", "0.6")
     assert code == 0 and out.splitlines() == [f"rejected {c['id']}" for c in sorted(low, key=lambda c: c["id"])]
     rest = json.loads(cli(queued, "queue", "list", "--all", "--json")[1])["candidates"]

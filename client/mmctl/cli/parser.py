@@ -161,12 +161,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              _CONTENT, _FILE_BODY, _SUMMARY, _TAGS,
              Opt("--replace", None, "accept: replace an existing note", "switch"),
              Opt("--below", "S", "reject: every pending candidate scoring below S"),
+             Opt("--dry-run", None, "reject --below: list what would be rejected, reject nothing", "switch"),
              Opt("--reason", "R", "reject: why")),
             epilog="actions:\n"
                    "  list              the candidates, best first (--status, --limit, --offset, --all, --min-score)\n"
                    "  show ID           one candidate: its fields and its body\n"
                    "  accept ID [ID…]   write each candidate as a note (--topic, --into, --content, --replace)\n"
-                   "  reject ID [ID…]   reject each candidate for good (--reason; --below S: every one under S)\n\n"
+                   "  reject ID [ID…]   reject each for good (--reason; --below S: all under S; --dry-run lists)\n\n"
                    "Each id of accept or reject is reported on its own line; the exit code is 1 if any failed\n"
                    "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
                    "--all or --min-score shows the rest."),

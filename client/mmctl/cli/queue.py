@@ -56,12 +56,16 @@ def _queue_table(result: Any, status: str, offset: int = 0) -> str:
     head = _queue_head(len(items), total, pending, status, offset)
     if not items:
         return head + "\n"
+    return (head + ":\n\n" + _rows(items) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
+            "accept or reject it (+topic: accepting appends to that note).\n")
+
+
+def _rows(items: list[Any]) -> str:
+    """The candidates as table rows (id, score, seen, kind, project, proposed topic, summary), with a header."""
     rows: list[tuple[Any, ...]] = [_COLUMNS]
     rows += [(c.get("id", ""), f"{float(c.get('score') or 0):.2f}", c.get("seen", 1), c.get("kind", ""),
               _project(c), _proposed(c), c.get("summary", "")) for c in items]
-    lines = table(rows, (8, 6, 5, 12, 24, 32, None), terminal_width())
-    return (head + ":\n\n" + "\n".join(lines) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
-            "accept or reject it (+topic: accepting appends to that note).\n")
+    return "\n".join(table(rows, (8, 6, 5, 12, 24, 32, None), terminal_width()))
 
 
 def _show(candidate: dict[str, Any]) -> str:
@@ -153,12 +157,39 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     return EXIT_OK
 
 
+_PAGE = 500
+"""Candidates a ``queue.list`` page asks for while ``reject --below --dry-run`` collects them."""
+
+
+def _would_reject(ctx: Ctx, client: Any, below: float) -> int:
+    """``queue reject --below S --dry-run``: the pending candidates (hidden ones too) that ``--below S`` would
+    reject, lowest score last, as ``queue list`` shows them (``--json``: ``{candidates, total}``); nothing changes."""
+    found: list[Any] = []
+    offset = 0
+    while True:
+        page = client.queue_list(status="pending", limit=_PAGE, offset=offset, all=True)
+        items = candidates(page)
+        found += [c for c in items if float(c.get("score") or 0) < below]
+        offset += len(items)
+        if not items or offset >= int(page.get("total", 0)):
+            break
+    if ctx.json:
+        ctx.write(js_json({"candidates": found, "total": len(found)}) + "\n")
+    elif not found:
+        ctx.write(f"no pending candidate scores below {below:g}: --below {below:g} would reject none\n")
+    else:
+        ctx.write(f"--below {below:g} would reject {len(found)} candidate(s); nothing is rejected yet:\n\n"
+                  f"{_rows(found)}\n")
+    return EXIT_OK
+
+
 def cmd_queue(ctx: Ctx) -> int:
     """``queue list|show|accept|reject``: the review queue (needs the daemon).
 
     ``accept`` and ``reject`` take one or more ids; each is decided and reported
     on its own line (``--json``: one JSON line per id), and the exit code is 1
-    when any of them failed. ``reject --below S`` rejects every pending candidate scoring below S.
+    when any of them failed. ``reject --below S`` rejects every pending candidate scoring below S;
+    with ``--dry-run`` it lists them and rejects nothing.
     """
     sub = ctx.rest[0] if ctx.rest else "list"
     ids = ctx.rest[1:]
@@ -183,6 +214,10 @@ def cmd_queue(ctx: Ctx) -> int:
         result = client.queue_get(_candidate_id(ids[0]))
         ctx.write(js_json(result) + "\n" if ctx.json else _show(result))
         return EXIT_OK
+    if below is not None and a.flag("--dry-run"):
+        return _would_reject(ctx, client, below)
+    if a.flag("--dry-run"):
+        raise UsageError("--dry-run goes with queue reject --below S")
     if below is not None:
         outcome = client.queue_reject_below(below, reason=a.text("--reason"))
         failed = sum(_report(ctx, sub, r["id"], r) for r in outcome["results"])
