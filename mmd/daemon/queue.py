@@ -289,8 +289,10 @@ class ReviewQueue:
             clauses.append(f"instr({column}, ?) > 0")
             if column == "projects" and "/" not in value:
                 args.append(f"/{value}\n")  # a folder's name, as `queue list` shows it: the project's last folder
+            elif column == "projects":
+                args.append(f"\n{value.rstrip('/') or '/'}\n")
             else:
-                args.append(f"\n{value.rstrip('/') or '/' if column == 'projects' else value}\n")
+                args.append(f"\n{value}\n")
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         order = "score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]
