@@ -460,3 +460,27 @@ def test_doctor_reports_loose_modes_and_case_twins_and_says_the_fix_it_cannot_ma
     assert mm("delete", "Deploy").code == 0  # the fixes doctor names work
     subprocess.run(["chmod", "go-w", str(note)], check=True)
     assert mm("doctor").out.endswith("no problems found\n")
+
+
+def test_merge_without_a_daemon_takes_a_new_summary_and_refuses_a_two_line_one(tmp_path: Path) -> None:
+    """``mmctl merge … --summary S`` through the files (no daemon): the joined note is indexed under S;
+    a summary with a line break is refused (exit 1) and nothing is merged."""
+    root = tmp_path / "root"
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run"), "DSH_HOME": str(tmp_path / "home")}
+    env.pop("DSH_MEMORY_ROOT", None)
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = main([*argv, "--root", str(root)], env=env, stdout=out, stderr=err)
+        return code, out.getvalue(), err.getvalue()
+
+    assert run("write", "vpn", "--content", "The VPN needs the 2FA app.", "--summary", "VPN")[0] == 0
+    assert run("write", "staging", "--content", "Staging deploys at noon.", "--summary", "Staging")[0] == 0
+    code, _, err = run("merge", "vpn", "--into", "staging", "--summary", "two\nlines")
+    assert code == 1 and "summary" in err
+    assert sorted(json.loads(run("list", "--json")[1])["topics"]) == ["staging", "vpn"]
+    code, out, _ = run("merge", "vpn", "--into", "staging", "--summary", "Deploys: staging at noon, VPN needs 2FA")
+    assert (code, out) == (0, "merged vpn into staging (updated)\n")
+    notes = json.loads(run("list", "--json")[1])["notes"]
+    assert [(n["topic"], n["summary"]) for n in notes] == [("staging", "Deploys: staging at noon, VPN needs 2FA")]
+    assert "MEMORY.md" in os.listdir(root) and "Deploys: staging at noon" in (root / "MEMORY.md").read_text()

@@ -156,8 +156,11 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     body = json.loads(cli(queued, "read", "house-rules", "--json")[1])["body"]
     assert body == f"Rules of the house.\n\n{first['body']}"
     assert cli(queued, "queue", "accept", str(second["id"]), "--topic", "second-rule")[0] == 0
-    code, out, _ = cli(queued, "merge", "second-rule", "--into", "house-rules")
+    code, out, _ = cli(queued, "merge", "second-rule", "--into", "house-rules", "--summary",
+                       "Rules of the house, merged")
     assert (code, out) == (0, "merged second-rule into house-rules (updated)\n")
+    listed = json.loads(cli(queued, "list", "--json")[1])["notes"]
+    assert [n["summary"] for n in listed if n["topic"] == "house-rules"] == ["Rules of the house, merged"]
     assert json.loads(cli(queued, "read", "second-rule", "--json")[1])["found"] is False
     merged = json.loads(cli(queued, "read", "house-rules", "--json")[1])["body"]
     assert merged == f"{body}\n\n{second['body']}"

@@ -385,17 +385,17 @@ class Methods:
         """``memory.due`` → ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
         return self._call(wire.MEMORY_DUE.name, {"withinDays": within_days})
 
-    def merge(self, topics: Sequence[str], into: str, *, if_revision: int | None = None,
+    def merge(self, topics: Sequence[str], into: str, *, summary: str | None = None, if_revision: int | None = None,
               session_id: str | None = None) -> Any:
         """``memory.merge`` → ``{ok, topic, uri, action, merged, usage, revision}``: the notes joined into ``into``
-        (bodies joined, the others deleted, one revision); allowed over the index caps when it shrinks the index.
-        A budget refusal is ``{ok: false, code, …}``.
+        (bodies joined under ``summary`` when given, the others deleted, one revision); allowed over the index
+        caps when it shrinks the index. A budget refusal is ``{ok: false, code, …}``.
 
         Raises:
             RpcError(E_INVALID): a bad topic, nothing to merge, or a topic without a note. ConflictError.
         """
-        return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "ifRevision": if_revision,
-                                                   "sessionId": session_id})
+        return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "summary": summary,
+                                                   "ifRevision": if_revision, "sessionId": session_id})
 
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
                    all: bool = False, min_score: float | None = None, project: str | None = None,

@@ -347,26 +347,28 @@ class MemoryStore:
         return ({"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
                  "action": "updated" if existing else "created", "usage": usage}, after, note_text.encode())
 
-    def merge(self, topics: list[str], into: str) -> dict[str, Any]:
+    def merge(self, topics: list[str], into: str, *, summary: str | None = None) -> dict[str, Any]:
         """Consolidate notes (issue 13, mm v1 §6): ``into`` gets the bodies of ``into`` (when it has a note) and
         ``topics`` joined by a blank line, in that order; the other notes are deleted; MEMORY.md is written once.
 
-        The joined note takes ``into``'s summary (else the first note's), the union of the tags and a write
-        budget of at least its length. The index check is the write's, except that a merge that shrinks the
-        index (fewer lines or bytes than before) is allowed even while the index is over its caps.
+        The joined note takes ``summary`` when given (one line, as a write's), else ``into``'s summary
+        (else the first note's), the union of the tags and a write budget of at least its length. The
+        index check is the write's, except that a merge that shrinks the index (fewer lines or bytes
+        than before) is allowed even while the index is over its caps.
 
         Returns:
             ``{ok: True, topic, uri, action, merged: [topics deleted], usage}`` or the write's
             ``{ok: False, code, message, reason, usage, topic}`` (then nothing changed).
 
         Raises:
-            MMError(E_INVALID): for a bad topic, no topic to merge, or a topic without a note.
+            MMError(E_INVALID): for a bad topic or summary, no topic to merge, or a topic without a note.
             MMError(E_PARSE | E_IO): as :meth:`write`; a crash leaves orphan note files, never a lost entry.
         """
         into = validate_topic(into)
         others = [validate_topic(t) for t in dict.fromkeys(topics) if t != into]
         if not others:
             raise MMError(ErrorCode.E_INVALID, "merge needs at least one topic other than 'into'")
+        check_write_fields(None, summary=summary, tags=None, updated=None)
         o = self.options
         with self._lock():
             state = self.live_state()
@@ -394,7 +396,8 @@ class MemoryStore:
             for topic in others:
                 after = self._next_state(after, topic, None)
             entry = IndexEntry(topic=into, memory_id=o.memory_id,
-                               summary=normalize_line(fold_line_breaks(head.summary)), tags=tuple(parse_tags(tags)),
+                               summary=normalize_line(fold_line_breaks(head.summary if summary is None else summary)),
+                               tags=tuple(parse_tags(tags)),
                                file=detail_rel(into), updated=self._now_iso(), body_chars=len(content),
                                write_budget=budget, entry_body=by_topic[into].entry_body if into in by_topic else "")
             after = self._next_state(after, into, entry)

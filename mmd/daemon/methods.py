@@ -275,9 +275,10 @@ class Methods:
 
     @handles(wire.MEMORY_MERGE)
     async def merge(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.merge {topics, into, ifRevision?, sessionId?}`` → ``{ok, topic, uri, action, merged, usage,
-        revision}`` or a budget failure ``{ok: false, code, …}``: the notes joined into ``into``, the others
-        deleted, one revision; allowed over the index caps when it shrinks the index (mm v1 §6).
+        """``memory.merge {topics, into, summary?, ifRevision?, sessionId?}`` → ``{ok, topic, uri, action, merged,
+        usage, revision}`` or a budget failure ``{ok: false, code, …}``: the notes joined into ``into`` (under
+        ``summary`` when given), the others deleted, one revision; allowed over the index caps when it shrinks
+        the index (mm v1 §6).
 
         Raises:
             DaemonError(E_CONFLICT | E_NO_SESSION), MMError(E_INVALID | E_PARSE | E_IO): as ``memory.write``.
@@ -285,7 +286,8 @@ class Methods:
         sid = p.get("sessionId")
         if sid is not None:
             self.state.session(sid)
-        return await self.state.merge(p["topics"], p["into"], if_revision=p.get("ifRevision"), session_id=sid)
+        return await self.state.merge(p["topics"], p["into"], summary=p.get("summary"),
+                                      if_revision=p.get("ifRevision"), session_id=sid)
 
     @handles(wire.QUEUE_LIST)
     async def queue_list(self, p: dict[str, Any]) -> QueueListResult:

@@ -349,8 +349,8 @@ class MemoryState:
                 self._install(made, request.session_id, "write")
             request.settle(self._finish(result, request.session_id))
 
-    async def merge(self, topics: Sequence[str], into: str, *, if_revision: int | None = None,
-                    session_id: str | None = None) -> dict[str, Any]:
+    async def merge(self, topics: Sequence[str], into: str, *, summary: str | None = None,
+                    if_revision: int | None = None, session_id: str | None = None) -> dict[str, Any]:
         """A serialized merge of notes into one (:meth:`mmd.core.store.MemoryStore.merge`), one revision.
 
         Returns:
@@ -364,7 +364,7 @@ class MemoryState:
             self._check_revision(if_revision)
 
             def run() -> tuple[dict[str, Any], Revision | None]:
-                outcome = self.store.merge(list(topics), into)
+                outcome = self.store.merge(list(topics), into, summary=summary)
                 return outcome, self.prepare_load() if outcome["ok"] else None
 
             outcome, revision = await asyncio.to_thread(run)

@@ -124,7 +124,7 @@ MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR
                                          "topicHint": Param(_STR)}, idempotent=True)
 MEMORY_NUDGE = Method("memory.nudge", _SESSION, idempotent=True, inline=True)
 MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": Param(_STR, True),
-                                       "ifRevision": Param(_INT), **_SESSION})
+                                       "summary": Param(_STR), "ifRevision": Param(_INT), **_SESSION})
 QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
                                    "all": Param(_BOOL), "minScore": Param(_NUM), "project": Param(_STR),
                                    "agent": Param(_STR)}, idempotent=True)

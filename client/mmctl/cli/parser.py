@@ -140,7 +140,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (Pos("topic", "the note's topic"),), reference=True),
     Command("merge", "queue", "join notes into one (bodies joined, the others deleted); allowed over the index cap "
             "when it shrinks the index", (Pos("topic", "the notes to merge", many=True),),
-            (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),),
+            (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),
+             Opt("--summary", "S", "the joined note's index summary (default: the --into note's, else the first's)")),
             epilog="Example: mmctl merge deploy-vpn deploy-staging --into deploy"),
     Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
     Command("status", "status", "the daemon's state (needs the daemon)",

@@ -255,9 +255,9 @@ def cmd_merge(ctx: Ctx) -> int:
 
     try:
         if daemon is not None:
-            outcome = daemon.client.merge(topics, into)
+            outcome = daemon.client.merge(topics, into, summary=ctx.args.text("--summary"))
         else:
-            outcome = ctx.direct().memory().store.merge(topics, into)
+            outcome = ctx.direct().memory().store.merge(topics, into, summary=ctx.args.text("--summary"))
     except RpcError as error:
         ctx.error(f"merge: {error.message}")
         return EXIT_FAILED
