@@ -286,8 +286,7 @@ class MemoryStore:
         """
         topic = validate_topic(topic)
         planned = {k: v for k, v in kwargs.items() if k != "review_after"}
-        check_write_fields(content, summary=planned.get("summary"), tags=planned.get("tags"),
-                           updated=planned.get("updated"))
+        check_write_fields(content, **{k: planned.get(k) for k in ("summary", "tags", "updated")})
         review_after = kwargs.get("review_after")
         planned["review_line"] = None if review_after is None else self._review_date(review_after)
         return topic, content, planned
@@ -351,10 +350,9 @@ class MemoryStore:
         """Consolidate notes (issue 13, mm v1 §6): ``into`` gets the bodies of ``into`` (when it has a note) and
         ``topics`` joined by a blank line, in that order; the other notes are deleted; MEMORY.md is written once.
 
-        The joined note takes ``summary`` when given (one line, as a write's), else ``into``'s summary
-        (else the first note's), the union of the tags and a write budget of at least its length. The
-        index check is the write's, except that a merge that shrinks the index (fewer lines or bytes
-        than before) is allowed even while the index is over its caps.
+        The joined note takes ``summary`` if given (one line), else ``into``'s (else the first note's), the tags'
+        union and a write budget of at least its length. The index check is the write's, except that a merge
+        that shrinks the index (fewer lines or bytes than before) is allowed even while the index is over its caps.
 
         Returns:
             ``{ok: True, topic, uri, action, merged: [topics deleted], usage}`` or the write's
@@ -379,7 +377,7 @@ class MemoryStore:
             parts = [by_topic[t] for t in ([into] if into in by_topic else []) + others]
             bodies = [js_trim((read_note_sized(self.root, e.file) or ("", 0))[0]) for e in parts]
             content = "\n\n".join(b for b in bodies if b)
-            head = by_topic.get(into) or parts[0]
+            head_summary = (by_topic.get(into) or parts[0]).summary if summary is None else summary
             tags = ", ".join(dict.fromkeys(t for e in parts for t in e.tags))
             budget = max(o.default_write_budget, len(content), *(e.write_budget for e in parts))
             usage = self._write_usage(len(content), budget, 0, state.usage)
@@ -396,8 +394,7 @@ class MemoryStore:
             for topic in others:
                 after = self._next_state(after, topic, None)
             entry = IndexEntry(topic=into, memory_id=o.memory_id,
-                               summary=normalize_line(fold_line_breaks(head.summary if summary is None else summary)),
-                               tags=tuple(parse_tags(tags)),
+                               summary=normalize_line(fold_line_breaks(head_summary)), tags=tuple(parse_tags(tags)),
                                file=detail_rel(into), updated=self._now_iso(), body_chars=len(content),
                                write_budget=budget, entry_body=by_topic[into].entry_body if into in by_topic else "")
             after = self._next_state(after, into, entry)
