@@ -67,8 +67,9 @@ def search_snapshot(snapshot: Snapshot, query: Any, *, mode: Any = None, limit: 
     return result
 
 
-def nudge_report(snapshot: Snapshot, pending_writes: int, at: str) -> dict[str, Any]:
-    """The reference's nudge report.
+def nudge_report(snapshot: Snapshot, pending_writes: int, at: str, *, digest_hint: bool = True) -> dict[str, Any]:
+    """The reference's nudge report (``digest_hint`` False leaves out its "mem_digest can distill…" action:
+    a daemon that digests the sessions itself suggests the review instead).
 
     Returns:
         ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``.
@@ -81,7 +82,8 @@ def nudge_report(snapshot: Snapshot, pending_writes: int, at: str) -> dict[str, 
         actions.append("no memories yet: use mem_write to record durable context")
     if snapshot.index_over_budget:
         actions.append("index over budget: consolidate MEMORY.md (mem_budget shows exact usage)")
-    actions.append("mem_digest can distill the latest session log into candidate memories")
+    if digest_hint:
+        actions.append("mem_digest can distill the latest session log into candidate memories")
     return {
         "at": at,
         "pendingWrites": pending_writes,

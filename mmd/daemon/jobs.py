@@ -120,14 +120,13 @@ class Jobs:
         """The reference's nudge report, its actions said for this daemon: with the review queue on,
         sessions are digested already, so the suggestion is to review the pending candidates (with
         the commands that do), not to run ``mem_digest``."""
-        report = nudge_report(self.state.current, 0, self.state.now_iso())
-        if self.review.queue is not None:
-            actions = [a for a in report["suggestedActions"] if not a.startswith("mem_digest")]
-            pending = self.review.pending
-            if pending:
-                actions.append(f"{pending} candidate memor{'y waits' if pending == 1 else 'ies wait'} for review: "
-                               "mmctl review (or mmctl queue list, then queue accept|reject ID…)")
-            report["suggestedActions"] = actions
+        queue_on = self.review.queue is not None
+        report = nudge_report(self.state.current, 0, self.state.now_iso(), digest_hint=not queue_on)
+        pending = self.review.pending
+        if queue_on and pending:
+            report["suggestedActions"].append(
+                f"{pending} candidate memor{'y waits' if pending == 1 else 'ies wait'} for review: "
+                "mmctl review (or mmctl queue list, then queue accept|reject ID…)")
         return report
 
     def heartbeat(self) -> None:
