@@ -29,8 +29,10 @@ def test_patched_revisions_match_a_full_load_through_random_writes_and_deletes(t
     state._install(state.prepare_load(), None, None)
     # anomalies the patch must carry over: an orphan file, a dangling entry, a malformed note
     (tmp_path / "root" / "memories" / "orphan.md").write_text("# orphan\n\nnobody indexes me\n")
+    assert state.external_change(["memories/orphan.md"])  # the watcher's report of it reloads the root:
+    state._install(state.prepare_load(), None, None)  # patches carry the orphan over from then on
     rng = random.Random(7)
-    topics = [f"t{i}" for i in range(8)]
+    topics = [f"t{i}" for i in range(8)] + ["orphan"]  # writing "orphan" indexes the orphan file
     seen: set[str] = set()
     for step in range(60):
         topic = rng.choice(topics)
@@ -44,6 +46,10 @@ def test_patched_revisions_match_a_full_load_through_random_writes_and_deletes(t
         if step == 20:
             (tmp_path / "root" / "memories" / f"{state.current.notes[0].topic}.md").unlink()  # dangling
             state._install(state.prepare_load(), None, None)
+        if step == 40:  # a hand edit puts a line break (form feed) in a summary: a malformed entry
+            index = tmp_path / "root" / "MEMORY.md"
+            index.write_text(index.read_text().replace("- **summary:** step", "- **summary:** hand\x0cstep", 1))
+            state._install(state.prepare_load(), None, None)
         if step == 30:
             victim = state.current.notes[-1].entry.file
             (tmp_path / "root" / victim).write_bytes(b"\xff\xfe not utf-8")  # malformed
@@ -51,5 +57,5 @@ def test_patched_revisions_match_a_full_load_through_random_writes_and_deletes(t
         full = load_snapshot(options, loaded_at="x", engine=state.engine)
         _same(state.current, full)
         seen.update(k for k, v in full.anomalies.items() if v)
-    assert seen == {"orphanFiles", "danglingEntries", "malformedNotes"}
+    assert seen == {"orphanFiles", "danglingEntries", "malformedNotes", "malformedEntries"}
     assert state.revision > 60

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from _thread import allocate_lock
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .errors import ErrorCode, MMError
@@ -37,6 +37,7 @@ __all__ = [
     "build_snapshot",
     "load_snapshot",
     "malformed_entries",
+    "note_body",
     "orphan_files",
     "parse_index_text",
     "parse_live_index",
@@ -129,13 +130,23 @@ def read_note_sized(root: Path, rel: str) -> tuple[str, int] | None:
     if read is None:
         return None
     data, size = read
+    return note_body(rel, data), size
+
+
+def note_body(rel: str, data: bytes) -> str:
+    """The body a snapshot holds for the note file ``rel`` whose bytes are ``data`` ('' for a blank file).
+
+    Raises:
+        MMError(E_PARSE): if ``data`` is not valid UTF-8 or holds a NUL byte.
+        MMError(E_INVALID): if its title or ``mm-topic`` is not a topic slug.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise MMError(ErrorCode.E_PARSE, f"{rel} is not valid UTF-8 (byte {error.start})", details=rel) from None
     if "\x00" in text:
         raise MMError(ErrorCode.E_PARSE, f"{rel} contains a NUL byte at {text.index(chr(0))}", details=rel)
-    return (parse_note(text).body if js_trim(text) else ""), size
+    return parse_note(text).body if js_trim(text) else ""
 
 
 def read_note_file(root: Path, rel: str) -> str | None:
@@ -180,9 +191,15 @@ class Snapshot:
         self.index_line_count, self.index_byte_count = index_line_count, index_byte_count
         self.index_over_budget, self.entries, self.notes = index_over_budget, entries, notes
         self.anomalies, self.engine = anomalies, engine
-        self._by_topic: dict[str, Note] = {} if _by_topic is None else _by_topic
+        self._by_topic: dict[str, Note] = {n.entry.topic: n for n in reversed(notes)} if _by_topic is None \
+            else _by_topic
         self._search: dict[str, Any] = {}
         self._search_lock = allocate_lock()
+
+    @property
+    def by_topic(self) -> Mapping[str, Note]:
+        """``{topic: its first note}`` (read only; duplicate sections keep file order)."""
+        return self._by_topic
 
     def __repr__(self) -> str:
         return f"Snapshot(revision={self.revision}, loaded_at={self.loaded_at!r}, notes={len(self.notes)})"
@@ -236,13 +253,15 @@ class Snapshot:
         }
 
 
-def read_note_checked(root: Path, entry: IndexEntry) -> tuple[str | None, MalformedNote | None]:
+def read_note_checked(root: Path, entry: IndexEntry, data: bytes | None = None) \
+        -> tuple[str | None, MalformedNote | None]:
     """An entry's body as a snapshot holds it: ``(body or None when missing, the problem if malformed)``.
 
+    ``data``: the file's bytes when the caller has them (it just wrote them): nothing is read then.
     A malformed note (see :func:`read_note_file`) gives ``("", problem)``; nothing is raised.
     """
     try:
-        return read_note_file(root, entry.file), None
+        return (read_note_file(root, entry.file) if data is None else note_body(entry.file, data)), None
     except MMError as error:
         return "", {"topic": entry.topic, "file": entry.file, "code": error.code.value, "message": error.message}
     except OSError as error:
@@ -261,15 +280,20 @@ def malformed_entries(entries: tuple[IndexEntry, ...]) -> list[MalformedNote]:
 
 
 def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEntry, ...], notes: list[Note],
-                   malformed: list[MalformedNote], loaded_at: str, engine: str, revision: int = 0) -> Snapshot:
-    """Assemble a :class:`Snapshot` from MEMORY.md's text, its entries and their loaded notes."""
+                   malformed: list[MalformedNote], loaded_at: str, engine: str, revision: int = 0,
+                   orphans: list[str] | None = None, bad_entries: list[MalformedNote] | None = None) -> Snapshot:
+    """Assemble a :class:`Snapshot` from MEMORY.md's text, its entries and their loaded notes.
+
+    ``orphans``, ``bad_entries``: the sorted orphan names and :func:`malformed_entries` when the
+    caller knows them (a patched revision); by default ``memories/`` is listed and every entry checked.
+    """
     from .budget import index_usage
 
     anomalies: Anomalies = {"danglingEntries": sum(n.missing_file for n in notes),
-                            "orphanFiles": orphan_files(options.root, entries)}
+                            "orphanFiles": orphan_files(options.root, entries) if orphans is None else orphans}
     if malformed:
         anomalies["malformedNotes"] = malformed
-    bad_entries = malformed_entries(entries)
+    bad_entries = malformed_entries(entries) if bad_entries is None else bad_entries
     if bad_entries:
         anomalies["malformedEntries"] = bad_entries
     usage = index_usage(text, options.index_lines, options.index_bytes)
@@ -285,7 +309,7 @@ def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEnt
         notes=tuple(notes),
         anomalies=anomalies,
         engine=engine,
-        _by_topic={n.topic: n for n in reversed(notes)},
+        _by_topic={n.entry.topic: n for n in reversed(notes)},
     )
 
 

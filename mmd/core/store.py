@@ -1,16 +1,14 @@
 """The writer of a memory root: budgeted writes, deletes and the live budget report (mm v1 §6).
 
-Every operation here works on the LIVE files, never on a snapshot, and every
-write runs under the root's write lock: read MEMORY.md, check the budgets in
-the spec's order (write budget, detail file cap, index caps), then write the
-detail file and the index all or nothing (both temp files prepared before either
-is renamed; see :meth:`MemoryStore._write_files`). An over-budget write returns
+Every operation here works on the LIVE files, never on a snapshot, and every write runs under the
+root's write lock: read MEMORY.md, check the budgets in the spec's order (write budget, detail file
+cap, index caps), then write the detail file and the index all or nothing (both temp files prepared
+before either is renamed; see :meth:`MemoryStore._write_files`). An over-budget write returns
 ``{"ok": False, ...}`` with usage and touches nothing.
 
-What a reader could not read back is refused at the door (``E_INVALID``: NUL and
-lone surrogates anywhere, line breaks in summary/tags/updated); a new topic that
-differs from an indexed one only by case is ``E_CONFLICT``. Files are opened only
-through :mod:`.rootfs` (never following a symlink below the root).
+What a reader could not read back is refused at the door (``E_INVALID``: NUL and lone surrogates anywhere,
+line breaks in summary/tags/updated); a new topic that differs from an indexed one only by case is
+``E_CONFLICT``. Files are opened only through :mod:`.rootfs` (never following a symlink below the root).
 """
 
 from __future__ import annotations
@@ -68,12 +66,14 @@ class BatchedWrite:
         outcome: what :meth:`MemoryStore.write` returns for it (``ok`` True or False), or None when it raised.
         error: the MMError :meth:`MemoryStore.write` would have raised, or None.
         state: MEMORY.md as this write left it (None unless it was written), for the revision after it.
+        note: the note's bytes as written (None unless it was written): the revision needs no re-read.
     """
 
-    __slots__ = ("error", "outcome", "state")
+    __slots__ = ("error", "note", "outcome", "state")
 
-    def __init__(self, outcome: dict[str, Any] | None, error: MMError | None, state: IndexState | None = None) -> None:
-        self.outcome, self.error, self.state = outcome, error, state
+    def __init__(self, outcome: dict[str, Any] | None, error: MMError | None, state: IndexState | None = None,
+                 note: bytes | None = None) -> None:
+        self.outcome, self.error, self.state, self.note = outcome, error, state, note
 
 
 class MemoryStore:
@@ -262,7 +262,7 @@ class MemoryStore:
                 except MMError as error:
                     results.append(BatchedWrite(None, error))
                     continue
-                results.append(BatchedWrite(outcome, None, after))
+                results.append(BatchedWrite(outcome, None, after, note))
                 if after is not None:
                     state = after
                     notes[f"{outcome['topic']}.md"] = note

@@ -102,6 +102,7 @@ class Injector:
         self._prepared: tuple[Snapshot, Prepared, str, tuple[IndexEntry, ...]] | None = None
         self._announced: set[tuple[str, str]] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._warming = False
         self._export_timer: asyncio.TimerHandle | None = None
         self._export_since: float | None = None
         self.exports = 0
@@ -260,18 +261,32 @@ class Injector:
     # --- after each revision ---------------------------------------------------------------------------
 
     def revision_installed(self, snapshot: Snapshot) -> None:
-        """A new revision is current (loop thread): prepare it, announce due topics, schedule the export."""
-        self._spawn(self._after_revision(snapshot))
+        """A new revision is current (loop thread): prepare it, announce due topics, schedule the export.
+
+        Revisions that come faster than they are prepared (a group commit installs several at
+        once) are prepared once, as the newest: one preparation is in flight at a time.
+        """
+        self._request_warm()
         if self._export_files():
             self._schedule_export()
 
-    async def _after_revision(self, snapshot: Snapshot) -> None:
-        if await asyncio.to_thread(self._warm, snapshot, self.state.now_iso()) is not None:
-            self.announce_due()
+    def _request_warm(self) -> None:
+        if not self._warming:
+            self._warming = True
+            self._spawn(self._after_revision())
+
+    async def _after_revision(self) -> None:
+        """Prepare the current revision (again, while newer ones were installed meanwhile), then announce."""
+        try:
+            while await asyncio.to_thread(self._warm, self.state.current, self.state.now_iso()) is None:
+                pass
+        finally:
+            self._warming = False
+        self.announce_due()
 
     def check_due(self) -> None:
         """The periodic check (a date may come without a revision): prepare if needed, then announce."""
-        self._spawn(self._after_revision(self.state.current))
+        self._request_warm()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

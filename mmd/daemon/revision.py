@@ -3,11 +3,13 @@
 Two ways to build one. :func:`load_revision` reads the whole root with the
 core's :func:`~mmd.core.snapshot.load_snapshot` (startup, external edits,
 config reloads). :func:`patch_revision` follows one of the daemon's own
-writes or deletes: it re-reads MEMORY.md and the one detail file the write
-touched and reuses every other note of the previous revision, so a write reads
-two files however many notes the root holds. Files it does not re-read
-keep the fingerprints they had, so an external edit to one of them made
-meanwhile still shows up as a mismatch to the watcher. Pure I/O and data: safe
+writes or deletes: it takes MEMORY.md as the store left it and the note the
+write touched from the bytes just written (a delete: read back), reuses every
+other note of the previous revision (the same objects, so the diff compares
+only what changed) and carries the orphan list over, so a write reads nothing
+and lists no folder however many notes the root holds. Files it does not
+re-read keep the fingerprints they had, so an external edit to one of them
+made meanwhile still shows up as a mismatch to the watcher. Pure I/O and data: safe
 in a worker thread; nothing here touches a socket or the daemon's state.
 """
 
@@ -27,6 +29,7 @@ from mmd.core.snapshot import (
     Snapshot,
     build_snapshot,
     load_snapshot,
+    malformed_entries,
     read_note_checked,
 )
 from mmd.core.uri import uri_for
@@ -81,13 +84,13 @@ def _body_hash(note: Note) -> str:
 def diff_snapshots(old: Snapshot | None, new: Snapshot) -> tuple[list[ChangedItem], list[ChangedItem],
                                                                      list[ChangedItem]]:
     """Topics added, updated (entry or body changed) and removed from ``old`` to ``new``, sorted by topic."""
-    before = {} if old is None else {n.topic: n for n in reversed(old.notes)}
-    after = {n.topic: n for n in reversed(new.notes)}
+    before = {} if old is None else old.by_topic
+    after = new.by_topic
     added = [{"topic": t, "sha256": _body_hash(after[t])} for t in sorted(after.keys() - before.keys())]
     removed: list[ChangedItem] = [{"topic": t} for t in sorted(before.keys() - after.keys())]
     updated: list[ChangedItem] = [
         {"topic": t, "sha256": _body_hash(after[t])} for t in sorted(after.keys() & before.keys())
-        if after[t].body != before[t].body or after[t].entry != before[t].entry
+        if after[t] is not before[t] and (after[t].body != before[t].body or after[t].entry != before[t].entry)
     ]
     return added, updated, removed  # type: ignore[return-value]
 
@@ -122,11 +125,15 @@ def load_revision(options: MemoryOptions, old: Snapshot | None, live_index: Live
 
 
 def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprints, touched: str,
-                   live_index: LiveIndex, *, number: int, loaded_at: str) -> Revision:
+                   live_index: LiveIndex, *, number: int, loaded_at: str, written: bytes | None = None) -> Revision:
     """Revision ``number`` after the daemon itself rewrote MEMORY.md and the detail file ``touched``.
 
-    Every note whose file is neither ``touched`` nor new to the index is
-    reused from ``old``, with the entry as MEMORY.md now has it.
+    Every note whose file is neither ``touched`` nor new to the index is reused from
+    ``old`` (the same :class:`Note` when its entry is the same object), with the entry as
+    MEMORY.md now has it. ``written``: the bytes the daemon just wrote to ``touched``, so it
+    is not read back. Orphan files are carried over from ``old`` (files that left the index
+    are stat'ed), not listed again: a file someone else adds meanwhile has no fingerprint
+    yet, so the watcher's report of it reloads the root.
 
     Raises:
         MMError(E_PARSE | E_IO): if MEMORY.md cannot be read or parsed.
@@ -144,6 +151,7 @@ def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprin
     was_bad = {m["file"]: m for m in old.anomalies.get("malformedNotes", [])}
     notes: list[Note] = []
     malformed: list[MalformedNote] = []
+    reused: set[int] = set()  # ids of entries whose note is old's, unchanged
     for entry in entries:
         prev = previous.get(entry.file) if entry.file != touched else None
         if prev is not None:
@@ -153,12 +161,44 @@ def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprin
         else:
             if entry.file != touched and (now := _stat(root, entry.file)) is not None:
                 prints[entry.file] = now
-            body, problem = read_note_checked(root, entry)
+            body, problem = read_note_checked(root, entry, written if entry.file == touched else None)
         if problem is not None:
             malformed.append(problem)
+        if prev is not None and prev.entry is entry:
+            notes.append(prev)
+            reused.add(id(entry))
+            continue
         uri = prev.uri if prev is not None and prev.topic == entry.topic else uri_for(options.memory_id, entry.topic)
         notes.append(Note(entry, uri, body or "", body is None))
     snapshot = build_snapshot(options, text=text, entries=entries, notes=notes, malformed=malformed,
-                              loaded_at=loaded_at, engine=old.engine, revision=number)
+                              loaded_at=loaded_at, engine=old.engine, revision=number,
+                              orphans=_orphans(root, old, entries, touched, prints),
+                              bad_entries=_bad_entries(old, entries, reused))
     added, updated, removed = diff_snapshots(old, snapshot)
     return Revision(snapshot, prints, added, updated, removed)
+
+
+def _bad_entries(old: Snapshot, entries: tuple[IndexEntry, ...], reused: set[int]) -> list[MalformedNote]:
+    """:func:`~mmd.core.snapshot.malformed_entries` of ``entries``: an entry ``old`` held (its id in
+    ``reused``) whose topic had no problem there is clean still; every other entry is checked."""
+    flagged = {problem["topic"] for problem in old.anomalies.get("malformedEntries", [])}
+    out: list[MalformedNote] = []
+    for entry in entries:
+        if id(entry) not in reused or entry.topic in flagged:
+            out.extend(malformed_entries((entry,)))
+    return out
+
+
+def _orphans(root: Path, old: Snapshot, entries: tuple[IndexEntry, ...], touched: str,
+             prints: Fingerprints) -> list[str]:
+    """The sorted ``memories/*.md`` names no entry names, after a write or delete of ``touched``:
+    ``old``'s orphans (``touched`` checked again), plus files that left the index and still exist."""
+    indexed = {e.file for e in entries}
+    left = {e.file for e in old.entries} - indexed
+    names = {f"{DETAIL_DIR}/{n}" for n in old.anomalies.get("orphanFiles", [])} - indexed - {touched}
+    for rel in (left | {touched}) - indexed - names:
+        folder, _, name = rel.rpartition("/")
+        if folder == DETAIL_DIR and name.endswith(".md") and (now := _stat(root, rel)) is not None:
+            prints[rel] = now
+            names.add(rel)
+    return sorted(rel.rpartition("/")[2] for rel in names)

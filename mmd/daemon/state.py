@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mmd.core.clock import Clock, iso_ms, system_clock
+from mmd.core.clock import Clock, now_iso, system_clock
 from mmd.core.engine import choose_engine, fts5_available
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.options import MemoryOptions
@@ -110,7 +110,7 @@ class MemoryState:
 
     def now_iso(self) -> str:
         """The clock as ISO-8601 UTC with milliseconds."""
-        return iso_ms(self._now())
+        return now_iso(self._now)
 
     @property
     def current(self) -> Snapshot:
@@ -202,7 +202,8 @@ class MemoryState:
                 else:
                     revision = patch_revision(self.options, old, prints, detail_rel(one.outcome["topic"]),
                                               lambda state=state: (state.text, state.entries),  # type: ignore[misc]
-                                              number=self._next_number(old.revision), loaded_at=self.now_iso())
+                                              number=self._next_number(old.revision), loaded_at=self.now_iso(),
+                                              written=one.note)
             except MMError as error:
                 out.append((error, None))
                 continue

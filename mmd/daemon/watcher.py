@@ -60,8 +60,9 @@ class Watcher:
 
     def _keep(self, _change: object, path: str) -> bool:
         """Whether a changed path can matter: a visible ``*.md`` outside ``.mmd/``."""
-        name = os.path.basename(path)
-        if name.startswith(".") or not name.endswith(".md"):
+        if not path.endswith(".md"):  # first, and cheap: most events are the writes' temp files
+            return False
+        if os.path.basename(path).startswith("."):
             return False
         rel = self._rel(path)
         return rel is not None and not (rel == STATE_DIR or rel.startswith(STATE_DIR + "/"))
