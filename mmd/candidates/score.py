@@ -11,7 +11,13 @@ a repetition (up to three), 0.2 an acknowledged correction, 0.1 carried into a l
 minus 0.3 disproved; a second draft of one utterance ranks ×0.6. The global parameters are a
 :class:`Tuning` (``bench/queue_quality.py --cv`` picks them leave-one-file-out). Recency was measured
 (±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files,
-so it is not a term; ``bench/queue_quality.py`` is the measure.
+so it is not a term; ``bench/queue_quality.py`` is the measure. Also measured there and left out
+(2026-12-01), as none raised the tuning files' figures: a later summary bullet restating an
+assistant sentence at quote level (a bigger bonus, or a draft of its own), the user's next prompt
+confirming, correcting or reusing the rarer words of an assistant sentence, a penalty for a human
+request the user comes back to (with or without "still", "again", "undo" …), damping short prompts,
+"you"-addressed or imperative human sentences, assistant bullets or early assistant findings,
+diversity per exchange, and merging a summary's restatement into the earlier draft.
 
 Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
 applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
