@@ -49,7 +49,9 @@ def test_a_group_rewrites_the_index_once_and_fsyncs_each_file_once(tmp_path: Pat
     monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
     monkeypatch.setattr(store_module, "prepare_file",
                         lambda dfd, name, data, **kw: (prepared.append(name), real_prepare(dfd, name, data, **kw))[1])
+    open_fds = len(os.listdir("/proc/self/fd"))
     done = store.write_many([(f"t{k}", f"body {k}", {}) for k in range(5)])
+    assert len(os.listdir("/proc/self/fd")) == open_fds
     assert [d.outcome and d.outcome["ok"] for d in done] == [True] * 5
     assert prepared.count(INDEX_NAME) == 1 and sorted(prepared) == [INDEX_NAME, *(f"t{k}.md" for k in range(5))]
     assert len(fsyncs) == 5 + 1 + 2  # each note, the index, each folder once (one write alone: 4)
@@ -101,7 +103,9 @@ def test_a_group_that_cannot_be_written_is_retried_write_by_write(tmp_path: Path
         return real_prepare(dfd, name, data, **kw)
 
     monkeypatch.setattr(store_module, "prepare_file", failing)
+    open_fds = len(os.listdir("/proc/self/fd"))
     done = store.write_many([("a", "new a", {}), ("b", "new b", {}), ("c", "new c", {})])
+    assert len(os.listdir("/proc/self/fd")) == open_fds  # the group's temp files, kept open for the fsync, closed
     assert [bool(d.outcome and d.outcome["ok"]) for d in done] == [True, False, True]
     assert done[1].error is not None and done[1].error.code is ErrorCode.E_IO
     assert _topics(store) == ["a", "b", "c"]

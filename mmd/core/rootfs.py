@@ -220,19 +220,22 @@ class PreparedFile:
     Built by :func:`prepare_file`; :meth:`commit` renames, :meth:`discard` removes it.
     ``previous`` is the name of a hard link to the replaced file (None when there
     was none, or ``keep_previous`` was False), so :meth:`restore` can undo the rename.
+    ``fd``: the temp file, still open, when its fsync was left to :meth:`sync`.
     """
 
-    def __init__(self, dfd: int, name: str, tmp: str, previous: str | None) -> None:
-        self.dfd, self.name, self.tmp, self.previous = dfd, name, tmp, previous
+    def __init__(self, dfd: int, name: str, tmp: str, previous: str | None, fd: int | None = None) -> None:
+        self.dfd, self.name, self.tmp, self.previous, self.fd = dfd, name, tmp, previous, fd
         self.committed = False
 
     def sync(self) -> None:
-        """fsync the temp file (made with ``prepare_file(..., sync=False)``); before :meth:`commit`.
+        """fsync the temp file (made with ``prepare_file(..., sync=False)``) and close it; before :meth:`commit`.
 
         Raises:
-            OSError: if it cannot be opened or synced.
+            OSError: if it cannot be synced.
         """
-        fd = os.open(self.tmp, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=self.dfd)
+        fd, self.fd = self.fd, None
+        if fd is None:
+            return
         try:
             os.fsync(fd)
         finally:
@@ -260,7 +263,11 @@ class PreparedFile:
         self.committed = False
 
     def discard(self) -> None:
-        """Remove what is left: the temp file if not committed, the previous file's link; close nothing."""
+        """Remove what is left: the temp file if not committed, the previous file's link; close the temp file."""
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
         for name in (None if self.committed else self.tmp, self.previous):
             if name is not None:
                 with contextlib.suppress(OSError):
@@ -275,8 +282,8 @@ def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = Fals
     The temp file gets the mode of the regular file it will replace, else
     ``new_mode`` (default :data:`FILE_MODE`; set with ``fchmod``, so the umask does not matter). With
     ``keep_previous`` a hard link to the current file is made, for :meth:`PreparedFile.restore`.
-    With ``sync`` False the fsync is left to :meth:`PreparedFile.sync` (a group commit writes every
-    temp file first, then syncs them: one journal commit carries them all).
+    With ``sync`` False the fsync is left to :meth:`PreparedFile.sync`, the temp file open till then
+    (a group commit writes every temp file first, then syncs them: one journal commit carries them all).
 
     Raises:
         OSError: if any step fails (ENOSPC included); nothing is left behind then.
@@ -289,25 +296,28 @@ def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = Fals
             mode, exists = stat.S_IMODE(st.st_mode), True
     tmp = temp_name(name)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, FILE_MODE, dir_fd=dfd)
+    open_fd: int | None = fd  # left open for PreparedFile.sync when the fsync waits
     try:
-        try:
-            os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if sync:
-                os.fsync(fd)
-        finally:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if sync:
+            os.fsync(fd)
+            open_fd = None
             os.close(fd)
         previous = None
         if keep_previous and exists:
             previous = temp_name(name)
             os.link(name, previous, src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
     except BaseException:
+        if open_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(open_fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dfd)
         raise
-    return PreparedFile(dfd, name, tmp, previous)
+    return PreparedFile(dfd, name, tmp, previous, open_fd)
 
 
 def remove_in(dfd: int, name: str) -> bool:

@@ -97,7 +97,7 @@ def diff_snapshots(old: Snapshot | None, new: Snapshot) -> tuple[list[ChangedIte
 
 def _stat(root: Path, rel: str) -> tuple[int, int, int] | None:
     try:
-        st = os.stat(root.joinpath(*rel.split("/")))
+        st = os.stat(os.path.join(root, rel))  # POSIX: a root-relative path with "/" (pathlib costs more)
     except (OSError, ValueError):
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -17,7 +17,9 @@ on the event loop's thread. Group commit (issue 17): writes and deletes wait in
 one queue in arrival order; writes that arrived while another was in flight
 go to disk together (:meth:`MemoryStore.write_many`: one index rewrite, one
 set of fsyncs), each checked against budgets in arrival order, each answered
-only once its bytes are durable, each still its own revision and event.
+only once its bytes are durable, each still its own revision and event; after a
+group of several, the next waits up to half its time (:func:`.writequeue.gather`)
+for those writers to come back, so closed-loop writers share one group.
 Reads never take the lock: they read an immutable snapshot. This module never
 touches a socket; ``on_change`` tells the daemon.
 """
@@ -47,7 +49,7 @@ from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 from .rootguard import RootGuard
-from .writequeue import Queued, next_group
+from .writequeue import Queued, gather, next_group
 
 __all__ = ["RESERVE", "MemoryState", "Session"]
 
@@ -99,6 +101,7 @@ class MemoryState:
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
         self._queue: deque[Queued] = deque()
+        self._arrived = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
         self._base = 0
         self._reserved = 0
@@ -288,6 +291,7 @@ class MemoryState:
 
     async def _queued(self, request: Queued) -> dict[str, Any]:
         self._queue.append(request)
+        self._arrived.set()
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
         return await request.done
@@ -296,10 +300,15 @@ class MemoryState:
         """Apply the queue, one group at a time under :attr:`lock`, until it is empty."""
         group: list[Queued] = []
         try:
+            last, took_ms = 0, 0.0  # the last group's size, and how long it took
             while self._queue:
+                if last > 1:  # its writers come back a round trip later: wait a little for them
+                    await gather(self._queue, self._arrived, last + len(self._queue), took_ms / 2)
                 async with self.lock:
                     group = self._next_group()
+                    started = time.perf_counter()
                     await self._apply(group)
+                    last, took_ms = len(group), (time.perf_counter() - started) * 1000
         except BaseException as error:
             for request in (*group, *self._queue):
                 request.settle(error)

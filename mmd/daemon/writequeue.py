@@ -1,9 +1,10 @@
 """The daemon's write queue (issue 17): writes and deletes wait here in arrival order, and the writes
 that arrived together leave as one group (one group commit, :meth:`mmd.core.store.MemoryStore.write_many`).
 
-Owns: :class:`Queued` (one waiting request and the future its caller awaits) and :func:`next_group`
-(which requests may go to disk together). Never: touches the disk or the state; :mod:`.state` applies
-the groups under its lock.
+Owns: :class:`Queued` (one waiting request and the future its caller awaits), :func:`next_group`
+(which requests may go to disk together) and :func:`gather` (waiting, briefly, for the writers of the
+last group to come back, so concurrent writers share one group instead of splitting into two halves
+that alternate). Never: touches the disk or the state; :mod:`.state` applies the groups under its lock.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MAX_GROUP", "Queued", "next_group"]
+__all__ = ["GATHER_MAX_MS", "MAX_GROUP", "Queued", "gather", "next_group"]
 
 MAX_GROUP = 64
 """At most this many writes go to disk in one group commit."""
+
+GATHER_MAX_MS = 2.0
+"""The longest :func:`gather` waits for writers to come back, milliseconds."""
 
 
 class Queued:
@@ -63,3 +67,29 @@ def next_group(queue: deque[Queued], *, alone: bool = False) -> list[Queued]:
         topics.add(head.topic)
         group.append(queue.popleft())
     return group
+
+
+async def gather(queue: deque[Queued], arrived: asyncio.Event, want: int, wait_ms: float) -> int:
+    """Wait until ``queue`` holds ``want`` requests, for at most ``wait_ms`` milliseconds; the queue's length then.
+
+    Group commit with closed-loop writers (each waits for its answer before it writes again): the
+    writers of a group just answered send their next write a round trip later. Started at once,
+    the next group holds only the writes that queued meanwhile, and the writers settle into two
+    halves that alternate, each paying a whole index rewrite and its fsyncs. The caller waits
+    here for ``want`` (the last group's writers plus those queued) for a fraction of the last
+    group's disk time (as PostgreSQL's ``commit_delay`` does for its WAL flush), never after a
+    lone write: a single writer is never delayed. ``arrived`` is set by whoever appends to ``queue``.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(wait_ms, GATHER_MAX_MS) / 1000
+    while len(queue) < want:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        arrived.clear()
+        try:
+            async with asyncio.timeout(remaining):
+                await arrived.wait()
+        except TimeoutError:
+            break
+    return len(queue)
