@@ -69,3 +69,17 @@ def test_a_marked_line_is_its_own_paragraph() -> None:
     assert [s.text for s in said] == ["Orders keep their product row.", "记住：迁移文件不要手改", "mm: use uv"]
     assert len({s.paragraph for s in said}) == 3
     assert marked("REMEMBER: x") and marked("- mm: y") and not marked("remembered to run it")
+
+
+def test_an_inline_enumeration_is_one_statement_an_item() -> None:
+    assert texts("Rules: 1) a pawn moves one square forward 2) a knight jumps over other pieces") == [
+        "Rules:", "a pawn moves one square forward", "a knight jumps over other pieces"]
+    assert texts("(1) keep the cache warm always (2) never drop the index silently") == [
+        "keep the cache warm always", "never drop the index silently"]
+
+
+def test_numbers_that_are_not_an_enumeration_split_nothing() -> None:
+    assert texts("Meet at 10:30 tomorrow with the team.") == ["Meet at 10:30 tomorrow with the team."]
+    assert texts("Python 3: the default interpreter now") == ["Python 3: the default interpreter now"]
+    assert texts("see 1) and 2) for details") == ["see 1) and 2) for details"]  # items under three words
+    assert texts("fix 2: the retry loop and 1: the cache") == ["fix 2: the retry loop and 1: the cache"]  # not 1, 2

@@ -1,7 +1,8 @@
 """Statements: the pieces of an utterance a candidate can be made of.
 
-Owns: :func:`split` (utterance text -> :class:`Statement` list: a sentence or a bullet, at most
-:data:`MAX_STATEMENT` code points, each with the markdown section it sits under),
+Owns: :func:`split` (utterance text -> :class:`Statement` list: a sentence, a bullet or an item of an
+inline enumeration ("1) … 2) …"), at most :data:`MAX_STATEMENT` code points, each with the markdown
+section it sits under),
 :func:`summarize` (a short summary cut at a word with ``…``) and :func:`looks_pasted` (a pasted
 plan, spec or log in a human prompt).
 
@@ -71,6 +72,8 @@ _TOOLISH = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*]*\w)|(?<=[。！？；])")
 _ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Dr|No|Fig)|\b[A-Z])\.$")
 _WS = re.compile(r"\s+")
+# a marker of an inline enumeration: "1:", "2)", "(3)" standing alone before a space
+_ENUM_MARK = re.compile(r"(?:(?<=\s)|^)\(?(\d{1,2})[:)](?=\s)")
 _SECTION_NOISE = re.compile(r"[^\w\s]+")
 
 
@@ -118,7 +121,29 @@ def _section_name(raw: str) -> str:
     return _WS.sub(" ", _SECTION_NOISE.sub(" ", raw)).strip().casefold()
 
 
+def _enumerated(paragraph: str) -> list[str]:
+    """``paragraph`` cut before each marker of an inline enumeration (``1: … 2: …``, ``1) … 2) …``,
+    ``(1) … (2) …``): markers numbered 1, 2, 3 … in order, at least two, each item of three words
+    or more; anything else (``at 10:30``, a lone ``2:``, ``see 1) and 2)``) comes back whole."""
+    marks = list(_ENUM_MARK.finditer(paragraph))
+    if len(marks) < 2 or [int(m.group(1)) for m in marks] != list(range(1, len(marks) + 1)):
+        return [paragraph]
+    ends = [m.start() for m in marks[1:]] + [len(paragraph)]
+    items = [paragraph[m.end():end] for m, end in zip(marks, ends, strict=True)]  # markers dropped, as bullets'
+    if any(len(item.split()) < 3 for item in items):
+        return [paragraph]
+    lead = paragraph[: marks[0].start()]
+    return ([lead] if lead.strip() else []) + items
+
+
 def _sentences(paragraph: str) -> list[str]:
+    pieces = _enumerated(paragraph)
+    if len(pieces) > 1:
+        return [sentence for piece in pieces for sentence in _sentences_of(piece)]
+    return _sentences_of(paragraph)
+
+
+def _sentences_of(paragraph: str) -> list[str]:
     parts: list[str] = []
     start = 0
     for found in _SENTENCE_END.finditer(paragraph):
@@ -192,7 +217,8 @@ class _Splitter:
 def split(text: str) -> list[Statement]:
     """Split utterance text into statements, in order.
 
-    A statement is one sentence of a prose paragraph or one list item (with its indented
+    A statement is one sentence of a prose paragraph, one item of an inline enumeration in it
+    (``1: … 2: …``, ``1) … 2) …``, ``(1) … (2) …``; marker dropped) or one list item (with its indented
     continuation lines). Skipped, never returned: fenced code blocks, markdown headings and bold
     or ``Label:`` lines standing alone (they become the ``section`` of what follows), table rows,
     horizontal rules, lines that look like tool, shell, log, JSON or diff output, and pieces
