@@ -232,3 +232,25 @@ async def test_a_loaded_snapshot_is_frozen_out_of_the_collectors_sight(tmp_path:
         assert (await state.write("u", "after the freeze"))["ok"]
     finally:
         gc.unfreeze()
+
+
+def test_a_group_whose_index_rename_fails_puts_every_note_back(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _store(tmp_path)
+    assert store.write("a", "old a")["ok"] and store.write("b", "old b")["ok"]
+    os.chmod(store.root / "memories" / "b.md", 0o640)
+    before = {p.name: (p.read_bytes(), p.stat().st_mode) for p in (store.root / "memories").iterdir()}
+    index_before = (store.root / INDEX_NAME).read_bytes()
+    real_replace = os.replace
+
+    def replace(src: str, dst: str, **kwargs: Any) -> None:
+        if dst == INDEX_NAME:
+            raise OSError(5, "Input/output error")
+        real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    done = store.write_many([("a", "new a", {}), ("b", "new b", {}), ("c", "new c", {})])
+    assert all(d.error is not None and d.error.code is ErrorCode.E_IO for d in done)  # each retried alone, each failed
+    after = {p.name: (p.read_bytes(), p.stat().st_mode) for p in (store.root / "memories").iterdir()}
+    assert after == before  # old bytes and modes back, the new note gone, no temp file left
+    assert (store.root / INDEX_NAME).read_bytes() == index_before
