@@ -484,3 +484,20 @@ def test_merge_without_a_daemon_takes_a_new_summary_and_refuses_a_two_line_one(t
     notes = json.loads(run("list", "--json")[1])["notes"]
     assert [(n["topic"], n["summary"]) for n in notes] == [("staging", "Deploys: staging at noon, VPN needs 2FA")]
     assert "MEMORY.md" in os.listdir(root) and "Deploys: staging at noon" in (root / "MEMORY.md").read_text()
+
+
+def test_a_one_shot_write_through_the_daemon_imports_no_dataclasses_and_no_openssl(daemon) -> None:  # type: ignore[no-untyped-def]
+    """The write goes through the daemon (zmq is needed), but not through dataclasses/inspect or hashlib's
+    OpenSSL: ~8 ms of every call (issue 17: ``mmctl write`` via the daemon <= 60 ms)."""
+    probe = ("import sys, runpy; sys.argv = ['mmctl', *sys.argv[2:], '--root', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('mmctl', run_name='__main__')\nexcept SystemExit as done:\n"
+             "    print('exit', done.code, file=sys.stderr)\n"
+             "print(' '.join(sorted(sys.modules)), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", probe, str(daemon.root), "write", "t", "--content", "via the daemon"],
+                          capture_output=True, text=True, env=daemon.env, timeout=60)
+    *_, code, modules = proc.stderr.strip().splitlines()
+    assert code == "exit 0", proc.stderr
+    loaded = set(modules.split())
+    assert "zmq" in loaded and "mmctl.client" in loaded  # it did go through the daemon
+    assert loaded & {"dataclasses", "inspect", "hashlib", "_hashlib"} == set()
+    assert (daemon.root / "memories" / "t.md").read_text().endswith("via the daemon\n")

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from mmd.core.config_file import configured_root
+from mmd.core.record import Record
 from mmd.wire import methods as wire
 from mmd.wire.endpoints import check_peer, check_socket_folder, endpoints_for, ipc_path
 from mmd.wire.methods import METHODS, SESSION_PARAM
@@ -41,8 +41,7 @@ SESSION_METHODS = frozenset(name for name, method in METHODS.items() if method.t
 Post = Callable[[Any], Any] | None
 
 
-@dataclass(frozen=True, slots=True)
-class Curve:
+class Curve(Record):
     """ZeroMQ CURVE keys for a ``tcp://`` daemon (DESIGN.md: tcp only with CURVE); all Z85 ``bytes``.
 
     Attributes:
@@ -51,9 +50,10 @@ class Curve:
             ``curveClientKeysDir``.
     """
 
-    server_public: bytes
-    public: bytes
-    secret: bytes
+    __slots__ = ("server_public", "public", "secret")
+
+    def __init__(self, server_public: bytes, public: bytes, secret: bytes) -> None:
+        self.server_public, self.public, self.secret = server_public, public, secret
 
     @classmethod
     def from_files(cls, server_certificate: str | os.PathLike[str],
@@ -99,13 +99,17 @@ def connect(sock: Any, endpoint: str, curve: Curve | None) -> Any:
     return sock
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where a daemon listens: its ``rpc`` and ``pub`` endpoints and the ``root`` they derive from (or None)."""
+class Target(Record):
+    """Where a daemon listens: its ``rpc`` and ``pub`` endpoints and the ``root`` they derive from (or None).
 
-    rpc: str
-    pub: str
-    root: str | None
+    The classes here are :class:`~mmd.core.record.Record` and plain slotted classes, not dataclasses:
+    every one-shot ``mmctl`` call through the daemon imports this module, :mod:`dataclasses` ~5 ms.
+    """
+
+    __slots__ = ("rpc", "pub", "root")
+
+    def __init__(self, rpc: str, pub: str, root: str | None) -> None:
+        self.rpc, self.pub, self.root = rpc, pub, root
 
     @classmethod
     def resolve(cls, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
@@ -188,7 +192,6 @@ def refused_while_stopping(reply: dict[str, Any]) -> bool:
     return isinstance(data, dict) and data.get("code") == DaemonCode.E_SHUTTING_DOWN.value
 
 
-@dataclass(slots=True)
 class Attempt:
     """The resend and retry decisions of one call, without I/O (httpx's split): the twins ask it after each try.
 
@@ -202,8 +205,10 @@ class Attempt:
         resends: resends left after a timeout (1 for idempotent methods, else 0).
     """
 
-    deadline_s: float
-    resends: int
+    __slots__ = ("deadline_s", "resends")
+
+    def __init__(self, deadline_s: float, resends: int) -> None:
+        self.deadline_s, self.resends = deadline_s, resends
 
     @classmethod
     def start(cls, method: str, timeout_ms: int, now_s: float) -> Attempt:

@@ -14,10 +14,10 @@ never touches a socket.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from mmd.core.errors import ErrorCode
+from mmd.core.record import Record
 
 from .protocol import DaemonError, UnknownMethod
 
@@ -68,21 +68,21 @@ ID_DIGITS = len(str(INT_LIMIT - 1))
 """Most decimal digits in an id given as a string (19)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Param:
+class Param(Record):
     """One param: the Python types its JSON value may have, and whether it must be present.
 
     ``bool`` is accepted only where listed (JSON ``true`` is not an integer here); a null
     value counts as absent.
     """
 
-    types: tuple[type, ...]
-    required: bool = False
+    __slots__ = ("types", "required")
+
+    def __init__(self, types: tuple[type, ...], required: bool = False) -> None:
+        self.types, self.required = types, required
 
 
-@dataclass(frozen=True, slots=True)
-class Method:
-    """One RPC method.
+class Method(Record):
+    """One RPC method (Records, not dataclasses: a one-shot ``mmctl`` write imports this module).
 
     Attributes:
         name: the JSON-RPC method name (``memory.write``).
@@ -92,10 +92,12 @@ class Method:
             the others run as tasks.
     """
 
-    name: str
-    params: Mapping[str, Param] = field(default_factory=dict)
-    idempotent: bool = False
-    inline: bool = False
+    __slots__ = ("name", "params", "idempotent", "inline")
+
+    def __init__(self, name: str, params: Mapping[str, Param] | None = None, idempotent: bool = False,
+                 inline: bool = False) -> None:
+        self.name, self.idempotent, self.inline = name, idempotent, inline
+        self.params: Mapping[str, Param] = {} if params is None else params
 
     @property
     def takes_session(self) -> bool:
