@@ -1,45 +1,40 @@
-"""The writer's cached MEMORY.md: spliced writes equal a full re-serialization, byte for byte."""
+"""The writer's MEMORY.md state (issue 17): each write replaces one section and re-encodes only that one.
+
+Whatever path built it — parsed from disk, then patched write after write — the bytes written must be
+byte for byte ``format.serialize_index`` of the entries, non-ASCII summaries (where encoding the whole
+text would be slow) and deletes included. Real files, a real store.
+"""
 
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 from pathlib import Path
 
 from mmd.core import Memory, MemoryOptions
-from mmd.core.format import parse_index, serialize_index
+from mmd.core.format import serialize_index
+from mmd.core.paths import INDEX_NAME
+from mmd.core.store import MemoryStore
+from mmd.core.text import count_lines
 
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+SUMMARIES = ["plain ascii", "部署到 eu-west-1", "café au lait", "emoji 🚀 in a summary", "한국어 요약", ""]
 
 
-def test_random_writes_and_deletes_match_a_full_serialization(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    options = MemoryOptions.create(root=root, env={"DSH_HOME": str(tmp_path)}, index_lines=10**6, index_bytes=10**8)
-    memory = Memory.ensure(options, now=lambda: NOW, fts5=False)
-    rng = random.Random(3)
-    for step in range(300):
-        topic = f"t{rng.randrange(40):02d}"
-        if rng.random() < 0.25:
-            memory.delete(topic)
+def test_the_patched_index_is_byte_for_byte_the_serialized_one(tmp_path: Path) -> None:
+    options = MemoryOptions.create(root=tmp_path / "root", index_lines=10_000, index_bytes=10**6)
+    Memory.ensure(options)
+    rng = random.Random(17)
+    store = MemoryStore(options, lambda: "2026-12-01T00:00:00.000Z")
+    for step in range(120):
+        topic = f"t{rng.randrange(25):02d}"
+        if step % 40 == 39:  # a fresh writer: its first state is parsed from disk, the slow path
+            store = MemoryStore(options, lambda: "2026-12-01T00:00:00.000Z")
+        if rng.random() < 0.2:
+            store.delete(topic)
         else:
-            assert memory.write(topic, f"body {step}", summary=f"s{step}", tags=rng.choice(["", "a", "a,b"]))["ok"]
-        text = (root / "MEMORY.md").read_text()
-        parsed = parse_index(text)
-        assert text == serialize_index(list(parsed.entries), memory_id="local", index_lines=10**6,
-                                       index_bytes=10**8), f"step {step}"
-        assert memory.store.live_state().usage["entries"] == len(parsed.entries)
-
-
-def test_a_write_replaces_every_duplicate_section_of_its_topic(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    options = MemoryOptions.create(root=root, env={"DSH_HOME": str(tmp_path)})
-    memory = Memory.ensure(options, now=lambda: NOW, fts5=False)
-    assert memory.write("alpha", "a")["ok"] and memory.write("beta", "b")["ok"]
-    index = root / "MEMORY.md"
-    text = index.read_text()
-    index.write_text(text + text[text.index("## alpha"):text.index("## beta")])  # a second alpha section
-    assert memory.write("beta", "b2")["ok"]  # keeps both alphas, as the reference does
-    assert index.read_text().count("## alpha") == 2
-    assert memory.write("alpha", "a2")["ok"]  # now spliced: both alpha sections go
-    assert index.read_text().count("## alpha") == 1
-    assert [e.topic for e in parse_index(index.read_text()).entries] == ["alpha", "beta"]
+            assert store.write(topic, f"body {step}", summary=rng.choice(SUMMARIES), tags="a, ü")["ok"]
+        state = store.live_state()
+        on_disk = (options.root / INDEX_NAME).read_bytes()
+        assert on_disk == state.data == state.text.encode()
+        assert on_disk == serialize_index(state.entries, memory_id=options.memory_id, index_lines=options.index_lines,
+                                          index_bytes=options.index_bytes).encode()
+        assert state.usage["bytes"] == len(on_disk) and state.usage["lines"] == count_lines(state.text)

@@ -40,13 +40,13 @@ else:
     IndexUsage = dict
 
 def index_usage(text: str, index_lines: int, index_bytes: int, size: int | None = None,
-                entries: int | None = None) -> IndexUsage:
+                entries: int | None = None, lines: int | None = None) -> IndexUsage:
     """Measure index ``text`` against ``index_lines`` (lines) and ``index_bytes`` (UTF-8 bytes).
 
-    ``size`` (``text``'s UTF-8 length) and ``entries`` (its ``## <x>`` line
-    count) may be passed when the caller already knows them.
+    ``size`` (``text``'s UTF-8 length), ``entries`` (its ``## <x>`` line count) and ``lines``
+    (:func:`~.text.count_lines`) may be passed when the caller already knows them.
     """
-    lines = count_lines(text)
+    lines = count_lines(text) if lines is None else lines
     size = byte_length(text) if size is None else size
     return {
         "entries": _count_entries(text) if entries is None else entries,

@@ -30,6 +30,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypedDict
 
+    from .budget import IndexUsage
+
 __all__ = [
     "Anomalies",
     "MalformedNote",
@@ -281,11 +283,13 @@ def malformed_entries(entries: tuple[IndexEntry, ...]) -> list[MalformedNote]:
 
 def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEntry, ...], notes: list[Note],
                    malformed: list[MalformedNote], loaded_at: str, engine: str, revision: int = 0,
-                   orphans: list[str] | None = None, bad_entries: list[MalformedNote] | None = None) -> Snapshot:
+                   orphans: list[str] | None = None, bad_entries: list[MalformedNote] | None = None,
+                   usage: IndexUsage | None = None) -> Snapshot:
     """Assemble a :class:`Snapshot` from MEMORY.md's text, its entries and their loaded notes.
 
-    ``orphans``, ``bad_entries``: the sorted orphan names and :func:`malformed_entries` when the
-    caller knows them (a patched revision); by default ``memories/`` is listed and every entry checked.
+    ``orphans``, ``bad_entries``, ``usage``: the sorted orphan names, :func:`malformed_entries` and
+    :func:`~.budget.index_usage` of ``text`` under the options' caps, when the caller knows them (a
+    patched revision); by default ``memories/`` is listed, every entry checked and ``text`` measured.
     """
     from .budget import index_usage
 
@@ -296,7 +300,7 @@ def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEnt
     bad_entries = malformed_entries(entries) if bad_entries is None else bad_entries
     if bad_entries:
         anomalies["malformedEntries"] = bad_entries
-    usage = index_usage(text, options.index_lines, options.index_bytes)
+    usage = index_usage(text, options.index_lines, options.index_bytes) if usage is None else usage
     return Snapshot(
         revision=revision,
         loaded_at=loaded_at,

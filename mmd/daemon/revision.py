@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mmd.core.budget import IndexUsage
 from mmd.core.model import IndexEntry, Note
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
@@ -125,15 +126,17 @@ def load_revision(options: MemoryOptions, old: Snapshot | None, live_index: Live
 
 
 def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprints, touched: str,
-                   live_index: LiveIndex, *, number: int, loaded_at: str, written: bytes | None = None) -> Revision:
+                   live_index: LiveIndex, *, number: int, loaded_at: str, written: bytes | None = None,
+                   usage: IndexUsage | None = None) -> Revision:
     """Revision ``number`` after the daemon itself rewrote MEMORY.md and the detail file ``touched``.
 
     Every note whose file is neither ``touched`` nor new to the index is reused from
     ``old`` (the same :class:`Note` when its entry is the same object), with the entry as
     MEMORY.md now has it. ``written``: the bytes the daemon just wrote to ``touched``, so it
-    is not read back. Orphan files are carried over from ``old`` (files that left the index
-    are stat'ed), not listed again: a file someone else adds meanwhile has no fingerprint
-    yet, so the watcher's report of it reloads the root.
+    is not read back; ``usage``: MEMORY.md's measure as the store made it (else measured
+    here). Orphan files are carried over from ``old`` (files that left the index are
+    stat'ed), not listed again: a file someone else adds meanwhile has no fingerprint yet,
+    so the watcher's report of it reloads the root.
 
     Raises:
         MMError(E_PARSE | E_IO): if MEMORY.md cannot be read or parsed.
@@ -173,7 +176,7 @@ def patch_revision(options: MemoryOptions, old: Snapshot, old_prints: Fingerprin
     snapshot = build_snapshot(options, text=text, entries=entries, notes=notes, malformed=malformed,
                               loaded_at=loaded_at, engine=old.engine, revision=number,
                               orphans=_orphans(root, old, entries, touched, prints),
-                              bad_entries=_bad_entries(old, entries, reused))
+                              bad_entries=_bad_entries(old, entries, reused), usage=usage)
     added, updated, removed = diff_snapshots(old, snapshot)
     return Revision(snapshot, prints, added, updated, removed)
 

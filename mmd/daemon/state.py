@@ -206,7 +206,7 @@ class MemoryState:
                     revision = patch_revision(self.options, old, prints, detail_rel(one.outcome["topic"]),
                                               lambda state=state: (state.text, state.entries),  # type: ignore[misc]
                                               number=self._next_number(old.revision), loaded_at=self.now_iso(),
-                                              written=one.note)
+                                              written=one.note, usage=state.usage)
             except MMError as error:
                 out.append((error, None))
                 continue
