@@ -69,6 +69,8 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
 @pytest.mark.parametrize(("text", "who"), [
     ("why does the build always fail on main?", "human"),       # a question
     ("yes do it", "human"),                                      # too short to be a memory
+    ("no, keep it as is", "human"),                              # four words, but one of three letters or more
+    ("no, we do it as is", "human"),
     ("Let me check why the tests never finish.", "assistant"),   # a progress note
     ("I'll use the other branch for now because it builds.", "assistant"),
     ("The page now renders the table as before.", "assistant"),  # plain narration

@@ -208,12 +208,14 @@ _WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
 def quiet(statement: Statement, who: str) -> bool:
     """Whether a statement can never be a candidate, whatever its phrasing.
 
-    Quiet: fewer than 4 words (2 CJK characters count as one), a question that opens with a
+    Quiet: fewer than 4 words (2 CJK characters count as one) or fewer than 3 of 3+ letters
+    ("no, keep as is", "ok do it"), a question that opens with a
     question word, an assistant progress note ("Let me …", "I'll …", "Perfect!"), and a
     summary bullet that says "(none)".
     """
     text = statement.text.strip(" *_`>")
-    if len(_WORD.findall(text)) < 4:
+    words = _WORD.findall(text)
+    if len(words) < 4 or sum(1 for w in words if len(w) >= 3 or not w.isascii()) < 3:
         return True
     if text.endswith("?") and _QUESTION_WORDS.match(text):
         return True
