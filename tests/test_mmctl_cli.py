@@ -120,6 +120,14 @@ def test_reading_a_missing_topic_as_json_says_found_false(mm) -> None:  # type: 
     assert (r.code, r.json) == (1, {"found": False, "topic": "ghost", "uri": "mm://local/ghost"})
 
 
+def test_read_shows_a_review_date_only_when_the_note_has_one(mm) -> None:  # type: ignore[no-untyped-def]
+    assert mm("write", "rotation", "--content", "rotate the keys", "--review-after", "2027-01-15").code == 0
+    assert mm("write", "plain", "--content", "no date here").code == 0
+    assert "\nupdated: " in mm("read", "rotation").out and "\nreview after: 2027-01-15\n\nrotate the keys\n" in \
+        mm("read", "rotation").out
+    assert "review after" not in mm("read", "plain").out  # the reference's output, byte for byte
+
+
 def test_a_bad_topic_fails_with_the_reason(mm) -> None:  # type: ignore[no-untyped-def]
     r = mm("write", "no spaces", "--content", "x")
     assert r.code == 1 and r.err.startswith('mmctl: topic "no spaces" is not a valid slug')

@@ -182,8 +182,9 @@ def cmd_read(ctx: Ctx) -> int:
             ctx.print_json(note.to_json())
         else:
             entry = note.entry
+            review = f"review after: {entry.review_after}\n" if entry.review_after else ""  # ours, not the reference
             ctx.write(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\ntags: {', '.join(entry.tags) or '-'}\n"
-                      f"updated: {entry.updated}\n\n{note.body}\n")
+                      f"updated: {entry.updated}\n{review}\n{note.body}\n")
         return EXIT_OK
     index = memory.read_index()
     every = ctx.args.flag("--all")
