@@ -185,6 +185,9 @@ def test_the_new_queue_shapes_match_the_schema_on_a_real_daemon(start_daemon, tm
     many = wire.result("queue.accept", {"id": [ids[0], 99999]})
     assert many["ok"] is False and [r["ok"] for r in many["results"]] == [True, False], many
     assert many["results"][1]["error"]["code"] == "E_NOT_FOUND"
+    typo = wire.error("queue.accept", {"id": ids[1], "into": "fiance"}, "E_NOT_FOUND")  # never creates a note
+    assert "no note fiance to append to" in typo["message"] and typo["data"]["topic"] == "fiance"
+    assert wire.result("queue.get", {"id": ids[1]})["status"] == "pending"
     wire.result("memory.write", {"topic": "finance", "content": "Finance signs off on money.", "tags": "billing"})
     into = wire.result("queue.accept", {"id": ids[1], "into": "finance"})
     assert into["ok"] and into["write"]["action"] == "updated"

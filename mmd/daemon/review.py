@@ -127,8 +127,9 @@ class Review:
         """Write the candidate (``topic``, ``summary``, ``tags`` and ``content`` override its own) and accept it.
 
         With ``into`` (or, when no ``topic`` is given, a candidate whose proposal is ``append``) the
-        body is appended to that note (a blank line between) through the same budgeted write; a
-        missing ``into`` note is created.
+        body is appended to that note (a blank line between) through the same budgeted write. An
+        ``into`` the caller names must be a note (a typo never creates a topic); a proposed one that
+        is gone meanwhile is created.
 
         The write goes through the memory state, so budgets hold: an over-budget write is
         ``{ok: false, candidate, write}`` with the usage in ``write``, and the candidate stays
@@ -137,7 +138,8 @@ class Review:
         one compare-and-set on the revision, so a note created meanwhile is never overwritten either.
 
         Raises:
-            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`.
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`; E_NOT_FOUND also when
+                ``into`` names no note (``data.topic``).
             DaemonError(E_DECIDED): if the candidate was already accepted or rejected (``data.status``).
             DaemonError(E_EXISTS): if the topic has a note and ``replace`` is false; the candidate stays pending.
             DaemonError(E_CONFLICT), MMError(E_INVALID | E_IO): as the state's write; the candidate stays pending.
@@ -147,6 +149,9 @@ class Review:
             cand = await self.get(raw_id)
             if cand["status"] != "pending":
                 raise _decided(cand)
+            if into is not None and self.state.current.note(into) is None:
+                raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to; accept with "
+                                  f"topic {into} (no into) to create it", topic=into)
             if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
                 into = cand["topic"]
             if into is not None:
@@ -241,7 +246,8 @@ class Review:
             The candidate, now ``rejected``.
 
         Raises:
-            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`.
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`; E_NOT_FOUND also when
+                ``into`` names no note (``data.topic``).
             DaemonError(E_DECIDED): if the candidate was accepted.
         """
         q = self._queue()
