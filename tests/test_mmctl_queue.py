@@ -143,6 +143,8 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     assert json.loads(cli(queued, "queue", "list", "--agent", "codex", "--json")[1])["total"] == 0
     code, _, err = cli(queued, "queue", "list", "--min-score", "high")
     assert code == 2 and "expects a number" in err
+    code, _, err = cli(queued, "queue", "list", "--agent", "claude")  # a misspelt agent is not "0 of 0"
+    assert code == 2 and "invalid choice: 'claude'" in err and "'claude-code'" in err
     # show prints where it was seen
     first, second, third = visible["candidates"][:3]
     code, out, _ = cli(queued, "queue", "show", str(first["id"]))

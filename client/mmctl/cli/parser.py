@@ -58,6 +58,10 @@ class Shown(Exception):
         self.text = text
 
 
+AGENTS = ("dsh", "claude-code", "codex", "other", "git")
+"""The agents a candidate's evidence names: the session-log sources, ``other`` logs, and ``git`` conflicts."""
+
+
 class Opt:
     """An option: ``flag`` (``--content``), ``metavar`` (None for a switch), ``kind`` (``text``, ``switch``, or a
     checked kind: ``int`` a non-negative integer, ``posint`` a positive one, ``path`` a non-empty path, ``date`` a
@@ -156,7 +160,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
              Opt("--project", "DIR", "list: only candidates seen in this project (its working directory, or "
                  "its last folder's name as the list shows it)", "path"),
-             Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other)"),
+             Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other, git)",
+                 choices=AGENTS),
              Opt("--topic", "T", "accept: write under this topic"),
              Opt("--into", "T", "accept: append to this note instead of writing a new one"),
              _CONTENT, _FILE_BODY, _SUMMARY, _TAGS,
@@ -186,7 +191,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                    "candidate in the review queue (mmctl queue list)."),
     Command("review", "review", "review pending candidates one at a time, by score, with single keys (needs the "
             "daemon)", options=(Opt("--project", "P", "only candidates from this project"),
-                                Opt("--agent", "A", "only candidates from this agent"),
+                                Opt("--agent", "A", "only candidates from this agent (dsh, claude-code, codex, other, "
+                                    "git)", choices=AGENTS),
                                 Opt("--min-score", "N", "only candidates scoring at least N", "int")), json=False,
             epilog="Keys: a accept, e edit in $EDITOR then accept, i accept into an existing topic, r reject "
                    "(a reason may follow),\ns skip, u undo the last decision (an accepted note is deleted or "
