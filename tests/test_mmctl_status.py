@@ -35,6 +35,7 @@ def test_status_exits_0_while_the_daemon_reports_trouble(start_daemon, tmp_path:
     assert "E_PARSE" in report["watcher"]["lastError"] and report["ingest"]["warnings"] > 0, report
     code, out, err = cli(daemon, "status")
     assert (code, err) == (0, "") and "E_PARSE" in out
+    assert "None" not in out and "True" not in out and "running yes" in out  # read by a person, not Python
     code, out, err = cli(daemon, "status", "--json")
     assert (code, err) == (0, "") and json.loads(out)["root"] == str(daemon.root)
 

@@ -48,12 +48,22 @@ _WHOLE = ("root", "endpoints", "http", "git")
 
 
 def _readable(key: str, value: Any) -> Any:
-    """A ``daemon.status`` member as a person reads it: ``pending 3 · accepted 1``, the review page's URL."""
+    """A ``daemon.status`` member as a person reads it: ``pending 3 · accepted 1``, the review page's URL;
+    ``-`` for nothing, ``yes``/``no`` for a flag, and a part's empty fields left out (no Python ``None``)."""
     if key == "http" and isinstance(value, dict):
         return value.get("url")
     if isinstance(value, dict):  # a last error gets a line of its own, never cut
-        return " · ".join(f"{k} {v}" for k, v in value.items()
-                          if not isinstance(v, dict | list) and k != "lastError") or "-"
+        return " · ".join(f"{k} {_word(v)}" for k, v in value.items()
+                          if not isinstance(v, dict | list) and v is not None and k != "lastError") or "-"
+    return _word(value)
+
+
+def _word(value: Any) -> Any:
+    """``None`` -> ``-``, ``True``/``False`` -> ``yes``/``no``; anything else as it is."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return value
 
 
