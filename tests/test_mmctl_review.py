@@ -106,6 +106,7 @@ def test_review_without_a_terminal_reads_one_key_per_line(start_daemon, tmp_path
                           env=daemon.env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
     assert "\x1b[" not in done.stdout and "0 accepted, 1 rejected, 1 skipped, 0 undone" in done.stdout
+    assert "  > " in done.stdout and ", None)" not in done.stdout  # evidence without a time reads "(dsh)"
     assert sum(1 for r in queue_rows(daemon).values() if r[0] == "rejected") == 1
 
 

@@ -141,7 +141,8 @@ class _Screen:
         for quote in cand.get("evidence") or []:
             if isinstance(quote, dict):
                 said = cut(quote.get("quote") or quote.get("text") or "", self.width - 12)
-                self.say(self.style(f"  > {said} ({quote.get('agent', '?')}, {quote.get('at', '')})", "2"))
+                where = ", ".join(str(v) for v in (quote.get("agent") or "?", quote.get("at")) if v)  # no "None"
+                self.say(self.style(f"  > {said} ({where})", "2"))
         proposal = cand.get("proposal")
         if isinstance(proposal, dict):
             self.say(self.style(f"  proposal: {proposal.get('action', '')} {proposal.get('topic', '')}", "36"))
