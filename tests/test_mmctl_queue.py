@@ -43,11 +43,21 @@ def cli(daemon: Any, *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_queue_list_shows_an_aligned_table_and_json_pages(queued) -> None:  # type: ignore[no-untyped-def]
+def test_queue_list_shows_an_aligned_table_and_json_pages(queued, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "140")
     code, out, _ = cli(queued, "queue", "list", "--limit", "3")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("3 of ") and "pending" in lines[0]
     assert lines[2].split() == ["id", "score", "seen", "kind", "project", "topic", "summary"]
+    page = json.loads(cli(queued, "queue", "list", "--json", "--limit", "3")[1])
+    # 80 columns: each summary on a line of its own under its row, readable, not cut to a dozen characters
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = cli(queued, "queue", "list", "--limit", "3")[1].splitlines()
+    assert lines[2].split() == ["id", "score", "seen", "kind", "project", "topic", "(summary", "below)"]
+    assert all(len(line) <= 80 for line in lines[2:9])
+    for k, cand in enumerate(page["candidates"]):
+        assert lines[3 + 2 * k].split()[0] == str(cand["id"])
+        assert lines[4 + 2 * k].startswith("    " + " ".join(cand["summary"].split())[:40])
     page = json.loads(cli(queued, "queue", "list", "--json", "--limit", "2", "--offset", "1")[1])
     assert (len(page["candidates"]), page["offset"], page["limit"]) == (2, 1, 2)
 
@@ -196,3 +206,5 @@ def test_the_queue_list_head_says_what_is_hidden_and_how_to_page_on() -> None:
     assert _queue_head(100, 367, 367, "pending", 0) == (
         "100 of 367 pending candidate(s); --offset 100 lists the next ones")
     assert _queue_head(3, 3, 10, "rejected", 0) == "3 of 3 rejected candidate(s); 10 pending"
+    # a filtered list (--project, --agent, --min-score, --all): the rest were filtered out, not hidden
+    assert _queue_head(2, 2, 177, "pending", 0, filtered=True) == "2 of 2 pending candidate(s)"

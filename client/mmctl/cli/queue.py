@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ..errors import RpcError
-from ..render import candidates, table, terminal_width
+from ..render import candidates, cut, table, terminal_width
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
@@ -37,10 +37,14 @@ def _project(c: dict[str, Any]) -> str:
     return "-"
 
 
-def _queue_head(shown: int, total: int, pending: int | None, status: str, offset: int) -> str:
-    """``3 of 92 pending candidate(s) (275 more hidden by their session's budget: --all lists them); --offset 3 …``"""
+def _queue_head(shown: int, total: int, pending: int | None, status: str, offset: int,
+                filtered: bool = False) -> str:
+    """``3 of 92 pending candidate(s) (275 more hidden by their session's budget: --all lists them); --offset 3 …``
+
+    ``pending`` counts the whole queue: with a filter (``--project``, ``--agent``, ``--min-score``, ``--all``)
+    the difference is not what the budget hides, so no number is claimed then."""
     head = f"{shown} of {total} {status} candidate(s)"
-    if pending is not None and status == "pending" and pending > total:
+    if pending is not None and status == "pending" and pending > total and not filtered:
         head += f" ({pending - total} more hidden by their session's budget: --all lists them)"
     elif pending is not None and status != "pending":
         head += f"; {pending} pending"
@@ -49,23 +53,34 @@ def _queue_head(shown: int, total: int, pending: int | None, status: str, offset
     return head
 
 
-def _queue_table(result: Any, status: str, offset: int = 0) -> str:
+def _queue_table(result: Any, status: str, offset: int = 0, filtered: bool = False) -> str:
     items = candidates(result)
     total = result.get("total", len(items)) if isinstance(result, dict) else len(items)
     pending = result.get("pending") if isinstance(result, dict) else None
-    head = _queue_head(len(items), total, pending, status, offset)
+    head = _queue_head(len(items), total, pending, status, offset, filtered)
     if not items:
         return head + "\n"
     return (head + ":\n\n" + _rows(items) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
             "accept or reject it (+topic: accepting appends to that note).\n")
 
 
-def _rows(items: list[Any]) -> str:
-    """The candidates as table rows (id, score, seen, kind, project, proposed topic, summary), with a header."""
-    rows: list[tuple[Any, ...]] = [_COLUMNS]
-    rows += [(c.get("id", ""), f"{float(c.get('score') or 0):.2f}", c.get("seen", 1), c.get("kind", ""),
+NARROW = 110
+"""Below this many columns the summary goes on a line of its own under each row (else ~12 characters are left)."""
+
+
+def _rows(items: list[Any], width: int | None = None) -> str:
+    """The candidates as table rows (id, score, seen, kind, project, proposed topic, summary), with a header;
+    on a terminal narrower than :data:`NARROW` columns each summary is indented on the line below its row."""
+    width = terminal_width() if width is None else width
+    cells = [(c.get("id", ""), f"{float(c.get('score') or 0):.2f}", c.get("seen", 1), c.get("kind", ""),
               _project(c), _proposed(c), c.get("summary", "")) for c in items]
-    return "\n".join(table(rows, (8, 6, 5, 12, 24, 32, None), terminal_width()))
+    if width >= NARROW:
+        return "\n".join(table([_COLUMNS, *cells], (8, 6, 5, 12, 24, 32, None), width))
+    lines = table([_COLUMNS[:-1], *(row[:-1] for row in cells)], (8, 6, 5, 10, 16, None), width)
+    out = [lines[0] + "  (summary below)"]
+    for line, row in zip(lines[1:], cells, strict=True):
+        out += [line, "    " + cut(str(row[-1]), max(20, width - 4))]
+    return "\n".join(out)
 
 
 def _show(candidate: dict[str, Any]) -> str:
@@ -153,7 +168,8 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     result = client.queue_list(status=status, limit=limit or None, offset=offset, all=a.flag("--all"),
                                min_score=min_score, project=a.text("--project"),
                                agent=a.text("--agent"))
-    ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status, offset or 0))
+    filtered = a.flag("--all") or min_score is not None or bool(a.text("--project") or a.text("--agent"))
+    ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status, offset or 0, filtered))
     return EXIT_OK
 
 
