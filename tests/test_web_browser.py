@@ -9,6 +9,7 @@ Screenshots of the queue and memory views go to ``test-artifacts/`` (not committ
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -76,6 +77,13 @@ def test_accept_with_an_edited_topic(start_daemon, tmp_path: Path, page: Any) ->
     card.locator("button.do-accept").click()
     assert any("accepted as deploy-eu" in t for t in flash_texts(page))
     assert page.locator(f"#cand-{cand['id']}").count() == 0
+    other = by_topic(daemon)["test-command"]  # onto the note just written: refused in the page's words
+    card = page.locator(f"#cand-{other['id']}")
+    card.locator("details.accept summary").click()
+    card.locator("input[name=topic]").fill("deploy-eu")
+    card.locator("button.do-accept").click()
+    said = " ".join(flash_texts(page))
+    assert "deploy-eu already has a note" in said and "replace: true" not in said, said
     files = note_files(daemon)
     assert "deploy-eu.md" in files and "eu-west-1" in files["deploy-eu.md"] and "deploy-region.md" not in files
     assert call(daemon, "memory.read", {"topic": "deploy-eu"})["tags"] == ["ops", "cloud"]
@@ -148,6 +156,8 @@ def test_search_ranks_as_mmctl_search(start_daemon, tmp_path: Path, page: Any) -
     shown = page.locator("#results li.match a").all_inner_texts()
     expected = [m["topic"] for m in call(daemon, "memory.search", {"query": "tokens"})["matches"]]
     assert shown == expected and set(shown) == {"tokens", "paging"}
+    scores = page.locator("#results li.match small").all_inner_texts()  # 0.67, not 0.6671929097862714
+    assert len(scores) == 2 and all(re.fullmatch(r"\d+\.\d\d", s) for s in scores), scores
     assert set(note_files(daemon)) == {"tokens.md", "paging.md", "style.md"}
     assert all(r[0] == "pending" for r in queue_rows(daemon).values())
 

@@ -39,8 +39,13 @@ def _text(form: Any, key: str) -> str | None:
 
 
 def _why(error: DaemonError | MMError) -> str:
+    """An error as the page says it: in the form's words, never the RPC's (``replace: true``)."""
     if isinstance(error, DaemonError) and error.code == DaemonCode.E_CONFLICT.value:
         return "the memory changed since this page was shown; nothing was changed — look again and retry"
+    if isinstance(error, DaemonError) and error.code == DaemonCode.E_EXISTS.value:
+        topic = error.data.get("topic")
+        return (f"{topic or 'that topic'} already has a note; nothing was changed — give another topic, or "
+                "append to it with \"into\"")
     return error.message
 
 
