@@ -83,3 +83,12 @@ def test_numbers_that_are_not_an_enumeration_split_nothing() -> None:
     assert texts("Python 3: the default interpreter now") == ["Python 3: the default interpreter now"]
     assert texts("see 1) and 2) for details") == ["see 1) and 2) for details"]  # items under three words
     assert texts("fix 2: the retry loop and 1: the cache") == ["fix 2: the retry loop and 1: the cache"]  # not 1, 2
+
+
+def test_a_summary_drops_markdown_bold_and_keeps_code() -> None:
+    from mmd.candidates.statements import summary_line
+
+    assert summary_line("**Root cause:** the `pool` leaks **every** night") == (
+        "Root cause: the `pool` leaks every night")
+    assert summary_line("2 ** 10 is 1024, and a**b stays") == "2 ** 10 is 1024, and a**b stays"
+    assert summary_line("the norm is x**2 + y**2 here") == "the norm is x**2 + y**2 here"

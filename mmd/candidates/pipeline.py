@@ -34,7 +34,7 @@ from .identity import near_duplicate, normalized, shingles
 from .model import SOURCE_KINDS, Evidence, NewCandidate
 from .rules import MM_V1, Found, apply, may_hold_candidates
 from .score import MIN_SCORE, WHO_FACTOR, Draft, select
-from .statements import MAX_STATEMENT, split, summarize
+from .statements import MAX_STATEMENT, split, summary_line
 from .topics import proposal
 
 __all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "proposed_topic"]
@@ -98,7 +98,7 @@ def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str,
     if topic is not None and chosen["action"] == "append" and topic not in {s.topic for s in seen.subjects}:
         chosen = {"action": "create", "topic": topic}  # an mm://…/<topic> the person named wins
     return NewCandidate(
-        kind, chosen["topic"], summarize(summary or cut), cut, len(cut), over, first.session_id, first.file,
+        kind, chosen["topic"], summary_line(summary or cut), cut, len(cut), over, first.session_id, first.file,
         first.position.get("seq"), first.position.get("uuid"), SOURCE_KINDS.get(first.who, first.who), rule,
         round(score, 4), visible or pinned, tuple(evidence), chosen["action"], pinned)
 

@@ -3,7 +3,8 @@
 Owns: :func:`split` (utterance text -> :class:`Statement` list: a sentence, a bullet or an item of an
 inline enumeration ("1) … 2) …"), at most :data:`MAX_STATEMENT` code points, each with the markdown
 section it sits under),
-:func:`summarize` (a short summary cut at a word with ``…``) and :func:`looks_pasted` (a pasted
+:func:`summarize` (a short summary cut at a word with ``…``), :func:`summary_line` (a candidate's
+summary, markdown bold dropped) and :func:`looks_pasted` (a pasted
 plan, spec or log in a human prompt).
 
 Never: decides whether a statement is worth remembering (:mod:`mmd.candidates.signals` does),
@@ -16,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_STATEMENT", "MAX_SUMMARY", "Statement", "looks_pasted", "marked", "split", "summarize"]
+__all__ = ["MAX_STATEMENT", "MAX_SUMMARY", "Statement", "looks_pasted", "marked", "split", "summarize",
+           "summary_line"]
 
 MAX_STATEMENT = 500
 """Longest statement, in code points (issue 13 "one statement a candidate")."""
@@ -72,6 +74,7 @@ _TOOLISH = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*]*\w)|(?<=[。！？；])")
 _ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Dr|No|Fig)|\b[A-Z])\.$")
 _WS = re.compile(r"\s+")
+_BOLD = re.compile(r"(?<![\w*])\*\*(?=\S)(.+?)(?<=\S)\*\*(?![\w*])")  # not x**2 + y**2
 # a marker of an inline enumeration: "1:", "2)", "(3)" standing alone before a space
 _ENUM_MARK = re.compile(r"(?:(?<=\s)|^)\(?(\d{1,2})[:)](?=\s)")
 _SECTION_NOISE = re.compile(r"[^\w\s]+")
@@ -91,6 +94,12 @@ def summarize(text: str, limit: int = MAX_SUMMARY) -> str:
     if cut >= limit // 2:
         head = head[:cut]
     return head.rstrip(" ,;:-–—") + "…"
+
+
+def summary_line(text: str, limit: int = MAX_SUMMARY) -> str:
+    """A candidate's summary: ``text`` without markdown bold markers (``**Root cause:**`` reads
+    ``Root cause:``; code in backticks stays), cut as :func:`summarize` cuts. The body keeps its markdown."""
+    return summarize(_BOLD.sub(r"\1", text), limit)
 
 
 def marked(text: str) -> bool:
