@@ -165,3 +165,23 @@ def test_a_review_date_is_set_and_cleared_through_memory_write(start_daemon, tmp
         entry = next(e for e in call(daemon, "memory.index")["entries"] if e["topic"] == "dated")
         assert (expected in entry["entryBody"]) if expected else "review-after" not in entry["entryBody"]
     assert note_files(daemon)["dated.md"].rstrip().endswith("look at this again")
+
+
+def test_the_queue_heading_says_how_many_are_shown_and_how_many_the_budget_hides() -> None:
+    """A fresh user read "Review queue 180 pending" over a page of 52 as a contradiction."""
+    import re
+
+    import jinja2
+
+    folder = Path(__file__).resolve().parents[1] / "mmd" / "daemon" / "web" / "templates"
+    template = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), autoescape=True).get_template("queue.html")
+    values = {"groups": [], "groupings": [], "offset": 0, "page_size": 100}
+
+    def heading(**more: object) -> str:
+        found = re.search(r"<h1>(.*?)</h1>", template.render(**values, **more))
+        assert found is not None
+        return re.sub(r"<[^>]+>", "", found.group(1))
+
+    assert heading(page={"pending": 180, "total": 52, "candidates": []}, show_all=False) == (
+        "Review queue 180 pending: 52 shown, 128 hidden by their session's budget")
+    assert heading(page={"pending": 180, "total": 180, "candidates": []}, show_all=True) == "Review queue 180 pending"
