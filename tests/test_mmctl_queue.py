@@ -165,8 +165,15 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     assert cli(queued, "write", "house-rules", "--content", "Rules of the house.")[0] == 0
     code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--into", "house-rules")
     assert (code, out) == (0, f"accepted {first['id']}: updated mm://local/house-rules\n")
-    body = json.loads(cli(queued, "read", "house-rules", "--json")[1])["body"]
-    assert body == f"Rules of the house.\n\n{first['body']}"
+    note = json.loads(cli(queued, "read", "house-rules", "--json")[1])
+    assert note["body"] == f"Rules of the house.\n\n{first['body']}" and note["summary"] == ""  # summary kept
+    fourth = next(c for c in everything["candidates"] if c["status"] == "pending" and c["score"] >= 0.6
+                  and c["id"] not in {first["id"], second["id"], third["id"]})
+    code, out, _ = cli(queued, "queue", "accept", str(fourth["id"]), "--into", "house-rules", "--summary",
+                       "House rules: tests, deploys")  # an append may retitle the note it grows
+    note = json.loads(cli(queued, "read", "house-rules", "--json")[1])
+    assert code == 0 and note["summary"] == "House rules: tests, deploys" and note["body"].endswith(fourth["body"])
+    body = note["body"]
     assert cli(queued, "queue", "accept", str(second["id"]), "--topic", "second-rule")[0] == 0
     code, out, _ = cli(queued, "merge", "second-rule", "--into", "house-rules", "--summary",
                        "Rules of the house, merged")

@@ -155,7 +155,8 @@ class Review:
             if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
                 into = cand["topic"]
             if into is not None:
-                return await self._append(cand, into, content=content, tags=tags, if_revision=if_revision)
+                return await self._append(cand, into, content=content, summary=summary, tags=tags,
+                                          if_revision=if_revision)
             topic = cand["topic"] if topic is None else topic
             previous = self._previous(topic)
             if not replace:
@@ -172,9 +173,11 @@ class Review:
                 summary=cand["summary"] if summary is None else summary, tags=tags)
             return await self._accepted(q, cand, outcome, previous)
 
-    async def _append(self, cand: CandidateJson, into: str, *, content: str | None,
+    async def _append(self, cand: CandidateJson, into: str, *, content: str | None, summary: str | None,
                       tags: str | Sequence[str] | None, if_revision: int | None) -> QueueAcceptResult:
-        """Append the candidate's body (or ``content``) to the note ``into`` and accept it (the lock is held)."""
+        """Append the candidate's body (or ``content``) to the note ``into`` and accept it (the lock is held).
+
+        The note keeps its summary unless ``summary`` is given (a new note takes the candidate's)."""
         q = self._queue()
         latest = self.state.current
         existing = latest.note(into)
@@ -184,7 +187,7 @@ class Review:
             else addition
         outcome = await self.state.write(
             into, body, if_revision=latest.revision if if_revision is None else if_revision,
-            summary=None if existing is not None else cand["summary"], tags=tags,
+            summary=summary if summary is not None else None if existing is not None else cand["summary"], tags=tags,
             budget=max(len(body), existing.entry.write_budget) if existing else None)
         return await self._accepted(q, cand, outcome, previous)
 
