@@ -76,6 +76,7 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
     ("The page now renders the table as before.", "assistant"),  # plain narration
     ("Run the build and tell me what you see.", "human"),        # a one-off request
     ("src/app.py:12: error: never call this", "human"),          # pasted tool output
+    ("npm error A complete log of this run should always be kept in the logs folder", "human"),
     ("Here is what I found in the logs:", "human"),              # a lead-in
     ("the report needs a --tz flag so times can be given in a named zone instead of offsets", "human"),  # a request
     ("You're absolutely right!", "assistant"),                   # an acknowledgment with nothing after it

@@ -190,7 +190,10 @@ _PROGRESS = re.compile(
     r"perfect|great|done|all (?:done|\d+)|good|ok(?:ay)?|sure|excellent|here'?s|here is)\b",
     re.IGNORECASE)
 # output pasted into a sentence: a path with a line number, a warning or error class, a prompt
-_TOOL_TEXT = re.compile(r"\S+\.\w+:\d+\b|\b\w+(?:Error|Exception|Warning): |^[$>#] |\s[$>] \S|\bwarn\b.*={5,}")
+_TOOL_TEXT = re.compile(r"\S+\.\w+:\d+\b|\b\w+(?:Error|Exception|Warning): |^[$>#] |\s[$>] \S|\bwarn\b.*={5,}|"
+                        # a package manager's or tool's own log line, pasted: "npm error …", "yarn warn …"
+                        r"^(?:npm|pnpm|yarn|bun|pip|cargo|gradle|mvn|docker|kubectl|terraform) (?:ERR!|error|warn|"
+                        r"WARN|notice)\b")
 _REASON = re.compile(r"\b(?:because|otherwise|so that|since|as long as|due to)\b|因为|否则", re.IGNORECASE)
 _REQUEST = re.compile(
     r"^(?:\w+,? )?(?:let'?s|lets|can (?:we|you|i)|could (?:we|you)|please|pls|would you|try|go ahead|"
