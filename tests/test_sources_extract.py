@@ -438,3 +438,21 @@ def test_other_documents_are_read_whole_bounded_and_binary_is_refused(tmp_path: 
     blob.write_bytes(b"\x00\x01\x02" * 1000)
     refused = read_other_log(blob)
     assert refused.binary and refused.text == "" and refused.warnings
+
+
+def test_records_carry_their_events_time_on_both_read_paths(tmp_path: Path) -> None:
+    """Evidence says when a thing was said (issue 13): the event's ``time`` (epoch ms), read from a decoded
+    event and from an assistant line read by the fast path alike; a missing or bad time is None."""
+    header = {"type": "session", "version": 4, "id": "s-time", "createdAt": 1786012345678, "cwd": "/tmp/x",
+              "isSeeded": False, "delegationDepth": 0}
+
+    def user(seq: int, time: object, text: str) -> str:
+        return json.dumps({"type": "user/message", "seq": seq, "time": time, "data": {
+            "content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": f"u{seq}"}})
+
+    assistant = json.dumps({"type": "assistant/message", "seq": 2, "time": 1786012347000, "data": {"message": {
+        "role": "assistant", "id": "a2", "content": [{"type": "text", "text": "hello"}]}}}, separators=(",", ":"))
+    lines = [json.dumps(header), user(1, 1786012346480, "hi"), assistant, user(3, "soon", "again")]
+    extractor = SessionExtractor()
+    records = [r for i, line in enumerate(lines) for r in extractor.feed(i, line.encode())]
+    assert [(r.seq, r.time) for r in records] == [(1, 1786012346480.0), (2, 1786012347000.0), (3, None)]

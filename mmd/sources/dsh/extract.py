@@ -36,8 +36,8 @@ _PARSE_TYPES = {
     b"compaction/summary", b"compact/summary", b"session/end-seed",
 } | _PACKED_TYPES
 _TYPE_AT_START = re.compile(rb'\{\s*"type"\s*:\s*"([^"\\]{1,200})"')
-_SEQ_AFTER_TYPE = re.compile(rb'\s*,\s*"seq"\s*:\s*(\d{1,18})\b')
-_SEQ_AT_END = re.compile(rb'"seq"\s*:\s*(\d{1,18})\s*,\s*"time"\s*:\s*-?[\d.eE+-]+\s*\}\s*$')
+_SEQ_AFTER_TYPE = re.compile(rb'\s*,\s*"seq"\s*:\s*(\d{1,18})\b(?:\s*,\s*"time"\s*:\s*(-?\d[\d.eE+-]{0,30}))?')
+_SEQ_AT_END = re.compile(rb'"seq"\s*:\s*(\d{1,18})\s*,\s*"time"\s*:\s*(-?[\d.eE+-]+)\s*\}\s*$')
 _CANDIDATE = re.compile(rb'"type"\s*:\s*"(?:' + b"|".join(re.escape(t) for t in _PARSE_TYPES) + rb')"')
 _SMALL_LINE = 4096
 """Lines up to this many bytes whose type is not their first key are simply decoded."""
@@ -73,6 +73,9 @@ class TextRecord:
     kind: RecordKind
     text: str
     message_id: str | None
+    time: float | None = field(default=None, compare=False)
+    """The event's ``time`` (epoch milliseconds, §4), None when absent or not a number; not part of a
+    record's identity (a record read again compares equal whatever its time)."""
 
     def to_json(self) -> dict[str, Any]:
         """``{sessionId, seq, kind, text, messageId}``."""
@@ -148,6 +151,17 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _number(raw: bytes | None) -> float | None:
+    """A ``time`` read from the raw line (epoch milliseconds), None when absent or not a finite number."""
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) < 1e16 else None
+
+
 class SessionExtractor:
     """Turn the lines of one DSH log, in order, into :class:`TextRecord` s.
 
@@ -167,6 +181,7 @@ class SessionExtractor:
         self._pending: list[TextRecord] = []
         self._dropped = 0
         self._escapes = False
+        self._time: float | None = None  # the current event's time, epoch ms
 
     def feed(self, index: int, line: bytes) -> list[TextRecord]:
         """Records produced by one complete line (``index`` counts from 0 = header)."""
@@ -261,6 +276,7 @@ class SessionExtractor:
             return False
         seq = int(seq_m.group(1))
         self._see_seq(seq)
+        self._time = _number(seq_m.group(2))
         self._assistant_message({"message": msg}, seq)
         return True
 
@@ -282,6 +298,8 @@ class SessionExtractor:
             self._see_seq(int(m.group(1)))
 
     def _on_event(self, event: dict[str, Any]) -> None:
+        when = event.get("time")
+        self._time = float(when) if isinstance(when, int | float) and not isinstance(when, bool) else None
         etype = event.get("type")
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
         assert isinstance(data, dict)
@@ -327,7 +345,7 @@ class SessionExtractor:
             text = "\n\n".join(blocks)
             if text.strip():
                 mid = self._message_id(msg, seq)
-                self._emit(TextRecord(self._sid(), seq, RecordKind.USER, self._clean(text), mid))
+                self._emit(TextRecord(self._sid(), seq, RecordKind.USER, self._clean(text), mid, self._time))
         elif _is_checkpoint(source):
             cid = source.get("compactionId")
             self._compaction(seq, _checkpoint_summary(blocks), cid if isinstance(cid, str) else None,
@@ -340,7 +358,7 @@ class SessionExtractor:
         text = "\n\n".join(b for b in text_blocks(msg.get("content")) if b)
         if text.strip():
             mid = self._message_id(msg, seq)
-            self._emit(TextRecord(self._sid(), seq, RecordKind.ASSISTANT, self._clean(text), mid))
+            self._emit(TextRecord(self._sid(), seq, RecordKind.ASSISTANT, self._clean(text), mid, self._time))
 
     def _compaction(self, seq: int, text: str, compaction_id: str | None, message_id: str | None = None) -> None:
         """Emit a compaction summary unless this compaction (by id or by text) was already emitted (§7)."""
@@ -354,7 +372,8 @@ class SessionExtractor:
             return
         known.extend(keys)
         del known[:-_COMPACTION_KEYS_KEPT]
-        self._emit(TextRecord(self._sid(), seq, RecordKind.COMPACTION, self._clean(text), compaction_id or message_id))
+        self._emit(TextRecord(self._sid(), seq, RecordKind.COMPACTION, self._clean(text), compaction_id or message_id,
+                              self._time))
 
     def _end_seed(self, data: dict[str, Any], seq: int) -> None:
         h = self.state.header

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import Position, Slice, Utterance, Who
+from ..jsonl import iso_utc
 from ..other import read_text_slice
 from .extract import RecordKind
 from .layout import LogKind, classify_path, default_sessions_dir, is_session_live, parse_generation, session_identity
@@ -76,7 +77,7 @@ class DshSource:
         session_id = r.header.session_id if r.header is not None else session_identity(path).session_id
         project = r.header.cwd if r.header is not None else None
         utterances = [
-            Utterance(_WHO[rec.kind], rec.text, self.name, rec.session_id, project, None,
+            Utterance(_WHO[rec.kind], rec.text, self.name, rec.session_id, project, iso_utc(rec.time),
                       Position(path, seq=rec.seq, uuid=rec.message_id))
             for rec in r.records if rec.text and not rec.text.isspace()]
         return Slice(utterances, r.cursor.to_json(), r.consumed, r.more, bool(r.restarted),
