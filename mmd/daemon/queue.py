@@ -270,7 +270,8 @@ class ReviewQueue:
             hidden: include candidates hidden by their session's budget.
             min_score: only candidates scoring at least this (hidden ones included).
             project, agent: only candidates with evidence from this project (its working directory:
-                a full path, or a name without ``/`` matching its last folder) or agent.
+                a full path, or a name without ``/`` matching its last folder; folders below it count)
+                or agent.
         """
         conn = self.db.conn()
         clauses: list[str] = []
@@ -283,16 +284,16 @@ class ReviewQueue:
             args.append(min_score)
         elif not hidden:
             clauses.append("visible = 1")
-        for column, value in (("projects", project), ("agents", agent)):
-            if value is None:
-                continue
-            clauses.append(f"instr({column}, ?) > 0")
-            if column == "projects" and "/" not in value:
-                args.append(f"/{value}\n")  # a folder's name, as `queue list` shows it: the project's last folder
-            elif column == "projects":
-                args.append(f"\n{value.rstrip('/') or '/'}\n")
+        if agent is not None:
+            clauses.append("instr(agents, ?) > 0")
+            args.append(f"\n{agent}\n")
+        if project is not None:  # the project or a folder below it (a session started in a subfolder of the repo)
+            clauses.append("(instr(projects, ?) > 0 OR instr(projects, ?) > 0)")
+            if "/" not in project:  # a folder's name, as `queue list` shows it: the project's last folder
+                args += [f"/{project}\n", f"/{project}/"]
             else:
-                args.append(f"\n{value}\n")
+                folder = project.rstrip("/")
+                args += [f"\n{folder or '/'}\n", f"\n{folder}/"]
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         order = "score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]

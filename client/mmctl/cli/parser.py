@@ -159,7 +159,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
              Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
              Opt("--project", "DIR", "list: only candidates seen in this project (its working directory, or "
-                 "its last folder's name as the list shows it)", "path"),
+                 "its last folder's name as the list shows it; folders below it count)", "path"),
              Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other, git)",
                  choices=AGENTS),
              Opt("--topic", "T", "accept: write under this topic"),
