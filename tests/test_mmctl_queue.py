@@ -219,3 +219,4 @@ def test_the_queue_list_head_says_what_is_hidden_and_how_to_page_on() -> None:
     assert _queue_head(3, 3, 10, "rejected", 0) == "3 of 3 rejected candidate(s); 10 pending"
     # a filtered list (--project, --agent, --min-score, --all): the rest were filtered out, not hidden
     assert _queue_head(2, 2, 177, "pending", 0, filtered=True) == "2 of 2 pending candidate(s)"
+

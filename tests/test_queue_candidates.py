@@ -234,3 +234,34 @@ def test_a_candidate_on_a_noted_subject_proposes_an_append_and_accepting_appends
     assert note["body"] == ("Staging deploys go through the bastion.\n\n"
                             "staging deploys need the VPN token from the team vault.")
     assert note["summary"] == "how staging deploys work" and note["tags"] == ["staging", "vpn"]
+
+
+def test_a_decided_candidate_leaves_its_place_to_its_sessions_best_hidden_one(start_daemon, tmp_path: Path) -> None:
+    """A fresh user rejected visible candidates of a long session and saw none of its hidden ones come up."""
+    from mmd.candidates.score import MIN_SCORE
+
+    rules = ["Always run the linter before you push to the shared branch.",
+             "Never commit generated protobuf files into this repository.",
+             "We use pnpm here, never npm or yarn for installs.",
+             "Always pin container images by digest in the deploy manifests.",
+             "Never log customer email addresses, even at debug level.",
+             "From now on keep migrations reversible with a down step.",
+             "Prefer structured logging over printf style messages everywhere.",
+             "Don't add dependencies without a licence review first.",
+             "Always write the changelog entry under the Unreleased heading.",
+             "Never retry payment captures without the idempotency key.",
+             "We use UTC timestamps in every stored record and API field.",
+             "Always keep feature flags documented in flags.md with an owner."]
+    sessions = tmp_path / "sessions"
+    session_log(sessions, "--home-test-shop--", "s-long", [(f"m-{i}", rule) for i, rule in enumerate(rules)])
+    daemon = start_daemon("--sessions", str(sessions))
+    backfilled(daemon)
+    every = candidates(daemon, "pending")
+    hidden = sorted((c for c in every if not c["visible"] and c["score"] >= MIN_SCORE),
+                    key=lambda c: (-c["score"], c["id"]))
+    shown = [c for c in every if c["visible"]]
+    assert shown and hidden, [(c["visible"], c["score"]) for c in every]  # the session's budget hides some
+    call(daemon, "queue.reject", {"id": shown[0]["id"]})
+    after = {c["id"]: c for c in candidates(daemon, "pending")}
+    assert after[hidden[0]["id"]]["visible"]  # the best hidden one took the rejected one's place
+    assert sum(c["visible"] for c in after.values()) == len(shown)  # one out, one in

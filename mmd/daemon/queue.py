@@ -39,6 +39,7 @@ from typing import Any
 
 from mmd.candidates import NewCandidate
 from mmd.candidates.identity import normalized, shingles
+from mmd.candidates.score import MIN_SCORE
 from mmd.wire.protocol import CandidateJson
 
 from .queue_index import StatementIndex, same_idea
@@ -322,6 +323,10 @@ class ReviewQueue:
             reason: why (rejections), kept on the row.
             written: ``{"topic", "revision"}`` of the note an acceptance wrote.
 
+        A visible candidate decided leaves a place in its session's budget: the session's best
+        hidden pending candidate (scoring at least :data:`~mmd.candidates.score.MIN_SCORE`) takes it,
+        so a person who rejects the noise sees what came next.
+
         Returns:
             The candidate after the change, or None when it is not pending (any more).
         """
@@ -329,12 +334,18 @@ class ReviewQueue:
         now = self._now_iso()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
+            before = conn.execute("SELECT visible, session_id FROM candidates WHERE id = ?", (candidate_id,)).fetchone()
             cur = conn.execute(
                 "UPDATE candidates SET status = ?, decided_at = ?, reason = ?, written_topic = ?,"
                 " written_revision = ? WHERE id = ? AND status = 'pending'",
                 (status, now, reason, (written or {}).get("topic"), (written or {}).get("revision"), candidate_id))
             if cur.rowcount != 1:
                 return None
+            if before is not None and before["visible"] and before["session_id"] is not None:
+                # its place in the session's budget goes to the session's best hidden candidate
+                conn.execute("UPDATE candidates SET visible = 1 WHERE id = (SELECT id FROM candidates WHERE"
+                             " status = 'pending' AND visible = 0 AND session_id = ? AND score >= ?"
+                             " ORDER BY score DESC, id LIMIT 1)", (before["session_id"], MIN_SCORE))
             detail = {"status": status, "reason": reason, "written": written}
             conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, ?, ?, ?)",
                          (now, f"queue.{status[:-2] if status.endswith('ed') else status}", candidate_id,
