@@ -251,7 +251,8 @@ def test_a_decided_candidate_leaves_its_place_to_its_sessions_best_hidden_one(st
              "Always write the changelog entry under the Unreleased heading.",
              "Never retry payment captures without the idempotency key.",
              "We use UTC timestamps in every stored record and API field.",
-             "Always keep feature flags documented in flags.md with an owner."]
+             "Always keep feature flags documented in flags.md with an owner.",
+             "mm: the release train leaves every Thursday at noon."]  # pinned: never counted in the budget
     sessions = tmp_path / "sessions"
     session_log(sessions, "--home-test-shop--", "s-long", [(f"m-{i}", rule) for i, rule in enumerate(rules)])
     daemon = start_daemon("--sessions", str(sessions))
@@ -259,9 +260,12 @@ def test_a_decided_candidate_leaves_its_place_to_its_sessions_best_hidden_one(st
     every = candidates(daemon, "pending")
     hidden = sorted((c for c in every if not c["visible"] and c["score"] >= MIN_SCORE),
                     key=lambda c: (-c["score"], c["id"]))
-    shown = [c for c in every if c["visible"]]
+    pinned = next(c for c in every if c["pinned"])
+    shown = [c for c in every if c["visible"] and not c["pinned"]]
     assert shown and hidden, [(c["visible"], c["score"]) for c in every]  # the session's budget hides some
+    call(daemon, "queue.reject", {"id": pinned["id"]})  # a pinned one held no place: nothing comes up
+    assert not {c["id"]: c for c in candidates(daemon, "pending")}[hidden[0]["id"]]["visible"]
     call(daemon, "queue.reject", {"id": shown[0]["id"]})
     after = {c["id"]: c for c in candidates(daemon, "pending")}
     assert after[hidden[0]["id"]]["visible"]  # the best hidden one took the rejected one's place
-    assert sum(c["visible"] for c in after.values()) == len(shown)  # one out, one in
+    assert sum(c["visible"] and not c["pinned"] for c in after.values()) == len(shown)  # one out, one in

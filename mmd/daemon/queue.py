@@ -323,9 +323,10 @@ class ReviewQueue:
             reason: why (rejections), kept on the row.
             written: ``{"topic", "revision"}`` of the note an acceptance wrote.
 
-        A visible candidate decided leaves a place in its session's budget: the session's best
-        hidden pending candidate (scoring at least :data:`~mmd.candidates.score.MIN_SCORE`) takes it,
-        so a person who rejects the noise sees what came next.
+        A visible candidate decided (not a pinned one: those never count) leaves a place in its
+        session's budget: the session's best hidden pending candidate (scoring at least
+        :data:`~mmd.candidates.score.MIN_SCORE`) takes it, so a person who rejects the noise sees
+        what came next.
 
         Returns:
             The candidate after the change, or None when it is not pending (any more).
@@ -334,14 +335,15 @@ class ReviewQueue:
         now = self._now_iso()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            before = conn.execute("SELECT visible, session_id FROM candidates WHERE id = ?", (candidate_id,)).fetchone()
+            before = conn.execute("SELECT visible, pinned, session_id FROM candidates WHERE id = ?",
+                                  (candidate_id,)).fetchone()
             cur = conn.execute(
                 "UPDATE candidates SET status = ?, decided_at = ?, reason = ?, written_topic = ?,"
                 " written_revision = ? WHERE id = ? AND status = 'pending'",
                 (status, now, reason, (written or {}).get("topic"), (written or {}).get("revision"), candidate_id))
             if cur.rowcount != 1:
                 return None
-            if before is not None and before["visible"] and before["session_id"] is not None:
+            if before is not None and before["visible"] and not before["pinned"] and before["session_id"] is not None:
                 # its place in the session's budget goes to the session's best hidden candidate
                 conn.execute("UPDATE candidates SET visible = 1 WHERE id = (SELECT id FROM candidates WHERE"
                              " status = 'pending' AND visible = 0 AND session_id = ? AND score >= ?"
