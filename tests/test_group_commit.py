@@ -282,3 +282,27 @@ def test_a_groups_fsyncs_run_together_and_all_before_any_rename(tmp_path: Path,
     events.clear()
     assert store.write("t9", "alone")["ok"]  # a lone write keeps its fsyncs in place
     assert {name for kind, name in events if kind == "fsync"} == {threading.current_thread().name}
+
+
+def test_an_undo_that_fails_too_leaves_whole_notes_and_no_temp_file(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _store(tmp_path)
+    assert store.write("a", "old a")["ok"] and store.write("b", "old b")["ok"]
+    real_replace = os.replace
+    broken = {"on": False}
+
+    def replace(src: str, dst: str, **kwargs: Any) -> None:
+        if dst == INDEX_NAME:
+            broken["on"] = True  # the disk fails here, and stays failed for the undo's renames
+        if broken["on"]:
+            raise OSError(5, "Input/output error")
+        real_replace(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "replace", replace)
+    done = store.write_many([("a", "new a", {}), ("b", "new b", {})])
+    assert all(d.error is not None and d.error.code is ErrorCode.E_IO for d in done)
+    leftovers = [p.name for folder in (store.root, store.root / "memories") for p in folder.iterdir()
+                 if p.name.endswith(".tmp")]
+    assert leftovers == []  # the undo's own temp files went too
+    for name in ("a", "b"):  # each note whole: its old bytes or its new ones, as after a crash
+        assert (store.root / "memories" / f"{name}.md").read_text().endswith((f"old {name}\n", f"new {name}\n"))

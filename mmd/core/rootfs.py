@@ -263,7 +263,11 @@ class PreparedFile:
             return
         with contextlib.suppress(OSError):
             if self.previous is not None:
-                prepare_file(self.dfd, self.name, self.previous).commit()
+                back = prepare_file(self.dfd, self.name, self.previous)
+                try:
+                    back.commit()
+                finally:
+                    back.discard()  # its temp file, if the rename failed too
                 self.previous = None
             else:
                 os.unlink(self.name, dir_fd=self.dfd)
