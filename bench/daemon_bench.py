@@ -190,19 +190,29 @@ def fsync_floor(folder: Path, seconds: float) -> float:
 # --- the daemon -----------------------------------------------------------------------------------
 
 class Daemon:
-    def __init__(self, base: Path, runtime: Path) -> None:
+    """``python -m mmd.daemon.main`` on ``base/<name>`` with ``flags``, in a runtime folder of its own (a new one
+    unless ``runtime`` is given); the daemon, web and git-daemon benches share it."""
+
+    def __init__(self, base: Path, *flags: str, runtime: Path | None = None, name: str = "root",
+                 start_wait_s: float = 20) -> None:
         from mmd.wire.endpoints import endpoints_for
 
-        self.root = base / "root"
+        self.root = base / name
+        runtime = runtime or Path(tempfile.mkdtemp(prefix="mmdrt"))
         self.env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "DSH_HOME": str(base / "dsh"),
                     "XDG_CONFIG_HOME": str(base / "xdg"), "PYTHONPATH": str(REPO)}
         self.env.pop("NOTIFY_SOCKET", None)
         self.rpc = endpoints_for(self.root, self.env).rpc
         self.proc = subprocess.Popen([sys.executable, "-m", "mmd.daemon.main", "--root", str(self.root),
-                                      "--log-level", "warning"], env=self.env)
-        self.call("daemon.status", wait_s=20)
+                                      "--log-level", "warning", *flags], env=self.env)
+        self.call("daemon.status", wait_s=start_wait_s)
 
     def call(self, method: str, params: dict[str, Any] | None = None, wait_s: float = 10) -> Any:
+        """The result of ``method``; ``daemon.status`` is asked again every 500 ms until the daemon answers.
+
+        Raises:
+            RuntimeError: naming the error of an error answer. TimeoutError: after ``wait_s`` seconds.
+        """
         import zmq
 
         deadline = time.monotonic() + wait_s
@@ -212,8 +222,11 @@ class Daemon:
             try:
                 s.connect(self.rpc)
                 s.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}).encode())
-                if s.poll(500):
-                    return json.loads(s.recv())["result"]
+                if s.poll(500 if method == "daemon.status" else wait_s * 1000):
+                    answer = json.loads(s.recv())
+                    if "error" in answer:
+                        raise RuntimeError(f"{method}: {answer['error']}")
+                    return answer["result"]
             finally:
                 s.close()
             if time.monotonic() > deadline:
@@ -231,7 +244,17 @@ class Daemon:
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(20)
+        self.proc.wait(60)
+
+
+def idle(d: Daemon, seconds: float, step_s: float) -> tuple[float, list[float]]:
+    """``(CPU % of one core, RSS samples in MiB)`` of the daemon over ``seconds``, sampled every ``step_s``."""
+    cpu0, t0 = d.cpu_s(), time.monotonic()
+    rss = [d.rss_mib()]
+    while time.monotonic() - t0 < seconds:
+        time.sleep(min(step_s, seconds))
+        rss.append(d.rss_mib())
+    return 100 * (d.cpu_s() - cpu0) / (time.monotonic() - t0), rss
 
 
 def daemon_writes(d: Daemon, seconds: float) -> float:
@@ -319,7 +342,7 @@ def main() -> int:
     print(f"mmd daemon bench — {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {args.seconds:g} s per run")
     try:
         floor = echo_floor(runtime, args.seconds)
-        d = Daemon(base, runtime)
+        d = Daemon(base, runtime=runtime)
         try:
             for i in range(20):
                 d.call("memory.write", {"topic": f"n{i}", "content": f"note {i} " * 20, "summary": f"note {i}"})
@@ -348,12 +371,7 @@ def main() -> int:
             print(f"  1-client latency ms         {1000 / writes:10.2f}")
             (d.root / "memories" / "floor.md").unlink(missing_ok=True)
             time.sleep(2.0)  # let the watcher settle after the writes
-            cpu0, t0 = d.cpu_s(), time.monotonic()
-            rss = [d.rss_mib()]
-            while time.monotonic() - t0 < args.idle_s:
-                time.sleep(min(5.0, args.idle_s))
-                rss.append(d.rss_mib())
-            cpu_pct = 100 * (d.cpu_s() - cpu0) / (time.monotonic() - t0)
+            cpu_pct, rss = idle(d, args.idle_s, 5.0)
             print(f"\nIdle over {args.idle_s:g} s                 daemon        target")
             print(f"  CPU % of one core           {cpu_pct:10.2f}    {'< 1':>10}")
             print(f"  RSS MiB (max)               {max(rss):10.1f}    {'< 60':>10}"

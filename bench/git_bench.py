@@ -58,6 +58,13 @@ def spawn_floor(repeat: int = 50) -> float:
     return (time.perf_counter() - start) / repeat
 
 
+def private_git_config(base: Path) -> None:
+    """Point git at a configuration of our own under ``base`` (identity, ``main``), never the user's."""
+    config = base / "gitconfig"
+    config.write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n")
+    os.environ.update(GIT_CONFIG_GLOBAL=str(config), GIT_CONFIG_NOSYSTEM="1")
+
+
 def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
@@ -68,9 +75,7 @@ def main() -> None:
     n = parser.parse_args().writes
     with tempfile.TemporaryDirectory(prefix="mmd-git-bench-") as tmp:
         base = Path(tmp)
-        config = base / "gitconfig"
-        config.write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n")
-        os.environ.update(GIT_CONFIG_GLOBAL=str(config), GIT_CONFIG_NOSYSTEM="1")
+        private_git_config(base)
 
         plain = write_all(base / "plain", n, None)
         laptop = base / "laptop"

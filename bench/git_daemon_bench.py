@@ -17,60 +17,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+from daemon_bench import Daemon  # noqa: E402
+from git_bench import private_git_config  # noqa: E402
+
 TOPICS = 100
 
 
-class Daemon:
-    """``python -m mmd.daemon.main`` on ``root`` with its own runtime folder."""
-
-    def __init__(self, base: Path, name: str, *flags: str) -> None:
-        from mmd.wire.endpoints import endpoints_for
-
-        self.root = base / name
-        runtime = Path(tempfile.mkdtemp(prefix="mmdgb"))
-        self.env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "DSH_HOME": str(base / "dsh"),
-                    "XDG_CONFIG_HOME": str(base / "xdg"), "PYTHONPATH": str(REPO)}
-        self.env.pop("NOTIFY_SOCKET", None)
-        self.rpc = endpoints_for(self.root, self.env).rpc
-        self.proc = subprocess.Popen([sys.executable, "-m", "mmd.daemon.main", "--root", str(self.root),
-                                      "--no-ingest", "--log-level", "warning", "--index-lines", "100000",
-                                      "--index-bytes", "10000000", *flags], env=self.env)
-        self.call("daemon.status", wait_s=20)
-
-    def call(self, method: str, params: dict[str, Any] | None = None, wait_s: float = 600) -> Any:
-        import zmq
-
-        deadline = time.monotonic() + wait_s
-        while True:
-            s = zmq.Context.instance().socket(zmq.DEALER)
-            s.setsockopt(zmq.LINGER, 0)
-            try:
-                s.connect(self.rpc)
-                s.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}).encode())
-                if s.poll(min(wait_s, 600) * 1000 if method != "daemon.status" else 500):
-                    answer = json.loads(s.recv())
-                    if "error" in answer:
-                        raise RuntimeError(f"{method}: {answer['error']}")
-                    return answer["result"]
-            finally:
-                s.close()
-            if time.monotonic() > deadline:
-                raise TimeoutError(method)
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(60)
+def start_daemon(base: Path, name: str, *flags: str) -> Daemon:
+    """The daemon bench's daemon on ``base/name``, without ingestion and with room for ``TOPICS`` notes."""
+    return Daemon(base, "--no-ingest", "--index-lines", "100000", "--index-bytes", "10000000", *flags, name=name)
 
 
 def writes(d: Daemon, n: int) -> float:
@@ -102,16 +66,14 @@ def main() -> int:
     n = parser.parse_args().writes
     with tempfile.TemporaryDirectory(prefix="mmd-git-daemon-bench") as tmp:
         base = Path(tmp)
-        config = base / "gitconfig"
-        config.write_text("[user]\n\tname = Bench\n\temail = bench@example.com\n[init]\n\tdefaultBranch = main\n")
-        os.environ.update(GIT_CONFIG_GLOBAL=str(config), GIT_CONFIG_NOSYSTEM="1")
-        plain = Daemon(base, "plain")
+        private_git_config(base)
+        plain = start_daemon(base, "plain")
         floor_s = writes(plain, n)
         plain.stop()
-        laptop = Daemon(base, "laptop", "--git")
+        laptop = start_daemon(base, "laptop", "--git")
         git_s = writes(laptop, n)
         start = time.perf_counter()
-        laptop.call("memory.log", {"limit": 1})
+        laptop.call("memory.log", {"limit": 1}, wait_s=600)
         settle_s = time.perf_counter() - start
         commits = int(git("rev-list", "--count", "HEAD", cwd=laptop.root))
         print(f"writes without git: {floor_s / n * 1000:.2f} ms/write (floor)")
@@ -123,13 +85,13 @@ def main() -> int:
         git("init", "--quiet", "--bare", str(remote))
         git("remote", "add", "origin", str(remote), cwd=laptop.root)
         start = time.perf_counter()
-        first = laptop.call("memory.sync")
+        first = laptop.call("memory.sync", wait_s=600)
         push_s = time.perf_counter() - start
         assert first["pushed"], first
-        box = Daemon(base, "box", "--git")
+        box = start_daemon(base, "box", "--git")
         git("remote", "add", "origin", str(remote), cwd=box.root)
         start = time.perf_counter()
-        merged = box.call("memory.sync")
+        merged = box.call("memory.sync", wait_s=600)
         merge_s = time.perf_counter() - start
         assert merged["pushed"] and merged["merged"] in ("merge", "fast-forward"), merged
         assert len(box.call("memory.list")["notes"]) == TOPICS

@@ -21,7 +21,6 @@ import os
 import shutil
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -68,14 +67,15 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="mmdweb"))
     runtime = Path(tempfile.mkdtemp(prefix="mmdrt"))
     sys.path.insert(0, str(REPO / "bench"))
-    from daemon_bench import Daemon
+    from daemon_bench import Daemon, idle
 
     try:
         t0 = time.perf_counter()
         fill_queue(base / "root", args.candidates)
         print(f"  queue filled: {args.candidates:,} candidates in {time.perf_counter() - t0:.1f} s")
-        d = Daemon.__new__(Daemon)
-        _start(d, base, runtime)
+        (base / "sessions").mkdir()
+        d = Daemon(base, "--sessions", str(base / "sessions"), "--http", "127.0.0.1:0", runtime=runtime,
+                   start_wait_s=30)
         url = d.call("daemon.status")["http"]["url"]
         parts = urlsplit(url)
         conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
@@ -102,12 +102,7 @@ def main() -> int:
         stream = threading.Thread(target=_hold_stream, args=(parts.hostname, parts.port, cookie), daemon=True)
         stream.start()
         time.sleep(1.0)
-        cpu0, t1 = d.cpu_s(), time.monotonic()
-        rss = [d.rss_mib()]
-        while time.monotonic() - t1 < args.idle_s:
-            time.sleep(min(1.0, args.idle_s))
-            rss.append(d.rss_mib())
-        cpu_pct = 100 * (d.cpu_s() - cpu0) / (time.monotonic() - t1)
+        cpu_pct, rss = idle(d, args.idle_s, 1.0)
         print(f"\n  idle with --http and one live page, {args.idle_s:g} s:")
         print(f"  {'CPU % of one core':<34}{cpu_pct:10.2f}    {'< 1':>10}")
         print(f"  {'RSS MiB (max)':<34}{max(rss):10.1f}    {'< 60':>10}   (median {statistics.median(rss):.1f}; "
@@ -117,22 +112,6 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(runtime, ignore_errors=True)
     return 0
-
-
-def _start(d: object, base: Path, runtime: Path) -> None:
-    """The daemon bench's daemon, with ``--http 127.0.0.1:0`` and an empty sessions folder."""
-    from mmd.wire.endpoints import endpoints_for
-
-    root = base / "root"
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "DSH_HOME": str(base / "dsh"),
-           "XDG_CONFIG_HOME": str(base / "xdg"), "PYTHONPATH": str(REPO)}
-    env.pop("NOTIFY_SOCKET", None)
-    (base / "sessions").mkdir()
-    d.root, d.env = root, env  # type: ignore[attr-defined]
-    d.rpc = endpoints_for(root, env).rpc  # type: ignore[attr-defined]
-    d.proc = subprocess.Popen([sys.executable, "-m", "mmd.daemon.main", "--root", str(root), "--sessions",  # type: ignore[attr-defined]
-                               str(base / "sessions"), "--http", "127.0.0.1:0", "--log-level", "warning"], env=env)
-    d.call("daemon.status", wait_s=30)  # type: ignore[attr-defined]
 
 
 def _hold_stream(host: str, port: int, cookie: str) -> None:
