@@ -176,10 +176,7 @@ def read_note_bytes(root: Path, rel: str) -> tuple[bytes, int] | None:
             return None  # a folder, FIFO or device is no note: missing
         if st.st_size > MAX_NOTE_READ_BYTES:
             raise MMError(ErrorCode.E_PARSE, f"{rel} is {st.st_size} bytes, over the 16 MiB read limit", details=rel)
-        chunks = []
-        while chunk := os.read(fd, max(st.st_size, 1 << 16)):
-            chunks.append(chunk)
-        return b"".join(chunks), st.st_size
+        return _read_to_end(fd, max(st.st_size, 1 << 16)), st.st_size
     finally:
         os.close(fd)
 
@@ -204,10 +201,7 @@ def read_index_bytes(root: Path) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise MMError(ErrorCode.E_PARSE, f"{path} is not a regular file", details=str(path))
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return _read_to_end(fd)
     except OSError as error:
         raise MMError(ErrorCode.E_IO, f"read {path} failed: {error.strerror}", details=str(path)) from error
     finally:
@@ -317,19 +311,25 @@ def sync_together(syncs: Sequence[Callable[[], object]], *, at_once: bool = True
 
 
 def _read_in(dfd: int, name: str) -> bytes:
-    """The bytes of the regular file ``name`` in the folder ``dfd`` (never following a symlink).
+    """The bytes of the regular file ``name`` in the folder ``dfd`` (never following a symlink; a FIFO swapped
+    in does not block).
 
     Raises:
         OSError: if it cannot be read.
     """
-    fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW, dir_fd=dfd)
+    fd = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW, dir_fd=dfd)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return _read_to_end(fd)
     finally:
         os.close(fd)
+
+
+def _read_to_end(fd: int, chunk_bytes: int = 1 << 20) -> bytes:
+    """Everything left to read from ``fd``, ``chunk_bytes`` at a time. Raises OSError as ``os.read``."""
+    chunks = []
+    while chunk := os.read(fd, chunk_bytes):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def prepare_file(dfd: int, name: str, data: bytes, *, keep_previous: bool = False,
