@@ -187,14 +187,12 @@ class Snapshot:
 
     def __init__(self, revision: int, loaded_at: str, memory_id: str, root: Path, index_line_count: int,
                  index_byte_count: int, index_over_budget: bool, entries: tuple[IndexEntry, ...],
-                 notes: tuple[Note, ...], anomalies: Anomalies, engine: str,
-                 _by_topic: dict[str, Note] | None = None) -> None:
+                 notes: tuple[Note, ...], anomalies: Anomalies, engine: str) -> None:
         self.revision, self.loaded_at, self.memory_id, self.root = revision, loaded_at, memory_id, root
         self.index_line_count, self.index_byte_count = index_line_count, index_byte_count
         self.index_over_budget, self.entries, self.notes = index_over_budget, entries, notes
         self.anomalies, self.engine = anomalies, engine
-        self._by_topic: dict[str, Note] = {n.entry.topic: n for n in reversed(notes)} if _by_topic is None \
-            else _by_topic
+        self._by_topic: dict[str, Note] = {n.entry.topic: n for n in reversed(notes)}  # the first note wins
         self._search: dict[str, Any] = {}
         self._search_lock = allocate_lock()
 
@@ -313,7 +311,6 @@ def build_snapshot(options: MemoryOptions, *, text: str, entries: tuple[IndexEnt
         notes=tuple(notes),
         anomalies=anomalies,
         engine=engine,
-        _by_topic={n.entry.topic: n for n in reversed(notes)},
     )
 
 
