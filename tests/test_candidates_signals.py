@@ -118,6 +118,20 @@ def test_a_request_for_the_task_at_hand_weighs_less_than_a_standing_rule() -> No
     assert request < standing and wish < standing
 
 
+def test_a_request_after_a_clause_weighs_as_one_at_the_start() -> None:
+    after = strength(one("okay, the fix is pushed, let's update the branch from main"), "human")
+    start = strength(one("let's update the branch from main, the fix is pushed"), "human")
+    decision = strength(one("okay, the fix is pushed, we use the branch from main"), "human")
+    assert after == start < decision
+
+
+def test_an_assistant_guess_weighs_less_than_its_finding() -> None:
+    guess = strength(one("The cache key probably ignores the tenant, so entries leak."), "assistant")
+    finding = strength(one("The cache key ignores the tenant, so entries leak."), "assistant")
+    either = strength(one("Either the hook does not fire or the log is rotated away."), "assistant")
+    assert guess < finding and either < finding
+
+
 def test_something_said_of_the_moment_weighs_less() -> None:
     one_off = strength(one("don't push yet, I will review the diff tomorrow"), "human")
     standing = strength(one("don't push to the release branch, I review every diff"), "human")

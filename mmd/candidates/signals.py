@@ -204,6 +204,11 @@ _STANDING = re.compile(
 # said of this moment only: "don't push yet", "for now", "tomorrow"
 _ONE_OFF = re.compile(r"\b(?:yet|for now|tomorrow|tonight|today|right now|this time|at the moment|for the moment)\b|"
                       r"暂时|先不|今天|明天", re.IGNORECASE)
+# the assistant guessing ("probably the cache", "it might be", "either … or …"): a hypothesis, not a finding
+_HEDGE = re.compile(r"\b(?:might|may|maybe|perhaps|probably|possibly|likely|could be|i think|i suspect|seems?|"
+                    r"appears? to|either)\b", re.IGNORECASE)
+# "okay, fix is pushed, let's update from main": a request after a clause, not only at the start
+_LETS = re.compile(r"(?:^|[,;:.!] |\b(?:so|and|then|now|ok(?:ay)?|yes|nah|no) )let'?s\b", re.IGNORECASE)
 _PLAN = re.compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b", re.IGNORECASE)
 _WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
 
@@ -269,7 +274,8 @@ def strength(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> f
     One more rule of the same channel that also fires adds 0.15; a reason given ("because",
     "otherwise", "so that") adds 0.1; a question (ends with ``?``) halves it; a request for
     the task at hand ("let's …", "can we …", "please …", "I'd like to …") without a standing-rule word
-    counts 0.6;
+    counts 0.6, and so does one with "let's" after a clause ("okay, it's pushed, let's …");
+    an assistant guess ("might", "probably", "either …") counts 0.6;
     something said of the moment only ("yet", "for now", "tomorrow") counts 0.6, a second such
     word 0.6 again;
     a summary bullet with a standing-rule word ("always", "never") adds 0.2; an assistant
@@ -282,11 +288,13 @@ def strength(statement: Statement, who: str, rules: Sequence[Rule] = RULES) -> f
         value += 0.1
     if text.rstrip(" *_`)").endswith("?"):
         value *= 0.5
-    if who == "human" and _REQUEST.match(text) and not _STANDING.search(text):
+    if who == "human" and (_REQUEST.match(text) or _LETS.search(text)) and not _STANDING.search(text):
         value *= 0.6
     value *= 0.6 ** len({m.group(0).casefold() for m in _ONE_OFF.finditer(text)})
     if who == "summary" and _STANDING.search(text):
         value += 0.2
+    if who == "assistant" and _HEDGE.search(text):
+        value *= 0.6  # a guess, not a finding
     if who == "assistant" and statement.index == 0:
         value += 0.2  # a diagnosis opens the reply that follows the investigation
     if who == "assistant" and "`" in text:
