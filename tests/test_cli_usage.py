@@ -305,6 +305,21 @@ def test_queue_help_lists_every_action_with_one_line() -> None:
     assert {"list", "show", "accept", "reject"} <= set(actions) and set(lines) == set(actions), help_text
 
 
+@pytest.mark.parametrize(("action", "own", "others"), [
+    ("accept", ["--into", "--topic", "--replace", "--content"], ["--below", "--status", "--reason"]),
+    ("reject", ["--below", "--dry-run", "--reason"], ["--into", "--status"]),
+    ("list", ["--status", "--all", "--min-score", "--agent"], ["--into", "--below"]),
+    ("show", [], ["--into", "--below", "--status"]),
+])
+def test_the_help_of_one_queue_action_names_its_options_only(action: str, own: list[str], others: list[str]) -> None:
+    proc = subprocess.run([*MMCTL_ARGV, "queue", action, "--help"], capture_output=True, text=True, check=True)
+    usage, _, rest = proc.stdout.partition("\n\n")
+    assert " ".join(usage.split()).startswith(f"usage: mmctl queue {action} [-h]"), proc.stdout
+    assert all(flag in usage for flag in [*own, "--root", "--json"]), proc.stdout
+    assert not any(flag in proc.stdout for flag in others), proc.stdout
+    assert rest.split("\n", 1)[0] and not rest.startswith((f"{action} ID", f"{action}  ")), proc.stdout
+
+
 def test_the_revision_jump_at_a_restart_is_explained_in_readme_and_status_help() -> None:
     from mmd.daemon.state import RESERVE
 

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mmctl.cli.checks import js_number
 from mmctl.cli.main import main
-from mmctl.cli.parser import js_number, parse_args
+from mmctl.cli.parser import parse_args
 
 NOW = "2026-01-02T03:04:05.000Z"
 

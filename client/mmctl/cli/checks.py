@@ -10,9 +10,16 @@ what fails on the data (a missing topic, a budget) is the commands' (exit code 1
 
 from __future__ import annotations
 
+from mmd.core.lazyre import lazy_compile
+
 from .parser import ROOT, Args, Command, Opt, UsageError, usage_line
 
-__all__ = ["check_values"]
+__all__ = ["check_values", "js_number"]
+
+_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000\ufeff"
+_DECIMAL = lazy_compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_RADIX = {"0x": 16, "0o": 8, "0b": 2}
 
 _ID_LIMIT = 2**63
 
@@ -63,3 +70,23 @@ def _check_option(opt: Opt, raw: str, args: Args) -> None:
             resolve_review_after(raw, datetime.now(UTC).date())
         except MMError as error:
             raise UsageError(f"{opt.flag}: {error.message}") from None
+
+
+def js_number(raw: str) -> float:
+    """JavaScript ``Number(raw)`` for a string: blank is 0, ``0x``/``0o``/``0b`` prefixes, NaN for garbage."""
+    import math
+
+    text = raw.strip(_JS_SPACE)
+    if not text:
+        return 0.0
+    radix = _RADIX.get(text[:2].lower())
+    if radix is not None:
+        try:
+            return float(int(text[2:], radix)) if text[2:].isalnum() else math.nan
+        except ValueError:
+            return math.nan
+    if text.lstrip("+-") == "Infinity" and text.count("+") + text.count("-") <= 1:
+        return -math.inf if text.startswith("-") else math.inf
+    if _DECIMAL.fullmatch(text):
+        return float(text)
+    return math.nan

@@ -11,13 +11,11 @@ positionals, bad choices, an option without its value, and every value the
 table can check (:func:`.checks.check_values`: integers and their range, empty paths,
 review dates, client keys, candidate ids); exit code 1 is left for what fails
 on the data. Integers are read as the reference CLI reads them
-(JavaScript's ``Number()``: ``0x10`` is 16). Nothing here prints or exits:
+(JavaScript's ``Number()``, :func:`.checks.js_number`: ``0x10`` is 16). Nothing here prints or exits:
 help and version text come back as :class:`Shown`.
 """
 
 from __future__ import annotations
-
-from mmd.core.lazyre import lazy_compile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,12 +25,8 @@ if TYPE_CHECKING:
     import argparse
 
 __all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments",
-           "js_number", "parse_args", "render_help", "usage_line"]
+           "parse_args", "render_help", "usage_line"]
 
-_JS_SPACE = " \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
-            "\u2028\u2029\u202f\u205f\u3000\ufeff"
-_DECIMAL = lazy_compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_RADIX = {"0x": 16, "0o": 8, "0b": 2}
 PROG = "mmctl"
 
 
@@ -281,6 +275,8 @@ class Args:
             return None
         import math  # loaded only by a command given an integer option
 
+        from .checks import js_number
+
         number = js_number(raw)
         if not math.isfinite(number) or number != int(number) or number < 0:
             raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
@@ -394,6 +390,8 @@ def parse_args(argv: list[str]) -> Args:
     if command is None:
         raise UsageError(f"unknown command: {name}", f"usage: {PROG} COMMAND [ARGS]; commands: {', '.join(COMMANDS)}")
     rest = argv[:at] + argv[at + 1:]
+    if command.name == "queue" and {"-h", "--help"} & set(rest):
+        _action_help(command.name, rest)
     quick = _plain_parse(command, rest) if name != "help" else None
     if quick is not None:
         return quick
@@ -467,6 +465,16 @@ def _place(command: Command, words: list[str], args: Args) -> Args | None:
     return check_values(command, args)  # argparse passes a bad value too: the message is ours either way
 
 
+def _action_help(name: str, rest: list[str]) -> None:
+    """Raise :class:`Shown` with the help of the action named in ``rest`` (``queue accept -h``), if one is."""
+    from .actions import action_help
+
+    for word in rest:
+        text = action_help(name, word)
+        if text is not None:
+            raise Shown(text)
+
+
 def _help(topic: str | None) -> NoReturn:
     if topic is None:
         raise Shown(render_help())
@@ -475,23 +483,3 @@ def _help(topic: str | None) -> NoReturn:
         raise UsageError(f"help: unknown command {topic!r}", f"usage: {PROG} help [COMMAND]; commands: "
                                                              f"{', '.join(COMMANDS)}")
     raise Shown(command_parser(command).format_help())
-
-
-def js_number(raw: str) -> float:
-    """JavaScript ``Number(raw)`` for a string: blank is 0, ``0x``/``0o``/``0b`` prefixes, NaN for garbage."""
-    import math
-
-    text = raw.strip(_JS_SPACE)
-    if not text:
-        return 0.0
-    radix = _RADIX.get(text[:2].lower())
-    if radix is not None:
-        try:
-            return float(int(text[2:], radix)) if text[2:].isalnum() else math.nan
-        except ValueError:
-            return math.nan
-    if text.lstrip("+-") == "Infinity" and text.count("+") + text.count("-") <= 1:
-        return -math.inf if text.startswith("-") else math.inf
-    if _DECIMAL.fullmatch(text):
-        return float(text)
-    return math.nan
