@@ -24,6 +24,17 @@ from .test_daemon_helpers import Client, RpcFailure, Subscriber
 pytestmark = pytest.mark.timeout(60)
 
 
+def test_a_socket_folder_that_cannot_be_used_is_refused_before_the_root_is_created(start_daemon,
+                                                                                  tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    root = tmp_path / "new-root"
+    failed = start_daemon("--rpc", f"ipc://{blocker}/x.rpc", root=root, wait=False)
+    assert failed.wait(30) == 1
+    assert f"socket folder {blocker} is not a directory" in failed.stderr()
+    assert not root.exists()
+
+
 def test_a_second_daemon_on_the_same_root_exits_naming_the_holder(start_daemon) -> None:
     first = start_daemon()
     second = start_daemon(wait=False)
@@ -34,13 +45,16 @@ def test_a_second_daemon_on_the_same_root_exits_naming_the_holder(start_daemon) 
 
 
 def test_a_startup_that_fails_half_way_undoes_every_step_it_took(start_daemon, tmp_path: Path) -> None:
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("")
-    # lock, database, snapshot, watchers, ingestion and scheduler start; the PUB socket's folder is a file
-    failed = start_daemon("--pub", f"ipc://{blocker}/x.pub", wait=False)
-    assert failed.wait(30) == 1
+    # lock, database, snapshot, watchers, ingestion and scheduler start; another process listens on the PUB
+    # socket's path, so it is not bound over
+    taken = socket.socket(socket.AF_UNIX)
+    taken.bind(str(tmp_path / "taken.pub"))
+    taken.listen()
+    failed = start_daemon("--pub", f"ipc://{tmp_path}/taken.pub", wait=False)
+    assert failed.wait(30) == 3, failed.stderr()
+    taken.close()
     err = failed.stderr()
-    assert "daemon.startup_failed" in err and "daemon.stopped" in err, err
+    assert "ingest.waiting" in err and "daemon.refused" in err and "daemon.stopped" in err, err
     assert not os.path.exists(failed.rpc[len("ipc://"):])  # the ROUTER never bound
     # the lock and the database were released: the next daemon on the same root serves
     again = start_daemon()

@@ -215,6 +215,10 @@ class Daemon:
         cfg, undo = self.config, self._stack
         if cfg.git.enabled:  # refused before anything is created: no git, or a root inside another repository
             await asyncio.to_thread(check_root, cfg.root)
+        for endpoint in (cfg.pub_endpoint, cfg.rpc_endpoint):  # a socket folder we cannot use: refused before
+            folder = ipc_path(endpoint)                         # the root is created (its bind comes last)
+            if folder is not None:
+                await asyncio.to_thread(ensure_private_dir, folder.parent)
         # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
         await asyncio.to_thread(make_folders, cfg.root)  # 0700 whatever the umask (issue 15)
         lock = WriteLock(cfg.root)
