@@ -3,7 +3,8 @@
 Owns: :class:`Extractor` — ``[candidates] command`` run in a worker thread
 (one at a time), with the session's utterances as one JSON object on stdin
 and candidates as one JSON object on stdout (``schema/extractor.schema.json``),
-within ``candidates.timeoutMs``. Its candidates (rule ``extractor``) go
+within ``candidates.timeoutMs``, in a process group of its own that is killed whole when the run
+ends (:func:`run_command`: nothing it started outlives it). Its candidates (rule ``extractor``) go
 through the same pipeline end as the built-in rules' (a note already holding
 the statement drops it, a proposal is made) and the same queue (dedupe,
 evidence, review). A session is run once (the ``extractors`` table of
@@ -19,11 +20,17 @@ blocks the ingestion thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import queue as queues
+import select
+import signal
 import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,7 +41,7 @@ from mmd.sources import SOURCES, Utterance
 from ..queue import ReviewQueue
 from .harvest import SLICE_BYTES, SLICE_CHARS, AddedBatch
 
-__all__ = ["EXTRACTOR_KINDS", "MAX_CANDIDATES", "MAX_SESSION_CHARS", "Extractor"]
+__all__ = ["EXTRACTOR_KINDS", "MAX_CANDIDATES", "MAX_SESSION_CHARS", "Extractor", "ExtractorFailed", "run_command"]
 
 log = logging.getLogger("mmd.ingest")
 
@@ -178,20 +185,9 @@ class Extractor:
 
     def _call(self, payload: bytes) -> list[Any]:
         """Run the command; the ``candidates`` list it printed."""
+        stdout = run_command(self.command, payload, self.timeout_s, _STDOUT_MAX)
         try:
-            done = subprocess.run(self.command, input=payload, capture_output=True, timeout=self.timeout_s,
-                                  check=False)
-        except subprocess.TimeoutExpired:
-            raise ExtractorFailed(f"timed out after {self.timeout_s:g} s") from None
-        except OSError as error:
-            raise ExtractorFailed(f"cannot run {self.command[0]}: {error.strerror or error}") from None
-        if done.returncode != 0:
-            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            raise ExtractorFailed(f"exit status {done.returncode}: {tail[0][:200]}")
-        if len(done.stdout) > _STDOUT_MAX:
-            raise ExtractorFailed(f"printed more than {_STDOUT_MAX} bytes")
-        try:
-            out = json.loads(done.stdout)
+            out = json.loads(stdout)
         except (UnicodeDecodeError, ValueError):
             raise ExtractorFailed("stdout is not one JSON object") from None
         if not isinstance(out, dict) or not isinstance(out.get("candidates"), list):
@@ -251,3 +247,62 @@ def _is_slug(topic: str) -> bool:
     return len(topic) <= TOPIC_MAX_LENGTH and TOPIC_RE.fullmatch(topic) is not None
 
 
+def run_command(command: Sequence[str], payload: bytes, timeout_s: float, max_stdout: int) -> bytes:
+    """Run ``command`` (an argv, no shell) with ``payload`` on stdin; what it printed on stdout.
+
+    It runs in a process group of its own, and the whole group is killed when it ends, fails or runs
+    out of time: a helper it started (a model server, a ``sleep``) never outlives the run, and one
+    still holding stdout does not hold the run up once the command itself has exited. Stdout is read
+    as it comes and refused past ``max_stdout`` bytes (never held whole); stdin and stderr are
+    temporary files (only stderr's last line is kept, for the message).
+
+    Raises:
+        ExtractorFailed: "timed out after N s", "exit status N: <stderr's last line>",
+            "printed more than N bytes", "cannot run <program>: <why>".
+    """
+    deadline = time.monotonic() + timeout_s
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
+        stdin.write(payload)
+        stdin.seek(0)
+        try:
+            proc = subprocess.Popen(list(command), stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+                                    start_new_session=True)
+        except OSError as error:
+            raise ExtractorFailed(f"cannot run {command[0]}: {error.strerror or error}") from None
+        assert proc.stdout is not None
+        try:
+            out = _read_until_exit(proc, deadline, max_stdout, timeout_s)
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            proc.stdout.close()
+        if proc.returncode != 0:
+            stderr.seek(max(0, stderr.seek(0, os.SEEK_END) - 4096))
+            tail = stderr.read().decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            raise ExtractorFailed(f"exit status {proc.returncode}: {tail[0][:200]}")
+        return out
+
+
+def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout: int, timeout_s: float) -> bytes:
+    """Stdout until EOF, or until the command has exited and nothing more is waiting in the pipe."""
+    assert proc.stdout is not None
+    fd, size = proc.stdout.fileno(), 0
+    chunks: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ExtractorFailed(f"timed out after {timeout_s:g} s")
+        exited = proc.poll() is not None
+        ready, _, _ = select.select([fd], [], [], 0 if exited else min(left, 0.2))
+        if not ready:
+            if exited:
+                return b"".join(chunks)
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > max_stdout:
+            raise ExtractorFailed(f"printed more than {max_stdout} bytes")
+        chunks.append(chunk)
