@@ -60,3 +60,26 @@ def test_a_statement_restated_with_other_context_still_merges(queue: ReviewQueue
     queue.add([_cand(said, f"{said} Ask me first if unsure.", session="s2", line=5, at="2026-11-02T10:00:00Z")])
     (c,) = queue.list("all", limit=10, offset=0)[0]
     assert c["seen"] == 2 and len({e["sessionId"] for e in c["evidence"]}) == 2
+
+
+def _said(text: str, *, who: str, line: int, at: str, folder: str) -> NewCandidate:
+    file = f"{folder}/s1/session.jsonl"
+    ev = Evidence("dsh", "s1", "/p", file, {"file": file, "line": line}, at, who, text)
+    rule = "summary-critical" if who == "summary" else "human-standing-rule"
+    return NewCandidate("rule", "t", text, text, len(text), False, "s1", file, None, None, "user", rule, 0.9, True,
+                        (ev,))
+
+
+@pytest.mark.parametrize("status", ["accepted", "rejected"])
+def test_a_copied_log_queues_no_statement_merged_into_a_decided_candidate(queue: ReviewQueue, status: str) -> None:
+    said = "The state bucket lives in eu-west-1, so never change the backend region of the terraform state."
+    bullet = "State bucket is in eu-west-1; never change backend region."
+    log = [("human", said, 3, "2026-11-01T10:00:00Z"), ("summary", bullet, 90, "2026-11-01T11:00:00Z")]
+    for who, text, line, at in log:
+        queue.add([_said(text, who=who, line=line, at=at, folder="/logs")])
+    (c,) = queue.list("all", limit=10, offset=0)[0]
+    assert c["seen"] == 2, c  # the session's summary restates the person's rule: one candidate
+    assert queue.decide(c["id"], status) is not None
+    for who, text, line, at in log:  # the same log copied to another folder, read again
+        assert queue.add([_said(text, who=who, line=line, at=at, folder="/copy")]) == []
+    assert [x["id"] for x in queue.list("all", limit=10, offset=0)[0]] == [c["id"]]

@@ -155,12 +155,14 @@ class ReviewQueue:
 
     @staticmethod
     def _restated(conn: sqlite3.Connection, cid: int, c: NewCandidate) -> bool:
-        """Whether ``c`` restates pending candidate ``cid`` (words in common checked by the caller): the person's
-        own words again in another session of the same project, or a summary bullet of a session it was said in."""
-        row = conn.execute("SELECT status, evidence FROM candidates WHERE id = ?", (cid,)).fetchone()
-        if row is None or row[0] != "pending":
+        """Whether ``c`` restates candidate ``cid`` (words in common checked by the caller): the person's own words
+        again in another session of the same project, or a summary bullet of a session it was said in. Whatever
+        ``cid``'s status: a restatement of a decided candidate is dropped as the candidate's own words are (a copied
+        log replaying a summary bullet merged into a candidate since accepted queued it anew)."""
+        row = conn.execute("SELECT evidence FROM candidates WHERE id = ?", (cid,)).fetchone()
+        if row is None:
             return False
-        theirs = json.loads(row[1])
+        theirs = json.loads(row[0])
         mine = [x.to_json() for x in c.evidence]
         if any(e["who"] == "summary" and _session(e) in {_session(t) for t in theirs} for e in mine):
             return True
