@@ -85,6 +85,29 @@ def test_show_accept_and_reject_decide_candidates(queued) -> None:  # type: igno
     assert code == 1 and "no candidate 99999" in err
 
 
+def _table(lines: list[str]) -> list[list[str]]:
+    """The rows of a ``queue list`` table (after its head, blank line and header), split at spaces."""
+    return [line.split() for line in lines[3:] if line[:1].isdigit()]
+
+
+def test_a_list_with_hidden_or_decided_candidates_says_which_in_a_state_column(queued,  # type: ignore[no-untyped-def]
+                                                                                   monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "160")
+    first, second = json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"][:2]
+    assert cli(queued, "queue", "accept", str(first["id"]), "--topic", "from-queue")[0] == 0
+    assert cli(queued, "queue", "reject", str(second["id"]))[0] == 0
+    lines = cli(queued, "queue", "list", "--status", "all")[1].splitlines()
+    assert lines[2].split()[:4] == ["id", "score", "seen", "state"]
+    state = {row[0]: row[3] for row in _table(lines)}
+    assert state[str(first["id"])] == "accepted→from-queue" and state[str(second["id"])] == "rejected"
+    hidden = [c for c in json.loads(cli(queued, "queue", "list", "--all", "--json")[1])["candidates"]
+              if not c["visible"]]
+    rows = {row[0]: row for row in _table(cli(queued, "queue", "list", "--all")[1].splitlines())}
+    assert hidden and all(rows[str(c["id"])][3] == "hidden" for c in hidden)
+    plain = cli(queued, "queue", "list")[1].splitlines()  # only pending ones on show: no state column
+    assert plain[2].split() == ["id", "score", "seen", "kind", "project", "topic", "summary"]
+
+
 def test_an_over_budget_accept_keeps_the_candidate_pending_and_exits_1(queued) -> None:  # type: ignore[no-untyped-def]
     cid = json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"][0]["id"]
     code, out, err = cli(queued, "queue", "accept", str(cid), "--content", "x" * 5000)

@@ -68,15 +68,34 @@ NARROW = 110
 """Below this many columns the summary goes on a line of its own under each row (else ~12 characters are left)."""
 
 
+def _state(c: dict[str, Any]) -> str:
+    """"" for a pending candidate on show; ``hidden`` (by its session's budget), ``rejected``, ``accepted``
+    (``accepted→topic`` naming the note it went to)."""
+    status = c.get("status", "pending")
+    if status == "pending":
+        return "" if c.get("visible", True) else "hidden"
+    written = (c.get("written") or {}).get("topic")
+    return f"{status}→{written}" if written else str(status)
+
+
 def _rows(items: list[Any], width: int | None = None) -> str:
     """The candidates as table rows (id, score, seen, kind, project, proposed topic, summary), with a header;
-    on a terminal narrower than :data:`NARROW` columns each summary is indented on the line below its row."""
+    a ``state`` column after ``seen`` when a row is hidden or decided (:func:`_state`); on a terminal narrower
+    than :data:`NARROW` columns each summary is indented on the line below its row."""
     width = terminal_width() if width is None else width
-    cells = [(c.get("id", ""), f"{float(c.get('score') or 0):.2f}", c.get("seen", 1), c.get("kind", ""),
-              _project(c), _proposed(c), c.get("summary", "")) for c in items]
+    states = [_state(c) for c in items]
+    cells: list[tuple[Any, ...]] = [(c.get("id", ""), f"{float(c.get('score') or 0):.2f}", c.get("seen", 1),
+                                     c.get("kind", ""), _project(c), _proposed(c), c.get("summary", "")) for c in items]
+    columns: tuple[str, ...] = _COLUMNS
+    wide: tuple[int | None, ...] = (8, 6, 5, 12, 24, 32, None)
+    narrow: tuple[int | None, ...] = (8, 6, 5, 10, 16, None)
+    if any(states):
+        columns = (*_COLUMNS[:3], "state", *_COLUMNS[3:])
+        cells = [(*row[:3], state, *row[3:]) for row, state in zip(cells, states, strict=True)]
+        wide, narrow = (*wide[:3], 24, *wide[3:]), (*narrow[:3], 16, *narrow[3:])
     if width >= NARROW:
-        return "\n".join(table([_COLUMNS, *cells], (8, 6, 5, 12, 24, 32, None), width))
-    lines = table([_COLUMNS[:-1], *(row[:-1] for row in cells)], (8, 6, 5, 10, 16, None), width)
+        return "\n".join(table([columns, *cells], wide, width))
+    lines = table([columns[:-1], *(row[:-1] for row in cells)], narrow, width)
     out = [lines[0] + "  (summary below)"]
     for line, row in zip(lines[1:], cells, strict=True):
         out += [line, "    " + cut(str(row[-1]), max(20, width - 4))]
