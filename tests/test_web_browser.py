@@ -99,6 +99,16 @@ def test_accept_into_an_existing_topic(start_daemon, tmp_path: Path, page: Any) 
     cand = by_topic(daemon)["test-command"]
     page.goto(url)
     card = page.locator(f"#cand-{cand['id']}")
+    # no note is chosen until one is picked: the browser does not send the form, and a form sent anyway is
+    # refused by the daemon; nothing is accepted or written either way
+    assert card.locator("select[name=into]").input_value() == ""
+    card.locator("button.do-into").click()
+    assert card.locator("select[name=into]").evaluate("s => !s.validity.valid")
+    card.locator("select[name=into]").evaluate("s => s.removeAttribute('required')")
+    card.locator("button.do-into").click()
+    assert any("choose the note to append to" in t for t in flash_texts(page)), flash_texts(page)
+    assert queue_rows(daemon)["test-command"][0] == "pending" and "test-command.md" not in note_files(daemon)
+    card = page.locator(f"#cand-{cand['id']}")
     card.locator("select[name=into]").select_option("testing")
     card.locator("button.do-into").click()
     assert any("accepted as testing" in t for t in flash_texts(page))

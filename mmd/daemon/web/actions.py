@@ -116,13 +116,15 @@ class Actions:
         """``POST /queue/accept {id, topic?, summary?, tags?, body?, into?, rev}``.
 
         With ``into`` (an existing topic) the candidate's body is appended to that note, which keeps
-        its summary and tags (see :func:`_into_params`); else topic, summary, tags and body as edited
-        on the page.
+        its summary and tags (see :func:`_into_params`); ``into`` sent blank is refused, nothing written
+        (the page's select starts on no note); else topic, summary, tags and body as edited on the page.
         """
         form, rev = await self._form(request)
         cid = _text(form, "id") or ""
         into = _text(form, "into")
         params: dict[str, Any] = {"id": cid, "ifRevision": rev}
+        if "into" in form and into is None:  # the "Accept into" form sent without a note chosen: nothing is written
+            return self._done(form, [{"ok": False, "text": f"#{cid}: choose the note to append to"}])
         if into is not None:
             try:
                 params.update(_into_params(await self._call(self.page.methods, "memory.read", {"topic": into}),
