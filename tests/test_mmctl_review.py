@@ -86,9 +86,10 @@ def test_review_accepts_into_an_existing_topic(start_daemon, tmp_path: Path) -> 
     try:
         child.expect_exact("[q]uit > ")
         child.send("i")
+        child.expect_exact("notes: api-notes")  # the topics there are, to choose from
         child.expect_exact("accept into which topic? ")
         child.sendline("api-notes")
-        child.expect("accepted #\\d+ as api-notes")
+        child.expect("appended #\\d+ to api-notes")
         child.expect_exact("[q]uit > ")
         child.send("q")
         child.expect(pexpect.EOF)

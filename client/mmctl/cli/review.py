@@ -167,7 +167,7 @@ def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: s
             params = {"topic": fields["topic"] or None, "summary": fields["summary"] or None,
                       "tags": fields["tags"] or None, "content": fields["body"]}
         elif key == "i":
-            into = (screen.line("accept into which topic? ") or "").strip()
+            into = _which_note(screen, client, cand)
             appended = _into(client, cand, into) if into else None
             if appended is None:
                 screen.say(f"no note {into!r}: nothing accepted")
@@ -186,8 +186,24 @@ def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: s
         screen.say(screen.style(f"#{cid} not accepted: {write.get('message', 'refused')} ({usage.get('bodyChars')}/"
                                 f"{usage.get('writeBudget')} chars); still pending — [e]dit to shorten it", "31"))
         return None
-    screen.say(screen.style(f"accepted #{cid} as {write.get('topic')}", "32"))
+    how = f"appended #{cid} to" if key == "i" else f"accepted #{cid} as"
+    screen.say(screen.style(f"{how} {write.get('topic')}", "32"))
     return "accepted"
+
+
+_NAMED = 12
+"""Most topics the ``i`` prompt names (the rest are counted)."""
+
+
+def _which_note(screen: _Screen, client: Any, cand: dict[str, Any]) -> str:
+    """Ask which note to append to, naming the topics there are; Enter takes the candidate's append proposal."""
+    topics = [str(n.get("topic")) for n in (client.list() or {}).get("notes", [])]
+    proposal = cand.get("proposal") or {}
+    proposed = str(proposal.get("topic") or "") if proposal.get("action") == "append" else ""
+    named = ", ".join(topics[:_NAMED]) + (f", … ({len(topics) - _NAMED} more)" if len(topics) > _NAMED else "")
+    screen.say(f"notes: {named}" if topics else "there is no note yet to append to")
+    answer = screen.line(f"accept into which topic?{f' (Enter: {proposed})' if proposed else ''} ") or ""
+    return answer.strip() or proposed
 
 
 def _into(client: Any, cand: dict[str, Any], into: str) -> dict[str, Any] | None:
