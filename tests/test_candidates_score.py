@@ -77,6 +77,17 @@ def test_a_replayed_record_is_no_new_sighting() -> None:
     assert draft.seen == 1 and len(draft.evidence) == 1 and draft.score == once.score
 
 
+def test_an_earlier_prompt_pasted_back_whole_is_no_new_sighting() -> None:
+    first = "Nothing happens when I press save. It should always keep a backup copy of the previous version."
+    pasted = say("human", f"The export still looks wrong, here is what it wrote:\n\nPrompt #3:\n{first}\n"
+                          "Response: [none]\n\nFix the exporter.", 9)
+    (draft,) = [d for d in select([say("human", first, 1), pasted]) if "backup" in d.summary]
+    assert draft.seen == 1 and len(draft.evidence) == 1
+    restated = say("human", "Again: it should always keep a backup copy of the previous version.", 9)
+    (draft,) = [d for d in select([say("human", first, 1), restated]) if "backup" in d.summary]
+    assert draft.seen == 2  # said again in the person's own words: a repetition
+
+
 def test_an_acknowledged_correction_ranks_higher() -> None:
     text = "that is a false positive, the framework always sets the app name"
     plain = select([say("human", text, 1), say("assistant", "Okay.", 2)])[0]

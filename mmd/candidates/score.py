@@ -6,18 +6,17 @@ calls), :func:`budget` (how many a session shows) and the signals across turns t
 (an acknowledged correction, a finding later disproved, a fact carried into a later summary,
 repetition). Issue 13 "Score, cap, hide".
 
-Score = rule weight × :data:`WHO_FACTOR` × :func:`~mmd.candidates.signals.strength`, plus 0.15
-a repetition (up to three), 0.2 an acknowledged correction, 0.1 carried into a later summary,
-minus 0.3 disproved; a second draft of one utterance ranks ×0.6. The global parameters are a
+Score = rule weight × :data:`WHO_FACTOR` × :func:`~mmd.candidates.signals.strength`, plus 0.15 a repetition
+(up to three; an earlier message pasted back whole is none), 0.2 an acknowledged correction, 0.1 carried into
+a later summary, minus 0.3 disproved; a second draft of one utterance ranks ×0.6. The global parameters are a
 :class:`Tuning` (``bench/queue_quality.py --cv`` picks them leave-one-file-out). Recency was measured
-(±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files,
-so it is not a term; ``bench/queue_quality.py`` is the measure. Also measured there and left out
-(2026-12-01), as none raised the tuning files' figures: a later summary bullet restating an
-assistant sentence at quote level (a bigger bonus, or a draft of its own), the user's next prompt
-confirming, correcting or reusing the rarer words of an assistant sentence, a penalty for a human
-request the user comes back to (with or without "still", "again", "undo" …), damping short prompts,
-"you"-addressed or imperative human sentences, assistant bullets or early assistant findings,
-diversity per exchange, and merging a summary's restatement into the earlier draft.
+(±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files, so it is not a
+term; ``bench/queue_quality.py`` is the measure. Also measured there and left out (2026-12-01), as none raised
+the tuning files' figures: a later summary bullet restating an assistant sentence at quote level (a bigger
+bonus, or a draft of its own), the user's next prompt confirming, correcting or reusing the rarer words of an
+assistant sentence, a penalty for a human request the user comes back to (with or without "still", "again",
+"undo" …), damping short prompts, "you"-addressed or imperative human sentences, assistant bullets or early
+assistant findings, diversity per exchange, and merging a summary's restatement into the earlier draft.
 
 Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
 applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
@@ -125,6 +124,16 @@ def _replayed(a: Utterance, b: Utterance) -> bool:
     return a.at is not None and (a.who, a.at, a.text) == (b.who, b.at, b.text)
 
 
+_QUOTED_MIN = 60
+"""Code points an earlier message must have for its verbatim copy in a later one to count as pasted back."""
+
+
+def _quoted(earlier: Utterance, later: Utterance) -> bool:
+    """Whether ``later`` holds ``earlier``'s whole text, verbatim (whitespace folded): pasted back, not restated."""
+    text = " ".join(earlier.text.split())
+    return earlier is not later and len(text) >= _QUOTED_MIN and text in " ".join(later.text.split())
+
+
 def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a) and bool(b) and len(a & b) / len(a | b) >= 0.8
 
@@ -195,6 +204,8 @@ class _Session:
                 draft = self.drafts[i]
                 if any(_replayed(e, utterance) for e in draft.evidence):
                     return  # a resumed session's replay of a record already drafted: no new sighting
+                if any(_quoted(e, utterance) for e in draft.evidence):
+                    return  # the earlier message pasted back whole (a log, a transcript): not said again
                 draft.seen += 1
                 if utterance not in draft.evidence:
                     draft.evidence.append(utterance)
