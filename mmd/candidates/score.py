@@ -16,7 +16,12 @@ the tuning files' figures: a later summary bullet restating an assistant sentenc
 bonus, or a draft of its own), the user's next prompt confirming, correcting or reusing the rarer words of an
 assistant sentence, a penalty for a human request the user comes back to (with or without "still", "again",
 "undo" …), damping short prompts, "you"-addressed or imperative human sentences, assistant bullets or early
-assistant findings, diversity per exchange, and merging a summary's restatement into the earlier draft.
+assistant findings, diversity per exchange, and merging a summary's restatement into the earlier draft; later
+the same day: weighing an assistant sentence by whether its reply ends the turn (22 of 35 assistant gold items
+do, but ×1.1..1.2 for those or ×0.6..0.9 for the rest lowered the tuning files' figures), damping a sentence
+that opens with a pronoun ("it", "this", "they"), a past-tense "was never" or a run's uuid or hash, longer
+bodies (480 code points), and a logistic re-ranker over these features learned leave-one-file-out (precision
+0.457 / recall 0.382 on the 18 files against the rules' 0.495 / 0.490; on the held-out five 0.250 / 0.226).
 
 Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
 applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
