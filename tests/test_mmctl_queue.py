@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,13 @@ def test_show_accept_and_reject_decide_candidates(queued) -> None:  # type: igno
     first, second = page["candidates"][:2]
     code, out, _ = cli(queued, "queue", "show", str(first["id"]))
     assert code == 0 and f"\n{first['body']}\n\nseen " in out and "status" in out  # the body, then the evidence
+    # where it was seen: a DSH log's own seq (the record holding the quote), never a bare number after a colon
+    ev = first["evidence"][0]
+    found = re.search(rf"{re.escape(ev['file'])}, seq (\d+)\)", out)
+    assert found, out
+    records = [json.loads(line) for line in Path(ev["file"]).read_text(encoding="utf-8").splitlines()]
+    (record,) = [r for r in records if r.get("seq") == int(found.group(1))]
+    assert " ".join(ev["quote"].split())[:30] in json.dumps(record, ensure_ascii=False)
     code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--topic", "from-queue")
     assert (code, out) == (0, f"accepted {first['id']}: created mm://local/from-queue\n")
     assert cli(queued, "read", "from-queue", "--json")[1] and json.loads(
@@ -106,6 +114,16 @@ def test_a_list_with_hidden_or_decided_candidates_says_which_in_a_state_column(q
     assert hidden and all(rows[str(c["id"])][3] == "hidden" for c in hidden)
     plain = cli(queued, "queue", "list")[1].splitlines()  # only pending ones on show: no state column
     assert plain[2].split() == ["id", "score", "seen", "kind", "project", "topic", "summary"]
+
+
+def test_show_numbers_a_line_as_editors_do() -> None:
+    from mmctl.cli.queue import _show
+
+    evidence = [{"agent": "codex", "who": "human", "file": "/l/r.jsonl", "position": {"file": "/l/r.jsonl", "line": 0}},
+                {"agent": "dsh", "who": "human", "file": "/l/s.jsonl", "position": {"file": "/l/s.jsonl", "line": 9,
+                                                                                   "seq": 8}}]
+    out = _show({"id": 1, "body": "b", "evidence": evidence})
+    assert "/l/r.jsonl, line 1)" in out and "/l/s.jsonl, line 10, seq 8)" in out, out
 
 
 def test_an_over_budget_accept_keeps_the_candidate_pending_and_exits_1(queued) -> None:  # type: ignore[no-untyped-def]

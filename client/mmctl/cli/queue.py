@@ -110,9 +110,10 @@ def _show(candidate: dict[str, Any]) -> str:
         out += f"\nseen {len(evidence)} time(s):\n"
         for e in evidence:
             pos = e.get("position") or {}
-            where = ":".join(str(pos[k]) for k in ("line", "seq") if pos.get(k) is not None)
+            where = "".join(f", {k} {pos[k] + (k == 'line')}" for k in ("line", "seq")
+                            if isinstance(pos.get(k), int))  # a line as editors count it (from 1; stored from 0)
             out += (f"- {e.get('at') or '?'} {e.get('agent')} {e.get('who')} in {e.get('project') or '?'} "
-                    f"(session {e.get('sessionId') or '-'}, {e.get('file')}{':' + where if where else ''})\n"
+                    f"(session {e.get('sessionId') or '-'}, {e.get('file')}{where})\n"
                     f"  > {e.get('quote', '')}\n")
     return out
 
