@@ -191,6 +191,10 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
         assert json.loads(cli(queued, "queue", "list", "--all", "--project", named, "--json")[1])["candidates"] \
             == payments
     assert json.loads(cli(queued, "queue", "list", "--all", "--project", "api", "--json")[1])["total"] == 0
+    # a long name as the table cuts it ("payments-a…") names the folders starting so
+    assert json.loads(cli(queued, "queue", "list", "--all", "--project", "payments-a…", "--json")[1])["candidates"] \
+        == payments
+    assert json.loads(cli(queued, "queue", "list", "--all", "--project", "api…", "--json")[1])["total"] == 0
     # a folder above the project finds it too: a session started in a subfolder of the repository belongs to it
     for above in ("/home/dev/work", "/home/dev/work/", "work"):
         assert json.loads(cli(queued, "queue", "list", "--all", "--project", above, "--json")[1])["candidates"] \

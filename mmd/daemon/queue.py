@@ -273,7 +273,8 @@ class ReviewQueue:
             hidden: include candidates hidden by their session's budget.
             min_score: only candidates scoring at least this (hidden ones included).
             project, agent: only candidates with evidence from this project (its working directory:
-                a full path, or a name without ``/`` matching its last folder; folders below it count)
+                a full path, or a name without ``/`` matching its last folder, or a name cut with ``…`` as
+                ``queue list`` shows a long one, matching a folder starting so; folders below it count)
                 or agent.
         """
         conn = self.db.conn()
@@ -292,7 +293,9 @@ class ReviewQueue:
             args.append(f"\n{agent}\n")
         if project is not None:  # the project or a folder below it (a session started in a subfolder of the repo)
             clauses.append("(instr(projects, ?) > 0 OR instr(projects, ?) > 0)")
-            if "/" not in project:  # a folder's name, as `queue list` shows it: the project's last folder
+            if "/" not in project and project.endswith("…"):  # a name as the list cut it: its folder's start
+                args += [f"/{project[:-1]}"] * 2
+            elif "/" not in project:  # a folder's name, as `queue list` shows it: the project's last folder
                 args += [f"/{project}\n", f"/{project}/"]
             else:
                 folder = project.rstrip("/")
