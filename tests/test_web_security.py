@@ -185,3 +185,6 @@ def test_the_queue_heading_says_how_many_are_shown_and_how_many_the_budget_hides
     assert heading(page={"pending": 180, "total": 52, "candidates": []}, show_all=False) == (
         "Review queue 180 pending: 52 shown, 128 hidden by their session's budget")
     assert heading(page={"pending": 180, "total": 180, "candidates": []}, show_all=True) == "Review queue 180 pending"
+    title = re.search(r"<title>(.*?)</title>", template.render(**values, page={"pending": 180, "total": 52,
+                                                                               "candidates": []}, show_all=False))
+    assert title is not None and title.group(1).startswith("Queue (52 of 180)")  # the tab counts what the page shows
