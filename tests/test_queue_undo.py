@@ -41,3 +41,27 @@ def test_undo_deletes_a_created_note_restores_a_replaced_one_and_refuses_an_edit
     assert call(daemon, "queue.undo", {"id": rejected})["reverted"] is None
     assert queue_rows(daemon)["code-style"] == ("pending", None, None)
     assert error_code(daemon, "queue.undo", {"id": rejected}) == "E_INVALID"
+
+
+def test_mmctl_queue_undo_puts_decisions_back_and_says_each(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    daemon, _ = start_web_daemon(start_daemon, tmp_path)
+    cands = by_topic(daemon)
+    accepted, rejected = cands["deploy-region"]["id"], cands["code-style"]["id"]
+    assert call(daemon, "queue.accept", {"id": accepted})["ok"]
+    call(daemon, "queue.reject", {"id": rejected})
+
+    def mmctl(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mmctl", *argv, "--root", str(daemon.root)], env=daemon.env,
+                              capture_output=True, text=True, timeout=30)
+
+    done = mmctl("queue", "undo", str(accepted), str(rejected))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"undone {accepted}: pending again; its note deleted",
+                                        f"undone {rejected}: pending again"]
+    assert "deploy-region.md" not in note_files(daemon)
+    assert queue_rows(daemon)["deploy-region"][0] == queue_rows(daemon)["code-style"][0] == "pending"
+    again = mmctl("queue", "undo", str(accepted))  # nothing to undo: exit 1, said
+    assert again.returncode == 1 and f"undo {accepted}: " in again.stderr

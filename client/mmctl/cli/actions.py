@@ -20,6 +20,7 @@ QUEUE_ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "show": ("ID", ()),
     "accept": ("ID...", ("--topic", "--into", "--content", "--file", "--summary", "--tags", "--replace")),
     "reject": ("ID...", ("--below", "--dry-run", "--reason")),
+    "undo": ("ID...", ()),
 }
 """``mmctl queue``'s actions: the ids each takes (``""``, one ``ID``, ``ID...``) and the options it reads."""
 

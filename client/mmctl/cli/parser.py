@@ -146,8 +146,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             epilog="The revision only grows: the daemon reserves numbers in blocks of 1000, so a restart skips\n"
                    "to the next block (1, 2, … then 1001)."),
     Command("queue", "queue", "the review queue of candidates the daemon distilled (needs the daemon)",
-            (Pos("action", "what to do", choices=("list", "show", "accept", "reject"), default="list"),
-             Pos("id", "candidate ids (show: one; accept, reject: one or more)", many=True, kind="id")),
+            (Pos("action", "what to do", choices=("list", "show", "accept", "reject", "undo"), default="list"),
+             Pos("id", "candidate ids (show: one; accept, reject, undo: one or more)", many=True, kind="id")),
             (Opt("--status", "S", "list: which candidates", choices=("pending", "accepted", "rejected", "all")),
              _LIMIT, Opt("--offset", "N", "list: skip N", "int"),
              Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
@@ -167,8 +167,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                    "  list              the candidates, best first (--status, --limit, --offset, --all, --min-score)\n"
                    "  show ID           one candidate: its fields and its body\n"
                    "  accept ID [ID…]   write each candidate as a note (--topic, --into, --content, --replace)\n"
-                   "  reject ID [ID…]   reject each for good (--reason; --below S: all under S; --dry-run lists)\n\n"
-                   "Each id of accept or reject is reported on its own line; the exit code is 1 if any failed\n"
+                   "  reject ID [ID…]   reject each for good (--reason; --below S: all under S; --dry-run lists)\n"
+                   "  undo ID [ID…]     put each decided one back to pending (an accept's write is undone too)\n\n"
+                   "Each id of accept, reject or undo is reported on its own line; the exit code is 1 if any failed\n"
                    "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
                    "--all or --min-score shows the rest."),
     Command("log", "history", "the root's git history, newest first (needs the daemon with --git)",

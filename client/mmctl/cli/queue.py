@@ -132,10 +132,15 @@ def _score(ctx: Ctx, flag: str) -> float | None:
         raise UsageError(f'{flag} expects a number (got "{raw}")') from None
 
 
+_UNDONE = {"deleted": "; its note deleted", "restored": "; its note's text before the accept restored"}
+
+
 def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
-    """The text of an accept or reject answer (``{ok, candidate, write?}``)."""
+    """The text of an accept, reject or undo answer (``{ok, candidate, write?, reverted?}``)."""
     if sub == "reject":
         return f"rejected {cid}\n"
+    if sub == "undo":
+        return f"undone {cid}: pending again{_UNDONE.get(result.get('reverted') or '', '')}\n"
     write = result.get("write") or {}
     if result.get("ok"):
         return f"accepted {cid}: {write.get('action', 'written')} {write.get('uri', '')}\n"
@@ -220,9 +225,9 @@ def _would_reject(ctx: Ctx, client: Any, below: float) -> int:
 
 
 def cmd_queue(ctx: Ctx) -> int:
-    """``queue list|show|accept|reject``: the review queue (needs the daemon).
+    """``queue list|show|accept|reject|undo``: the review queue (needs the daemon).
 
-    ``accept`` and ``reject`` take one or more ids; each is decided and reported
+    ``accept``, ``reject`` and ``undo`` take one or more ids; each is decided and reported
     on its own line (``--json``: one JSON line per id), and the exit code is 1
     when any of them failed. ``reject --below S`` rejects every pending candidate scoring below S;
     with ``--dry-run`` it lists them and rejects nothing.
@@ -260,6 +265,12 @@ def cmd_queue(ctx: Ctx) -> int:
         if not outcome["results"] and not ctx.json:
             ctx.write(f"no pending candidate scores below {below:g}\n")
         return EXIT_FAILED if failed else EXIT_OK
+    return _each(ctx, client, sub, ids, content)
+
+
+def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) -> int:
+    """``accept``, ``reject`` or ``undo`` of each id, each reported; exit 1 when any failed."""
+    a = ctx.args
     failed = 0
     for raw in ids:
         cid = _candidate_id(raw)
@@ -268,6 +279,8 @@ def cmd_queue(ctx: Ctx) -> int:
                 result = client.queue_accept(cid, topic=a.text("--topic"), content=content, into=a.text("--into"),
                                              summary=a.text("--summary"), tags=a.text("--tags"),
                                              replace=a.flag("--replace"))
+            elif sub == "undo":
+                result = client.queue_undo(cid)
             else:
                 result = _reject(client, cid, a.text("--reason"))
         except RpcError as error:
