@@ -18,7 +18,9 @@ def test_contractions_fold_into_their_word_and_filler_and_fragments_are_left_out
         "'s standalone script, don't add dependencies": "standalone-script-add-dependencies",
         "you're right, OMOP CDM age is computed at visit": "omop-cdm-age-computed-visit",
         "I'd like to render those checklists": "render-checklists",
-        "Also ask why it didn't work, because the build failed": "ask-work-build-failed",
+        "Also ask why it didn't work, because the build failed": "work-build-failed",
+        "Please do not browse the web with playwright; use fetch": "browse-web-playwright-use-fetch",
+        "I want the logs kept, we need them for audits": "logs-kept-audits",
     }
     for text, slug in cases.items():
         got = topic_slug(text)

@@ -55,8 +55,10 @@ good great thanks point since says said see try
 can could would should will what how when where which who all any some here now still again very too yet if else
 dont doesnt didnt cant wont isnt arent wasnt werent shouldnt wouldnt couldnt havent hasnt youre youve youll youd
 im ive ill its thats theres heres lets whats hes shes theyre theyve weve were re ll ve these those
+please pls want wants wanted need needs ask asked has have had was bit
 """.split())
-"""Filler a slug leaves out: contractions (apostrophe folded: ``don't`` → ``dont``), their fragments, hedges."""
+"""Filler a slug leaves out: contractions (apostrophe folded: ``don't`` → ``dont``), their fragments, hedges,
+and the words of asking (``please``, ``want``, ``need``, ``ask``): a note is named for its subject."""
 _SLUG_WORDS = 5
 
 
