@@ -34,6 +34,7 @@ from .identity import near_duplicate, normalized, shingles
 from .model import SOURCE_KINDS, Evidence, NewCandidate
 from .rules import MM_V1, Found, apply, may_hold_candidates
 from .score import MIN_SCORE, WHO_FACTOR, Draft, select
+from .signals import standing
 from .statements import MAX_STATEMENT, split, summary_line
 from .topics import proposal
 
@@ -47,6 +48,8 @@ _HEADING_LINE = re.compile(r"^[ \t]*#{2,}[ \t].*$", re.MULTILINE)
 _WEIGHT = {r.kind: r.weight for r in MM_V1}
 MARKED_SCORE = 2.0
 """Score of a candidate marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): above any rule's."""
+_WORDED_AS_RULE = 0.2
+"""Added to a ``Summary:`` / ``Conclusion:`` / ``结论：`` line worded as a standing rule ("must", "必须" …)."""
 
 
 def proposed_topic(kind: str, topic: str, body: str) -> str:
@@ -139,7 +142,8 @@ class _Batch:
                 found.append({"kind": "explicit", "topic": "", "summary": m.group(1), "body": m.group(1)})
         for c in found:
             pinned = c["kind"] in _PINNED_KINDS
-            score = MARKED_SCORE if pinned else _WEIGHT["summary"] * WHO_FACTOR.get(u.who, 0.5)
+            score = MARKED_SCORE if pinned else _WEIGHT["summary"] * WHO_FACTOR.get(u.who, 0.5) + \
+                (_WORDED_AS_RULE if standing(c["body"]) else 0.0)
             self.marked.append(shingles(c["body"]))
             self.make(kind=c["kind"], rule=f"mm.{c['kind']}", body=c["body"], summary=c["summary"], score=score,
                       visible=score >= MIN_SCORE, evidence=[Evidence.of(u, c["body"])],

@@ -25,7 +25,7 @@ from mmd.candidates.statements import MAX_STATEMENT, Statement
 from mmd.candidates.triggers import Folded, Triggers, branches, triggers_of
 
 __all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "phrases", "possible",
-           "quiet", "strength", "without"]
+           "quiet", "standing", "strength", "without"]
 
 Kind = Literal["preference", "rule", "fact", "decision", "pitfall", "environment"]
 KINDS: tuple[Kind, ...] = ("preference", "rule", "fact", "decision", "pitfall", "environment")
@@ -199,8 +199,8 @@ _REQUEST = re.compile(
     r"^(?:\w+,? )?(?:let'?s|lets|can (?:we|you|i)|could (?:we|you)|please|pls|would you|try|go ahead|"
     r"okay,? so|ok,? so|so can|i(?:'d| would)? (?:like|want) to)\b", re.IGNORECASE)
 _STANDING = re.compile(
-    r"\b(?:always|never|must|don'?t|do not|should(?:n'?t| not)|from now on|every time|instead)\b|以后|不要|务必",
-    re.IGNORECASE)
+    r"\b(?:always|never|must|don'?t|do not|should(?:n'?t| not)|from now on|every time|instead)\b|"
+    r"以后|不要|务必|必须|一律|永远|不能|别再|千万|绝不", re.IGNORECASE)
 # said of this moment only: "don't push yet", "for now", "tomorrow"
 _ONE_OFF = re.compile(r"\b(?:yet|for now|tomorrow|tonight|today|right now|this time|at the moment|for the moment)\b|"
                       r"暂时|先不|今天|明天", re.IGNORECASE)
@@ -234,6 +234,12 @@ def quiet(statement: Statement, who: str) -> bool:
     if who == "assistant" and _PLAN.search(text):
         return True
     return who == "summary" and bool(_NONE.match(text))
+
+
+def standing(text: str) -> bool:
+    """Whether ``text`` is worded as a standing rule: "always", "never", "must", "don't", "from now on",
+    "instead", "以后", "不要", "必须", "不能" …"""
+    return bool(_STANDING.search(text))
 
 
 def phrases(rule: Rule) -> tuple[str, ...]:
