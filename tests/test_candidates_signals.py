@@ -84,6 +84,8 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
     ("You're absolutely right!", "assistant"),                   # an acknowledgment with nothing after it
     ("Good point, I will look at it.", "assistant"),
     ("The issue is that I need to make the helper work with blocks.", "assistant"),  # a plan, not a finding
+    ("The fix is already applied, so the retry never fires twice.", "assistant"),  # the state of the work
+    ("The hook is already in place and does not run on merges.", "assistant"),
     ("I don't think that matters here at all", "human"),         # a hedge, not a rule
     ("The issue is that the page background stays dark in the code block.", "assistant"),  # a diagnosis of the moment
 ])

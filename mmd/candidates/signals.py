@@ -209,7 +209,9 @@ _HEDGE = re.compile(r"\b(?:might|may|maybe|perhaps|probably|possibly|likely|coul
                     r"appears? to|either)\b", re.IGNORECASE)
 # "okay, fix is pushed, let's update from main": a request after a clause, not only at the start
 _LETS = re.compile(r"(?:^|[,;:.!] |\b(?:so|and|then|now|ok(?:ay)?|yes|nah|no) )let'?s\b", re.IGNORECASE)
-_PLAN = re.compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b", re.IGNORECASE)
+_PLAN = re.compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b|"
+                   r"\b(?:is|are|was|were|has been|have been) already (?:applied|done|in place|fixed|committed|pushed|"
+                   r"merged|there|set|installed|running)\b", re.IGNORECASE)
 _WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
 
 
@@ -218,7 +220,7 @@ def quiet(statement: Statement, who: str) -> bool:
 
     Quiet: fewer than 4 words (2 CJK characters count as one) or fewer than 3 of 3+ letters
     ("no, keep as is", "ok do it"), a question that opens with a
-    question word, an assistant progress note ("Let me …", "I'll …", "Perfect!"), and a
+    question word, an assistant progress note ("Let me …", "I'll …", "Perfect!", "… is already applied"), and a
     summary bullet that says "(none)".
     """
     text = statement.text.strip(" *_`>")
