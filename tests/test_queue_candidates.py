@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -150,6 +151,15 @@ def test_the_extractor_runs_once_per_ended_session_and_its_failures_show(start_d
     db = sqlite3.connect(daemon.root / ".mmd" / "state.db")
     assert sorted(r[0] for r in db.execute("SELECT ok FROM extractors")) == [0, 0, 1]
     db.close()
+    # SIGHUP: a new command and time limit apply to the next run, without a restart
+    renewed = json.dumps([sys.executable, str(FIXTURES / "extractor.py"), str(tmp_path / "renewed")])
+    config.write_text(f"[candidates]\ncommand = {renewed}\ntimeoutMs = 4000\n", encoding="utf-8")
+    daemon.signal(signal.SIGHUP)
+    wait_until(lambda: call(daemon, "daemon.status")["extractor"]["command"] == json.loads(renewed), timeout_s=20,
+               what="the reloaded extractor command")
+    session_log(sessions, "--home-test-shop--", "s-renewed", [("m-1", "fact: the CI cache lives in bucket ci-7")])
+    wait_until(lambda: call(daemon, "daemon.status")["extractor"]["runs"] == 4, timeout_s=20, what="the fourth run")
+    assert len(list(tmp_path.glob("renewed.*"))) == 1 and len(list(tmp_path.glob("given.*"))) == 3
     # both sides of the contract validate against schema/extractor.schema.json
     from jsonschema import Draft202012Validator
 

@@ -405,6 +405,11 @@ class Daemon:
             running.ingestor.idle_s = new.session_idle_s
         running.rpc.max_request_bytes = new.max_request_bytes
         running.rpc.max_queued_bytes = new.max_queued_bytes
+        extractor = running.extractor
+        if extractor is not None and new.extractor:  # the next run takes the new command and limit
+            extractor.command, extractor.timeout_s = list(new.extractor), new.extractor_timeout_ms / 1000
+        elif bool(new.extractor) != bool(old.extractor):
+            log.warning("config.needs_restart key=candidates.command (an extractor starts or stops with the daemon)")
         log.info("config.reloaded file=%s", new.config_file)
         self.notifier.ready(f"serving {new.root} at revision {running.state.revision}")
 
