@@ -110,6 +110,11 @@ def test_a_list_with_hidden_or_decided_candidates_says_which_in_a_state_column(q
     assert state[str(first["id"])] == "accepted→from-queue" and state[str(second["id"])] == "rejected"
     hidden = [c for c in json.loads(cli(queued, "queue", "list", "--all", "--json")[1])["candidates"]
               if not c["visible"]]
+    # a decided candidate is listed with its status whether or not the budget hid it while pending
+    assert cli(queued, "queue", "reject", str(hidden[-1]["id"]))[0] == 0
+    rejected = json.loads(cli(queued, "queue", "list", "--status", "rejected", "--json")[1])
+    assert {c["id"] for c in rejected["candidates"]} == {second["id"], hidden[-1]["id"]} and rejected["total"] == 2
+    hidden = hidden[:-1]
     rows = {row[0]: row for row in _table(cli(queued, "queue", "list", "--all")[1].splitlines())}
     assert hidden and all(rows[str(c["id"])][3] == "hidden" for c in hidden)
     plain = cli(queued, "queue", "list")[1].splitlines()  # only pending ones on show: no state column

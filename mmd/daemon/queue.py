@@ -270,7 +270,7 @@ class ReviewQueue:
         Pending candidates come highest score first (ties: oldest first); other statuses oldest first.
 
         Args:
-            hidden: include candidates hidden by their session's budget.
+            hidden: include pending candidates hidden by their session's budget (decided ones are always listed).
             min_score: only candidates scoring at least this (hidden ones included).
             project, agent: only candidates with evidence from this project (its working directory:
                 a full path, or a name without ``/`` matching its last folder, or a name cut with ``…`` as
@@ -286,8 +286,8 @@ class ReviewQueue:
         if min_score is not None:
             clauses.append("score >= ?")
             args.append(min_score)
-        elif not hidden:
-            clauses.append("visible = 1")
+        elif not hidden:  # the budget hides pending candidates only: a decided one is listed whatever it was
+            clauses.append("(visible = 1 OR status != 'pending')")
         if agent is not None:
             clauses.append("instr(agents, ?) > 0")
             args.append(f"\n{agent}\n")

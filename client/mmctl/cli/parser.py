@@ -164,7 +164,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--dry-run", None, "reject --below: list what would be rejected, reject nothing", "switch"),
              Opt("--reason", "R", "reject: why")),
             epilog="actions:\n"
-                   "  list              the candidates, best first (--status, --limit, --offset, --all, --min-score)\n"
+                   "  list              pending candidates best first; --status S: decided ones too, oldest first\n"
                    "  show ID           one candidate: its fields and its body\n"
                    "  accept ID [ID…]   write each candidate as a note (--topic, --into, --content, --replace)\n"
                    "  reject ID [ID…]   reject each for good (--reason; --below S: all under S; --dry-run lists)\n"
