@@ -65,6 +65,7 @@ class EventStreams:
         """One page's stream: a ``retry`` hint, then one record per event, until the server stops."""
         queue = self.publisher.subscribe()
         closing = asyncio.ensure_future(self._closing.wait())
+        getter: asyncio.Future[tuple[str, dict[str, Any]]] | None = None
         try:
             yield f"retry: 2000\n: seq {self.publisher.seq}\n\n"
             while not self._closing.is_set():
@@ -78,6 +79,8 @@ class EventStreams:
                     continue
                 topic, message = getter.result()
                 yield f"id: {message['seq']}\nevent: {topic}\ndata: {json.dumps(message, ensure_ascii=False)}\n\n"
-        finally:
+        finally:  # the page went away mid-wait too: no task is left pending ("Task was destroyed" in the log)
             closing.cancel()
+            if getter is not None:
+                getter.cancel()
             self.publisher.unsubscribe(queue)
