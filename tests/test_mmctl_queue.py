@@ -217,6 +217,10 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     assert ev["sessionId"] in out
     # accept into a note: appended under the budget; then merge two notes into one
     assert cli(queued, "write", "house-rules", "--content", "Rules of the house.")[0] == 0
+    code, out, err = cli(queued, "queue", "accept", str(first["id"]), "--into", "house-rule")  # a typo
+    assert (code, out) == (1, "") and err == (
+        f"mmctl: accept {first['id']}: there is no note house-rule to append to; `mmctl list` shows the notes, "
+        "--topic house-rule (no --into) creates it\n")
     code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--into", "house-rules")
     assert (code, out) == (0, f"accepted {first['id']}: updated mm://local/house-rules\n")
     note = json.loads(cli(queued, "read", "house-rules", "--json")[1])

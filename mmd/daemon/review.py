@@ -150,8 +150,7 @@ class Review:
             if cand["status"] != "pending":
                 raise _decided(cand)
             if into is not None and self.state.current.note(into) is None:
-                raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to; accept with "
-                                  f"topic {into} (no into) to create it", topic=into)
+                raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
             if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
                 into = cand["topic"]
             if into is not None:

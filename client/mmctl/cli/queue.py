@@ -155,6 +155,8 @@ def _said(error: RpcError) -> str:
         where = error.data.get("uri") or error.data.get("topic") or "the topic"
         return (f"{where} already has a note; accept with --replace to overwrite it, --into T to append to a note, "
                 "or --topic T to write elsewhere")
+    if error.code == "E_NOT_FOUND" and error.data.get("topic"):  # --into a topic with no note
+        return f"{error.message}; `mmctl list` shows the notes, --topic {error.data['topic']} (no --into) creates it"
     return error.message
 
 
