@@ -248,7 +248,7 @@ def cmd_review(ctx: Ctx) -> int:
     seen = {c["id"] for c in todo}
     while at < len(todo) or _arrived(client, ctx, todo, seen, screen):
         cand = todo[at]
-        screen.show(cand, at + 1, len(todo))
+        screen.show(cand, len(decided) + at + 1, len(decided) + len(todo))  # progress over the whole session
         key = screen.key()
         if key == "q":
             break
