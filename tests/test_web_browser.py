@@ -111,7 +111,7 @@ def test_accept_into_an_existing_topic(start_daemon, tmp_path: Path, page: Any) 
     card = page.locator(f"#cand-{cand['id']}")
     card.locator("select[name=into]").select_option("testing")
     card.locator("button.do-into").click()
-    assert any("accepted as testing" in t for t in flash_texts(page))
+    assert any("appended to testing" in t for t in flash_texts(page))
     text = note_files(daemon)["testing.md"]
     assert "CI runs on every push." in text and "make check" in text
     assert "test-command.md" not in note_files(daemon)
@@ -245,7 +245,7 @@ def test_an_append_proposal_with_its_evidence_is_accepted_into_its_note(start_da
     assert card.locator(".score").inner_text() == f"{cand['score']:.2f}"
     assert card.locator(".seen").inner_text() == str(cand["seen"])
     card.locator("button.do-append").click()
-    assert any("accepted as deploy" in t for t in flash_texts(page))
+    assert any("appended to deploy" in t for t in flash_texts(page))
     note = call(daemon, "memory.read", {"topic": "deploy"})
     assert note["body"] == ("Staging deploys go through the bastion.\n\n"
                             "staging deploys need the VPN token from the team vault.")

@@ -110,7 +110,8 @@ class Actions:
         if not result["ok"]:
             return {"ok": False, "id": cid, "text": f"#{cid} " + outcome_text(result["write"].get("topic") or
                                                                            params.get("topic") or "", result["write"])}
-        return {"ok": True, "id": cid, "text": f"#{cid} accepted as {result['write']['topic']}"}
+        how = "appended to" if params.get("into") else "accepted as"
+        return {"ok": True, "id": cid, "text": f"#{cid} {how} {result['write']['topic']}"}
 
     async def accept(self, request: Request) -> Response:
         """``POST /queue/accept {id, topic?, summary?, tags?, body?, into?, rev}``.
