@@ -107,7 +107,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("export.files", "--export-file", "paths", (),
            "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
     Option("candidates.perSession", "--per-session", "int", None,
-           "visible candidates per agent session (default: about 5, scaled by the session's size)"),
+           "visible candidates per agent session (default: 3 to 8, by the session's length)"),
     Option("candidates.command", "--extractor-command", "argv", None,
            "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
     Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
