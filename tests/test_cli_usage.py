@@ -320,6 +320,14 @@ def test_the_help_of_one_queue_action_names_its_options_only(action: str, own: l
     assert rest.split("\n", 1)[0] and not rest.startswith((f"{action} ID", f"{action}  ")), proc.stdout
 
 
+def test_a_refused_queue_action_shows_that_actions_usage() -> None:
+    proc = subprocess.run([*MMCTL_ARGV, "queue", "list", "--status", "bogus"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "MMCTL_NO_DAEMON": "1"})
+    first, usage = proc.stderr.splitlines()[:2]
+    assert proc.returncode == 2 and "invalid choice: 'bogus'" in first
+    assert usage.startswith("usage: mmctl queue list [-h] [--status S]") and "--into" not in usage, usage
+
+
 def test_the_revision_jump_at_a_restart_is_explained_in_readme_and_status_help() -> None:
     from mmd.daemon.state import RESERVE
 

@@ -1,8 +1,9 @@
 """Help for one action of a command that has several (``mmctl queue accept --help``).
 
-Owns: which options each action of ``mmctl queue`` reads (:data:`QUEUE_ACTIONS`) and the help text of one
-action (:func:`action_help`), built from the command table (:data:`.parser.COMMANDS`): the action's line of
-the command's epilog, its ids, its options. Loaded only when such help is asked for.
+Owns: which options each action of ``mmctl queue`` reads (:data:`QUEUE_ACTIONS`), the help text of one
+action (:func:`action_help`) and its usage line for a usage error (:func:`action_usage`), built from the
+command table (:data:`.parser.COMMANDS`): the action's line of the command's epilog, its ids, its options.
+Loaded only when such help is asked for, or a queue command line is refused.
 
 Never: parses a command line for running (:func:`.parser.parse_args` does), or prints.
 """
@@ -13,7 +14,7 @@ import argparse
 
 from .parser import COMMANDS, PROG, Command, Pos, add_arguments
 
-__all__ = ["QUEUE_ACTIONS", "action_help"]
+__all__ = ["QUEUE_ACTIONS", "action_help", "action_usage"]
 
 QUEUE_ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "list": ("", ("--status", "--limit", "--offset", "--all", "--min-score", "--project", "--agent")),
@@ -29,6 +30,17 @@ def action_help(name: str, action: str) -> str | None:
     """The help of ``mmctl <name> <action>``: usage with only the action's options, its line of the command's
     epilog as the description, and the command's epilog after its action list. None when ``name`` has no
     per-action help or ``action`` is not one of its actions."""
+    parser = _action_parser(name, action)
+    return parser.format_help() if parser is not None else None
+
+
+def action_usage(name: str, words: list[str]) -> str | None:
+    """The one-line usage of the action named in ``words`` (``usage: mmctl queue list [-h] …``), or None."""
+    parser = next((p for p in (_action_parser(name, w) for w in words) if p is not None), None)
+    return " ".join(parser.format_usage().split()) if parser is not None else None
+
+
+def _action_parser(name: str, action: str) -> argparse.ArgumentParser | None:
     if name != "queue" or action not in QUEUE_ACTIONS:
         return None
     command = COMMANDS[name]
@@ -42,4 +54,4 @@ def action_help(name: str, action: str) -> str | None:
                    tuple(o for o in command.options if o.flag in flags), json=command.json)
     parser = argparse.ArgumentParser(prog=f"{PROG} {name} {action}", description=only.summary,
                                      epilog=notes or None, formatter_class=argparse.RawDescriptionHelpFormatter)
-    return add_arguments(parser, only).format_help()
+    return add_arguments(parser, only)

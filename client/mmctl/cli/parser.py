@@ -397,7 +397,11 @@ def parse_args(argv: list[str]) -> Args:
     if quick is not None:
         return quick
     parser = command_parser(command)
-    namespace = parser.parse_intermixed_args(rest)
+    try:
+        namespace = parser.parse_intermixed_args(rest)
+    except UsageError as error:  # `queue list --status bogus`: the list's usage, not every action's
+        error.usage = _action_usage(command.name, rest) or error.usage
+        raise
     values = vars(namespace)
     if name == "help":
         return _help(values.get("command"))
@@ -474,6 +478,12 @@ def _action_help(name: str, rest: list[str]) -> None:
         text = action_help(name, word)
         if text is not None:
             raise Shown(text)
+
+
+def _action_usage(name: str, rest: list[str]) -> str | None:
+    from .actions import action_usage
+
+    return action_usage(name, rest)
 
 
 def _help(topic: str | None) -> NoReturn:
