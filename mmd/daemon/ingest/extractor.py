@@ -284,6 +284,12 @@ def run_command(command: Sequence[str], payload: bytes, timeout_s: float, max_st
         return out
 
 
+def _exited(pid: int) -> bool:
+    """Whether the child has exited, without reaping it: its pid, and so its process group's id, stay taken
+    until the group has been killed (no other group can be given that id meanwhile)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
 def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout: int, timeout_s: float) -> bytes:
     """Stdout until EOF, or until the command has exited and nothing more is waiting in the pipe."""
     assert proc.stdout is not None
@@ -293,7 +299,7 @@ def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout:
         left = deadline - time.monotonic()
         if left <= 0:
             raise ExtractorFailed(f"timed out after {timeout_s:g} s")
-        exited = proc.poll() is not None
+        exited = _exited(proc.pid)
         ready, _, _ = select.select([fd], [], [], 0 if exited else min(left, 0.2))
         if not ready:
             if exited:
