@@ -134,6 +134,10 @@ def test_an_assistant_guess_weighs_less_than_its_finding() -> None:
     finding = strength(one("The cache key ignores the tenant, so entries leak."), "assistant")
     either = strength(one("Either the hook does not fire or the log is rotated away."), "assistant")
     assert guess < finding and either < finding
+    may = strength(one("The cache key may ignore the tenant, so entries leak."), "assistant")
+    month = strength(one("The certificate expires in May, so the cron job renews it."), "assistant")
+    assert may < finding and month == strength(one("The certificate expires soon, so the cron job renews it."),
+                                               "assistant")
 
 
 def test_something_said_of_the_moment_weighs_less() -> None:

@@ -205,7 +205,7 @@ _STANDING = re.compile(
 _ONE_OFF = re.compile(r"\b(?:yet|for now|tomorrow|tonight|today|right now|this time|at the moment|for the moment)\b|"
                       r"暂时|先不|今天|明天", re.IGNORECASE)
 # the assistant guessing ("probably the cache", "it might be", "either … or …"): a hypothesis, not a finding
-_HEDGE = re.compile(r"\b(?:might|may|maybe|perhaps|probably|possibly|likely|could be|i think|i suspect|seems?|"
+_HEDGE = re.compile(r"\b(?:might|(?-i:may)|maybe|perhaps|probably|possibly|likely|could be|i think|i suspect|seems?|"
                     r"appears? to|either)\b", re.IGNORECASE)
 # "okay, fix is pushed, let's update from main": a request after a clause, not only at the start
 _LETS = re.compile(r"(?:^|[,;:.!] |\b(?:so|and|then|now|ok(?:ay)?|yes|nah|no) )let'?s\b", re.IGNORECASE)
