@@ -51,7 +51,11 @@ def test_a_command_that_runs_out_of_time_is_killed_with_what_it_started(tmp_path
     assert _gone(_pid_from(pidfile))
 
 
-def test_a_command_that_exits_is_read_at_once_though_a_helper_still_holds_its_stdout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("waitid", [True, False], ids=["waitid", "no-waitid (macOS)"])
+def test_a_command_that_exits_is_read_at_once_though_a_helper_still_holds_its_stdout(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, waitid: bool) -> None:
+    if not waitid:
+        monkeypatch.delattr(os, "waitid", raising=False)
     pidfile = tmp_path / "helper.pid"
     script = f'sleep 300 & echo $! > {pidfile}; cat > /dev/null; echo \'{{"candidates": []}}\''
     # held up by the helper's open stdout, the run would end "timed out after 30 s" (the helper sleeps 300)

@@ -284,10 +284,13 @@ def run_command(command: Sequence[str], payload: bytes, timeout_s: float, max_st
         return out
 
 
-def _exited(pid: int) -> bool:
-    """Whether the child has exited, without reaping it: its pid, and so its process group's id, stay taken
-    until the group has been killed (no other group can be given that id meanwhile)."""
-    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child has exited, without reaping it where the OS can say so (``waitid`` with ``WNOWAIT``; not
+    on macOS, where it is reaped): its pid, and so its process group's id, stay taken until the group has been
+    killed (no other group can be given that id meanwhile)."""
+    if hasattr(os, "waitid"):
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    return proc.poll() is not None
 
 
 def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout: int, timeout_s: float) -> bytes:
@@ -299,7 +302,7 @@ def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout:
         left = deadline - time.monotonic()
         if left <= 0:
             raise ExtractorFailed(f"timed out after {timeout_s:g} s")
-        exited = _exited(proc.pid)
+        exited = _exited(proc)
         ready, _, _ = select.select([fd], [], [], 0 if exited else min(left, 0.2))
         if not ready:
             if exited:
