@@ -145,6 +145,11 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
         check(event_def("memory/nudge"), nudge, "memory/nudge (agent session-end)")
         assert (nudge["agent"], nudge["sessionId"], nudge["project"], nudge["source"]) == (
             "claude-code", CLAUDE_SID, "/home/ana/code/kiln", str(transcript))
+        left = [c for c in candidates(daemon, "pending") if c["source"]["sessionId"] == CLAUDE_SID and c["visible"]]
+        best = sorted(left, key=lambda c: (-c["score"], c["id"]))[0]
+        said = nudge["suggestedActions"][0]  # what the session left comes first, by id and summary
+        assert said.startswith(f"this session left {len(left)} candidate memor") and f"#{best['id']} " in said, said
+        assert f"mmctl queue show {best['id']}" in said
     finally:
         sub.close()
     assert len(mine(daemon)) == 3 and status(daemon)["ingest"]["sessionsEnded"] == 1

@@ -166,8 +166,17 @@ class Jobs:
 
     def session_ended(self, ended: EndedSession) -> None:
         """A followed agent session went quiet (and its source reports no writer): a ``session-end`` nudge
-        naming the agent, its session id, the project (null when unknown) and the log."""
+        naming the agent, its session id, the project (null when unknown) and the log; its first suggested
+        action names the session's visible pending candidates (the best three, ids and summaries), if any."""
         report = self._nudge_report()
+        queue = self.review.queue
+        if queue is not None and ended.session_id:  # what this session left, named first: it is fresh in mind
+            count, best = queue.of_session(ended.session_id)
+            if count:
+                named = "; ".join(f"#{cid} {summary}" for cid, summary in best) + ("; …" if count > len(best) else "")
+                report["suggestedActions"].insert(0, f"this session left {count} candidate memor"
+                                                     f"{'y' if count == 1 else 'ies'} to review: {named} "
+                                                     f"(mmctl queue show {best[0][0]}, then queue accept|reject ID…)")
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
                                               "sessionId": ended.session_id, "source": ended.file,
                                               "agent": ended.agent, "project": ended.project,
