@@ -49,8 +49,6 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("That error happens because the browser blocks modules loaded from file URLs.", "assistant-root-cause"),
     ("Fixed by passing the flag to the renderer so the text stays plain.", "assistant-fix"),
     ("The hook doesn't receive any session context from stdin.", "assistant-pitfall"),
-    ("The git hooks don't receive any session context from stdin.", "assistant-pitfall"),
-    ("Background tasks do not propagate the request's trace context.", "assistant-pitfall"),
     ("We'll use the thread pool since the default one is shared.", "assistant-decision"),
     ("You're right — the exporter writes to stdout in dev only.", "assistant-acknowledged"),
     ("The parser doesn't accept a leading minus, so the caller strips it.", "assistant-pitfall"),

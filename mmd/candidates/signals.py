@@ -153,7 +153,7 @@ RULES: tuple[Rule, ...] = (
     Rule("assistant-fix", "pitfall", 0.7, ("assistant",), _rx(
         r"\bfixed by\b", r"\bthe fix (?:is|was)\b", r"\bfixed (?:it|this) by\b", r"\bworks? around\b")),
     Rule("assistant-pitfall", "pitfall", 0.6, ("assistant",), _rx(
-        r"\b(?:doesn'?t|does not|don'?t|do not|won'?t|can'?t|cannot|never|isn'?t|is not|aren'?t) "
+        r"\b(?:doesn'?t|does not|won'?t|can'?t|cannot|never|isn'?t|is not|aren'?t) "
         r"(?:work|catch|complete|support|resolve|emit|receive|create|run|affect|apply|accept|handle|allow|"
         r"include|parse|match|exist|persist|trigger|fire|propagate)\w*\b", r"\bdefaults? to\b",
         r"\bsilently\b", r"\bhard-?coded\b", r"\bonly (?:goes|works|contains|applies|runs)\b",
