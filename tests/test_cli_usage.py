@@ -320,6 +320,16 @@ def test_the_help_of_one_queue_action_names_its_options_only(action: str, own: l
     assert rest.split("\n", 1)[0] and not rest.startswith((f"{action} ID", f"{action}  ")), proc.stdout
 
 
+def test_the_action_is_the_first_word_that_is_no_option_value() -> None:
+    """``--reason list`` is a reason, not the list action; ``--topic show`` a topic."""
+    shown = subprocess.run([*MMCTL_ARGV, "queue", "--reason", "list", "reject", "-h"], capture_output=True, text=True,
+                           timeout=60, check=True).stdout
+    assert shown.startswith("usage: mmctl queue reject"), shown
+    refused = subprocess.run([*MMCTL_ARGV, "queue", "--topic", "show", "accept", "5", "--bogus"], capture_output=True,
+                             text=True, timeout=60, env={**os.environ, "MMCTL_NO_DAEMON": "1"})
+    assert refused.returncode == 2 and "usage: mmctl queue accept [-h]" in refused.stderr, refused.stderr
+
+
 def test_a_refused_queue_action_shows_that_actions_usage() -> None:
     proc = subprocess.run([*MMCTL_ARGV, "queue", "list", "--status", "bogus"], capture_output=True, text=True,
                           timeout=60, env={**os.environ, "MMCTL_NO_DAEMON": "1"})

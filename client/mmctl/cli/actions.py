@@ -34,9 +34,9 @@ def action_help(name: str, action: str) -> str | None:
     return parser.format_help() if parser is not None else None
 
 
-def action_usage(name: str, words: list[str]) -> str | None:
-    """The one-line usage of the action named in ``words`` (``usage: mmctl queue list [-h] …``), or None."""
-    parser = next((p for p in (_action_parser(name, w) for w in words) if p is not None), None)
+def action_usage(name: str, action: str) -> str | None:
+    """The one-line usage of ``mmctl <name> <action>`` (``usage: mmctl queue list [-h] …``), or None."""
+    parser = _action_parser(name, action)
     return " ".join(parser.format_usage().split()) if parser is not None else None
 
 

@@ -471,19 +471,21 @@ def _place(command: Command, words: list[str], args: Args) -> Args | None:
 
 
 def _action_help(name: str, rest: list[str]) -> None:
-    """Raise :class:`Shown` with the help of the action named in ``rest`` (``queue accept -h``), if one is."""
+    """Raise :class:`Shown` with the help of the action ``rest`` names (``queue accept -h``), if it names one: its
+    first word that is no option nor an option's value."""
     from .actions import action_help
 
-    for word in rest:
-        text = action_help(name, word)
-        if text is not None:
-            raise Shown(text)
+    at = _command_word(rest)
+    text = action_help(name, rest[at]) if at is not None else None
+    if text is not None:
+        raise Shown(text)
 
 
 def _action_usage(name: str, rest: list[str]) -> str | None:
     from .actions import action_usage
 
-    return action_usage(name, rest)
+    at = _command_word(rest)
+    return action_usage(name, rest[at]) if at is not None else None
 
 
 def _help(topic: str | None) -> NoReturn:
