@@ -205,6 +205,10 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
         assert json.loads(cli(queued, "queue", "list", "--all", "--project", above, "--json")[1])["candidates"] \
             == payments, above
     assert json.loads(cli(queued, "queue", "list", "--agent", "codex", "--json")[1])["total"] == 0
+    sid = everything["candidates"][-1]["source"]["sessionId"]  # one session's candidates, hidden ones with --all
+    of_session = json.loads(cli(queued, "queue", "list", "--all", "--session", sid, "--json")[1])["candidates"]
+    assert of_session == [c for c in everything["candidates"] if c["source"]["sessionId"] == sid]
+    assert json.loads(cli(queued, "queue", "list", "--session", "no-such-session", "--json")[1])["total"] == 0
     code, _, err = cli(queued, "queue", "list", "--min-score", "high")
     assert code == 2 and "expects a number" in err
     code, _, err = cli(queued, "queue", "list", "--agent", "claude")  # a misspelt agent is not "0 of 0"

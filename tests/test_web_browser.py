@@ -255,3 +255,39 @@ def test_an_append_proposal_with_its_evidence_is_accepted_into_its_note(start_da
     assert undone["reverted"] == "restored"
     assert call(daemon, "memory.read", {"topic": "deploy"})["body"] == "Staging deploys go through the bastion."
     assert note_files(daemon)["deploy.md"].rstrip().endswith("Staging deploys go through the bastion.")
+
+
+def test_a_sessions_hidden_candidates_open_from_its_group(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                          page: Any) -> None:
+    from tests.test_ingest_helpers import candidates, user_message, wait_until
+
+    daemon, url = start_web_daemon(start_daemon, tmp_path)
+    folder = tmp_path / "sessions" / "--home-dev-shop--" / "s-web-4"
+    folder.mkdir()
+    header = (b'{"type":"session","version":4,"id":"s-web-4","createdAt":1790787873424,"isSeeded":false,'
+              b'"delegationDepth":0}\n')
+    rules = ("the cart service should retry payment calls twice", "the invoice job should run after midnight UTC",
+             "the search index should be rebuilt on each deploy", "the admin pages should stay behind the VPN",
+             "the mobile API should keep the v1 routes until March", "the image cache should expire after a week")
+    (folder / "session.v4.jsonl").write_bytes(header + user_message(1, ".\n\n".join(rules) + ".", "m1"))
+    def of_session() -> list[dict[str, Any]]:
+        return [c for c in candidates(daemon, "pending") if c["source"]["sessionId"] == "s-web-4"]
+
+    try:
+        mine = wait_until(lambda: (found := of_session()) and len(found) == 6 and found, what="six candidates")
+    except AssertionError:
+        raise AssertionError(of_session()) from None
+    hidden = [c for c in mine if not c["visible"]]
+    assert hidden and len(hidden) < 6  # the budget shows a few of one prompt's six rules
+    page.goto(url)
+    page.goto(re.sub(r"/\?.*$|/$", "", url.split("?")[0]) + "/?group=session")
+    group = page.locator("section.group", has_text="session: s-web-4")
+    assert all(group.locator(f"#cand-{c['id']}").count() == 0 for c in hidden)
+    group.locator("a.session-all").click()
+    page.wait_for_selector(f"#cand-{hidden[0]['id']}")
+    assert "session s-web-4: 6 pending, hidden ones too" in " ".join(page.locator("h1").inner_text().split())
+    assert {int(x) for x in page.locator("article.candidate").evaluate_all("els => els.map(e => e.dataset.id)")} \
+        == {c["id"] for c in mine}
+    page.locator("#whole-queue").click()
+    page.wait_for_selector("select#group")
+    assert page.locator(f"#cand-{hidden[0]['id']}").count() == 0

@@ -404,7 +404,7 @@ class Methods:
 
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
                    all: bool = False, min_score: float | None = None, project: str | None = None,
-                   agent: str | None = None) -> Any:
+                   agent: str | None = None, session: str | None = None) -> Any:
         """``queue.list`` → ``{candidates, total, pending, offset, limit}``; pending ones highest score first.
 
         Args:
@@ -412,13 +412,14 @@ class Methods:
             limit: page size, 1–1000 (default 100). offset: candidates to skip.
             all: include candidates hidden by their session's budget. min_score: only those scoring at least this.
             project, agent: only candidates seen in this project (cwd) or from this agent.
+            session: only candidates first seen in this agent session (its id).
 
         Raises:
             RpcError(E_UNAVAILABLE): if the daemon runs without ingestion. RpcError(E_INVALID): bad status or range.
         """
         return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset,
                                                  "all": all or None, "minScore": min_score, "project": project,
-                                                 "agent": agent})
+                                                 "agent": agent, "session": session})
 
     def queue_get(self, candidate_id: str | int) -> Any:
         """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.

@@ -291,15 +291,17 @@ class Methods:
 
     @handles(wire.QUEUE_LIST)
     async def queue_list(self, p: dict[str, Any]) -> QueueListResult:
-        """``queue.list {status?, limit?, offset?, all?, minScore?, project?, agent?}`` → ``{candidates, total,
-        pending, offset, limit}``; pending ones highest score first; hidden ones only with ``all`` or ``minScore``.
+        """``queue.list {status?, limit?, offset?, all?, minScore?, project?, agent?, session?}`` → ``{candidates,
+        total, pending, offset, limit}``; pending ones highest score first; hidden ones only with ``all`` or
+        ``minScore``.
 
         Raises:
             DaemonError(E_INVALID | E_UNAVAILABLE): as :meth:`.review.Review.page`.
         """
         return await self.review.page(p.get("status", "pending"), limit=p.get("limit", 100),
                                       offset=p.get("offset", 0), hidden=bool(p.get("all")),
-                                      min_score=p.get("minScore"), project=p.get("project"), agent=p.get("agent"))
+                                      min_score=p.get("minScore"), project=p.get("project"), agent=p.get("agent"),
+                                      session=p.get("session"))
 
     @handles(wire.QUEUE_GET)
     async def queue_get(self, p: dict[str, Any]) -> CandidateJson:

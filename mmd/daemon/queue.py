@@ -264,7 +264,7 @@ class ReviewQueue:
 
     def list(self, status: str = "pending", *, limit: int = 100, offset: int = 0, hidden: bool = True,
              min_score: float | None = None, project: str | None = None,
-             agent: str | None = None) -> tuple[list[CandidateJson], int]:
+             agent: str | None = None, session: str | None = None) -> tuple[list[CandidateJson], int]:
         """Candidates with ``status`` (or ``"all"``): ``(page, total matching)``.
 
         Pending candidates come highest score first (ties: oldest first); other statuses oldest first.
@@ -276,6 +276,7 @@ class ReviewQueue:
                 a full path, or a name without ``/`` matching its last folder, or a name cut with ``…`` as
                 ``queue list`` shows a long one, matching a folder starting so; folders below it count)
                 or agent.
+            session: only candidates first seen in this agent session (its id).
         """
         conn = self.db.conn()
         clauses: list[str] = []
@@ -288,6 +289,9 @@ class ReviewQueue:
             args.append(min_score)
         elif not hidden:  # the budget hides pending candidates only: a decided one is listed whatever it was
             clauses.append("(visible = 1 OR status != 'pending')")
+        if session is not None:
+            clauses.append("session_id = ?")
+            args.append(session)
         if agent is not None:
             clauses.append("instr(agents, ?) > 0")
             args.append(f"\n{agent}\n")

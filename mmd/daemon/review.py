@@ -77,7 +77,7 @@ class Review:
 
     async def page(self, status: str = "pending", *, limit: int = 100, offset: int = 0, hidden: bool = False,
                    min_score: float | None = None, project: str | None = None,
-                   agent: str | None = None) -> QueueListResult:
+                   agent: str | None = None, session: str | None = None) -> QueueListResult:
         """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``).
 
         Pending candidates come highest score first; others oldest first. Candidates hidden by
@@ -88,6 +88,7 @@ class Review:
             hidden: include hidden candidates. min_score: only candidates scoring at least this.
             project, agent: only candidates with evidence from this project (its working directory:
                 a full path, or a name without ``/`` matching its last folder) or agent.
+            session: only candidates first seen in this agent session (its id).
 
         Returns:
             ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.
@@ -103,7 +104,8 @@ class Review:
             raise DaemonError(ErrorCode.E_INVALID,
                               f"queue.list: limit must be 1..{QUEUE_LIST_MAX} and offset at least 0")
         found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset, hidden=hidden,
-                                               min_score=min_score, project=project, agent=agent)
+                                               min_score=min_score, project=project, agent=agent,
+                                               session=session)
         return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
 
     async def get(self, raw_id: int | str) -> CandidateJson:

@@ -129,7 +129,7 @@ MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": P
                                        "summary": Param(_STR), "ifRevision": Param(_INT), **_SESSION})
 QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
                                    "all": Param(_BOOL), "minScore": Param(_NUM), "project": Param(_STR),
-                                   "agent": Param(_STR)}, idempotent=True)
+                                   "agent": Param(_STR), "session": Param(_STR)}, idempotent=True)
 QUEUE_GET = Method("queue.get", {"id": Param(_ID, True)}, idempotent=True)
 QUEUE_ACCEPT = Method("queue.accept", {
     "id": Param(_IDS, True), "topic": Param(_STR), "into": Param(_STR), "content": Param(_STR),

@@ -17,7 +17,7 @@ from .parser import COMMANDS, PROG, Command, Pos, add_arguments
 __all__ = ["QUEUE_ACTIONS", "action_help", "action_usage"]
 
 QUEUE_ACTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "list": ("", ("--status", "--limit", "--offset", "--all", "--min-score", "--project", "--agent")),
+    "list": ("", ("--status", "--limit", "--offset", "--all", "--min-score", "--project", "--agent", "--session")),
     "show": ("ID", ()),
     "accept": ("ID...", ("--topic", "--into", "--content", "--file", "--summary", "--tags", "--replace")),
     "reject": ("ID...", ("--below", "--dry-run", "--reason")),

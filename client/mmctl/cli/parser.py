@@ -155,7 +155,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--project", "DIR", "list: only candidates seen in this project (its working directory, or "
                  "its last folder's name as the list shows it; folders below it count)", "path"),
              Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other, git)",
-                 choices=AGENTS),
+                 choices=AGENTS), Opt("--session", "ID", "list: only candidates first seen in this agent session"),
              Opt("--topic", "T", "accept: write under this topic"),
              Opt("--into", "T", "accept: append to this note instead of writing a new one"),
              _CONTENT, _FILE_BODY, _SUMMARY, _TAGS,

@@ -194,8 +194,9 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     limit, offset = a.integer("--limit"), a.integer("--offset")
     result = client.queue_list(status=status, limit=limit or None, offset=offset, all=a.flag("--all"),
                                min_score=min_score, project=a.text("--project"),
-                               agent=a.text("--agent"))
-    filtered = a.flag("--all") or min_score is not None or bool(a.text("--project") or a.text("--agent"))
+                               agent=a.text("--agent"), session=a.text("--session"))
+    filtered = a.flag("--all") or min_score is not None or bool(a.text("--project") or a.text("--agent")
+                                                                or a.text("--session"))
     ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status, offset or 0, filtered))
     return EXIT_OK
 

@@ -111,21 +111,28 @@ class Page:
     # --- pages -----------------------------------------------------------------------------------
 
     async def queue(self, request: Request) -> Response:
-        """``GET /?group=project|session|kind&offset=N``: pending candidates by score, grouped."""
+        """``GET /?group=project|session|kind&offset=N&all=1&session=ID``: pending candidates by score, grouped;
+        ``session``: one agent session's, hidden ones too."""
         group = request.query_params.get("group", "project")
         group = group if group in CANDIDATE_GROUPS else "project"
         offset = _int(request.query_params.get("offset"), 0)
         show_all = request.query_params.get("all") == "1"
-        return self.render("queue.html", request, **await self.queue_values(group, offset, show_all))
+        session = request.query_params.get("session") or None
+        return self.render("queue.html", request, **await self.queue_values(group, offset, show_all, session))
 
-    async def queue_values(self, group: str, offset: int, show_all: bool = False) -> dict[str, Any]:
-        """The queue template's values: ``{group, groups, page, topics, offset, unavailable, show_all, back}``.
+    async def queue_values(self, group: str, offset: int, show_all: bool = False,
+                           session: str | None = None) -> dict[str, Any]:
+        """The queue template's values: ``{group, groups, page, topics, offset, unavailable, show_all, session,
+        back}``.
 
-        ``show_all`` lists the hidden candidates too, where ``queue.list`` takes ``all``.
+        ``show_all`` lists the hidden candidates too, where ``queue.list`` takes ``all``; ``session`` lists one
+        agent session's candidates, hidden ones included (a session's "show more").
         """
         unavailable: str | None = None
         can_show_hidden = "all" in METHODS["queue.list"].params
         params: dict[str, Any] = {"status": "pending", "limit": PAGE_SIZE, "offset": offset}
+        if session is not None and "session" in METHODS["queue.list"].params:
+            params["session"], show_all = session, True
         if show_all and can_show_hidden:
             params["all"] = True
         try:
@@ -135,10 +142,13 @@ class Page:
                 raise
             page, unavailable = {"candidates": [], "total": 0, "pending": 0}, error.message
         topics = [e.topic for e in self.methods.state.current.entries]
+        here = {"group": group, "offset": offset, **({"all": 1} if show_all else {}),
+                **({"session": session} if "session" in params else {})}
         return {"group": group, "groups": candidate_groups(page["candidates"], group), "page": page,
                 "topics": sorted(topics), "offset": offset, "page_size": PAGE_SIZE, "unavailable": unavailable,
                 "groupings": CANDIDATE_GROUPS, "show_all": show_all, "can_show_hidden": can_show_hidden,
-                "back": f"/?{urlencode({'group': group, 'offset': offset, **({'all': 1} if show_all else {})})}"}
+                "session": session if "session" in params else None,
+                "back": f"/?{urlencode(here)}"}
 
     async def memory(self, request: Request) -> Response:
         """``GET /memory?group=tag|date|due&q=…``: the index grouped, budget meters, search results."""
