@@ -17,7 +17,7 @@ from ..render import candidates, cut, table, terminal_width
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
-__all__ = ["cmd_merge", "cmd_queue"]
+__all__ = ["cmd_merge", "cmd_queue", "every_candidate"]
 
 _COLUMNS = ("id", "score", "seen", "kind", "project", "topic", "summary")
 
@@ -201,22 +201,26 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     return EXIT_OK
 
 
-_PAGE = 500
-"""Candidates a ``queue.list`` page asks for while ``reject --below --dry-run`` collects them."""
+_PAGE = 1000
+"""Candidates a ``queue.list`` page asks for while :func:`every_candidate` collects them (the most it gives)."""
+
+
+def every_candidate(client: Any, **params: Any) -> list[dict[str, Any]]:
+    """Every candidate ``queue.list`` gives for ``params`` (``status``, ``all``, ``project`` …), page after page,
+    in its order."""
+    out: list[dict[str, Any]] = []
+    while True:
+        page = client.queue_list(limit=_PAGE, offset=len(out), **params)
+        items = candidates(page)
+        out += items
+        if not items or len(out) >= int(page.get("total", 0)):
+            return out
 
 
 def _would_reject(ctx: Ctx, client: Any, below: float) -> int:
     """``queue reject --below S --dry-run``: the pending candidates (hidden ones too) that ``--below S`` would
     reject, lowest score last, as ``queue list`` shows them (``--json``: ``{candidates, total}``); nothing changes."""
-    found: list[Any] = []
-    offset = 0
-    while True:
-        page = client.queue_list(status="pending", limit=_PAGE, offset=offset, all=True)
-        items = candidates(page)
-        found += [c for c in items if float(c.get("score") or 0) < below]
-        offset += len(items)
-        if not items or offset >= int(page.get("total", 0)):
-            break
+    found = [c for c in every_candidate(client, status="pending", all=True) if float(c.get("score") or 0) < below]
     if ctx.json:
         ctx.write(js_json({"candidates": found, "total": len(found)}) + "\n")
     elif not found:

@@ -24,24 +24,19 @@ from mmd.candidates.labels import project_of, score_of
 from ..errors import RpcError
 from ..render import cut, terminal_width
 from .output import EXIT_OK, Ctx
+from .queue import every_candidate
 
 __all__ = ["KEYS", "cmd_review", "edit_text", "parse_edited"]
 
 KEYS = "[a]ccept  [e]dit  [i]nto topic  [r]eject  [s]kip  [u]ndo  [q]uit"
 """The prompt."""
-_PAGE = 1000
 
 
 def _pending(client: Any, ctx: Ctx) -> list[dict[str, Any]]:
     """Every pending candidate the filters keep (``queue.list`` filters: the same as ``mmctl queue list``)."""
     a = ctx.args
-    out: list[dict[str, Any]] = []
-    while True:
-        page = client.queue_list(status="pending", limit=_PAGE, offset=len(out), project=a.text("--project"),
-                                 agent=a.text("--agent"), min_score=a.integer("--min-score"))
-        out.extend(page["candidates"])
-        if len(out) >= page["total"] or not page["candidates"]:
-            return out
+    return every_candidate(client, status="pending", project=a.text("--project"), agent=a.text("--agent"),
+                           min_score=a.integer("--min-score"))
 
 
 def edit_text(cand: dict[str, Any]) -> str:
