@@ -171,12 +171,13 @@ class Jobs:
         report = self._nudge_report()
         queue = self.review.queue
         if queue is not None and ended.session_id:  # what this session left, named first: it is fresh in mind
-            count, best = queue.of_session(ended.session_id)
+            best, count = queue.list("pending", limit=3, hidden=False, session=ended.session_id)
             if count:
-                named = "; ".join(f"#{cid} {summary}" for cid, summary in best) + ("; …" if count > len(best) else "")
+                named = "; ".join(f"#{c['id']} {c['summary']}" for c in best) + ("; …" if count > len(best) else "")
+                first = best[0]["id"]
                 report["suggestedActions"].insert(0, f"this session left {count} candidate memor"
                                                      f"{'y' if count == 1 else 'ies'} to review: {named} "
-                                                     f"(mmctl queue show {best[0][0]}, then queue accept|reject ID…)")
+                                                     f"(mmctl queue show {first}, then queue accept|reject ID…)")
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
                                               "sessionId": ended.session_id, "source": ended.file,
                                               "agent": ended.agent, "project": ended.project,

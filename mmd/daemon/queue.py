@@ -311,15 +311,6 @@ class ReviewQueue:
                             (*args, limit, offset)).fetchall()
         return [_row_json(r) for r in rows], int(total)
 
-    def of_session(self, session_id: str, limit: int = 3) -> tuple[int, builtins.list[tuple[int, str]]]:
-        """The visible pending candidates first seen in agent session ``session_id``: ``(how many, [(id,
-        summary)] of the best ``limit``, highest score first)``."""
-        conn = self.db.conn()
-        where = "FROM candidates WHERE session_id = ? AND status = 'pending' AND visible = 1"
-        count = int(conn.execute(f"SELECT COUNT(*) {where}", (session_id,)).fetchone()[0])
-        rows = conn.execute(f"SELECT id, summary {where} ORDER BY score DESC, id LIMIT ?", (session_id, limit))
-        return count, [(int(r[0]), str(r[1])) for r in rows]
-
     def below(self, score: float) -> builtins.list[int]:
         """Ids of the pending candidates scoring below ``score``, oldest first."""
         rows = self.db.conn().execute("SELECT id FROM candidates WHERE status = 'pending' AND score < ? ORDER BY id",
