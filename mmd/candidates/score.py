@@ -136,10 +136,15 @@ _QUOTED_MIN = 60
 """Code points an earlier message must have for its verbatim copy in a later one to count as pasted back."""
 
 
-def _quoted(earlier: Utterance, later: Utterance) -> bool:
-    """Whether ``later`` holds ``earlier``'s whole text, verbatim (whitespace folded): pasted back, not restated."""
-    text = " ".join(earlier.text.split())
-    return earlier is not later and len(text) >= _QUOTED_MIN and text in " ".join(later.text.split())
+def _pasted_back(evidence: Sequence[Utterance], later: Utterance) -> bool:
+    """Whether ``later`` holds the whole text of an earlier utterance of ``evidence`` (at least
+    :data:`_QUOTED_MIN` code points), verbatim (whitespace folded): pasted back, not restated."""
+    folded = " ".join(later.text.split())
+    for earlier in evidence:
+        text = " ".join(earlier.text.split())
+        if earlier is not later and len(text) >= _QUOTED_MIN and text in folded:
+            return True
+    return False
 
 
 def _similar(a: set[str], b: set[str]) -> bool:
@@ -212,7 +217,7 @@ class _Session:
                 draft = self.drafts[i]
                 if any(_replayed(e, utterance) for e in draft.evidence):
                     return  # a resumed session's replay of a record already drafted: no new sighting
-                if any(_quoted(e, utterance) for e in draft.evidence):
+                if _pasted_back(draft.evidence, utterance):
                     return  # the earlier message pasted back whole (a log, a transcript): not said again
                 draft.seen += 1
                 if utterance not in draft.evidence:
