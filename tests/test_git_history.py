@@ -7,6 +7,11 @@ written at each of 50 revisions.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +20,7 @@ import pytest
 from mmd.core import MMError
 from mmd.daemon.git import GitHistory, GitMissing, commit_message, ensure_repo
 from mmd.daemon.git.repo import ATTRIBUTES_LINES, IGNORE_LINES
+from mmd.daemon.git.runner import Git, GitError
 from tests.test_git_helpers import GitRoot, git, isolate_git
 
 
@@ -211,3 +217,79 @@ def test_the_last_revision_is_read_back_from_the_newest_commit_naming_one(tmp_pa
     (root.path / "memories" / "deploy.md").write_text("# deploy\n\nby hand\n")
     root.history.commit([], "external edit", [])  # names no revision
     assert root.history.last_revision() == 8
+
+
+def _hooked_repo(tmp_path: Path, hook: str, script: str) -> Path:
+    """A repository whose ``hook`` (``pre-commit``, ``post-commit``) runs ``script`` (sh)."""
+    root = tmp_path / "hooked"
+    root.mkdir()
+    git(root, "init", "-q")
+    hooks = root / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / hook).write_text(f"#!/bin/sh\n{script}\n")
+    (hooks / hook).chmod(0o755)
+    return root
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie waiting for its reaper counts as ended)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self/stat").exists():
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def _wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if _gone(pid):
+            return True
+        time.sleep(0.05)
+    return _gone(pid)
+
+
+def test_a_hanging_hook_times_out_and_everything_it_started_is_killed(tmp_path: Path) -> None:
+    # a pre-commit hook that never ends used to hold the git worker thread for good (no local time limit)
+    root = _hooked_repo(tmp_path, "pre-commit", f"sleep 600 & echo $! > {tmp_path}/pid\nwait")
+    with pytest.raises(GitError, match="timed out after 1 s") as caught:
+        Git(root, timeout_s=1).run("commit", "--allow-empty", "-qm", "x")
+    assert caught.value.returncode == -1
+    pid = int((tmp_path / "pid").read_text())
+    assert _wait_gone(pid, 10), "the hook's sleep outlived the timeout"
+    assert git(root, "rev-list", "--all") == ""  # no commit was made
+
+
+def test_a_process_a_hook_leaves_behind_does_not_hold_the_call_up(tmp_path: Path) -> None:
+    # a post-commit hook starting a background job (``ctags &``) that keeps git's output open: the commit
+    # returns when git exits, the job goes on (with pipes, the call waited for the job to end)
+    root = _hooked_repo(tmp_path, "post-commit", f"sleep 600 & echo $! > {tmp_path}/pid")
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(
+        Git(root).run("commit", "--allow-empty", "-qm", "x")), daemon=True)
+    worker.start()
+    try:
+        worker.join(60)
+        assert not worker.is_alive(), "the commit waited for the hook's background job"
+        assert getattr(result[0], "returncode", None) == 0
+        assert git(root, "log", "--format=%s") == "x"
+        assert not _gone(int((tmp_path / "pid").read_text()))  # a finished call kills nothing
+    finally:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+            os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
+
+
+def test_a_git_call_reads_its_input_and_returns_its_output_and_messages(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    root.mkdir()
+    git(root, "init", "-q")
+    oid = Git(root).run("hash-object", "-w", "--stdin", input=b"hello\n").stdout.decode().strip()
+    assert Git(root).out("cat-file", "-p", oid) == "hello"
+    with pytest.raises(GitError, match="failed \\(128\\): fatal: path 'nothing' does not exist"):
+        Git(root).run("cat-file", "-p", f"{oid}:nothing")

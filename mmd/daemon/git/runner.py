@@ -7,7 +7,10 @@ inside a git hook), and turning its failures into :class:`GitError` values.
 The user's configuration, hooks and credentials apply: nothing here overrides
 them, except that git never prompts on a terminal (``GIT_TERMINAL_PROMPT=0``),
 since a daemon has none, and speaks untranslated (``LC_ALL=C``), since some of
-its messages are read. Never does: merges, history, or any decision.
+its messages are read. Git runs in a session of its own with its output in temporary
+files, not pipes: a process a hook leaves behind cannot hold a call up, and a call that
+outlives its time limit (:data:`LOCAL_TIMEOUT_S`, or :data:`NETWORK_TIMEOUT_S` for fetch and push)
+is killed with everything it started. Never does: merges, history, or any decision.
 
 Errors::
 
@@ -17,16 +20,22 @@ Errors::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["Git", "GitError", "GitMissing", "NETWORK_TIMEOUT_S"]
+__all__ = ["LOCAL_TIMEOUT_S", "NETWORK_TIMEOUT_S", "Git", "GitError", "GitMissing"]
 
 NETWORK_TIMEOUT_S = 120.0
 """Longest a fetch or push may take, in seconds, before it is reported as failed."""
+LOCAL_TIMEOUT_S = 300.0
+"""Longest any other git call may take, in seconds (a commit's hooks included), before it is killed and
+reported as failed: a hook that hangs costs one failed commit, never the worker thread."""
 
 _SCRUBBED = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_OBJECT_DIRECTORY",
              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES")
@@ -65,12 +74,14 @@ class Git:
         root: the folder git runs in (``-C``).
         env: the environment to start from (default ``os.environ``); the repository-locating
             variables listed in the module docstring are removed from it.
+        timeout_s: the time limit of a call that names none, in seconds (:data:`LOCAL_TIMEOUT_S`).
 
     Raises:
         GitMissing: if ``git`` is not on ``PATH``.
     """
 
-    def __init__(self, root: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, root: Path, env: Mapping[str, str] | None = None, timeout_s: float = LOCAL_TIMEOUT_S) -> None:
+        self.timeout_s = timeout_s
         exe = shutil.which("git", path=(env or os.environ).get("PATH"))
         if exe is None:
             raise GitMissing()
@@ -92,19 +103,36 @@ class Git:
             check: raise :class:`GitError` on a non-zero exit.
             input: bytes for stdin.
             env: extra variables for this call.
-            timeout_s: kill git after this many seconds (reported as returncode -1).
+            timeout_s: kill git, and whatever it started, after this many seconds (default:
+                the instance's :attr:`timeout_s`).
 
         Raises:
-            GitError: if ``check`` and git fails or times out.
+            GitError: if git times out (``returncode`` -1, whatever ``check`` says), cannot be
+                started, or (with ``check``) fails.
         """
         full_env = self.env if env is None else {**self.env, **env}
-        try:
-            done = subprocess.run([self.exe, *args], cwd=self.root, env=full_env, input=input,
-                                  capture_output=True, timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired as error:
-            raise GitError(args, -1, f"timed out after {timeout_s} s: {_text(error.stderr)}") from error
-        except OSError as error:
-            raise GitError(args, -1, str(error)) from error
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            if input:
+                stdin.write(input)
+                stdin.seek(0)
+            try:
+                proc = subprocess.Popen([self.exe, *args], cwd=self.root, env=full_env, stdin=stdin, stdout=out,
+                                        stderr=err, start_new_session=True)
+            except OSError as error:
+                raise GitError(args, -1, str(error)) from error
+            try:
+                code = proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                # not reaped yet, so its process group's id cannot have been given to another group
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                err.seek(0)
+                raise GitError(args, -1, f"timed out after {limit:g} s: {_text(err.read())}") from None
+            out.seek(0)
+            err.seek(0)
+            done = subprocess.CompletedProcess([self.exe, *args], code, out.read(), err.read())
         if check and done.returncode != 0:
             raise GitError(args, done.returncode, _text(done.stderr) or _text(done.stdout))
         return done
