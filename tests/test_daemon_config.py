@@ -116,14 +116,29 @@ def test_endpoints_derive_from_the_real_path_of_the_root(tmp_path: Path) -> None
     (tmp_path / "link").symlink_to(tmp_path / "real")
     assert endpoint_key(tmp_path / "link") == endpoint_key(tmp_path / "real")
     assert len(endpoint_key(tmp_path / "real")) == 16
-    assert runtime_dir({}) == Path(f"/tmp/mmd-{os.getuid()}")
-    assert runtime_dir({"XDG_RUNTIME_DIR": "relative"}) == Path(f"/tmp/mmd-{os.getuid()}")
+    assert runtime_dir({}, run_user=tmp_path / "no-run-user") == Path(f"/tmp/mmd-{os.getuid()}")
+    assert runtime_dir({"XDG_RUNTIME_DIR": "relative"}, run_user=tmp_path / "no-run-user") == Path(
+        f"/tmp/mmd-{os.getuid()}")
     folder = tmp_path / "loose"
     folder.mkdir(mode=0o755)
     ensure_private_dir(folder)
     assert os.stat(folder).st_mode & 0o777 == 0o700
     ensure_private_dir(tmp_path / "new" / "deeper")
     assert os.stat(tmp_path / "new" / "deeper").st_mode & 0o777 == 0o700
+
+
+def test_without_xdg_runtime_dir_the_user_runtime_folder_systemd_made_is_used(tmp_path: Path) -> None:
+    # a daemon under systemd --user has XDG_RUNTIME_DIR=/run/user/<uid>; an MCP client's bare environment has
+    # none: both must name the same sockets (the client used /tmp/mmd-<uid> and never found the daemon)
+    run_user = tmp_path / "run-user"
+    mine = run_user / str(os.getuid())
+    mine.mkdir(parents=True, mode=0o700)
+    assert runtime_dir({}, run_user=run_user) == mine
+    assert runtime_dir({"XDG_RUNTIME_DIR": str(mine)}, run_user=run_user) == mine
+    assert runtime_dir({"XDG_RUNTIME_DIR": "/elsewhere"}, run_user=run_user) == Path("/elsewhere")
+    mine.rmdir()
+    mine.write_text("not a folder")
+    assert runtime_dir({}, run_user=run_user) == Path(f"/tmp/mmd-{os.getuid()}")
 
 
 def test_one_function_maps_every_error_to_json_rpc() -> None:

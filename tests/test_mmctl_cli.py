@@ -50,6 +50,7 @@ def mm(tmp_path: Path):  # type: ignore[no-untyped-def]
         return Run(code, out.getvalue(), err.getvalue())
 
     run.root = root  # type: ignore[attr-defined]
+    run.env = env  # type: ignore[attr-defined]
     return run
 
 
@@ -249,12 +250,16 @@ def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.Mon
     from mmctl import backend
 
     from mmd.core.durable import WriteLock
+    from mmd.wire.endpoints import endpoints_for
 
     mm("init")
     monkeypatch.setattr(backend, "LOCK_WAIT_S", 0.2)
     with WriteLock(mm.root):
         r = mm("write", "a", "--content", "x")
     assert r.code == 1 and "locked by pid" in r.err and str(os.getpid()) in r.err
+    # it names where this client looked for the daemon, not a generic "check that the path exists"
+    assert endpoints_for(mm.root, mm.env).rpc in r.err and "XDG_RUNTIME_DIR" in r.err
+    assert "mmctl status --root" in r.err and "check that the path exists" not in r.err
 
 
 ONE_SHOT_MODULES = {

@@ -39,8 +39,9 @@ LOCK_WAIT_S = 10.0
 
 
 @contextlib.contextmanager
-def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
-    """The root's write lock, waiting at most ``wait_s`` seconds for it (default :data:`LOCK_WAIT_S`).
+def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str] | None = None) -> Iterator[None]:
+    """The root's write lock, waiting at most ``wait_s`` seconds for it (default :data:`LOCK_WAIT_S`);
+    ``env`` (default ``os.environ``) names where the root's daemon would listen, for the message.
 
     Before it is released, the root's revision high-water mark goes up by one
     (:func:`mmd.core.revision_mark.bump_mark`), so a direct-mode write is a revision too: a
@@ -48,15 +49,20 @@ def patient_lock(root: Path, wait_s: float | None = None) -> Iterator[None]:
 
     Raises:
         MMError(E_IO): if another process (a daemon that does not answer, a stuck
-            writer) keeps it longer, naming its pid.
+            writer) keeps it longer, naming its pid and the daemon's endpoint.
     """
     lock = WriteLock(root, timeout_s=LOCK_WAIT_S if wait_s is None else wait_s)
     try:
         lock.acquire()
     except LockHeld as held:
+        from mmd.wire.endpoints import endpoints_for
+
         who = f"pid {held.holder_pid}" if held.holder_pid else "another process"
-        raise MMError(ErrorCode.E_IO, f"the memory root is locked by {who} (an mmd daemon that does not "
-                                      f"answer?); stop it or wait, then retry") from None
+        rpc = endpoints_for(root, os.environ if env is None else env).rpc
+        raise MMError(ErrorCode.E_IO, f"the memory root is locked by {who}: an mmd daemon that does not answer at "
+                                      f"{rpc} (a daemon started with another $XDG_RUNTIME_DIR listens elsewhere: "
+                                      f"give this client the same), or a stuck writer; stop it or wait, "
+                                      f"then retry") from None
     try:
         yield
     finally:
@@ -104,7 +110,7 @@ class Direct:
         """
         opts = options or self.options()
         fts5 = self.fts5 if self.fts5 is not None else (None if search else False)
-        return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root))
+        return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root, env=self.env))
 
 
 def _listening(path: Path) -> bool:

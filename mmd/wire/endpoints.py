@@ -1,7 +1,8 @@
 """Where a root's daemon listens: endpoints derived from the root, so nothing needs discovering.
 
 ``ipc://<runtime>/mmd/<key>.rpc`` and ``…/<key>.pub``, where ``<runtime>`` is
-``$XDG_RUNTIME_DIR``, else the ``0700`` folder ``/tmp/mmd-<uid>``, and
+``$XDG_RUNTIME_DIR``, else ``/run/user/<uid>`` when that folder is ours, else the ``0700`` folder
+``/tmp/mmd-<uid>``, and
 ``<key>`` is the first 16 hex digits of the SHA-256 of the root's real path.
 Part of the wire contract, so that the client finds the daemon without importing it:
 it uses the standard library only and creates nothing unless :func:`ensure_private_dir` is called.
@@ -45,12 +46,34 @@ class Endpoints(Record):
         self.rpc, self.pub, self.folder = rpc, pub, folder
 
 
-def runtime_dir(env: Mapping[str, str]) -> Path:
-    """``$XDG_RUNTIME_DIR`` when set to an absolute path, else ``/tmp/mmd-<uid>``."""
+RUN_USER = Path("/run/user")
+"""Where systemd (pam_systemd) makes each logged-in user's runtime folder, ``/run/user/<uid>``."""
+
+
+def runtime_dir(env: Mapping[str, str], run_user: Path = RUN_USER) -> Path:
+    """``$XDG_RUNTIME_DIR`` when set to an absolute path; else ``/run/user/<uid>`` when that folder is ours;
+    else ``/tmp/mmd-<uid>``.
+
+    The middle step keeps daemon and clients together when only one of them has the variable: a daemon run by
+    ``systemd --user`` has ``XDG_RUNTIME_DIR=/run/user/<uid>``, while an MCP client starts ``mmctl mcp`` with a
+    bare environment (``HOME``, ``PATH``, ``SHELL``, ``TERM``) and a hook or cron job may too.
+
+    Args:
+        env: the environment to read ``$XDG_RUNTIME_DIR`` from.
+        run_user: the folder holding the per-user runtime folders (:data:`RUN_USER`).
+    """
     value = env.get("XDG_RUNTIME_DIR", "")
     if value and os.path.isabs(value):
         return Path(value)
-    return Path(f"/tmp/mmd-{os.getuid()}")
+    uid = os.getuid()
+    mine = run_user / str(uid)
+    try:
+        st = os.stat(mine)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+        return mine
+    return Path(f"/tmp/mmd-{uid}")
 
 
 def endpoint_key(root: str | os.PathLike[str]) -> str:

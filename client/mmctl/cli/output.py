@@ -279,6 +279,8 @@ def fix_for(error: MMError, ctx: Ctx) -> str:
                 f"`mmctl doctor --root {ctx.root()}` lists every problem")
     if code in (ErrorCode.E_INVALID, ErrorCode.E_CONFLICT) and message.startswith("topic"):
         return "topics are ASCII slugs: letters, digits, '.', '_' and '-' (see `mmctl help`)"
+    if code == ErrorCode.E_IO and message.startswith("the memory root is locked by"):
+        return f"`mmctl status --root {ctx.root()}` says whether a daemon answers this client"
     if code == ErrorCode.E_IO:
         read_only = "read-only file system" in message.lower()
         in_root = str(ctx.root()) in message or any(f" {rel}" in message for rel in ("memories/", "MEMORY.md", ".mmd/"))
