@@ -131,16 +131,17 @@ def test_watch_prints_real_events_one_json_per_line(mmd) -> None:  # type: ignor
     try:
         assert proc.stdout is not None
         first = json.loads(proc.stdout.readline())  # a heartbeat: the subscription is live
-        assert first["topic"] == "daemon/heartbeat" and isinstance(first["seq"], int)
-        cli(mmd, "write", "watched", "--content", "x")
+        assert first["event"] == "daemon/heartbeat" and isinstance(first["seq"], int)
+        cli(mmd, "write", "watched", "--content", "x", "--review-after", "2020-02-02")
+        seen: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not {"memory/changed", "memory/due"} <= set(seen):
             event = json.loads(proc.stdout.readline())
-            if event["topic"] == "memory/changed":
-                assert [i["topic"] for i in event["added"]] == ["watched"] and event["cause"] == "write"
-                break
-        else:
-            pytest.fail("no memory/changed event")
+            seen.setdefault(event["event"], event)
+        changed, due = seen.get("memory/changed"), seen.get("memory/due")
+        assert changed and [i["topic"] for i in changed["added"]] == ["watched"] and changed["cause"] == "write"
+        # the due event's own "topic" (the note's) used to overwrite the event's name in the printed line
+        assert due and due["topic"] == "watched" and due["reviewAfter"] == "2020-02-02"
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(10)
@@ -151,6 +152,26 @@ def test_watch_filters_by_topic_and_stops_after_count(mmd) -> None:  # type: ign
     code, out, _ = cli(mmd, "watch", "--topic", "daemon/heartbeat", "--count", "2")
     lines = out.splitlines()
     assert code == 0 and len(lines) == 2 and all("daemon/heartbeat" in line for line in lines)
+
+
+def test_watch_prints_a_due_event_in_words(mmd) -> None:  # type: ignore[no-untyped-def]
+    env = {**mmd.env, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "mmctl", "watch", "--topic", "memory/due", "--count", "1",
+                             "--root", str(mmd.root)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        for n in range(40):  # a note falling due a write until the subscriber, joining late, has seen one
+            cli(mmd, "write", f"db-host-{n}", "--content", "x", "--review-after", "2020-02-02")
+            try:
+                out, _ = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        else:
+            pytest.fail("no memory/due event printed")
+    finally:
+        proc.kill()
+    said = r"memory/due\s+db-host-\d+ review-after 2020-02-02 \(overdue by \d+ day\(s\)\): re-check it"
+    assert re.search(said, out), out
 
 
 def test_a_crashed_daemon_leaves_mmctl_working_on_the_files(mmd) -> None:  # type: ignore[no-untyped-def]

@@ -23,7 +23,7 @@ class Event(Record):
     :mod:`dataclasses` would cost a one-shot ``mmctl`` call ~5 ms).
 
     Attributes:
-        topic: ``memory/changed``, ``memory/nudge``, ``queue/added`` or ``daemon/heartbeat``.
+        topic: the PUB topic, one of :data:`TOPICS` (``memory/changed``, ``memory/due``, ``queue/added``, …).
         data: the payload, ``seq`` and ``at`` (ISO-8601 UTC) included.
         seq: the event's number.
         missed: events lost just before this one (0 when none).
@@ -38,8 +38,12 @@ class Event(Record):
         self.data: dict[str, Any] = {} if data is None else data
 
     def to_json(self) -> dict[str, Any]:
-        """``{topic, missed?, restarted?, …payload}``: what ``mmctl watch --json`` prints, one per line."""
-        out: dict[str, Any] = {"topic": self.topic, **self.data}
+        """``{event, …payload, missed?, restarted?}``: what ``mmctl watch --json`` prints, one per line.
+
+        ``event`` is the PUB topic (``memory/due``); the payload is as the daemon sent it, so its own ``topic``
+        (the note's, in ``memory/due`` and ``queue/decided``) stays the note's.
+        """
+        out: dict[str, Any] = {"event": self.topic, **self.data}
         if self.missed:
             out["missed"] = self.missed
         if self.restarted:

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_ADDED, QUEUE_DECIDED
+from mmd.wire.events import (
+    DAEMON_HEARTBEAT,
+    MEMORY_CHANGED,
+    MEMORY_DUE,
+    MEMORY_NUDGE,
+    MEMORY_SYNCED,
+    QUEUE_ADDED,
+    QUEUE_DECIDED,
+)
 
 from ..render import cut, table, terminal_width
 from .output import EXIT_OK, Ctx, aligned, js_json
@@ -151,6 +159,10 @@ def _describe(event: Any) -> str:
         ended = f" of {d['agent']} session {d.get('sessionId')} in {d.get('project') or '?'}" if d.get("agent") else ""
         return (f"{d.get('reason')}{ended}: {d.get('pendingWrites', 0)} pending, {d.get('queuePending', 0)} queued"
                 f" — {actions}")
+    if event.topic == MEMORY_DUE:
+        late = -int(d.get("daysLeft") or 0)
+        when = f"overdue by {late} day(s)" if late > 0 else "due today"
+        return f"{d.get('topic')} review-after {d.get('reviewAfter')} ({when}): re-check it, then rewrite or delete it"
     if event.topic == QUEUE_ADDED:
         return f"{len(d.get('ids', []))} candidate(s) from {d.get('agent', '?')} {d.get('source', '?')}"
     if event.topic == QUEUE_DECIDED:
