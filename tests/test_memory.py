@@ -152,11 +152,15 @@ def test_one_memory_id_per_snapshot(tmp_path: Path) -> None:
     make(root).write("alpha", "alpha body")
     index = root / "MEMORY.md"
     index.write_text(index.read_text().replace("> mm-id: local", "> mm-id: team"))
-    memory = make(root)
+    memory = make(root, memory_id="local")  # configured: it wins over the header, for every URI
     note = memory.read_topic("alpha")
     assert note is not None
     assert (note.entry.memory_id, note.uri) == ("local", "mm://local/alpha")
     assert memory.search("alpha")["matches"][0]["uri"] == "mm://local/alpha"
+    unset = make(root)  # not configured: the header's
+    note = unset.read_topic("alpha")
+    assert note is not None and (note.entry.memory_id, note.uri) == ("team", "mm://team/alpha")
+    assert unset.search("alpha")["matches"][0]["uri"] == "mm://team/alpha"
 
 
 def test_crlf_index_survives_a_write(tmp_path: Path) -> None:
@@ -303,3 +307,19 @@ def test_a_fifo_in_place_of_a_note_is_missing_and_does_not_hang_the_load(tmp_pat
     memory.reload()
     alpha, beta = memory.read_topic("alpha"), memory.read_topic("beta")
     assert alpha is not None and alpha.missing_file and beta is not None and beta.body == "y"
+
+
+def test_an_unset_memory_id_is_the_one_the_root_records(tmp_path: Path) -> None:
+    from mmd.core.options import recorded_memory_id
+
+    root = tmp_path / "root"
+    assert MemoryOptions.create(root=root).memory_id == "local"  # no index yet
+    Memory.ensure(MemoryOptions.create(root=root, memory_id="work")).write("a", "x")
+    assert recorded_memory_id(root) == "work"
+    assert MemoryOptions.create(root=root).memory_id == "work"
+    assert MemoryOptions.create(root=root, memory_id="local").memory_id == "local"  # a configured id wins
+    index = root / "MEMORY.md"
+    index.write_text(index.read_text().replace("> mm-id: work", "> mm-id: Not A Slug"))
+    assert MemoryOptions.create(root=root).memory_id == "local"
+    index.write_text("# MEMORY.md\n\n## a\n> mm-id: inbody\n")  # a quote in an entry is not the header
+    assert recorded_memory_id(root) is None

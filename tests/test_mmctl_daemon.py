@@ -202,3 +202,25 @@ def test_watch_says_when_the_daemon_is_gone_and_when_it_is_back(mmd) -> None:  #
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(10)
+
+
+def test_a_root_keeps_the_memory_id_it_was_made_with_whoever_writes_next(start_daemon) -> None:  # type: ignore[no-untyped-def]
+    # made by `mmd --memory-id work`; a later `mmctl write` without a configured id rewrote every header to
+    # "local" (the reference's default), so one root named its notes mm://work/… and mm://local/…
+    first = start_daemon("--memory-id", "work")
+    assert cli(first, "write", "k1", "--content", "one")[1].startswith("created mm://work/k1")
+    first.stop()
+    code, out, _ = cli(first, "write", "k2", "--content", "two")  # no daemon: the files, directly
+    assert code == 0 and out.startswith("created mm://work/k2"), out
+    assert "> mm-id: work" in (first.root / "MEMORY.md").read_text()
+    assert "> mm-id: work" in (first.root / "memories" / "k2.md").read_text()
+    assert cli(first, "uri", "k2")[1].strip() == "mm://work/k2"
+    again = start_daemon(root=first.root)  # no --memory-id either
+    assert cli(again, "status", "--json")[0] == 0
+    from mmctl import Client
+
+    with Client(again.root, env=again.env) as client:
+        assert client.call("memory.index", {})["memoryId"] == "work"
+    assert cli(again, "write", "k3", "--content", "three")[1].startswith("created mm://work/k3")
+    explicit = cli(again, "search", "three", "--json")[1]
+    assert '"mm://work/k3"' in explicit

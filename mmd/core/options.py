@@ -19,7 +19,7 @@ from .model import (
     DEFAULT_SNIPPET_CHARS,
     DEFAULT_WRITE_BUDGET,
 )
-from .paths import dsh_home, resolve_root
+from .paths import INDEX_NAME, dsh_home, resolve_root
 from .record import Record
 from .text import TOPIC_RE
 
@@ -27,7 +27,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer"]
+__all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer", "recorded_memory_id"]
 
 SEARCH_MODES = ("auto", "scan", "fts5")
 """Accepted ``search.mode`` values (mm v1 §8)."""
@@ -40,6 +40,30 @@ def is_js_integer(value: object) -> bool:
     if isinstance(value, int):
         return True
     return isinstance(value, float) and value.is_integer()
+
+
+_HEAD_BYTES = 4096
+"""How much of ``MEMORY.md`` :func:`recorded_memory_id` reads, in bytes (the header comes first)."""
+
+
+def recorded_memory_id(root: Path) -> str | None:
+    """The memory id the root's index records (its ``> mm-id:`` header line, mm v1 §3), or None when there is
+    no readable ``MEMORY.md``, no such line before the first entry, or its value is not a slug.
+
+    Reads at most the first :data:`_HEAD_BYTES` bytes of the index; never raises.
+    """
+    try:
+        with open(root / INDEX_NAME, "rb") as index:
+            head = index.read(_HEAD_BYTES)
+    except OSError:
+        return None
+    for line in head.decode("utf-8", "replace").splitlines():
+        if line.startswith("## "):
+            return None
+        if line.startswith("> mm-id:"):
+            value = line[len("> mm-id:"):].strip()
+            return value if TOPIC_RE.fullmatch(value) else None
+    return None
 
 
 def _positive(name: str, value: Any, default: int) -> int:
@@ -109,13 +133,18 @@ class MemoryOptions(Record):
     ) -> MemoryOptions:
         """Validate raw values (None = default) and resolve the root against ``env``.
 
+        ``memory_id`` None is the id the root's ``MEMORY.md`` records (:func:`recorded_memory_id`), else ``local``.
+
         ``env`` defaults to ``os.environ``; pass a mapping to resolve elsewhere.
 
         Raises:
             MMError(E_INVALID): naming the first bad option, with the reference's message.
         """
         environ: Mapping[str, str] = os.environ if env is None else env
-        mid = DEFAULT_MEMORY_ID if memory_id is None else memory_id
+        resolved = resolve_root(root, environ)
+        # unset: the id the root already records (a root made as "work" stays "work" whoever writes it next;
+        # the reference rewrites every header with its configured id, "local" by default), else "local"
+        mid = (recorded_memory_id(resolved) or DEFAULT_MEMORY_ID) if memory_id is None else memory_id
         if not isinstance(mid, str) or not TOPIC_RE.fullmatch(mid):
             raise MMError(ErrorCode.E_INVALID, f"memoryId {_quote(mid)} is not a valid slug")
         mode = "auto" if search_mode is None else search_mode
@@ -123,7 +152,7 @@ class MemoryOptions(Record):
             raise MMError(ErrorCode.E_INVALID, f"search.mode must be one of auto, scan, fts5 (got {_quote(mode)})")
         interval = _positive("nudge.intervalMs", nudge_interval_ms, 30 * 60 * 1000)
         return cls(
-            root=resolve_root(root, environ),
+            root=resolved,
             dsh_home=dsh_home(environ),
             memory_id=mid,
             index_lines=_positive("indexLines", index_lines, DEFAULT_INDEX_LINES),

@@ -69,7 +69,8 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("root", "--root", "path", None, "memory root (default $DSH_MEMORY_ROOT, else $DSH_HOME/memory)"),
-    Option("memoryId", "--memory-id", "str", "local", "memory id used in mm:// URIs"),
+    Option("memoryId", "--memory-id", "str", None, "memory id used in mm:// URIs (default: the one the root's "
+           "MEMORY.md records, else local)"),
     Option("indexLines", "--index-lines", "int", 200, "MEMORY.md cap, in lines"),
     Option("indexBytes", "--index-bytes", "int", 25600, "MEMORY.md cap, in UTF-8 bytes"),
     Option("detailMaxBytes", "--detail-max-bytes", "int", 65536, "detail file cap, in UTF-8 bytes"),
