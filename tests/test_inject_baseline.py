@@ -137,3 +137,19 @@ def test_a_real_root_renders_from_its_snapshot(tmp_path: Path) -> None:
     base = render_baseline(memory.snapshot.entries, memory_id="local")
     assert base.text.split("\n")[1:] == ["- second: written second <mm://local/second>",
                                          "- first: written first <mm://local/first>"]
+
+
+def test_the_commands_named_carry_the_root_unless_it_is_the_default_one(monkeypatch: pytest.MonkeyPatch,
+                                                                        tmp_path: Path) -> None:
+    # an agent follows "read one: mmctl read <topic>" in its own shell, which resolves ~/.dsh/memory: for any
+    # other root the hint read (and would have written) the wrong memory
+    from mmd.inject.baseline import command_for
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert command_for(tmp_path / ".dsh" / "memory") == "mmctl"
+    assert command_for(Path("/srv/team memory")) == "mmctl --root '/srv/team memory'"
+    entries = [IndexEntry("alpha", "local", "A", (), "memories/alpha.md", "2026-01-01T00:00:00.000Z", 1, 4000, "")]
+    text = render_baseline(entries, memory_id="local", command=command_for(Path("/srv/m"))).text
+    assert text.startswith("Memory mm://local/ — 1 topic, newest first (read one: mmctl --root /srv/m read <topic>")
+    assert "(record one: mmctl --root /srv/m write <topic>" in render_baseline([], memory_id="local",
+                                                                               command="mmctl --root /srv/m").text

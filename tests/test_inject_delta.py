@@ -11,6 +11,7 @@ import pytest
 
 from mmd.core import Memory, MemoryOptions, MMError
 from mmd.core.snapshot import Snapshot
+from mmd.inject.baseline import command_for
 from mmd.inject.delta import ClientView, Injection, content_hash, plan_injection, prepare
 
 TODAY = date(2026, 3, 1)
@@ -74,9 +75,11 @@ def test_baseline_then_none_then_delta_of_exactly_the_written_topic(root: Root) 
     delta = plan_injection(first.view, root.snapshot(), today=TODAY)
     assert delta.mode == "delta"
     assert (delta.added, delta.updated, delta.removed, delta.unchanged) == (("new-topic",), ("topic-2",), (), 4)
+    command = command_for(root.snapshot().root)  # "mmctl --root <root>": the root is not ~/.dsh/memory
+    assert command.startswith("mmctl --root /")
     assert delta.text.split("\n") == [
         "Memory mm://local/ changed since you last saw it: 1 added, 1 updated; 4 unchanged "
-        "(read one: mmctl read <topic>, MCP mem_read):",
+        f"(read one: {command} read <topic>, MCP mem_read):",
         "- added new-topic: a new one <mm://local/new-topic>",
         "- updated topic-2: summary 2 <mm://local/topic-2>",
     ]
@@ -119,7 +122,8 @@ def test_a_big_delta_keeps_to_the_budget_and_counts_the_rest(root: Root) -> None
         root.write(f"bulk-{i:02d}", "x", summary="imported")
     delta = plan_injection(view, root.snapshot(), today=TODAY, max_bytes=1024)
     assert delta.bytes <= 1024 and len(delta.added) == 60
-    assert delta.text.split("\n")[-1].endswith("more changes not shown; `mmctl read` (MCP mem_read) lists them.")
+    command = command_for(root.snapshot().root)
+    assert delta.text.split("\n")[-1].endswith(f"more changes not shown; `{command} read` (MCP mem_read) lists them.")
     assert delta.text.split("\n")[1] == "- added bulk-59: imported <mm://local/bulk-59>"  # newest first
     assert plan_injection(delta.view, root.snapshot(), today=TODAY).mode == "none"
 

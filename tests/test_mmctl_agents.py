@@ -84,9 +84,10 @@ def test_export_agents_md_keeps_every_byte_outside_the_block(mm: Any, tmp_path: 
     mm("write", "alpha", "--content", "First.", "--summary", "The first")
     out = mm("export", "agents-md", "--file", str(agents), "--json")
     assert out.code == 0 and out.json["changed"] is True
+    command = f"mmctl --root {tmp_path / 'root'}".encode()  # the root is not ~/.dsh/memory: an agent's shell needs it
     assert agents.read_bytes() == (b"# Rules\r\n\r\nTabs.\r\n<!-- mm:begin -->\r\nMemory mm://local/ \xe2\x80\x94 1 "
-                                   b"topic, newest first (read one: mmctl read <topic>, MCP mem_read):\r\n- alpha: "
-                                   b"The first <mm://local/alpha>\r\n<!-- mm:end -->\r\ntail\r\n")
+                                   b"topic, newest first (read one: " + command + b" read <topic>, MCP mem_read):"
+                                   b"\r\n- alpha: The first <mm://local/alpha>\r\n<!-- mm:end -->\r\ntail\r\n")
     assert mm("export", "agents-md", "--file", str(agents)).out.startswith("unchanged:")
     agents.write_bytes(b"<!-- mm:end -->\n<!-- mm:begin -->\n")
     broken = mm("export", "agents-md", "--file", str(agents))

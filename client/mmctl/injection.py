@@ -213,10 +213,10 @@ def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None =
         MMError(E_INVALID): for a bad ``max_bytes``. MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as the snapshot.
     """
     from mmd.core.snapshot import load_snapshot
-    from mmd.inject.baseline import DEFAULT_MAX_BYTES, render_baseline
+    from mmd.inject.baseline import DEFAULT_MAX_BYTES, command_for, render_baseline
 
     snapshot = load_snapshot(options, loaded_at=iso_ms(now()), engine="scan")
-    return render_baseline(snapshot.entries, memory_id=snapshot.memory_id,
+    return render_baseline(snapshot.entries, memory_id=snapshot.memory_id, command=command_for(snapshot.root),
                            max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes).text
 
 

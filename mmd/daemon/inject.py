@@ -321,7 +321,7 @@ class Injector:
         snapshot = self.state.current
         with self.views.lock:
             prep, _, _ = self._prepare(snapshot)
-        text = render_baseline(prep.order, memory_id=prep.memory_id, ordered=True).text
+        text = render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command).text
         changed = 0
         for path in self._export_files():
             try:

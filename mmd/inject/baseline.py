@@ -11,7 +11,8 @@ Each entry line holds the topic, its summary and its URI, is at most
 :data:`LINE_MAX_CHARS` code points (the summary cut at a word boundary with
 ``…``), and carries no entry id or hash. Lines run most recently updated
 first; when the next one would not fit ``max_bytes`` (UTF-8) the rest are
-named by count, with the way to read them.
+named by count, with the way to read them. The commands named carry ``--root`` unless the root is the
+default one (``~/.dsh/memory``, mm v1 §2): an agent runs them in its own shell (:func:`command_for`).
 
 Owns: line rendering (shared with :mod:`.delta`), word clipping, fitting lines to a byte budget.
 Never: reads files or clocks, or changes a topic's text beyond clipping its summary.
@@ -19,8 +20,10 @@ Never: reads files or clocks, or changes a topic's text beyond clipping its summ
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.model import IndexEntry
@@ -31,6 +34,7 @@ __all__ = [
     "LINE_MAX_CHARS",
     "Baseline",
     "clip_words",
+    "command_for",
     "entry_line",
     "fit_lines",
     "recency_order",
@@ -42,8 +46,25 @@ DEFAULT_MAX_BYTES = 3072
 LINE_MAX_CHARS = 120
 """Longest entry line, in code points."""
 ELLIPSIS = "…"
-READ_HINT = "read one: mmctl read <topic>, MCP mem_read"
-LIST_HINT = "`mmctl read` (MCP mem_read) lists them"
+
+
+def command_for(root: Path | None) -> str:
+    """``mmctl``, or ``mmctl --root <root>`` (shell-quoted) when ``root`` is not the default root
+    ``~/.dsh/memory``: the command an agent is told to run, in a shell that may resolve another root."""
+    if root is None or Path(root) == Path.home() / ".dsh" / "memory":
+        return "mmctl"
+    return f"mmctl --root {shlex.quote(str(root))}"
+
+
+def read_hint(command: str = "mmctl") -> str:
+    """``read one: <command> read <topic>, MCP mem_read``."""
+    return f"read one: {command} read <topic>, MCP mem_read"
+
+
+def list_hint(command: str = "mmctl") -> str:
+    """```<command> read` (MCP mem_read) lists them``."""
+    return f"`{command} read` (MCP mem_read) lists them"
+
 _MIN_SUMMARY_ROOM = 8
 
 
@@ -170,13 +191,8 @@ class Baseline:
         return _size(self.text)
 
 
-def _omitted_line(count: int) -> str:
-    noun = "topic" if count == 1 else "topics"
-    return f"… {count} older {noun} not shown; {LIST_HINT}."
-
-
 def render_baseline(entries: Sequence[IndexEntry], *, memory_id: str, max_bytes: int = DEFAULT_MAX_BYTES,
-                    ordered: bool = False) -> Baseline:
+                    ordered: bool = False, command: str = "mmctl") -> Baseline:
     """The baseline text of an index (see the module docstring for its shape).
 
     Args:
@@ -184,17 +200,22 @@ def render_baseline(entries: Sequence[IndexEntry], *, memory_id: str, max_bytes:
         memory_id: the memory id of the URIs.
         max_bytes: budget in UTF-8 bytes (default 3072).
         ordered: ``entries`` are already :func:`recency_order`-ed (skips the sort on big roots).
+        command: how the text names mmctl (:func:`command_for` the root).
 
     Raises:
         MMError(E_INVALID): if ``max_bytes`` is not a positive integer or too small (see :func:`fit_lines`).
     """
     order = list(entries) if ordered else recency_order(entries)
+
+    def omitted_line(count: int) -> str:
+        return f"… {count} older {'topic' if count == 1 else 'topics'} not shown; {list_hint(command)}."
+
     if not order:
-        text = f"Memory mm://{memory_id}/ — no topics yet (record one: mmctl write <topic>, MCP mem_write)."
-        return Baseline("\n".join(fit_lines(text, (), 0, _omitted_line, max_bytes)[0]), (), 0)
+        text = f"Memory mm://{memory_id}/ — no topics yet (record one: {command} write <topic>, MCP mem_write)."
+        return Baseline("\n".join(fit_lines(text, (), 0, omitted_line, max_bytes)[0]), (), 0)
     noun = "topic" if len(order) == 1 else "topics"
-    header = f"Memory mm://{memory_id}/ — {len(order)} {noun}, newest first ({READ_HINT}):"
-    lines, omitted = fit_lines(header, (entry_line(e, memory_id) for e in order), len(order), _omitted_line,
+    header = f"Memory mm://{memory_id}/ — {len(order)} {noun}, newest first ({read_hint(command)}):"
+    lines, omitted = fit_lines(header, (entry_line(e, memory_id) for e in order), len(order), omitted_line,
                                max_bytes)
     shown = tuple(e.topic for e in order[: len(order) - omitted])
     return Baseline("\n".join(lines), shown, omitted)

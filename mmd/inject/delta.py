@@ -36,7 +36,16 @@ from mmd.core.errors import ErrorCode, MMError
 from mmd.core.model import IndexEntry
 from mmd.core.snapshot import Snapshot
 
-from .baseline import DEFAULT_MAX_BYTES, LIST_HINT, READ_HINT, entry_line, fit_lines, recency_order, render_baseline
+from .baseline import (
+    DEFAULT_MAX_BYTES,
+    command_for,
+    entry_line,
+    fit_lines,
+    list_hint,
+    read_hint,
+    recency_order,
+    render_baseline,
+)
 from .due import parse_review_date
 
 __all__ = ["ClientView", "Injection", "Prepared", "content_hash", "plan_injection", "prepare"]
@@ -103,6 +112,7 @@ class Prepared:
         hashes: topic → :func:`content_hash`.
         rank: topic → its position in ``order``.
         reviews: ``(topic, stored review value)`` of the entries that carry one.
+        command: how the texts name mmctl (:func:`~mmd.inject.baseline.command_for` the root).
     """
 
     memory_id: str
@@ -110,6 +120,7 @@ class Prepared:
     hashes: dict[str, str]
     rank: dict[str, int]
     reviews: tuple[tuple[str, str], ...]
+    command: str = "mmctl"
 
 
 _lock = threading.Lock()
@@ -138,7 +149,8 @@ def prepare(snapshot: Snapshot) -> Prepared:
             memo[key] = hashes[note.topic] = digest
         order = tuple(recency_order(snapshot.entries))
         reviews = tuple((e.topic, value) for e in order if (value := e.review_after) is not None)
-        prepared = Prepared(snapshot.memory_id, order, hashes, {e.topic: i for i, e in enumerate(order)}, reviews)
+        prepared = Prepared(snapshot.memory_id, order, hashes, {e.topic: i for i, e in enumerate(order)}, reviews,
+                            command_for(snapshot.root))
         _last, _memo = (snapshot, prepared), memo
         return prepared
 
@@ -187,7 +199,7 @@ def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: l
     counts = ", ".join(f"{len(topics)} {word}" for topics, word in
                        ((added, "added"), (updated, "updated"), (removed, "removed")) if topics)
     header = (f"Memory mm://{prep.memory_id}/ changed since you last saw it: {counts}; {unchanged} unchanged "
-              f"({READ_HINT}):")
+              f"({read_hint(prep.command)}):")
 
     def lines() -> Iterator[str]:
         for word, topics in (("added ", added), ("updated ", updated)):
@@ -197,8 +209,8 @@ def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: l
             yield f"- removed {topic}"
 
     total = len(added) + len(updated) + len(removed)
-    out, _ = fit_lines(header, lines(), total, lambda n: f"… {_plural(n, 'more change')} not shown; {LIST_HINT}.",
-                       max_bytes)
+    hint = list_hint(prep.command)
+    out, _ = fit_lines(header, lines(), total, lambda n: f"… {_plural(n, 'more change')} not shown; {hint}.", max_bytes)
     return "\n".join(out)
 
 
@@ -206,7 +218,8 @@ def _reminder_text(prep: Prepared, due: list[tuple[str, str]], max_bytes: int) -
     lines = (f"- may be stale: re-check {topic} <mm://{prep.memory_id}/{topic}> (review date {when}), "
              "then rewrite or delete it." for topic, when in due)
     out, _ = fit_lines("", lines, len(due),
-                       lambda n: f"… {_plural(n, 'more topic')} due for review; `mmctl due` lists them.", max_bytes)
+                       lambda n: f"… {_plural(n, 'more topic')} due for review; `{prep.command} due` lists them.",
+                       max_bytes)
     return "\n".join(out)
 
 
@@ -230,7 +243,8 @@ def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, to
     prep = snapshot if isinstance(snapshot, Prepared) else prepare(snapshot)
     current = prep.hashes
     if view is None:
-        base = render_baseline(prep.order, memory_id=prep.memory_id, max_bytes=max_bytes, ordered=True)
+        base = render_baseline(prep.order, memory_id=prep.memory_id, max_bytes=max_bytes, ordered=True,
+                               command=prep.command)
         return Injection("baseline", base.text, (), (), (), 0, (), ClientView(current, {}))
     old = view.hashes
     reminded = {t: d for t, d in view.reminded.items() if t in current}
