@@ -137,7 +137,7 @@ def test_the_review_reminder_comes_once_on_a_quiet_call(root: Root) -> None:
     reminder = plan_injection(busy.view, root.snapshot(), today=TODAY)
     assert reminder.mode == "reminder" and reminder.reminded == ("topic-1",)
     assert reminder.text == ("- may be stale: re-check topic-1 <mm://local/topic-1> (review date 2026-02-15), "
-                             "then rewrite or delete it.")
+                             "then rewrite it with a new review date or delete it.")
     dropped_again = plan_injection(busy.view, root.snapshot(), today=TODAY)
     assert dropped_again.text == reminder.text  # uncommitted: given again
     after = plan_injection(reminder.view, root.snapshot(), today=TODAY)

@@ -75,6 +75,14 @@ async def _exercise(session: ClientSession, mcp: Mcp, changes: Changes, write: A
     assert delta is not None and delta["mode"] == "delta" and delta["added"] == ["fresh"]
     text, due, _ = await mcp.call("mem_due")
     assert due is not None and [d["topic"] for d in due["due"]] == ["fresh"] and "review date 2000-01-01" in text
+    # re-checked: a rewrite with a new review date clears it (mem_write had no reviewAfter: only a delete did)
+    text, _, err = await mcp.call("mem_write", topic="fresh", content="a new fact", reviewAfter="1y")
+    assert not err, text
+    await changes.next()
+    _, due, _ = await mcp.call("mem_due")
+    assert due is not None and due["due"] == []
+    text, _, err = await mcp.call("mem_write", topic="fresh", content="a new fact", reviewAfter="when it breaks")
+    assert err and "E_INVALID" in text
 
     text, _, err = await mcp.call("mem_delete", topic="../etc")
     assert err and "E_INVALID" in text

@@ -216,7 +216,7 @@ def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: l
 
 def _reminder_text(prep: Prepared, due: list[tuple[str, str]], max_bytes: int) -> str:
     lines = (f"- may be stale: re-check {topic} <mm://{prep.memory_id}/{topic}> (review date {when}), "
-             "then rewrite or delete it." for topic, when in due)
+             "then rewrite it with a new review date or delete it." for topic, when in due)
     out, _ = fit_lines("", lines, len(due),
                        lambda n: f"… {_plural(n, 'more topic')} due for review; `{prep.command} due` lists them.",
                        max_bytes)

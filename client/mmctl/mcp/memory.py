@@ -56,7 +56,8 @@ class SessionMemory:
         raise NotImplementedError
 
     async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
-                    budget: int | None) -> dict[str, Any]:
+                    budget: int | None, review_after: str | None = None) -> dict[str, Any]:
+        """Write a note (``review_after``: ``YYYY-MM-DD``, ``10d``/``2w``/``3m``/``1y``, ``""`` removes the date)."""
         raise NotImplementedError
 
     async def digest(self, text: str | None, file: str | None, max_items: int | None,
@@ -109,8 +110,9 @@ class DirectMemory(SessionMemory):
         return await asyncio.to_thread(self.memory.budget)
 
     async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
-                    budget: int | None) -> dict[str, Any]:
-        return await asyncio.to_thread(self.memory.write, topic, content, summary=summary, tags=tags, budget=budget)
+                    budget: int | None, review_after: str | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.memory.write, topic, content, summary=summary, tags=tags, budget=budget,
+                                       review_after=review_after)
 
     async def digest(self, text: str | None, file: str | None, max_items: int | None,
                      topic_hint: str | None) -> dict[str, Any]:
@@ -196,9 +198,10 @@ class DaemonMemory(SessionMemory):
         return result
 
     async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
-                    budget: int | None) -> dict[str, Any]:
+                    budget: int | None, review_after: str | None = None) -> dict[str, Any]:
         result: dict[str, Any] = await self._in_session(
-            lambda: self.session.write(topic, content, summary=summary, tags=tags, budget=budget))
+            lambda: self.session.write(topic, content, summary=summary, tags=tags, budget=budget,
+                                       review_after=review_after))
         return result
 
     async def digest(self, text: str | None, file: str | None, max_items: int | None,
@@ -266,8 +269,8 @@ class FollowingMemory(SessionMemory):
         return await (await self._memory()).budget()
 
     async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
-                    budget: int | None) -> dict[str, Any]:
-        return await (await self._memory()).write(topic, content, summary, tags, budget)
+                    budget: int | None, review_after: str | None = None) -> dict[str, Any]:
+        return await (await self._memory()).write(topic, content, summary, tags, budget, review_after)
 
     async def digest(self, text: str | None, file: str | None, max_items: int | None,
                      topic_hint: str | None) -> dict[str, Any]:

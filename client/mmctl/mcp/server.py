@@ -184,7 +184,8 @@ DESCRIPTIONS = {
                 "first); a topic gives that note in full; all=true gives the index and every note.",
     "mem_write": "Create or replace a note. Budgets never truncate: an over-budget write writes nothing and returns "
                  "ok=false with usage; compress and retry. tags is a comma list; budget is the character budget "
-                 "of this write.",
+                 "of this write; reviewAfter (YYYY-MM-DD, or 10d / 2w / 3m / 1y from today) is when the note should "
+                 "be re-checked, \"\" removes it (a rewrite keeps the date it had).",
     "mem_search": "Search the memory snapshot (topic, summary, tags and body; CJK supported). mode: auto | scan | "
                   "fts5; limit: most matches.",
     "mem_budget": "The deterministic budget report: index lines/bytes against their caps, each note's use of its "
@@ -194,7 +195,7 @@ DESCRIPTIONS = {
     "mem_delete": "Delete a note and its index entry. Deletes are always allowed, even over budget: remove what is "
                   "stale, wrong or merged into another note.",
     "mem_due": "Notes whose review date has come (withinDays: also those due within that many days). Re-check each, "
-               "then rewrite it (mem_write) or delete it (mem_delete).",
+               "then rewrite it (mem_write with a new reviewAfter, or \"\" for none) or delete it (mem_delete).",
     "mem_inject": "What you should know of the memory now: the first call gives the index (one line per topic), "
                   "later calls only what was added, updated or removed since, and nothing when nothing changed.",
     "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs, best "
@@ -250,9 +251,10 @@ class MemoryTools:
             raise _fail(error) from None
 
     async def mem_write(self, topic: str, content: str, summary: str | None = None, tags: str | None = None,
-                        budget: int | None = None) -> Annotated[CallToolResult, WriteOut]:
+                        budget: int | None = None,
+                        reviewAfter: str | None = None) -> Annotated[CallToolResult, WriteOut]:
         try:
-            outcome = await self.memory.write(topic, content, summary, tags, budget)
+            outcome = await self.memory.write(topic, content, summary, tags, budget, reviewAfter)
         except (MMError, MmctlError) as error:
             raise _fail(error) from None
         usage = outcome["usage"]
