@@ -79,7 +79,7 @@ def test_baseline_then_none_then_delta_of_exactly_the_written_topic(root: Root) 
     assert command.startswith("mmctl --root /")
     assert delta.text.split("\n") == [
         "Memory mm://local/ changed since you last saw it: 1 added, 1 updated; 4 unchanged "
-        f"(read one: {command} read <topic>, MCP mem_read):",
+        f"(read one: {command} read <topic>, MCP mem_reload then mem_read):",
         "- added new-topic: a new one <mm://local/new-topic>",
         "- updated topic-2: summary 2 <mm://local/topic-2>",
     ]

@@ -19,7 +19,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mmd.core.guide import guide_text
 
 TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_delete", "mem_due", "mem_inject",
-         "mem_queue_list", "mem_queue_accept", "mem_queue_reject"}
+         "mem_reload", "mem_queue_list", "mem_queue_accept", "mem_queue_reject"}
 
 
 class Mcp:
@@ -62,7 +62,7 @@ async def _exercise(mcp: Mcp) -> None:
 
     text, _, err = await mcp.call("mem_read", topic="fresh")  # one frozen snapshot per connection
     assert err and ("E_NOT_FOUND: no note for topic fresh (mm://local/fresh) in this session's "
-        "snapshot") in text and "next one" in text
+        "snapshot") in text and "mem_reload takes a new snapshot" in text
 
     text, refused, _ = await mcp.call("mem_write", topic="big", content="x" * 50, budget=10)
     assert refused is not None and refused["ok"] is False and text.startswith("NOT WRITTEN (E_WRITE_BUDGET_EXCEEDED)")

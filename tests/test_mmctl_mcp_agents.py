@@ -97,6 +97,37 @@ async def _exercise(session: ClientSession, mcp: Mcp, changes: Changes, write: A
     assert removed is not None and removed["removed"] == ["fresh"]
     missing = await _read_error(session, "mm://local/nothing")
     assert "no note for topic 'nothing'" in missing
+    await _another_writer(mcp, changes, write)
+
+
+async def _another_writer(mcp: Mcp, changes: Changes, write: Any) -> None:
+    """Agent A (this connection) read seed; agent B rewrites it: A's blind rewrite would replace B's text."""
+    text, _, _ = await mcp.call("mem_read", topic="seed")
+    assert "the seed body" in text
+    await write("seed", "the seed body, amended by B", "Seed note", "")
+    await changes.next()
+    text, _, err = await mcp.call("mem_write", topic="seed", content="A's version")
+    assert err and "E_CONFLICT" in text and "by another writer" in text and "mem_reload" in text
+    text, _, err = await mcp.call("mem_delete", topic="seed")
+    assert err and "E_CONFLICT" in text
+    text, _, _ = await mcp.call("mem_read", topic="seed")
+    assert "amended by B" not in text  # still the frozen snapshot (mm v1 §7)...
+    text, reloaded, err = await mcp.call("mem_reload")
+    assert not err and reloaded is not None and reloaded["loadedAt"] and "new snapshot" in text
+    text, _, _ = await mcp.call("mem_read", topic="seed")
+    assert "amended by B" in text  # ...until a reload
+    text, _, err = await mcp.call("mem_write", topic="seed", content="A's version, with B's amendment")
+    assert not err, text
+    text, _, err = await mcp.call("mem_write", topic="seed", content="A again")  # its own write is no conflict
+    assert not err, text
+    await write("born", "B made it", "Born", "")  # created since the snapshot
+    await changes.next()
+    text, _, err = await mcp.call("mem_write", topic="born", content="A's")
+    assert err and "was created by another writer" in text
+    text, delta, _ = await mcp.call("mem_inject")  # a delta names it, and the reads now see it
+    assert delta is not None and "born" in delta["added"]
+    text, _, _ = await mcp.call("mem_read", topic="born")
+    assert "B made it" in text
 
 
 async def _read_error(session: ClientSession, uri: str) -> str:

@@ -22,7 +22,9 @@ before you start; open a note (mem_read with a topic) only when its summary says
 {lines} lines / {bytes} bytes fails with usage figures and writes nothing. Compress and retry; when the index is \
 full, merge or delete entries (deletes are always allowed).
 - Frozen snapshot: your reads show memory as it was when the session opened, so your prompt cache stays valid. \
-Your writes reach disk at once and appear in the next session; mem_budget shows how many are pending.
+Your writes reach disk at once and appear in the next session; mem_budget shows how many are pending. \
+mem_reload takes a new snapshot; rewriting a note another agent changed since yours is refused until you reload \
+and read it.
 - What to keep: durable facts another session or agent will need (decisions and their reasons, constraints, \
 environment, where things are, how to run them). Put the one-liner in the summary and the details in the note. \
 Never store secrets.
@@ -48,7 +50,8 @@ _ZH = """\
 - 预算绝不截断：写入超过字符预算、笔记超过字节上限、或索引超过 {lines} 行 / {bytes} 字节时，操作失败并返回用量，\
 不写入任何内容。请压缩后重试；索引已满时，合并或删除条目（删除总是允许的）。
 - 冻结快照：读取看到的是会话开始时的记忆，因此提示词缓存保持有效。写入立即落盘，在下一会话生效；\
-mem_budget 显示待生效的写入数。
+mem_budget 显示待生效的写入数。mem_reload 重新取快照；改写其他 agent 在你的快照之后改过的笔记会被拒绝，\
+需先 reload 并读取它。
 - 记什么：其他会话或 agent 以后会用到的持久事实（决策及其理由、约束、环境、东西在哪、如何运行）。\
 一行概述写进摘要，细节写进笔记。切勿保存密钥等机密。
 - 候选记忆：mem_digest 从会话日志或文本中提炼候选记忆，但不写入；审查后用 mem_write 保存值得保留的条目。\

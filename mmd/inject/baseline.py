@@ -56,9 +56,10 @@ def command_for(root: Path | None) -> str:
     return f"mmctl --root {shlex.quote(str(root))}"
 
 
-def read_hint(command: str = "mmctl") -> str:
-    """``read one: <command> read <topic>, MCP mem_read``."""
-    return f"read one: {command} read <topic>, MCP mem_read"
+def read_hint(command: str = "mmctl", changed: bool = False) -> str:
+    """``read one: <command> read <topic>, MCP mem_read`` (``changed``: ``MCP mem_reload then mem_read``, since an
+    MCP session reads the snapshot it took before the change)."""
+    return f"read one: {command} read <topic>, MCP {'mem_reload then mem_read' if changed else 'mem_read'}"
 
 
 def list_hint(command: str = "mmctl") -> str:

@@ -199,7 +199,7 @@ def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: l
     counts = ", ".join(f"{len(topics)} {word}" for topics, word in
                        ((added, "added"), (updated, "updated"), (removed, "removed")) if topics)
     header = (f"Memory mm://{prep.memory_id}/ changed since you last saw it: {counts}; {unchanged} unchanged "
-              f"({read_hint(prep.command)}):")
+              f"({read_hint(prep.command, changed=True)}):")
 
     def lines() -> Iterator[str]:
         for word, topics in (("added ", added), ("updated ", updated)):

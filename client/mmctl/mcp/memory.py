@@ -11,7 +11,9 @@ at the latest revision, not the connection's snapshot: they are about now. A
 server started before its daemon (:class:`FollowingMemory`) looks for one before
 each call and, once a daemon owns the root, goes through it (the snapshot then
 moves to the daemon's newest revision), so its writes never wait for the lock
-that daemon holds.
+that daemon holds. A write or delete of a topic another writer changed since this connection's snapshot
+(or since this connection last wrote it) is refused (:meth:`SessionMemory.check_unchanged`): it would replace
+their text unseen; ``reload`` takes a new snapshot.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mmd.core.errors import MMError
+from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import Memory
 
 from ..aclient import AsyncClient, AsyncSession
@@ -39,6 +41,45 @@ class SessionMemory:
 
     Raises (every method): MMError or MmctlError from the memory, MemoryUnavailable as documented.
     """
+
+    def __init__(self) -> None:
+        self._written: dict[str, str | None] = {}
+        """topic → its ``updated`` right after this connection wrote it (since the snapshot)."""
+
+    async def live_updated(self, topic: str) -> str | None:
+        """The ``updated`` of ``topic`` in the latest revision (None: no such note)."""
+        raise NotImplementedError
+
+    async def reload(self) -> dict[str, Any]:
+        """A new snapshot (mm v1 §7 ``reload``): ``{loadedAt, revision?, pendingWrites?}``."""
+        raise NotImplementedError
+
+    async def check_unchanged(self, topic: str) -> None:
+        """Refuse to write or delete ``topic`` when another writer changed, created or deleted it since this
+        connection's snapshot (or since this connection last wrote it), judged by its ``updated`` time.
+
+        Raises:
+            MMError(E_CONFLICT): naming the topic and the way out (``mem_reload``, read, merge, write again).
+        """
+        if topic in self._written:
+            expected = self._written[topic]
+        else:
+            note = await self.read(topic)
+            expected = None if note is None else note.get("updated")
+        live = await self.live_updated(topic)
+        if live != expected:
+            what = "deleted" if live is None else "created" if expected is None else f"rewritten at {live}"
+            raise MMError(ErrorCode.E_CONFLICT, f"{topic} was {what} by another writer since this session's snapshot;"
+                                                f" nothing was written: mem_reload, then mem_read {topic} and fold "
+                                                f"its text into yours before writing again")
+
+    async def wrote(self, topic: str) -> None:
+        """Record that this connection just wrote or deleted ``topic`` (its next write checks against that)."""
+        self._written[topic] = await self.live_updated(topic)
+
+    def reloaded(self) -> None:
+        """Forget the own writes: the new snapshot holds them."""
+        self._written.clear()
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -90,8 +131,20 @@ class DirectMemory(SessionMemory):
     """A core :class:`Memory` on the files (no daemon)."""
 
     def __init__(self, memory: Memory) -> None:
+        super().__init__()
         self.memory = memory
         self.uri_for = memory.uri_for
+
+    async def live_updated(self, topic: str) -> str | None:
+        from mmd.core.snapshot import parse_live_index
+
+        _, entries = await asyncio.to_thread(parse_live_index, self.memory.root, self.memory.memory_id)
+        return next((e.updated for e in entries if e.topic == topic), None)
+
+    async def reload(self) -> dict[str, Any]:
+        memory = await asyncio.to_thread(self.memory.reload)
+        self.reloaded()
+        return {"loadedAt": memory.read_index()["loadedAt"], "pendingWrites": memory.pending_writes}
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         note = self.memory.read_topic(topic)
@@ -154,6 +207,7 @@ class DaemonMemory(SessionMemory):
     """A daemon session: the snapshot pinned by ``memory.open``, reopened if the daemon restarts."""
 
     def __init__(self, client: AsyncClient) -> None:
+        super().__init__()
         self.client = client
         self.session = AsyncSession(client)
         self.memory_id = "local"
@@ -175,7 +229,17 @@ class DaemonMemory(SessionMemory):
             return await call()
         except NoSessionError:  # the daemon restarted or the session expired: pin the newest revision
             await self.session.reopen()
+            self.reloaded()
             return await call()
+
+    async def live_updated(self, topic: str) -> str | None:
+        note = await self.client.read(topic)  # no session: the latest revision
+        return None if note is None else note.get("updated")
+
+    async def reload(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._in_session(lambda: self.session.reload())
+        self.reloaded()
+        return {"loadedAt": result["loadedAt"], "revision": result["revision"]}
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         result: dict[str, Any] | None = await self._in_session(lambda: self.session.read(topic))
@@ -242,6 +306,7 @@ class FollowingMemory(SessionMemory):
     """
 
     def __init__(self, direct: DirectMemory, find: Callable[[], Awaitable[DaemonMemory | None]]) -> None:
+        super().__init__()
         self.current: SessionMemory = direct
         self._find = find
         self.uri_for = lambda topic: self.current.uri_for(topic)
@@ -255,6 +320,18 @@ class FollowingMemory(SessionMemory):
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         return await (await self._memory()).read(topic)
+
+    async def live_updated(self, topic: str) -> str | None:
+        return await (await self._memory()).live_updated(topic)
+
+    async def reload(self) -> dict[str, Any]:
+        return await (await self._memory()).reload()
+
+    async def check_unchanged(self, topic: str) -> None:
+        await (await self._memory()).check_unchanged(topic)
+
+    async def wrote(self, topic: str) -> None:
+        await (await self._memory()).wrote(topic)
 
     async def index(self) -> dict[str, Any]:
         return await (await self._memory()).index()

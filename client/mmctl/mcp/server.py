@@ -39,7 +39,7 @@ from .memory import DaemonMemory, DirectMemory, FollowingMemory, MemoryUnavailab
 from .resources import MemoryServer, note_text
 
 __all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "QueueOut",
-           "ReadOut", "SearchOut", "WriteOut", "build_server", "serve"]
+           "ReadOut", "ReloadOut", "SearchOut", "WriteOut", "build_server", "serve"]
 
 
 class _Out(BaseModel):
@@ -117,6 +117,14 @@ class DeleteOut(_Out):
     usage: dict[str, Any]
     pendingWrites: int | None = None
     revision: int | None = None
+
+
+class ReloadOut(_Out):
+    """``mem_reload``: when the new snapshot was taken (and its revision, with a daemon)."""
+
+    loadedAt: str
+    revision: int | None = None
+    pendingWrites: int | None = None
 
 
 class DueOut(_Out):
@@ -197,7 +205,11 @@ DESCRIPTIONS = {
     "mem_due": "Notes whose review date has come (withinDays: also those due within that many days). Re-check each, "
                "then rewrite it (mem_write with a new reviewAfter, or \"\" for none) or delete it (mem_delete).",
     "mem_inject": "What you should know of the memory now: the first call gives the index (one line per topic), "
-                  "later calls only what was added, updated or removed since, and nothing when nothing changed.",
+                  "later calls only what was added, updated or removed since (and your reads then see it), and "
+                  "nothing when nothing changed.",
+    "mem_reload": "Take a new snapshot: reads and searches then see every change made since this session began, by "
+                  "you or by other agents. Writing a note another agent changed since your snapshot is refused "
+                  "(E_CONFLICT) until you reload and read it.",
     "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs, best "
                       "first (score; seen = how many places said it). status: pending (default) | accepted | "
                       "rejected; all: also the candidates hidden by their session's budget.",
@@ -238,8 +250,8 @@ class MemoryTools:
                 note = await memory.read(topic)
                 if note is None:
                     raise ToolError(f"E_NOT_FOUND: no note for topic {topic} ({memory.uri_for(topic)}) in this "
-                                    "session's snapshot; mem_read without a topic lists the topics (notes written in "
-                                    "this session appear in the next one)")
+                                    "session's snapshot; mem_read without a topic lists the topics, and mem_reload "
+                                    "takes a new snapshot (with the notes written since, by you or others)")
                 return _result(_note_text(note), {"found": True, "topic": topic, "uri": note["uri"], "note": note})
             index = await memory.index()
             if not all:
@@ -254,7 +266,10 @@ class MemoryTools:
                         budget: int | None = None,
                         reviewAfter: str | None = None) -> Annotated[CallToolResult, WriteOut]:
         try:
+            await self.memory.check_unchanged(topic)
             outcome = await self.memory.write(topic, content, summary, tags, budget, reviewAfter)
+            if outcome["ok"]:
+                await self.memory.wrote(topic)
         except (MMError, MmctlError) as error:
             raise _fail(error) from None
         usage = outcome["usage"]
@@ -303,7 +318,9 @@ class MemoryTools:
 
     async def mem_delete(self, topic: str) -> Annotated[CallToolResult, DeleteOut]:
         try:
+            await self.memory.check_unchanged(topic)
             outcome = await self.memory.delete(topic)
+            await self.memory.wrote(topic)
         except (MMError, MmctlError) as error:
             raise _fail(error) from None
         uri = self.memory.uri_for(topic)
@@ -325,10 +342,20 @@ class MemoryTools:
     async def mem_inject(self, maxBytes: int | None = None) -> Annotated[CallToolResult, InjectOut]:
         try:
             result = await self.memory.inject(self.client, maxBytes)
+            if result["mode"] == "delta":  # what the agent was just told of, its reads now see
+                await self.memory.reload()
         except (MMError, MmctlError) as error:
             raise _fail(error) from None
         text = result["text"] or "nothing changed in the memory since your last mem_inject"
         return _result(text + "\n", result)
+
+    async def mem_reload(self) -> Annotated[CallToolResult, ReloadOut]:
+        try:
+            result = await self.memory.reload()
+        except (MMError, MmctlError) as error:
+            raise _fail(error) from None
+        return _result(f"new snapshot taken at {result['loadedAt']}: reads now see every change made so far\n",
+                       result)
 
     async def _queue(self, action: str, **params: Any) -> Any:
         try:
