@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,14 @@ async def test_the_tools_over_stdio_through_a_daemon_session(mmd) -> None:  # ty
         assert not err and note is not None and note["note"]["body"] == "a new fact"
 
     await _session(mmd.root, dict(mmd.env), test)
+
+
+def test_a_mistyped_root_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
+    # `mmctl mcp --root <typo>` used to create the folder (parents too) and serve an empty memory
+    typo = tmp_path / "no" / "such" / "root"
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    done = subprocess.run([sys.executable, "-m", "mmctl", "mcp", "--root", str(typo)], env=env, input=b"",
+                          capture_output=True, timeout=60)
+    assert done.returncode == 1
+    assert f"E_NOT_INITIALIZED: no memory root at {typo}" in done.stderr.decode()
+    assert not (tmp_path / "no").exists()
