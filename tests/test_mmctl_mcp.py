@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,12 +136,21 @@ async def test_the_tools_over_stdio_through_a_daemon_session(mmd) -> None:  # ty
     await _session(mmd.root, dict(mmd.env), test)
 
 
-def test_a_mistyped_root_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
-    # `mmctl mcp --root <typo>` used to create the folder (parents too) and serve an empty memory
+async def test_a_root_that_does_not_exist_fails_reads_and_the_first_write_makes_it(tmp_path: Path) -> None:
+    # `mmctl mcp --root <typo>` used to create the folder (parents too) at start and serve an empty memory
     typo = tmp_path / "no" / "such" / "root"
-    env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(tmp_path / "run")}
-    done = subprocess.run([sys.executable, "-m", "mmctl", "mcp", "--root", str(typo)], env=env, input=b"",
-                          capture_output=True, timeout=60)
-    assert done.returncode == 1
-    assert f"E_NOT_INITIALIZED: no memory root at {typo}" in done.stderr.decode()
-    assert not (tmp_path / "no").exists()
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+           "MMCTL_NO_DAEMON": "1"}
+
+    async def test(mcp: Mcp) -> None:
+        for tool, args in (("mem_read", {}), ("mem_read", {"topic": "a"}), ("mem_search", {"query": "a"})):
+            text, _, err = await mcp.call(tool, **args)
+            assert err and f"E_NOT_INITIALIZED: no memory root at {typo} yet" in text and "--root" in text, text
+        assert not (tmp_path / "no").exists()
+        text, written, err = await mcp.call("mem_write", topic="first", content="made by the first write")
+        assert not err and written is not None and written["ok"], text
+        text, _, err = await mcp.call("mem_write", topic="first", content="again")
+        assert not err, text
+
+    await _session(typo, env, test)
+    assert (typo / "MEMORY.md").is_file() and "again" in (typo / "memories" / "first.md").read_text()

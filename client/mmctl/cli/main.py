@@ -42,7 +42,6 @@ def _run(command: str, ctx: Ctx) -> int:
     if command == "mcp":
         from ..mcp.server import serve
 
-        ctx.need_root()  # an MCP server on a mistyped --root would serve (and fill) a new, empty memory
         return serve(ctx.root_flag(), ctx.args.text("--lang") or "en", ctx.env)
     from importlib import import_module
 

@@ -28,7 +28,7 @@ from mmd.core.memory import Memory
 from ..aclient import AsyncClient, AsyncSession
 from ..errors import MmctlError, NoSessionError
 
-__all__ = ["DaemonMemory", "DirectMemory", "FollowingMemory", "MemoryUnavailable", "SessionMemory",
+__all__ = ["DaemonMemory", "DirectMemory", "FollowingMemory", "MemoryUnavailable", "NoRootYet", "SessionMemory",
            "describe_error"]
 
 
@@ -296,6 +296,79 @@ class DaemonMemory(SessionMemory):
         await self.client.aclose()
 
 
+class NoRootYet(SessionMemory):
+    """A root that does not exist yet (no ``MEMORY.md``): reads fail naming it, the first write or delete
+    creates it and goes on as :class:`DirectMemory` (only writes create a root, as with ``mmctl``). A mistyped
+    ``--root`` so shows at the first read, instead of serving a new, empty memory.
+
+    Args:
+        root: the root's path.
+        memory_id: the memory id of its URIs.
+        create: makes the root and returns the memory on it (called once, in a worker thread).
+    """
+
+    def __init__(self, root: Any, memory_id: str, create: Callable[[], DirectMemory]) -> None:
+        from mmd.core.uri import uri_for
+
+        super().__init__()
+        self.root, self._create = root, create
+        self.created: DirectMemory | None = None
+        self.uri_for = lambda topic: uri_for(memory_id, topic)
+
+    def _missing(self) -> MMError:
+        return MMError(ErrorCode.E_NOT_INITIALIZED, f"no memory root at {self.root} yet: the first mem_write creates "
+                                                    "it; if that is not the path you meant, fix the server's --root")
+
+    async def _made(self) -> DirectMemory:
+        if self.created is None:
+            self.created = await asyncio.to_thread(self._create)
+        return self.created
+
+    async def read(self, topic: str) -> dict[str, Any] | None:
+        raise self._missing()
+
+    async def index(self) -> dict[str, Any]:
+        raise self._missing()
+
+    async def notes(self) -> list[dict[str, Any]]:
+        raise self._missing()
+
+    async def search(self, query: str, mode: str | None, limit: int | None) -> dict[str, Any]:
+        raise self._missing()
+
+    async def budget(self) -> dict[str, Any]:
+        raise self._missing()
+
+    async def due(self, within_days: int) -> dict[str, Any]:
+        raise self._missing()
+
+    async def inject(self, client: str, max_bytes: int | None) -> dict[str, Any]:
+        raise self._missing()
+
+    async def digest(self, text: str | None, file: str | None, max_items: int | None,
+                     topic_hint: str | None) -> dict[str, Any]:
+        return await (await self._made()).digest(text, file, max_items, topic_hint)
+
+    async def reload(self) -> dict[str, Any]:
+        raise self._missing()
+
+    async def check_unchanged(self, topic: str) -> None:
+        """Nothing to change under a writer in a root that does not exist."""
+
+    async def wrote(self, topic: str) -> None:
+        await (await self._made()).wrote(topic)
+
+    async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
+                    budget: int | None, review_after: str | None = None) -> dict[str, Any]:
+        return await (await self._made()).write(topic, content, summary, tags, budget, review_after)
+
+    async def delete(self, topic: str) -> dict[str, Any]:
+        return await (await self._made()).delete(topic)
+
+    async def queue(self, action: str, **params: Any) -> Any:
+        raise MemoryUnavailable(f"the review queue needs the mmd daemon; start it with `mmd --root {self.root}`")
+
+
 class FollowingMemory(SessionMemory):
     """The files until a daemon owns the root, then that daemon (a long-lived server started first).
 
@@ -305,14 +378,16 @@ class FollowingMemory(SessionMemory):
             (cheap when none runs: a ``stat`` of its socket).
     """
 
-    def __init__(self, direct: DirectMemory, find: Callable[[], Awaitable[DaemonMemory | None]]) -> None:
+    def __init__(self, direct: DirectMemory | NoRootYet, find: Callable[[], Awaitable[DaemonMemory | None]]) -> None:
         super().__init__()
         self.current: SessionMemory = direct
         self._find = find
         self.uri_for = lambda topic: self.current.uri_for(topic)
 
     async def _memory(self) -> SessionMemory:
-        if isinstance(self.current, DirectMemory):
+        if isinstance(self.current, NoRootYet) and self.current.created is not None:
+            self.current = self.current.created
+        if isinstance(self.current, DirectMemory | NoRootYet):
             found = await self._find()
             if found is not None:
                 self.current = found

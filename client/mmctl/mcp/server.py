@@ -31,11 +31,20 @@ from pydantic import BaseModel, ConfigDict
 from mmd import __version__
 from mmd.core.errors import MMError
 from mmd.core.guide import guide_text
+from mmd.core.paths import INDEX_NAME
 from mmd.wire.methods import ID_DIGITS
 
 from ..errors import MmctlError
 from ..render import budget_lines, candidates
-from .memory import DaemonMemory, DirectMemory, FollowingMemory, MemoryUnavailable, SessionMemory, describe_error
+from .memory import (
+    DaemonMemory,
+    DirectMemory,
+    FollowingMemory,
+    MemoryUnavailable,
+    NoRootYet,
+    SessionMemory,
+    describe_error,
+)
 from .resources import MemoryServer, note_text
 
 __all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "QueueOut",
@@ -472,8 +481,11 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
         memory: SessionMemory
         if daemon is not None:
             memory = await through(daemon)
-        else:
+        elif (options.root / INDEX_NAME).is_file():
             memory = FollowingMemory(DirectMemory(direct.memory(search=True, options=options)), later)
+        else:  # not a root yet: a read says so; the first write makes it
+            memory = FollowingMemory(NoRootYet(options.root, options.memory_id, lambda: DirectMemory(
+                direct.memory(search=True, options=options))), later)
         await build_server(memory, instructions, root=options.root, memory_id=options.memory_id).run_stdio_async()
 
     asyncio.run(run())
