@@ -89,3 +89,14 @@ def test_the_package_imports_neither_the_daemon_nor_its_dependencies() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).parents[1])
     assert out.stdout.strip() == "[]"
+
+
+def test_a_uri_naming_an_existing_note_proposes_to_append_to_it() -> None:
+    # the proposal was "create lint-rule", which accept refused (E_EXISTS) pointing at replace: true, and a replace
+    # overwrote the note with the one new line
+    seen = Seen.of_index([("lint-rule", ["ci"], "Lint before commit", "Run make lint before committing."),
+                          ("deploy", ["ops"], "Deploys", "Typecheck deploys with make typecheck before committing.")])
+    items = [said("human", "mm://local/lint-rule Also run make typecheck before committing."),
+             said("human", "mm://local/release-notes Write release notes for every tag.")]
+    got = {c.topic: c.proposal_action for c in candidates_from(items, write_budget=4000, seen=seen)}
+    assert got == {"lint-rule": "append", "release-notes": "create"}

@@ -158,6 +158,7 @@ def test_accept_never_overwrites_a_note_unless_asked(start_daemon, tmp_path: Pat
     assert call(daemon, "memory.write", {"topic": "deploy-region", "content": "hand-written, keep me"})["ok"]
     refused = sync_call(daemon.rpc, "queue.accept", {"id": cand["id"]})["error"]
     assert refused["data"] == {"code": "E_EXISTS", "topic": "deploy-region", "uri": "mm://local/deploy-region"}
+    assert "into: 'deploy-region' to append to it" in refused["message"]  # the way that keeps the note's text
     assert call(daemon, "memory.read", {"topic": "deploy-region"})["body"] == "hand-written, keep me"
     assert call(daemon, "queue.get", {"id": cand["id"]})["status"] == "pending"
     elsewhere = call(daemon, "queue.accept", {"id": cand["id"], "topic": "deploy-region-eu"})

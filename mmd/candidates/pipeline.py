@@ -87,8 +87,9 @@ def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str,
                    evidence: Sequence[Evidence], write_budget: int = MAX_STATEMENT, topic: str | None = None,
                    pinned: bool = False, taken: Collection[str] = ()) -> NewCandidate | None:
     """One candidate of a statement: body cut to min(``write_budget``, 500) code points at a word, summary to
-    120, a proposal (append to a note on the same subject, else a new topic: ``topic`` when given, else a slug of
-    whole words, not one of ``taken``: the topics proposed for other statements).
+    120, a proposal (``topic`` when given: appended to when that note exists, else created; else append to a note
+    on the same subject, else a new topic: a slug of whole words, not one of ``taken``: the topics proposed for
+    other statements).
     None when the body is blank or a note already holds it (``seen.note_texts``).
 
     ``evidence`` must hold at least one place (the first is the older ``source``).
@@ -97,9 +98,10 @@ def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str,
     if not normalized(cut) or _held(cut, seen.note_texts):
         return None
     first = evidence[0]
-    chosen = proposal(f"{summary} {cut}", seen.subjects, fallback=topic, taken=taken)
-    if topic is not None and chosen["action"] == "append" and topic not in {s.topic for s in seen.subjects}:
-        chosen = {"action": "create", "topic": topic}  # an mm://…/<topic> the person named wins
+    if topic is not None:  # an mm://…/<topic> the person named wins: appended to when that note exists
+        chosen = {"action": "append" if any(s.topic == topic for s in seen.subjects) else "create", "topic": topic}
+    else:
+        chosen = proposal(f"{summary} {cut}", seen.subjects, taken=taken)
     return NewCandidate(
         kind, chosen["topic"], summary_line(summary or cut), cut, len(cut), over, first.session_id, first.file,
         first.position.get("seq"), first.position.get("uuid"), SOURCE_KINDS.get(first.who, first.who), rule,

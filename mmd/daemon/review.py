@@ -165,8 +165,9 @@ class Review:
                 existing = latest.note(topic)
                 if existing is not None:
                     raise DaemonError(DaemonCode.E_EXISTS,
-                                      f"{existing.uri} already has a note; accept with replace: true to overwrite "
-                                      f"it, or give another topic", topic=topic, uri=existing.uri)
+                                      f"{existing.uri} already has a note; accept with into: {topic!r} to append to "
+                                      f"it, replace: true to overwrite it, or give another topic", topic=topic,
+                                      uri=existing.uri)
                 if if_revision is None:
                     if_revision = latest.revision
             outcome = await self.state.write(

@@ -224,7 +224,8 @@ DESCRIPTIONS = {
                       "rejected; all: also the candidates hidden by their session's budget.",
     "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
                         "content, summary and tags override the candidate's; into appends it to that existing note "
-                        "instead. A topic that already has a note is refused unless replace is true.",
+                        "instead. A topic that already has a note is refused unless into names it (append) or "
+                        "replace is true (overwrite: the note's text is lost).",
     "mem_queue_reject": "Reject a review-queue candidate, with an optional reason.",
 }
 """Tool name → the description the model reads."""
