@@ -53,7 +53,7 @@ def test_install_adds_exactly_two_hooks_and_keeps_everything_else(settings: Path
     assert (settings.parent / ("settings.json" + BACKUP_SUFFIX)).read_bytes() == FIXTURE.read_bytes()
     assert os.stat(settings).st_mode & 0o777 == 0o600
     assert [e for e, _ in ours(after)] == ["SessionStart", "UserPromptSubmit"]
-    assert all(h == {"type": "command", "command": COMMAND, "timeout": 10} for _, h in ours(after))
+    assert all(h == {"type": "command", "command": COMMAND, "timeout": 30} for _, h in ours(after))
     session_start = [g for g in after["hooks"]["SessionStart"] if ours({"hooks": {"x": [g]}})]
     assert session_start[0]["matcher"] == "startup|resume|clear|compact"
     # everything that was there is still there, in the same order, the other hooks included
@@ -129,3 +129,20 @@ def test_settings_paths_per_scope(tmp_path: Path) -> None:
     assert settings_path("project", {}, tmp_path) == tmp_path / ".claude" / "settings.json"
     with pytest.raises(MMError):
         settings_path("global", {}, tmp_path)
+
+
+def test_null_hooks_are_filled_and_a_symlinked_settings_file_is_written_through(tmp_path: Path) -> None:
+    # "hooks": null was an internal error (AttributeError); a symlink (dotfiles) was replaced by a plain file
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "settings.json").write_text('{"hooks": null, "model": "opus"}\n')
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(dotfiles / "settings.json")
+    apply(plan_install(link, COMMAND))
+    assert link.is_symlink() and os.readlink(link) == str(dotfiles / "settings.json")
+    written = json.loads((dotfiles / "settings.json").read_text())
+    assert written["model"] == "opus" and len(ours(written)) == 2
+    (dotfiles / "settings.json").write_text('{"hooks": {"SessionStart": null}}\n')
+    apply(plan_install(link, COMMAND))
+    assert len(ours(json.loads(link.read_text()))) == 2

@@ -15,7 +15,7 @@ The merge is idempotent (a second install changes nothing), keeps every other
 setting and hook as it was (a hook of ours with another ``mmctl`` path is
 updated in place), copies the file to ``settings.json.mmctl-backup`` before the
 first change ever made to it, writes atomically with the file's permission
-bits, and refuses a file that is not a JSON object (or whose ``hooks`` are not
+bits (through a symlink: its target), and refuses a file that is not a JSON object (or whose ``hooks`` are not
 shaped as above) without writing anything.
 
 Owns: where the settings live, what our hook entries look like, the merge. Never: runs hooks.
@@ -46,8 +46,9 @@ MARK = "inject --format claude-hook"
 """The part of a hook command that marks it as ours."""
 BACKUP_SUFFIX = ".mmctl-backup"
 """Appended to the settings file's name for the copy made before our first change."""
-TIMEOUT_S = 10
-"""The hooks' ``timeout``, seconds (Claude Code's unit)."""
+TIMEOUT_S = 30
+"""The hooks' ``timeout``, seconds (Claude Code's unit): above the ~11 s a hook takes to say that the root is
+held by a daemon that does not answer (a 1 s probe, then 10 s for the root's lock), so the agent sees why."""
 EVENTS: dict[str, str | None] = {"SessionStart": "startup|resume|clear|compact", "UserPromptSubmit": None}
 """Our events and the matcher of their group (UserPromptSubmit takes none)."""
 
@@ -166,10 +167,14 @@ def plan_install(path: Path, command: str) -> SettingsChange:
         MMError(E_PARSE | E_INVALID | E_IO): as :func:`_load`: nothing is changed.
     """
     before, settings = _load(path)
-    hooks = settings.setdefault("hooks", {})
+    if settings.get("hooks") is None:  # absent, or null
+        settings["hooks"] = {}
+    hooks = settings["hooks"]
     actions: list[str] = []
     for event, matcher in EVENTS.items():
-        groups = hooks.setdefault(event, [])
+        if hooks.get(event) is None:
+            hooks[event] = []
+        groups = hooks[event]
         mine = [h for g in groups for h in g.get("hooks", []) if _ours(h)]
         if any(h["command"] == command for h in mine):
             continue
@@ -241,4 +246,5 @@ def apply(change: SettingsChange) -> None:
             atomic_write(change.backup, change.before, mode)
     except OSError as error:
         raise MMError(ErrorCode.E_IO, f"cannot write beside {change.path}: {error.strerror}") from None
-    atomic_write(change.path, change.after, mode)
+    # through a symlink (settings kept in a dotfiles repository): the link stays, its target is written
+    atomic_write(Path(os.path.realpath(change.path)), change.after, mode)
