@@ -136,6 +136,28 @@ async def test_the_tools_over_stdio_through_a_daemon_session(mmd) -> None:  # ty
     await _session(mmd.root, dict(mmd.env), test)
 
 
+async def test_a_server_whose_daemon_stops_goes_on_with_the_files_then_with_the_next_daemon(mmd) -> None:  # type: ignore[no-untyped-def]
+    # with the daemon gone, every call waited for the client's 10 s timeout, then failed E_UNAVAILABLE
+    async def test(mcp: Mcp) -> None:
+        text, _, err = await mcp.call("mem_write", topic="one", content="through the daemon")
+        assert not err, text
+        await asyncio.to_thread(mmd.stop)  # SIGTERM: its sockets are removed
+        text, _, err = await mcp.call("mem_write", topic="two", content="on the files")
+        assert not err, text
+        text, _, err = await mcp.call("mem_read", topic="one")
+        assert not err and "through the daemon" in text, text
+        await asyncio.to_thread(mmd.start)  # it holds the root's lock: a write now succeeds only through it
+        text, _, err = await mcp.call("mem_write", topic="three", content="through the next daemon")
+        assert not err, text
+        from mmctl import AsyncClient
+
+        async with AsyncClient(mmd.root, env=mmd.env) as client:
+            assert (await client.status())["sessions"] == 1  # this connection's, pinned in the new daemon
+
+    await _session(mmd.root, dict(mmd.env), test)
+    assert {p.name for p in (mmd.root / "memories").iterdir()} == {"one.md", "two.md", "three.md"}
+
+
 async def test_a_root_that_does_not_exist_fails_reads_and_the_first_write_makes_it(tmp_path: Path) -> None:
     # `mmctl mcp --root <typo>` used to create the folder (parents too) at start and serve an empty memory
     typo = tmp_path / "no" / "such" / "root"

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "find_daemon", "patient_lock"]
+__all__ = ["LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "daemon_listening", "find_daemon", "patient_lock"]
 
 PROBE_TIMEOUT_MS = 1000
 """How long ``daemon.status`` may take before the daemon counts as absent, in milliseconds."""
@@ -125,6 +125,15 @@ def _listening(path: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def daemon_listening(root: Path, env: Mapping[str, str]) -> bool:
+    """Whether a process accepts connections on the RPC socket of ``root``'s daemon (a ``connect``, no request);
+    True for an endpoint that is no ``ipc://`` socket (nothing to check without a request)."""
+    from mmd.wire.endpoints import endpoints_for, ipc_path
+
+    path = ipc_path(endpoints_for(root, env).rpc)
+    return path is None or _listening(path)
 
 
 class Daemon:

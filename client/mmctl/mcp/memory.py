@@ -7,11 +7,12 @@ Without one, it is a core :class:`~mmd.core.Memory` loaded once: reads serve
 that snapshot, writes reach the disk under the root's lock and count as
 pending, exactly the reference's session semantics (mm v1 §7). The review
 queue needs the daemon. Review dates (``due``) and injections (``inject``) look
-at the latest revision, not the connection's snapshot: they are about now. A
-server started before its daemon (:class:`FollowingMemory`) looks for one before
-each call and, once a daemon owns the root, goes through it (the snapshot then
-moves to the daemon's newest revision), so its writes never wait for the lock
-that daemon holds. A write or delete of a topic another writer changed since this connection's snapshot
+at the latest revision, not the connection's snapshot: they are about now. The
+server follows the daemon (:class:`FollowingMemory`): before each call it checks
+that its daemon's socket still accepts (else it goes on with the files, at once
+rather than after a timeout) or, on the files, looks for a daemon and, once one
+owns the root, goes through it (the snapshot then moves to the daemon's newest
+revision), so its writes never wait for the lock that daemon holds. A write or delete of a topic another writer changed since this connection's snapshot
 (or since this connection last wrote it) is refused (:meth:`SessionMemory.check_unchanged`): it would replace
 their text unseen; ``reload`` takes a new snapshot.
 """
@@ -370,28 +371,40 @@ class NoRootYet(SessionMemory):
 
 
 class FollowingMemory(SessionMemory):
-    """The files until a daemon owns the root, then that daemon (a long-lived server started first).
+    """The root's daemon while one answers, else the files: a long-lived server outlives daemon restarts.
 
     Args:
-        direct: the memory on the files, used while no daemon answers.
+        first: the memory to start with (a :class:`DaemonMemory`, or one on the files).
+        on_files: makes the memory on the files (:class:`DirectMemory`, or :class:`NoRootYet`), for when the
+            daemon is gone: its socket no longer accepts (a stopped daemon removes it), checked before each call.
         find: returns an opened :class:`DaemonMemory` when a daemon owns the root now, else None
             (cheap when none runs: a ``stat`` of its socket).
+        alive: whether the daemon's socket still accepts connections.
     """
 
-    def __init__(self, direct: DirectMemory | NoRootYet, find: Callable[[], Awaitable[DaemonMemory | None]]) -> None:
+    def __init__(self, first: SessionMemory, on_files: Callable[[], SessionMemory],
+                 find: Callable[[], Awaitable[DaemonMemory | None]], alive: Callable[[], bool]) -> None:
         super().__init__()
-        self.current: SessionMemory = direct
-        self._find = find
+        self.current: SessionMemory = first
+        self._on_files, self._find, self._alive = on_files, find, alive
         self.uri_for = lambda topic: self.current.uri_for(topic)
 
     async def _memory(self) -> SessionMemory:
         if isinstance(self.current, NoRootYet) and self.current.created is not None:
             self.current = self.current.created
-        if isinstance(self.current, DirectMemory | NoRootYet):
+        if isinstance(self.current, DaemonMemory) and not self._alive():
+            # gone (stopped, crashed): every call would wait for the client's timeout; the files answer now
+            await self.current.client.aclose()
+            self.current = self.on_files()
+        if not isinstance(self.current, DaemonMemory):
             found = await self._find()
             if found is not None:
                 self.current = found
         return self.current
+
+    def on_files(self) -> SessionMemory:
+        """The memory on the files, as the server starts it without a daemon."""
+        return self._on_files()
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         return await (await self._memory()).read(topic)

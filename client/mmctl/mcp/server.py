@@ -459,7 +459,7 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
     """
     import asyncio
 
-    from ..backend import Daemon, Direct, find_daemon
+    from ..backend import Daemon, Direct, daemon_listening, find_daemon
     from ..pins import pinned_clock, pinned_fts5, wants_daemon
 
     direct = Direct(root, env, pinned_clock(env), pinned_fts5(env))
@@ -478,15 +478,19 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
         found = await asyncio.to_thread(find_daemon, options.root, env) if wants_daemon(env) else None
         return None if found is None else await through(found)
 
+    def on_files() -> SessionMemory:
+        if (options.root / INDEX_NAME).is_file():
+            return DirectMemory(direct.memory(search=True, options=options))
+        # not a root yet: a read says so; the first write makes it
+        return NoRootYet(options.root, options.memory_id, lambda: DirectMemory(direct.memory(search=True,
+                                                                                             options=options)))
+
+    def alive() -> bool:
+        return daemon_listening(options.root, env)
+
     async def run() -> None:
-        memory: SessionMemory
-        if daemon is not None:
-            memory = await through(daemon)
-        elif (options.root / INDEX_NAME).is_file():
-            memory = FollowingMemory(DirectMemory(direct.memory(search=True, options=options)), later)
-        else:  # not a root yet: a read says so; the first write makes it
-            memory = FollowingMemory(NoRootYet(options.root, options.memory_id, lambda: DirectMemory(
-                direct.memory(search=True, options=options))), later)
+        first = await through(daemon) if daemon is not None else on_files()
+        memory = FollowingMemory(first, on_files, later, alive)
         await build_server(memory, instructions, root=options.root, memory_id=options.memory_id).run_stdio_async()
 
     asyncio.run(run())
