@@ -12,9 +12,11 @@ server follows the daemon (:class:`FollowingMemory`): before each call it checks
 that its daemon's socket still accepts (else it goes on with the files, at once
 rather than after a timeout) or, on the files, looks for a daemon and, once one
 owns the root, goes through it (the snapshot then moves to the daemon's newest
-revision), so its writes never wait for the lock that daemon holds. A write or delete of a topic another writer changed since this connection's snapshot
-(or since this connection last wrote it) is refused (:meth:`SessionMemory.check_unchanged`): it would replace
-their text unseen; ``reload`` takes a new snapshot.
+revision), so its writes never wait for the lock that daemon holds. A write or
+delete of a topic another writer changed since this connection's snapshot (or
+since this connection last wrote it) is refused
+(:meth:`SessionMemory.check_unchanged`): it would replace their text unseen;
+``reload`` takes a new snapshot.
 """
 
 from __future__ import annotations
