@@ -224,6 +224,26 @@ def test_the_export_block_follows_100_revisions_and_keeps_a_hand_edit(start_daem
     assert b"- topic-9: Note written at step 99 <mm://local/topic-9>" in data[begin:end]
 
 
+def test_an_export_that_cannot_be_written_shows_in_status_until_one_is(start_daemon, tmp_path: Path) -> None:
+    # a failed export was only in the daemon's log: the AGENTS.md block went stale with nobody told
+    from mmctl.cli.status import status_warnings
+
+    agents = tmp_path / "project" / "AGENTS.md"
+    agents.parent.mkdir()
+    agents.write_bytes(f"{END_MARKER}\n{BEGIN_MARKER}\n".encode())  # markers out of order: never guessed at
+    config = tmp_path / "mmd.toml"
+    config.write_text(f'[export]\nfiles = ["{agents}"]\n', encoding="utf-8")
+    d = start_daemon("--config", str(config))
+    write(d, "deploy", "Deploy to eu-west-1.", summary="Deploys")
+    failed = wait_until(lambda: (x := call(d, "daemon.status")["export"])["lastError"] and x, what="a failed export")
+    assert failed["files"] == [str(agents)] and failed["failures"] >= 1 and str(agents) in failed["lastError"]
+    assert any(w.startswith("an [export] block is stale") for w in status_warnings(call(d, "daemon.status")))
+    agents.write_bytes(b"# rules\n")  # mended by hand
+    write(d, "deploy", "Deploy to eu-west-2.", summary="Deploys")
+    wait_until(lambda: call(d, "daemon.status")["export"]["lastError"] is None, what="an export after the mend")
+    assert b"deploy" in agents.read_bytes()
+
+
 def test_a_relative_export_path_is_refused_at_startup(tmp_path: Path) -> None:
     config = tmp_path / "mmd.toml"
     config.write_text('[export]\nfiles = ["AGENTS.md"]\n', encoding="utf-8")

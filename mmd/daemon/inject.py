@@ -107,6 +107,10 @@ class Injector:
         self._export_since: float | None = None
         self.exports = 0
         """How many export passes ran (``daemon.status``)."""
+        self.export_failures = 0
+        """Files an export pass could not write, summed over the passes (``daemon.status``)."""
+        self.export_error: str | None = None
+        """``<file>: <why>`` of the last file a pass could not write; None once a pass wrote every file."""
 
     # --- preparing revisions (worker thread, under views.lock) ----------------------------------------
 
@@ -322,16 +326,27 @@ class Injector:
         with self.views.lock:
             prep, _, _ = self._prepare(snapshot)
         text = render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command).text
-        changed = 0
+        changed, failed = 0, None
         for path in self._export_files():
             try:
                 changed += write_block(path, text)
             except MMError as error:
                 log.error("export.failed file=%s error=%s", path, error.message)
+                self.export_failures += 1
+                failed = f"{path}: {error.message}"
+        self.export_error = failed
         self.exports += 1
         log.info("export.done revision=%d files=%d changed=%d", snapshot.revision, len(self._export_files()),
                  changed)
         return changed
+
+    def export_status(self) -> dict[str, Any] | None:
+        """``{files, runs, failures, lastError}`` of the ``[export]`` blocks (``daemon.status``); None without any."""
+        files = self._export_files()
+        if not files:
+            return None
+        return {"files": [str(f) for f in files], "runs": self.exports, "failures": self.export_failures,
+                "lastError": self.export_error}
 
     async def stop(self) -> None:
         """Run a scheduled export now, then wait for the running tasks (exports finish their files)."""

@@ -186,12 +186,12 @@ class Jobs:
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, endpoints, queue,
-    ingest, watcher, events, requests, extractor, git, http}`` (``queue`` and ``ingest`` are null without
+    ingest, watcher, events, requests, extractor, export, git, http}`` (``queue`` and ``ingest`` are null without
     ingestion, ``git`` without ``--git``;
     ``rootLost`` says why writes are refused after the root or its lock file was removed or replaced, else null;
     ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`; ``extractor`` is
-    null without ``[candidates] command``; ``http`` is ``{listen, url}`` of the review page, the url carrying
-    this start's token, or null without ``--http``)."""
+    null without ``[candidates] command``, ``export`` without ``[export] files``; ``http`` is ``{listen, url}``
+    of the review page, the url carrying this start's token, or null without ``--http``)."""
     queue, ingestor, guard = running.review.queue, running.ingestor, running.state.guard
     return {"startedAt": running.started_at, "lang": cfg.lang, "rootLost": guard.check() if guard else None,
             "looseModes": loose_modes(cfg.root),
@@ -199,6 +199,7 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
             "queue": dict(queue.counts) if queue else None,
             "ingest": ingestor.health.to_json() if ingestor else None,
             "extractor": running.extractor.health() if running.extractor else None,
+            "export": running.injector.export_status(),
             "watcher": dict(running.watcher.health),
             "events": {"seq": running.publisher.seq},
             "requests": running.rpc.requests,

@@ -88,6 +88,14 @@ def status_warnings(status: dict[str, Any]) -> list[str]:
         part = status.get(name) or {}
         if part.get("watchError"):
             out.append(f"the {name} polls: the OS refused native file watches ({part['watchError']})")
+    export = status.get("export") or {}
+    if export.get("lastError"):
+        out.append(f"an [export] block is stale (the index changed and it could not be written): "
+                   f"{export['lastError']}")
+    extractor = status.get("extractor") or {}
+    if extractor.get("failures") and extractor.get("lastError"):
+        out.append(f"the extractor failed {extractor['failures']} of {extractor.get('runs', 0)} run(s) since start; "
+                   f"last: {extractor['lastError']}")
     return out
 
 
