@@ -66,6 +66,12 @@ async def _exercise(mcp: Mcp) -> None:
 
     text, refused, _ = await mcp.call("mem_write", topic="big", content="x" * 50, budget=10)
     assert refused is not None and refused["ok"] is False and text.startswith("NOT WRITTEN (E_WRITE_BUDGET_EXCEEDED)")
+    # values the core would silently replace by its defaults are refused, saying so (budget -1 wrote with 4000)
+    for tool, args, said in (("mem_write", {"topic": "big", "content": "x", "budget": -1}, "budget"),
+                             ("mem_search", {"query": "seed", "mode": "bogus"}, "mode must be one of auto, scan"),
+                             ("mem_digest", {"text": "MEMO: x", "maxItems": 0}, "maxItems")):
+        text, _, err = await mcp.call(tool, **args)
+        assert err and "E_INVALID" in text and said in text, text
 
     text, found, _ = await mcp.call("mem_search", query="seed")
     assert found is not None and found["total"] == 1 and "- seed (mm://local/seed)" in text

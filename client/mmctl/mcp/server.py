@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from mmd import __version__
 from mmd.core.errors import MMError
 from mmd.core.guide import guide_text
+from mmd.core.options import SEARCH_MODES
 from mmd.core.paths import INDEX_NAME
 from mmd.wire.methods import ID_DIGITS
 
@@ -176,6 +177,13 @@ def _fail(error: BaseException) -> ToolError:
     return ToolError(describe_error(error))
 
 
+def _positive(name: str, value: int | None) -> None:
+    """Refuse a count the core would silently replace by its default (the reference's rule for the CLI's own
+    callers): a model that sent ``budget: -1`` should hear so, not get 4000."""
+    if value is not None and value < 1:
+        raise ToolError(f"E_INVALID: {name} must be a positive integer, got {value}")
+
+
 _note_text = note_text
 
 
@@ -275,6 +283,7 @@ class MemoryTools:
     async def mem_write(self, topic: str, content: str, summary: str | None = None, tags: str | None = None,
                         budget: int | None = None,
                         reviewAfter: str | None = None) -> Annotated[CallToolResult, WriteOut]:
+        _positive("budget (code points)", budget)
         try:
             await self.memory.check_unchanged(topic)
             outcome = await self.memory.write(topic, content, summary, tags, budget, reviewAfter)
@@ -292,6 +301,8 @@ class MemoryTools:
 
     async def mem_search(self, query: str, mode: str | None = None,
                          limit: int | None = None) -> Annotated[CallToolResult, SearchOut]:
+        if mode is not None and mode not in SEARCH_MODES:
+            raise ToolError(f"E_INVALID: mode must be one of {', '.join(SEARCH_MODES)}, got {mode!r}")
         try:
             result = await self.memory.search(query, mode, limit)
         except (MMError, MmctlError) as error:
@@ -313,6 +324,7 @@ class MemoryTools:
 
     async def mem_digest(self, text: str | None = None, file: str | None = None, maxItems: int | None = None,
                          topicHint: str | None = None) -> Annotated[CallToolResult, DigestOut]:
+        _positive("maxItems", maxItems)
         try:
             result = await self.memory.digest(text, file, maxItems, topicHint)
         except (MMError, MmctlError) as error:
