@@ -515,3 +515,12 @@ def test_a_one_shot_write_through_the_daemon_imports_no_dataclasses_and_no_opens
     assert "zmq" in loaded and "mmctl.client" in loaded  # it did go through the daemon
     assert loaded & {"dataclasses", "inspect", "hashlib", "_hashlib"} == set()
     assert (daemon.root / "memories" / "t.md").read_text().endswith("via the daemon\n")
+
+
+def test_reading_a_note_whose_file_is_gone_says_so(mm) -> None:  # type: ignore[no-untyped-def]
+    # the empty body printed with exit 0 read as an empty note
+    mm("write", "victim", "--content", "body", "--summary", "V")
+    (mm.root / "memories" / "victim.md").unlink()
+    r = mm("read", "victim")
+    assert r.code == 0 and r.out.startswith("# victim\n") and "body" not in r.out
+    assert "memories/victim.md is missing" in r.err and "mmctl doctor" in r.err

@@ -185,6 +185,8 @@ def cmd_read(ctx: Ctx) -> int:
             review = f"review after: {entry.review_after}\n" if entry.review_after else ""  # ours, not the reference
             ctx.write(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\ntags: {', '.join(entry.tags) or '-'}\n"
                       f"updated: {entry.updated}\n{review}\n{note.body}\n")
+            if note.missing_file:  # ours: the reference prints the empty body alone
+                ctx.error(f"{entry.file} is missing: the body above is empty; `mmctl doctor` says how to mend it")
         return EXIT_OK
     index = memory.read_index()
     every = ctx.args.flag("--all")
