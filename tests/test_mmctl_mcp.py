@@ -182,3 +182,17 @@ async def test_a_root_that_does_not_exist_fails_reads_and_the_first_write_makes_
 
     await _session(typo, env, test)
     assert (typo / "MEMORY.md").is_file() and "again" in (typo / "memories" / "first.md").read_text()
+
+
+def test_a_note_whose_file_is_gone_reads_as_such_not_as_an_empty_body(tmp_path: Path) -> None:
+    from mmctl.mcp.resources import note_text
+
+    from mmd.core import Memory, MemoryOptions
+
+    memory = Memory.ensure(MemoryOptions.create(root=tmp_path / "root", env={}))
+    memory.write("victim", "the body", summary="V")
+    (tmp_path / "root" / "memories" / "victim.md").unlink()
+    note = Memory.open(MemoryOptions.create(root=tmp_path / "root", env={})).read_topic("victim")
+    assert note is not None and note.missing_file
+    text = note_text(note.to_json())
+    assert "(its file memories/victim.md is missing" in text and text.startswith("# victim (mm://local/victim)")

@@ -42,9 +42,12 @@ MARKDOWN = "text/markdown"
 
 
 def note_text(note: dict[str, Any]) -> str:
-    """A note as the model reads it: heading with its URI, summary, tags, update time, then the body."""
+    """A note as the model reads it: heading with its URI, summary, tags, update time, then the body (or, when
+    the index names a file that is gone, that it is)."""
+    body = (f"(its file {note['file']} is missing: the index entry is all there is; rewrite the note or delete it)"
+            if note.get("missingFile") else note["body"])
     return (f"# {note['topic']} ({note['uri']})\n\nsummary: {note['summary'] or '-'}\n"
-            f"tags: {', '.join(note['tags']) or '-'}\nupdated: {note['updated']}\n\n{note['body']}\n")
+            f"tags: {', '.join(note['tags']) or '-'}\nupdated: {note['updated']}\n\n{body}\n")
 
 
 def _marker(root: Path) -> tuple[int, int, int] | None:
