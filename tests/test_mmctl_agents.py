@@ -76,6 +76,8 @@ def test_inject_prints_then_commits_and_a_text_that_could_not_be_printed_comes_a
     assert "- added beta: The second <mm://local/beta>" in delta.out
     assert mm("inject", "--client", "other").out.startswith("Memory mm://local/ — 2 topics")  # its own view
     assert mm("inject", "--max-bytes", "10", "--client", "tiny").code == 1
+    both = mm("inject", "--format", "claude-hook", "--json")  # printed JSON, silently not the hook's shape
+    assert both.code == 2 and "--json and --format claude-hook name two outputs" in both.err
 
 
 def test_export_agents_md_keeps_every_byte_outside_the_block(mm: Any, tmp_path: Path) -> None:

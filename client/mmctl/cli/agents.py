@@ -46,7 +46,12 @@ def cmd_inject(ctx: Ctx) -> int:
     """``inject``: print the injection, then commit it (never when stdout could not take it)."""
     from ..injection import hook_input, hook_output, plan
 
-    form = "json" if ctx.json else ctx.args.text("--format") or "text"
+    given = ctx.args.text("--format")
+    if ctx.json and given not in (None, "json"):
+        from .parser import UsageError
+
+        raise UsageError(f"inject: --json and --format {given} name two outputs; give one")
+    form = "json" if ctx.json else given or "text"
     hook = _call(lambda: hook_input(ctx.stdin_bytes())) if form == "claude-hook" else None
     client = ctx.args.text("--client") or (hook.client_key if hook is not None else DEFAULT_CLIENT)
     ctx.need_root()
