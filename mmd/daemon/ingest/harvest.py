@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,5 +122,12 @@ class Harvester:
         self.rows[t.path] = row
         if ids:
             self.health.candidates_added += len(ids)
-            log.info("queue.added file=%s session=%s ids=%d", t.path, t.session_id, len(ids))
+            log.info("queue.added file=%s session=%s count=%d ids=%s", t.path, t.session_id, len(ids), _ids(ids))
             self._on_added(AddedBatch(ids, t.session_id, t.path, t.source.name))
+
+
+def _ids(ids: Sequence[int]) -> str:
+    """Candidate ids for a log line: ``4-9`` when consecutive, else the first ten comma-separated (``…`` after)."""
+    if len(ids) > 1 and list(ids) == list(range(ids[0], ids[0] + len(ids))):
+        return f"{ids[0]}-{ids[-1]}"
+    return ",".join(map(str, ids[:10])) + (",…" if len(ids) > 10 else "")
