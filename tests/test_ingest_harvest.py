@@ -64,3 +64,10 @@ def test_old_rows_of_a_dsh_named_file_read_as_other_keep_their_place(tmp_path: P
     row = h.queue.db.cursors()[str(path)]
     t = TrackedLog(str(path), SOURCES["dsh"], row.session_id, row.cursor)
     assert h.read(t) == 0 and added == [] and h.queue.refresh_counts()["total"] == 0
+
+
+def test_the_log_names_the_ids_added_not_their_count() -> None:
+    from mmd.daemon.ingest.harvest import _ids
+
+    assert (_ids([4, 5, 6]), _ids([7]), _ids([1, 3])) == ("4-6", "7", "1,3")
+    assert _ids(list(range(0, 40, 2))) == "0,2,4,6,8,10,12,14,16,18,…"
