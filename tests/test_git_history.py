@@ -293,3 +293,23 @@ def test_a_git_call_reads_its_input_and_returns_its_output_and_messages(tmp_path
     assert Git(root).out("cat-file", "-p", oid) == "hello"
     with pytest.raises(GitError, match="failed \\(128\\): fatal: path 'nothing' does not exist"):
         Git(root).run("cat-file", "-p", f"{oid}:nothing")
+
+
+def test_with_its_git_folder_gone_the_root_never_commits_to_a_repository_around_it(tmp_path: Path) -> None:
+    # `rm -rf ~/.dsh/memory/.git` under a dotfiles repository at ~/.dsh: the next commit (and push) went there
+    home = tmp_path / "dsh-home"
+    home.mkdir()
+    git(home, "init", "-q")
+    git(home, "commit", "-q", "--allow-empty", "-m", "dotfiles")
+    (home / "memory").mkdir()
+    git(home / "memory", "init", "-q")  # a repository of its own first: allowed inside another
+    root = GitRoot(home / "memory")
+    root.write("deploy", "us-east-1")
+    import shutil
+
+    shutil.rmtree(root.path / ".git")
+    root.memory.write("secret", "db7.corp")
+    with pytest.raises(MMError) as caught:
+        root.history.commit(99, "write", ["secret"])
+    assert "not a git repository" in str(caught.value)
+    assert git(home, "log", "--format=%s") == "dotfiles" and git(home, "status", "--porcelain") == "?? memory/"

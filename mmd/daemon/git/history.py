@@ -122,7 +122,7 @@ class GitHistory:
 
     def __init__(self, root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
         self.root = Path(os.path.abspath(root))
-        self.git = Git(self.root, env)
+        self.git = Git(self.root, env, alone=True)  # the root's own repository, never one around it
         self._identity: dict[str, str] | None = None
         self._root_id: str | None = None
 

@@ -75,12 +75,16 @@ class Git:
         env: the environment to start from (default ``os.environ``); the repository-locating
             variables listed in the module docstring are removed from it.
         timeout_s: the time limit of a call that names none, in seconds (:data:`LOCAL_TIMEOUT_S`).
+        alone: git looks for the repository in ``root`` only, never above it (``GIT_CEILING_DIRECTORIES`` is its
+            parent): with the root's ``.git`` gone, a call fails ("not a git repository") instead of committing
+            to, or pushing, a repository that holds the root (a dotfiles repository around ``~/.dsh``).
 
     Raises:
         GitMissing: if ``git`` is not on ``PATH``.
     """
 
-    def __init__(self, root: Path, env: Mapping[str, str] | None = None, timeout_s: float = LOCAL_TIMEOUT_S) -> None:
+    def __init__(self, root: Path, env: Mapping[str, str] | None = None, timeout_s: float = LOCAL_TIMEOUT_S,
+                 *, alone: bool = False) -> None:
         self.timeout_s = timeout_s
         exe = shutil.which("git", path=(env or os.environ).get("PATH"))
         if exe is None:
@@ -93,6 +97,8 @@ class Git:
         base["GIT_TERMINAL_PROMPT"] = "0"
         # git's messages are matched ("nothing to commit", "couldn't find remote ref"): untranslated.
         base["LC_ALL"] = "C"
+        if alone:
+            base["GIT_CEILING_DIRECTORIES"] = os.path.dirname(os.path.realpath(self.root))
         self.env = base
 
     def run(self, *args: str, check: bool = True, input: bytes | None = None,
