@@ -37,11 +37,29 @@ def test_a_socket_folder_that_cannot_be_used_is_refused_before_the_root_is_creat
 
 def test_a_second_daemon_on_the_same_root_exits_naming_the_holder(start_daemon) -> None:
     first = start_daemon()
-    second = start_daemon(wait=False)
-    assert second.wait(15) == 3
+    second = start_daemon(wait=False, env={"XDG_RUNTIME_DIR": str(first.runtime)})  # as a user starts it again
+    assert second.wait(10) == 3  # at once: it serves the root (no wait for the lock, as for a short writer)
     assert f"pid {first.proc.pid}" in second.stderr()
     # the first one is untouched: its sockets are still there and it still answers
     assert first.wait_ready()["pid"] == first.proc.pid
+
+
+def test_a_start_waits_for_a_lock_held_briefly_by_a_writer_that_is_no_daemon(start_daemon, tmp_path: Path) -> None:
+    # `mmctl` writing the files while no daemon ran holds the lock for a moment: a start then exited 3, naming it
+    from mmd.core.durable import WriteLock
+
+    root = tmp_path / "root"
+    root.mkdir()
+    lock = WriteLock(root)
+    lock.acquire()
+    try:
+        daemon = start_daemon(root=root, wait=False)
+        time.sleep(1.0)  # the daemon is up to its lock by now, and must not have given up
+        assert daemon.proc.poll() is None, daemon.stderr()
+    finally:
+        lock.release()
+    assert daemon.wait_ready()["pid"] == daemon.proc.pid
+    assert "daemon.waiting_for_lock" in daemon.stderr()
 
 
 def test_a_startup_that_fails_half_way_undoes_every_step_it_took(start_daemon, tmp_path: Path) -> None:

@@ -75,6 +75,9 @@ EXIT_CONFIG = 2
 """The configuration was refused (key, value and why on stderr)."""
 EXIT_LOCKED = 3
 """Another process holds the root's lock (its pid on stderr)."""
+START_LOCK_WAIT_S = 15.0
+"""How long a start waits for the root's lock when no daemon serves the root (an ``mmctl`` writing the files
+while none ran, a daemon still stopping), in seconds; a daemon that serves the root is refused at once."""
 EXIT_FORCED = 130
 """A second SIGINT cut the shutdown short."""
 
@@ -221,8 +224,16 @@ class Daemon:
                 await asyncio.to_thread(ensure_private_dir, folder.parent)
         # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
         await asyncio.to_thread(make_folders, cfg.root)  # 0700 whatever the umask (issue 15)
-        lock = WriteLock(cfg.root)
-        lock.acquire(blocking=False)
+        lock = WriteLock(cfg.root, timeout_s=START_LOCK_WAIT_S)
+        try:
+            lock.acquire(blocking=False)
+        except LockHeld:
+            rpc = ipc_path(cfg.rpc_endpoint)
+            if rpc is not None:
+                _refuse_live_endpoint(rpc)  # a daemon serves this root: refused at once, naming it
+            # a short holder: `mmctl` writing the files while no daemon ran, a daemon still stopping
+            log.info("daemon.waiting_for_lock root=%s seconds=%g", cfg.root, START_LOCK_WAIT_S)
+            await asyncio.to_thread(lock.acquire)
         undo.callback(lock.release)
         state = MemoryState(cfg.memory)
         state.guard = RootGuard(cfg.root, lock.path)
