@@ -228,9 +228,9 @@ class Daemon:
         try:
             lock.acquire(blocking=False)
         except LockHeld:
-            rpc = ipc_path(cfg.rpc_endpoint)
-            if rpc is not None:
-                _refuse_live_endpoint(rpc)  # a daemon serves this root: refused at once, naming it
+            serving = ipc_path(cfg.rpc_endpoint)
+            if serving is not None:
+                _refuse_live_endpoint(serving)  # a daemon serves this root: refused at once, naming it
             # a short holder: `mmctl` writing the files while no daemon ran, a daemon still stopping
             log.info("daemon.waiting_for_lock root=%s seconds=%g", cfg.root, START_LOCK_WAIT_S)
             await asyncio.to_thread(lock.acquire)
