@@ -276,3 +276,20 @@ def test_a_root_the_daemon_creates_is_private_whatever_the_umask(start_daemon, t
     assert modes["fresh"] == modes["fresh/memory"] == modes["fresh/memory/.mmd"] == 0o700, modes
     assert {k: v for k, v in modes.items() if "state.db" in k} == {
         k: 0o600 for k in modes if "state.db" in k} and "fresh/memory/.mmd/state.db" in modes, modes
+
+
+def test_sockets_whose_files_were_removed_are_bound_again(daemon) -> None:  # type: ignore[no-untyped-def]
+    # a /tmp cleaner or `rm -rf $XDG_RUNTIME_DIR/mmd`: no client could connect, while the daemon looked healthy
+    import shutil
+
+    from tests.test_daemon_helpers import sync_call
+    from tests.test_ingest_helpers import wait_until
+
+    folder = Path(daemon.rpc[len("ipc://"):]).parent
+    shutil.rmtree(folder)
+    wait_until(lambda: os.path.exists(daemon.rpc[len("ipc://"):]) and os.path.exists(daemon.pub[len("ipc://"):]),
+               what="the sockets bound again")
+    assert os.stat(folder).st_mode & 0o777 == 0o700
+    assert os.stat(daemon.rpc[len("ipc://"):]).st_mode & 0o777 == 0o600
+    assert sync_call(daemon.rpc, "daemon.status", {})["result"]["pid"] == daemon.proc.pid
+    assert "socket.rebound" in daemon.stderr()

@@ -35,12 +35,12 @@ from typing import Any
 import zmq
 
 from mmd.candidates import Seen
-from mmd.core.durable import LockHeld, WriteLock
+from mmd.core.durable import LockHeld
 from mmd.core.errors import MMError
 from mmd.core.health import loose_modes, remove_stale_temp_files
 from mmd.core.paths import STATE_DIR
 from mmd.core.rootfs import make_folders
-from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
+from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
 from .config import Config, ConfigError
 from .events import Publisher
@@ -60,6 +60,7 @@ from .review import Review
 from .rootguard import RootGuard
 from .rpc import RpcServer
 from .scheduler import Schedule
+from .sockets import LINGER_MS, Sockets, start_authenticator, take_root_lock
 from .state import MemoryState
 from .statedb import SchemaError, StateDB
 from .watcher import Watcher
@@ -75,9 +76,6 @@ EXIT_CONFIG = 2
 """The configuration was refused (key, value and why on stderr)."""
 EXIT_LOCKED = 3
 """Another process holds the root's lock (its pid on stderr)."""
-START_LOCK_WAIT_S = 15.0
-"""How long a start waits for the root's lock when no daemon serves the root (an ``mmctl`` writing the files
-while none ran, a daemon still stopping), in seconds; a daemon that serves the root is refused at once."""
 EXIT_FORCED = 130
 """A second SIGINT cut the shutdown short."""
 
@@ -89,12 +87,6 @@ HANDLED_SIGNALS = (
 
 DRAIN_TIMEOUT_S = 10.0
 """Longest wait for in-flight requests at shutdown, seconds."""
-LINGER_MS = 1000
-"""Longest wait to flush replies and events when the sockets close, milliseconds."""
-HARD_MAX_FRAME_FACTOR = 4
-"""Frames over this many times ``maxRequestBytes`` drop the peer (ZMQ_MAXMSGSIZE) instead of being read."""
-ROUTER_RCVHWM = 16
-"""Most messages ZeroMQ queues from one client before it stops reading that client (back-pressure)."""
 DIGEST_TIMEOUT_S = 60.0
 """Longest run of one ``memory.digest`` (in its worker process), seconds."""
 SCHEDULE_FILE = "schedule.json"
@@ -155,6 +147,8 @@ class Daemon:
         self._signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
         self._stopping = False
         self._force = asyncio.Event()
+        self.sockets = Sockets(config)
+        """The bound sockets (bound again from the heartbeat when their files were removed)."""
 
     # --- the whole life -------------------------------------------------------------------------
 
@@ -224,16 +218,7 @@ class Daemon:
                 await asyncio.to_thread(ensure_private_dir, folder.parent)
         # 1. lock: the root must exist to hold its .mmd/lock; released last, when no write can be running
         await asyncio.to_thread(make_folders, cfg.root)  # 0700 whatever the umask (issue 15)
-        lock = WriteLock(cfg.root, timeout_s=START_LOCK_WAIT_S)
-        try:
-            lock.acquire(blocking=False)
-        except LockHeld:
-            serving = ipc_path(cfg.rpc_endpoint)
-            if serving is not None:
-                _refuse_live_endpoint(serving)  # a daemon serves this root: refused at once, naming it
-            # a short holder: `mmctl` writing the files while no daemon ran, a daemon still stopping
-            log.info("daemon.waiting_for_lock root=%s seconds=%g", cfg.root, START_LOCK_WAIT_S)
-            await asyncio.to_thread(lock.acquire)
+        lock = await take_root_lock(cfg)
         undo.callback(lock.release)
         state = MemoryState(cfg.memory)
         state.guard = RootGuard(cfg.root, lock.path)
@@ -296,7 +281,13 @@ class Daemon:
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
-        schedule = Schedule({"nudge": jobs.nudge, "heartbeat": jobs.heartbeat, "expire": jobs.expire,
+        loop = asyncio.get_running_loop()
+
+        def heartbeat() -> None:  # a worker thread: the sockets are the loop's
+            jobs.heartbeat()
+            loop.call_soon_threadsafe(self.sockets.rebind_lost)
+
+        schedule = Schedule({"nudge": jobs.nudge, "heartbeat": heartbeat, "expire": jobs.expire,
                              "due": jobs.due, "injectExpire": jobs.inject_expire, "watchdog": self.notifier.watchdog},
                             due_file=cfg.root / STATE_DIR / SCHEDULE_FILE)
         schedule.start(periods_ms(cfg))
@@ -304,14 +295,14 @@ class Daemon:
         # 6. sockets: PUB first so the first write's event has somewhere to go; at shutdown the ipc
         #    files go once the context has terminated
         context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-        bound: list[str] = []
-        undo.callback(_remove_ipc_files, bound)
+        sockets = self.sockets
+        undo.callback(sockets.remove_files)
         undo.push_async_callback(asyncio.to_thread, context.term)
         if cfg.curve_secret_key is not None and cfg.curve_clients_dir is not None:
-            undo.callback(_start_authenticator(context, cfg.curve_clients_dir).stop)
-        publisher.socket = self._socket(context, zmq.PUB, cfg.pub_endpoint, bound)
+            undo.callback(start_authenticator(context, cfg.curve_clients_dir).stop)
+        publisher.socket = sockets.bind(context, zmq.PUB, cfg.pub_endpoint)
         undo.callback(lambda: publisher.close(self._linger_ms()))
-        router = self._socket(context, zmq.ROUTER, cfg.rpc_endpoint, bound)
+        router = sockets.bind(context, zmq.ROUTER, cfg.rpc_endpoint)
         digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
         methods = Methods(state, self._status, publisher.publish, review, injector, digests, git)
         rpc = RpcServer(router, methods, cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
@@ -337,42 +328,6 @@ class Daemon:
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
                  state.revision, cfg.rpc_endpoint, cfg.pub_endpoint)
-
-    def _socket(self, context: zmq.Context[zmq.Socket[bytes]], kind: int, endpoint: str,
-                bound: list[str]) -> zmq.Socket[bytes]:
-        """A bound socket: CURVE server when keys are set; ipc files user-only (0600 in a 0700 folder).
-
-        The endpoint is appended to ``bound`` once bound (its ipc file is removed at shutdown).
-        """
-        sock = context.socket(kind)
-        sock.setsockopt(zmq.LINGER, LINGER_MS)
-        if kind == zmq.ROUTER:
-            sock.setsockopt(zmq.MAXMSGSIZE, self.config.max_request_bytes * HARD_MAX_FRAME_FACTOR)
-            sock.setsockopt(zmq.RCVHWM, ROUTER_RCVHWM)
-        else:
-            sock.setsockopt(zmq.SNDHWM, 10_000)
-        if self.config.curve_secret_key is not None:
-            sock.curve_server = True
-            sock.curve_secretkey = self.config.curve_secret_key
-            sock.curve_publickey = self.config.curve_public_key or b""
-        path = ipc_path(endpoint)
-        try:
-            if path is None:
-                sock.bind(endpoint)
-            else:
-                ensure_private_dir(path.parent)
-                _refuse_live_endpoint(path)
-                old = os.umask(0o077)  # the socket file is born user-only; chmod below makes sure
-                try:
-                    sock.bind(endpoint)
-                finally:
-                    os.umask(old)
-                os.chmod(path, 0o600)
-        except BaseException:
-            sock.close(linger=0)
-            raise
-        bound.append(endpoint)
-        return sock
 
     def _status(self) -> dict[str, Any]:
         """The daemon-level part of ``daemon.status`` (requests are served only once running)."""
@@ -452,17 +407,6 @@ class Daemon:
             log.warning("daemon.requests_cancelled count=%d", cancelled)
 
 
-def _start_authenticator(context: zmq.Context[zmq.Socket[bytes]], clients_dir: Path) -> Any:
-    """ZAP: only clients whose public certificate is in ``clients_dir`` get through CURVE; returns the
-    started ``ThreadAuthenticator`` (stop it before the context terminates)."""
-    from zmq.auth.thread import ThreadAuthenticator
-
-    auth = ThreadAuthenticator(context, log=logging.getLogger("mmd.auth"))
-    auth.start()
-    auth.configure_curve(domain="*", location=str(clients_dir))
-    return auth
-
-
 def _tidy_root(root: Path) -> None:
     """At start, with the lock held: remove temp files of our crashed writers; warn about paths others
     may write (a memory others can write is a prompt-injection channel; ``daemon.status`` lists them)."""
@@ -473,27 +417,3 @@ def _tidy_root(root: Path) -> None:
     if loose:
         log.warning("daemon.loose_modes paths=%s: others can write this memory; chmod go-w them",
                     ",".join(f"{m['path']}({m['mode']})" for m in loose))
-
-
-def _refuse_live_endpoint(path: Path) -> None:
-    """Refuse to bind over a socket another daemon still serves (one whose root was removed and
-    recreated holds no lock on the new one, yet still owns the endpoint: never two daemons on a root).
-
-    Raises:
-        LockHeld: naming the listening process when the OS tells its pid.
-    """
-    if not os.path.exists(path):
-        return
-    try:
-        credentials = peer_credentials(path)
-    except OSError:
-        return  # a socket file left by a daemon that died: binding replaces it
-    raise LockHeld(path, credentials[0] if credentials else None)
-
-
-def _remove_ipc_files(endpoints: list[str]) -> None:
-    """Remove the socket files of the bound ``ipc://`` endpoints (after the context terminated)."""
-    for endpoint in endpoints:
-        path = ipc_path(endpoint)
-        if path is not None:
-            path.unlink(missing_ok=True)

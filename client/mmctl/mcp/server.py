@@ -3,12 +3,12 @@
 Tools: ``mem_read``, ``mem_write``, ``mem_search``, ``mem_budget``,
 ``mem_digest`` (the reference's five, same meaning), ``mem_delete``,
 ``mem_due`` (notes whose review date has come), ``mem_inject`` (the index
-once, then only what changed) and ``mem_queue_list``, ``mem_queue_accept``,
+once, then only what changed), ``mem_reload`` (a new snapshot) and ``mem_queue_list``, ``mem_queue_accept``,
 ``mem_queue_reject`` (the daemon's review queue). One frozen snapshot per
 connection (:mod:`.memory`); the resources (:mod:`.resources`) show the latest revision. Every tool returns both a
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
-schema (the pydantic models below). The agents' guide is the server's
+schema (the pydantic models of :mod:`.outputs`). The agents' guide is the server's
 instructions. Errors (a bad topic, a topic with no note, a parameter the tool
 does not declare, no daemon for the queue) come back as tool errors whose text
 says what to do; a refused write is a result, ``ok: false``
@@ -26,7 +26,6 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, ConfigDict
 
 from mmd import __version__
 from mmd.core.errors import MMError
@@ -46,127 +45,22 @@ from .memory import (
     SessionMemory,
     describe_error,
 )
+from .outputs import (
+    BudgetOut,
+    DeleteOut,
+    DigestOut,
+    DueOut,
+    InjectOut,
+    QueueOut,
+    ReadOut,
+    ReloadOut,
+    SearchOut,
+    WriteOut,
+)
 from .resources import MemoryServer, note_text
 
 __all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "QueueOut",
            "ReadOut", "ReloadOut", "SearchOut", "WriteOut", "build_server", "serve"]
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ReadOut(_Out):
-    """``mem_read``: ``note`` for a topic, ``index`` without one, ``index`` + ``notes`` with ``all``."""
-
-    found: bool
-    topic: str | None = None
-    uri: str | None = None
-    note: dict[str, Any] | None = None
-    index: dict[str, Any] | None = None
-    notes: list[dict[str, Any]] | None = None
-
-
-class WriteOut(_Out):
-    """``mem_write``: the mm write outcome; ``ok: false`` carries ``code``, ``message`` and ``usage``."""
-
-    ok: bool
-    topic: str
-    uri: str | None = None
-    action: str | None = None
-    code: str | None = None
-    message: str | None = None
-    reason: str | None = None
-    usage: dict[str, Any]
-    pendingWrites: int | None = None
-    revision: int | None = None
-
-
-class SearchOut(_Out):
-    """``mem_search``: ``{query, engine, total, truncated, matches, note?}`` (mm v1 §8)."""
-
-    query: str
-    engine: str
-    total: int
-    truncated: bool
-    matches: list[dict[str, Any]]
-    note: str | None = None
-
-
-class BudgetOut(_Out):
-    """``mem_budget``: the live budget report (mm v1 §6)."""
-
-    root: str
-    memoryId: str
-    loadedAt: str
-    snapshotAgeMs: int
-    pendingWrites: int
-    index: dict[str, Any]
-    detail: dict[str, Any]
-    perTopic: list[dict[str, Any]]
-    anomalies: dict[str, Any]
-    search: dict[str, Any]
-
-
-class DigestOut(_Out):
-    """``mem_digest``: candidate memories; nothing is written."""
-
-    source: str
-    sourceKind: str
-    candidates: list[dict[str, Any]]
-    usage: dict[str, Any]
-    note: str | None = None
-
-
-class DeleteOut(_Out):
-    """``mem_delete``: ``removed`` says whether a note was there; deletes are always allowed."""
-
-    ok: bool
-    removed: bool
-    topic: str
-    usage: dict[str, Any]
-    pendingWrites: int | None = None
-    revision: int | None = None
-
-
-class ReloadOut(_Out):
-    """``mem_reload``: when the new snapshot was taken (and its revision, with a daemon)."""
-
-    loadedAt: str
-    revision: int | None = None
-    pendingWrites: int | None = None
-
-
-class DueOut(_Out):
-    """``mem_due``: ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
-
-    today: str
-    due: list[dict[str, Any]]
-    invalid: list[dict[str, Any]]
-
-
-class InjectOut(_Out):
-    """``mem_inject``: the injection (``baseline`` | ``delta`` | ``reminder`` | ``none``), already committed."""
-
-    mode: str
-    text: str
-    added: list[str]
-    updated: list[str]
-    removed: list[str]
-    unchanged: int
-    reminded: list[str]
-    bytes: int
-    token: str
-    revision: int | None = None
-    committed: bool
-
-
-class QueueOut(_Out):
-    """``mem_queue_*``: ``candidates`` for a list, ``result`` (the daemon's answer) for accept/reject."""
-
-    ok: bool
-    candidates: list[dict[str, Any]] | None = None
-    result: Any = None
 
 
 def _result(text: str, data: dict[str, Any]) -> CallToolResult:
