@@ -323,3 +323,15 @@ def test_an_unset_memory_id_is_the_one_the_root_records(tmp_path: Path) -> None:
     assert MemoryOptions.create(root=root).memory_id == "local"
     index.write_text("# MEMORY.md\n\n## a\n> mm-id: inbody\n")  # a quote in an entry is not the header
     assert recorded_memory_id(root) is None
+
+
+def test_unset_caps_are_the_ones_the_root_records(tmp_path: Path) -> None:
+    # a root kept with 5000-line caps (a flag of its daemon) refused every write of a client without the flag
+    root = tmp_path / "root"
+    Memory.ensure(MemoryOptions.create(root=root, index_lines=5000, index_bytes=500000)).write("a", "x")
+    assert "> mm-caps: 5000 lines / 500000 bytes" in (root / "MEMORY.md").read_text()
+    unset = MemoryOptions.create(root=root)
+    assert (unset.index_lines, unset.index_bytes) == (5000, 500000)
+    given = MemoryOptions.create(root=root, index_lines=300)  # one given: the other is the default
+    assert (given.index_lines, given.index_bytes) == (300, 25600)
+    assert MemoryOptions.create(root=tmp_path / "new").index_lines == 200

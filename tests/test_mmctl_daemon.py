@@ -207,9 +207,11 @@ def test_watch_says_when_the_daemon_is_gone_and_when_it_is_back(mmd) -> None:  #
 def test_a_root_keeps_the_memory_id_it_was_made_with_whoever_writes_next(start_daemon) -> None:  # type: ignore[no-untyped-def]
     # made by `mmd --memory-id work`; a later `mmctl write` without a configured id rewrote every header to
     # "local" (the reference's default), so one root named its notes mm://work/… and mm://local/…
-    first = start_daemon("--memory-id", "work")
+    first = start_daemon("--memory-id", "work", "--index-lines", "20000")
     assert cli(first, "write", "k1", "--content", "one")[1].startswith("created mm://work/k1")
     first.stop()
+    budget = json.loads(cli(first, "budget", "--json")[1])  # its caps too: 200 said over budget, refused writes
+    assert budget["index"]["lineCap"] == 20000 and budget["index"]["overBudget"] is False
     code, out, _ = cli(first, "write", "k2", "--content", "two")  # no daemon: the files, directly
     assert code == 0 and out.startswith("created mm://work/k2"), out
     assert "> mm-id: work" in (first.root / "MEMORY.md").read_text()

@@ -6,6 +6,7 @@ Every size is a positive integer: lines, UTF-8 bytes or code points as named.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -27,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer", "recorded_memory_id"]
+__all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer", "recorded_header", "recorded_memory_id"]
 
 SEARCH_MODES = ("auto", "scan", "fts5")
 """Accepted ``search.mode`` values (mm v1 §8)."""
@@ -43,27 +44,41 @@ def is_js_integer(value: object) -> bool:
 
 
 _HEAD_BYTES = 4096
-"""How much of ``MEMORY.md`` :func:`recorded_memory_id` reads, in bytes (the header comes first)."""
+"""How much of ``MEMORY.md`` :func:`recorded_header` reads, in bytes (the header comes first)."""
+_CAPS = re.compile(r"^(\d{1,9}) lines / (\d{1,12}) bytes$")
 
 
-def recorded_memory_id(root: Path) -> str | None:
-    """The memory id the root's index records (its ``> mm-id:`` header line, mm v1 §3), or None when there is
-    no readable ``MEMORY.md``, no such line before the first entry, or its value is not a slug.
+def recorded_header(root: Path) -> dict[str, Any]:
+    """What the root's index header records (mm v1 §3): ``{"memory_id": slug, "index_lines": int,
+    "index_bytes": int}``, each key present only when its ``> mm-id:`` / ``> mm-caps: N lines / M bytes`` line
+    is there before the first entry and well-formed (a slug; positive integers).
 
-    Reads at most the first :data:`_HEAD_BYTES` bytes of the index; never raises.
+    Reads at most the first :data:`_HEAD_BYTES` bytes of the index; never raises (no index: ``{}``).
     """
     try:
         with open(root / INDEX_NAME, "rb") as index:
             head = index.read(_HEAD_BYTES)
     except OSError:
-        return None
+        return {}
+    found: dict[str, Any] = {}
     for line in head.decode("utf-8", "replace").splitlines():
         if line.startswith("## "):
-            return None
+            break
         if line.startswith("> mm-id:"):
             value = line[len("> mm-id:"):].strip()
-            return value if TOPIC_RE.fullmatch(value) else None
-    return None
+            if TOPIC_RE.fullmatch(value):
+                found["memory_id"] = value
+        elif line.startswith("> mm-caps:"):
+            caps = _CAPS.match(line[len("> mm-caps:"):].strip())
+            if caps and int(caps.group(1)) > 0 and int(caps.group(2)) > 0:
+                found["index_lines"], found["index_bytes"] = int(caps.group(1)), int(caps.group(2))
+    return found
+
+
+def recorded_memory_id(root: Path) -> str | None:
+    """The memory id the root's index records (:func:`recorded_header`), or None."""
+    value = recorded_header(root).get("memory_id")
+    return str(value) if value is not None else None
 
 
 def _positive(name: str, value: Any, default: int) -> int:
@@ -133,7 +148,8 @@ class MemoryOptions(Record):
     ) -> MemoryOptions:
         """Validate raw values (None = default) and resolve the root against ``env``.
 
-        ``memory_id`` None is the id the root's ``MEMORY.md`` records (:func:`recorded_memory_id`), else ``local``.
+        ``memory_id`` None is the id the root's ``MEMORY.md`` records (:func:`recorded_header`), else ``local``;
+        ``index_lines`` and ``index_bytes`` both None are the caps it records, else 200 / 25600.
 
         ``env`` defaults to ``os.environ``; pass a mapping to resolve elsewhere.
 
@@ -142,9 +158,12 @@ class MemoryOptions(Record):
         """
         environ: Mapping[str, str] = os.environ if env is None else env
         resolved = resolve_root(root, environ)
-        # unset: the id the root already records (a root made as "work" stays "work" whoever writes it next;
-        # the reference rewrites every header with its configured id, "local" by default), else "local"
-        mid = (recorded_memory_id(resolved) or DEFAULT_MEMORY_ID) if memory_id is None else memory_id
+        # unset: what the root's header records (a root made as "work" with 5000-line caps stays so whoever writes
+        # it next; the reference rewrites the header with its own options, "local" and 200 / 25600 by default)
+        recorded = recorded_header(resolved) if None in (memory_id, index_lines, index_bytes) else {}
+        mid = recorded.get("memory_id", DEFAULT_MEMORY_ID) if memory_id is None else memory_id
+        if index_lines is None and index_bytes is None:
+            index_lines, index_bytes = recorded.get("index_lines"), recorded.get("index_bytes")
         if not isinstance(mid, str) or not TOPIC_RE.fullmatch(mid):
             raise MMError(ErrorCode.E_INVALID, f"memoryId {_quote(mid)} is not a valid slug")
         mode = "auto" if search_mode is None else search_mode

@@ -71,8 +71,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("root", "--root", "path", None, "memory root (default $DSH_MEMORY_ROOT, else $DSH_HOME/memory)"),
     Option("memoryId", "--memory-id", "str", None, "memory id used in mm:// URIs (default: the one the root's "
            "MEMORY.md records, else local)"),
-    Option("indexLines", "--index-lines", "int", 200, "MEMORY.md cap, in lines"),
-    Option("indexBytes", "--index-bytes", "int", 25600, "MEMORY.md cap, in UTF-8 bytes"),
+    Option("indexLines", "--index-lines", "int", None, "MEMORY.md cap, in lines (default: the root's mm-caps "
+           "header, else 200)"),
+    Option("indexBytes", "--index-bytes", "int", None, "MEMORY.md cap, in UTF-8 bytes (default: the root's "
+           "mm-caps header, else 25600)"),
     Option("detailMaxBytes", "--detail-max-bytes", "int", 65536, "detail file cap, in UTF-8 bytes"),
     Option("defaultWriteBudget", "--default-write-budget", "int", 4000, "per-write budget, in code points"),
     Option("search.mode", "--search-mode", "str", "auto", "auto | scan | fts5"),
