@@ -94,3 +94,15 @@ def test_install_keeps_the_installing_environment_and_honours_xdg_config_home(tm
     mac = service.plan("install", platform="darwin", home=tmp_path, uid=501, env=env)
     assert mac.text is not None
     assert plistlib.loads(mac.text.encode())["EnvironmentVariables"]["DSH_HOME"] == "/data/dsh home"
+
+
+def test_status_with_a_user_bus_but_no_systemctl_says_so(tmp_path: Path) -> None:
+    # it was a traceback: FileNotFoundError: 'systemctl'
+    runtime = tmp_path / "run"
+    runtime.mkdir()
+    (runtime / "bus").write_text("")
+    result = subprocess.run([sys.executable, "-m", "mmd.daemon.main", "service", "status"], capture_output=True,
+                            text=True, env={**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime),
+                                            "PATH": str(tmp_path / "no-bin")})
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "running: unknown (systemctl is not on PATH" in result.stdout

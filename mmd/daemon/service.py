@@ -124,6 +124,14 @@ def _run(argv: list[str]) -> int:
         return 127
 
 
+def _quiet(argv: list[str]) -> int:
+    """``argv``'s exit status, its output dropped; 127 when the program is not on PATH (as a shell says)."""
+    try:
+        return subprocess.run(argv, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    except FileNotFoundError:
+        return 127
+
+
 def execute(action: str, steps: ServicePlan, *, dry_run: bool, run: Runner = _run,
             out: Callable[[str], None] = print) -> int:
     """Carry out ``steps``, printing each; returns the exit code (the first failing command's, or 0)."""
@@ -174,9 +182,9 @@ def status_words(steps: ServicePlan, *, bus: bool, run: Runner | None = None) ->
     if not bus:
         running = "unknown (no systemd user bus here to ask; `mmctl status` says whether a daemon answers)"
     else:
-        ask = run or (lambda argv: subprocess.run(argv, check=False, stdout=subprocess.DEVNULL,
-                                                  stderr=subprocess.DEVNULL).returncode)
-        running = "yes" if ask(["systemctl", "--user", "is-active", "--quiet", UNIT_NAME]) == 0 else "no"
+        code = (run or _quiet)(["systemctl", "--user", "is-active", "--quiet", UNIT_NAME])
+        running = ("unknown (systemctl is not on PATH; `mmctl status` says whether a daemon answers)" if code == 127
+                   else "yes" if code == 0 else "no")
     return (f"{steps.path}: installed: {'yes' if installed else 'no'}, enabled: {'yes' if enabled else 'no'}, "
             f"running: {running}{hint}")
 
