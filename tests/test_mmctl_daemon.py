@@ -226,3 +226,24 @@ def test_a_root_keeps_the_memory_id_it_was_made_with_whoever_writes_next(start_d
     assert cli(again, "write", "k3", "--content", "three")[1].startswith("created mm://work/k3")
     explicit = cli(again, "search", "three", "--json")[1]
     assert '"mm://work/k3"' in explicit
+
+
+def test_a_write_that_found_no_daemon_answering_goes_through_it_once_it_answers(mmd, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # a daemon paused (or starting) when mmctl looked: the write waited for the root's lock it holds, then failed
+    import threading
+
+    from mmctl import backend
+
+    monkeypatch.setattr(backend, "LOCK_WAIT_S", 2.0)
+    mmd.signal(signal.SIGSTOP)
+    result: list[tuple[int, str, str]] = []
+    writer = threading.Thread(target=lambda: result.append(cli(mmd, "write", "late", "--content", "waited")))
+    writer.start()
+    try:
+        time.sleep(1.5)  # past the probe's timeout: the write is on the files, waiting for the lock
+    finally:
+        mmd.signal(signal.SIGCONT)
+    writer.join(30)
+    code, out, err = result[0]
+    assert code == 0 and out.startswith("created mm://local/late"), err
+    assert revision(mmd) > 0 and cli(mmd, "read", "late")[1].rstrip().endswith("waited")

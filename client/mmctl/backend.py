@@ -30,12 +30,15 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "daemon_listening", "find_daemon", "patient_lock"]
+__all__ = ["LOCKED", "LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "daemon_listening", "find_daemon",
+           "patient_lock"]
 
 PROBE_TIMEOUT_MS = 1000
 """How long ``daemon.status`` may take before the daemon counts as absent, in milliseconds."""
 LOCK_WAIT_S = 10.0
 """How long a direct write waits for the root's write lock, in seconds."""
+LOCKED = "the memory root is locked by"
+"""How the message of a direct write that waited :data:`LOCK_WAIT_S` in vain begins."""
 
 
 @contextlib.contextmanager
@@ -59,7 +62,7 @@ def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str]
 
         who = f"pid {held.holder_pid}" if held.holder_pid else "another process"
         rpc = endpoints_for(root, os.environ if env is None else env).rpc
-        raise MMError(ErrorCode.E_IO, f"the memory root is locked by {who}: an mmd daemon that does not answer at "
+        raise MMError(ErrorCode.E_IO, f"{LOCKED} {who}: an mmd daemon that does not answer at "
                                       f"{rpc} (a daemon started with another $XDG_RUNTIME_DIR listens elsewhere: "
                                       f"give this client the same), or a stuck writer; stop it or wait, "
                                       f"then retry") from None

@@ -15,6 +15,7 @@ from mmd.core.config_file import configured_root
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.paths import INDEX_NAME
 
+from ..backend import LOCKED
 from .parser import Args
 
 TYPE_CHECKING = False
@@ -250,6 +251,11 @@ class Ctx:
             self._daemon = find_daemon(self.root(), self.env) if wants_daemon(self.env) else None
         return self._daemon  # type: ignore[return-value]
 
+    def look_again(self) -> bool:
+        """Look for the root's daemon anew (after a direct write found the root's lock held); whether one answers."""
+        self._daemon = False
+        return self.daemon() is not None
+
     def need_daemon(self, command: str) -> Daemon:
         """The daemon, or a :class:`Failure` saying that ``command`` needs one and how to start it."""
         self.need_root()
@@ -279,7 +285,7 @@ def fix_for(error: MMError, ctx: Ctx) -> str:
                 f"`mmctl doctor --root {ctx.root()}` lists every problem")
     if code in (ErrorCode.E_INVALID, ErrorCode.E_CONFLICT) and message.startswith("topic"):
         return "topics are ASCII slugs: letters, digits, '.', '_' and '-' (see `mmctl help`)"
-    if code == ErrorCode.E_IO and message.startswith("the memory root is locked by"):
+    if code == ErrorCode.E_IO and message.startswith(LOCKED):
         return f"`mmctl status --root {ctx.root()}` says whether a daemon answers this client"
     if code == ErrorCode.E_IO:
         read_only = "read-only file system" in message.lower()

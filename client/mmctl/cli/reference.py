@@ -11,6 +11,7 @@ from __future__ import annotations
 from mmd.core.config_file import ConfigError
 from mmd.core.errors import ErrorCode, MMError
 
+from ..backend import LOCKED
 from ..render import budget_lines
 from .output import EXIT_FAILED, EXIT_OK, Ctx, fix_for, js_json
 from .parser import UsageError
@@ -79,7 +80,15 @@ def _change(ctx: Ctx, via_daemon: Callable[[], dict[str, Any] | None],
     (with the fix for a file-system one). A config error propagates: ``main`` words it as mmd does."""
     try:
         outcome = via_daemon()
-        return direct() if outcome is None else outcome
+        if outcome is not None:
+            return outcome
+        try:
+            return direct()
+        except MMError as error:
+            # the lock's holder may be a daemon that was starting, or paused, when this call looked for one
+            if error.code is not ErrorCode.E_IO or not error.message.startswith(LOCKED) or not ctx.look_again():
+                raise
+            return via_daemon() or direct()
     except ConfigError:
         raise
     except MMError as error:
