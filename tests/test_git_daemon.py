@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,34 @@ def test_an_unreachable_remote_keeps_every_local_revision_and_the_retries_recove
                             capture_output=True, text=True).stdout.split()
     assert {str(r) for r in revisions} <= set(pushed)  # every offline revision reached the remote
     assert call(daemon, "daemon.status")["git"]["ahead"] == 0
+
+
+def _hanging_sleeps() -> set[int]:
+    """Pids of the ``sleep 600`` processes the hanging ssh command below started (Linux: /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == b"sleep\x00600\x00":
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the hanging fetch through /proc")
+def test_a_stopping_daemon_cuts_a_fetch_that_hangs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 start_daemon: Any) -> None:
+    # SIGTERM waited for the fetch's 120 s time limit (systemd's TimeoutStopSec=30 would SIGKILL first)
+    isolate_git(monkeypatch, tmp_path)
+    before = _hanging_sleeps()
+    daemon = start_daemon("--git", "--no-ingest", "--git-sync-interval-ms", "300", root=tmp_path / "root")
+    git(daemon.root, "remote", "add", "origin", "ssh://example.invalid/memory.git")
+    git(daemon.root, "config", "core.sshCommand", "sleep 600 #")
+    hung = wait_until(lambda: _hanging_sleeps() - before, what="a fetch that hangs")
+    daemon.signal(signal.SIGTERM)
+    assert daemon.wait(30) == 0, daemon.stderr()
+    assert not (_hanging_sleeps() & hung), "the fetch's ssh command outlived the daemon"
 
 
 def test_log_diff_revert_and_restore_on_a_root_with_50_revisions(

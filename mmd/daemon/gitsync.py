@@ -222,8 +222,9 @@ class GitSync:
         self._refresh_repo()
 
     async def stop(self) -> None:
-        """Stop the schedule, commit what is pending (the loop must still run), stop the worker."""
+        """Stop the schedule, cut a fetch or push under way (retried later), commit what is pending, stop."""
         self._stop.set()
+        self.history.git.abort()
         if self._task is not None:
             self._task.cancel()
             try:

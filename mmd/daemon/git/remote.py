@@ -256,7 +256,7 @@ def _fetch(history: GitHistory, remote: str, branch: str) -> str | None:
     """
     tracking = f"refs/remotes/{remote}/{branch}"
     done = history.git.run("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}",
-                           check=False, timeout_s=NETWORK_TIMEOUT_S)
+                           check=False, timeout_s=NETWORK_TIMEOUT_S, abortable=True)
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", "replace")
         if "couldn't find remote ref" in err:
@@ -315,7 +315,7 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
                     _integrate(history, result, theirs, f"refs/heads/{branch}", options)
             stage = "push"
             done = git.run("push", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False,
-                           timeout_s=NETWORK_TIMEOUT_S)
+                           timeout_s=NETWORK_TIMEOUT_S, abortable=True)
             if done.returncode == 0:
                 result.pushed = True
                 git.run("update-ref", f"refs/remotes/{remote}/{branch}", "HEAD")

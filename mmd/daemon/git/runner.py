@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -86,6 +87,8 @@ class Git:
     def __init__(self, root: Path, env: Mapping[str, str] | None = None, timeout_s: float = LOCAL_TIMEOUT_S,
                  *, alone: bool = False) -> None:
         self.timeout_s = timeout_s
+        self._abortable: set[subprocess.Popen[bytes]] = set()
+        self._guard = threading.Lock()
         exe = shutil.which("git", path=(env or os.environ).get("PATH"))
         if exe is None:
             raise GitMissing()
@@ -101,8 +104,8 @@ class Git:
             base["GIT_CEILING_DIRECTORIES"] = os.path.dirname(os.path.realpath(self.root))
         self.env = base
 
-    def run(self, *args: str, check: bool = True, input: bytes | None = None,
-            env: Mapping[str, str] | None = None, timeout_s: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    def run(self, *args: str, check: bool = True, input: bytes | None = None, env: Mapping[str, str] | None = None,
+            timeout_s: float | None = None, abortable: bool = False) -> subprocess.CompletedProcess[bytes]:
         """Run ``git <args>`` in the root and return the finished process (stdout/stderr as bytes).
 
         Args:
@@ -111,6 +114,7 @@ class Git:
             env: extra variables for this call.
             timeout_s: kill git, and whatever it started, after this many seconds (default:
                 the instance's :attr:`timeout_s`).
+            abortable: :meth:`abort` may kill it (a fetch or push: safe to cut, retried later).
 
         Raises:
             GitError: if git times out (``returncode`` -1, whatever ``check`` says), cannot be
@@ -127,21 +131,36 @@ class Git:
                                         stderr=err, start_new_session=True)
             except OSError as error:
                 raise GitError(args, -1, str(error)) from error
+            if abortable:
+                with self._guard:
+                    self._abortable.add(proc)
             try:
                 code = proc.wait(timeout=limit)
             except subprocess.TimeoutExpired:
                 # not reaped yet, so its process group's id cannot have been given to another group
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                _kill_group(proc)
                 proc.wait()
                 err.seek(0)
                 raise GitError(args, -1, f"timed out after {limit:g} s: {_text(err.read())}") from None
+            finally:
+                with self._guard:
+                    self._abortable.discard(proc)
             out.seek(0)
             err.seek(0)
             done = subprocess.CompletedProcess([self.exe, *args], code, out.read(), err.read())
         if check and done.returncode != 0:
             raise GitError(args, done.returncode, _text(done.stderr) or _text(done.stdout))
         return done
+
+    def abort(self) -> int:
+        """Kill the running calls started with ``abortable`` (and whatever they started), from any thread: a
+        stopping daemon does not wait for a fetch that hangs. Returns how many were killed; each fails as
+        git killed by a signal (``returncode`` -9)."""
+        with self._guard:
+            running = [p for p in self._abortable if p.returncode is None]
+            for proc in running:
+                _kill_group(proc)
+        return len(running)
 
     def out(self, *args: str, env: Mapping[str, str] | None = None) -> str:
         """stdout of ``git <args>`` decoded as UTF-8, trailing newline removed; raises as :meth:`run`."""
@@ -155,6 +174,12 @@ class Git:
         """``git config --get key`` or None when unset."""
         done = self.run("config", "--get", key, check=False)
         return done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``proc``'s process group (it leads one: ``start_new_session``); gone already is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _text(data: bytes | str | None) -> str:
