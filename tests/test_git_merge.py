@@ -126,6 +126,7 @@ def test_a_plain_git_merge_runs_the_driver_and_writes_no_conflict_markers(tmp_pa
     memory = Memory.open(MemoryOptions.create(root=root.path))
     note = memory.read_topic("shared")
     assert note is not None and note.entry.body_chars == len(kept)  # index entry and note agree
+    assert (root.path / ".mmd" / "git-conflicts").stat().st_mode & 0o777 == 0o700  # was 0755 under git's umask
     (record,) = drain_conflicts(root.path)
     assert (record["topic"], record["kind"], record["kept"]) == ("shared", "both-changed",
                                                                  "theirs" if theirs_newer else "ours")

@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from mmd.core.durable import atomic_write
-from mmd.core.errors import MMError
+from mmd.core.errors import ErrorCode, MMError
 from mmd.core.format import parse_index, parse_note
 from mmd.core.model import IndexEntry
 from mmd.core.paths import INDEX_NAME, STATE_DIR
+from mmd.core.rootfs import make_folders
 
 from .merge import Side, TopicVersion, decide, merge_index
 from .runner import Git, GitError
@@ -52,7 +53,10 @@ def spool_conflict(root: Path, record: dict[str, Any]) -> Path:
         MMError(E_IO): if it cannot be written.
     """
     folder = root / SPOOL_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        make_folders(folder)  # 0700 whatever git's umask, as every folder of .mmd/
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"create {folder} failed: {error.strerror}") from error
     path = folder / f"{time.time_ns()}-{os.getpid()}-{record.get('topic', 'file')}.json"
     atomic_write(path, json.dumps(record, ensure_ascii=False, sort_keys=True).encode())
     return path
