@@ -12,10 +12,13 @@ start with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +199,30 @@ def test_a_stopping_daemon_cuts_a_fetch_that_hangs(tmp_path: Path, monkeypatch: 
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(30) == 0, daemon.stderr()
     assert not (_hanging_sleeps() & hung), "the fetch's ssh command outlived the daemon"
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the hanging fetch through /proc")
+def test_a_sync_whose_daemon_is_killed_before_it_answers_fails_at_once(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      start_daemon: Any) -> None:
+    # `mmctl sync` waited out its 1200 s timeout after its daemon was killed
+    isolate_git(monkeypatch, tmp_path)
+    before = _hanging_sleeps()
+    daemon = start_daemon("--git", "--no-ingest", root=tmp_path / "root")
+    git(daemon.root, "remote", "add", "origin", "ssh://example.invalid/memory.git")
+    git(daemon.root, "config", "core.sshCommand", "sleep 600 #")
+    result: list[tuple[int, str, str]] = []
+    syncing = threading.Thread(target=lambda: result.append(cli(daemon, "sync")))
+    syncing.start()
+    wait_until(lambda: _hanging_sleeps() - before, what="the sync's fetch, hanging")
+    daemon.signal(signal.SIGKILL)
+    syncing.join(20)
+    for pid in _hanging_sleeps() - before:  # a fetch's own process group outlives a SIGKILLed daemon
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    assert not syncing.is_alive(), "the sync waited for its whole timeout"
+    code, _, err = result[0]
+    assert code == 1 and "the daemon stopped before it answered" in err, err
 
 
 def test_log_diff_revert_and_restore_on_a_root_with_50_revisions(

@@ -247,3 +247,33 @@ def test_a_write_that_found_no_daemon_answering_goes_through_it_once_it_answers(
     code, out, err = result[0]
     assert code == 0 and out.startswith("created mm://local/late"), err
     assert revision(mmd) > 0 and cli(mmd, "read", "late")[1].rstrip().endswith("waited")
+
+
+def test_a_request_whose_daemon_dies_before_answering_fails_at_once(mmd) -> None:  # type: ignore[no-untyped-def]
+    # a `mmctl sync` whose daemon was killed waited out its 1200 s timeout
+    import threading
+
+    from mmctl import Client
+    from mmctl.errors import DaemonUnavailable, RequestTimeout
+
+    failed: list[BaseException] = []
+
+    def ask() -> None:
+        with Client(mmd.root, env=mmd.env, timeout_ms=60_000) as client:
+            try:
+                client.call("daemon.status")
+            except BaseException as error:  # noqa: BLE001 - the failure is the point
+                failed.append(error)
+
+    mmd.signal(signal.SIGSTOP)  # it takes the request and never answers
+    asker = threading.Thread(target=ask)
+    asker.start()
+    time.sleep(0.5)
+    mmd.signal(signal.SIGKILL)  # its socket file stays behind, nobody listens on it
+    mmd.signal(signal.SIGCONT)
+    asker.join(20)
+    assert not asker.is_alive(), "the request waited for its whole timeout"
+    (error,) = failed
+    assert isinstance(error, DaemonUnavailable) and not isinstance(error, RequestTimeout)
+    assert "no mmd daemon answers" in str(error)  # it never took the request: nothing was sent
+
