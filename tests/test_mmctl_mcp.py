@@ -17,6 +17,7 @@ import jsonschema
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from mmd.core.guide import guide_text
+from tests.test_mmctl_daemon import cli
 
 TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_delete", "mem_due", "mem_inject",
          "mem_reload", "mem_queue_list", "mem_queue_accept", "mem_queue_reject"}
@@ -147,11 +148,14 @@ async def test_a_server_whose_daemon_stops_goes_on_with_the_files_then_with_the_
     async def test(mcp: Mcp) -> None:
         text, _, err = await mcp.call("mem_write", topic="one", content="through the daemon")
         assert not err, text
+        assert cli(mmd, "write", "one", "--content", "B's, while the daemon ran")[0] == 0
         await asyncio.to_thread(mmd.stop)  # SIGTERM: its sockets are removed
+        text, _, err = await mcp.call("mem_write", topic="one", content="A's, blind")  # the move to the files...
+        assert err and "E_CONFLICT" in text, text  # ...keeps what this connection has seen
         text, _, err = await mcp.call("mem_write", topic="two", content="on the files")
         assert not err, text
-        text, _, err = await mcp.call("mem_read", topic="one")
-        assert not err and "through the daemon" in text, text
+        text, _, err = await mcp.call("mem_read", topic="one")  # the files' snapshot: B's text, now seen
+        assert not err and "B's, while the daemon ran" in text, text
         await asyncio.to_thread(mmd.start)  # it holds the root's lock: a write now succeeds only through it
         text, _, err = await mcp.call("mem_write", topic="three", content="through the next daemon")
         assert not err, text
@@ -179,6 +183,10 @@ async def test_a_root_that_does_not_exist_fails_reads_and_the_first_write_makes_
         assert not err and written is not None and written["ok"], text
         text, _, err = await mcp.call("mem_write", topic="first", content="again")
         assert not err, text
+        text, injected, _ = await mcp.call("mem_inject")  # lists it, and the reads then see it too
+        assert injected is not None and "- first" in text
+        text, _, err = await mcp.call("mem_read")
+        assert not err and "- first" in text, text
 
     await _session(typo, env, test)
     assert (typo / "MEMORY.md").is_file() and "again" in (typo / "memories" / "first.md").read_text()

@@ -77,6 +77,10 @@ async def _exercise(session: ClientSession, mcp: Mcp, changes: Changes, write: A
     assert due is not None and [d["topic"] for d in due["due"]] == ["fresh"] and "review date 2000-01-01" in text
     # re-checked: a rewrite with a new review date clears it (mem_write had no reviewAfter: only a delete did)
     text, _, err = await mcp.call("mem_write", topic="fresh", content="a new fact", reviewAfter="1y")
+    assert err and "E_CONFLICT" in text  # written by another since: read it first (the re-check)
+    text, _, _ = await mcp.call("mem_read", topic="fresh")
+    assert "a new fact" in text  # mem_inject's delta reloaded this connection's snapshot
+    text, _, err = await mcp.call("mem_write", topic="fresh", content="a new fact", reviewAfter="1y")
     assert not err, text
     await changes.next()
     _, due, _ = await mcp.call("mem_due")
@@ -114,6 +118,8 @@ async def _another_writer(mcp: Mcp, changes: Changes, write: Any) -> None:
     assert "amended by B" not in text  # still the frozen snapshot (mm v1 §7)...
     text, reloaded, err = await mcp.call("mem_reload")
     assert not err and reloaded is not None and reloaded["loadedAt"] and "new snapshot" in text
+    text, _, err = await mcp.call("mem_write", topic="seed", content="A's version")  # reloaded, but not read
+    assert err and "E_CONFLICT" in text
     text, _, _ = await mcp.call("mem_read", topic="seed")
     assert "amended by B" in text  # ...until a reload
     text, _, err = await mcp.call("mem_write", topic="seed", content="A's version, with B's amendment")

@@ -13,10 +13,10 @@ that its daemon's socket still accepts (else it goes on with the files, at once
 rather than after a timeout) or, on the files, looks for a daemon and, once one
 owns the root, goes through it (the snapshot then moves to the daemon's newest
 revision), so its writes never wait for the lock that daemon holds. A write or
-delete of a topic another writer changed since this connection's snapshot (or
-since this connection last wrote it) is refused
-(:meth:`SessionMemory.check_unchanged`): it would replace their text unseen;
-``reload`` takes a new snapshot.
+delete of a topic whose latest version is not the one this connection has seen
+(its first snapshot's, else the one it last read or wrote) is refused
+(:meth:`FollowingMemory.check_unchanged`): it would replace another writer's
+text unseen; ``reload`` takes a new snapshot, whose read of the topic counts.
 """
 
 from __future__ import annotations
@@ -45,10 +45,6 @@ class SessionMemory:
     Raises (every method): MMError or MmctlError from the memory, MemoryUnavailable as documented.
     """
 
-    def __init__(self) -> None:
-        self._written: dict[str, str | None] = {}
-        """topic → its ``updated`` right after this connection wrote it (since the snapshot)."""
-
     async def live_updated(self, topic: str) -> str | None:
         """The ``updated`` of ``topic`` in the latest revision (None: no such note)."""
         raise NotImplementedError
@@ -56,33 +52,6 @@ class SessionMemory:
     async def reload(self) -> dict[str, Any]:
         """A new snapshot (mm v1 §7 ``reload``): ``{loadedAt, revision?, pendingWrites?}``."""
         raise NotImplementedError
-
-    async def check_unchanged(self, topic: str) -> None:
-        """Refuse to write or delete ``topic`` when another writer changed, created or deleted it since this
-        connection's snapshot (or since this connection last wrote it), judged by its ``updated`` time.
-
-        Raises:
-            MMError(E_CONFLICT): naming the topic and the way out (``mem_reload``, read, merge, write again).
-        """
-        if topic in self._written:
-            expected = self._written[topic]
-        else:
-            note = await self.read(topic)
-            expected = None if note is None else note.get("updated")
-        live = await self.live_updated(topic)
-        if live != expected:
-            what = "deleted" if live is None else "created" if expected is None else f"rewritten at {live}"
-            raise MMError(ErrorCode.E_CONFLICT, f"{topic} was {what} by another writer since this session's snapshot;"
-                                                f" nothing was written: mem_reload, then mem_read {topic} and fold "
-                                                f"its text into yours before writing again")
-
-    async def wrote(self, topic: str) -> None:
-        """Record that this connection just wrote or deleted ``topic`` (its next write checks against that)."""
-        self._written[topic] = await self.live_updated(topic)
-
-    def reloaded(self) -> None:
-        """Forget the own writes: the new snapshot holds them."""
-        self._written.clear()
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -134,7 +103,6 @@ class DirectMemory(SessionMemory):
     """A core :class:`Memory` on the files (no daemon)."""
 
     def __init__(self, memory: Memory) -> None:
-        super().__init__()
         self.memory = memory
         self.uri_for = memory.uri_for
 
@@ -146,7 +114,6 @@ class DirectMemory(SessionMemory):
 
     async def reload(self) -> dict[str, Any]:
         memory = await asyncio.to_thread(self.memory.reload)
-        self.reloaded()
         return {"loadedAt": memory.read_index()["loadedAt"], "pendingWrites": memory.pending_writes}
 
     async def read(self, topic: str) -> dict[str, Any] | None:
@@ -210,7 +177,6 @@ class DaemonMemory(SessionMemory):
     """A daemon session: the snapshot pinned by ``memory.open``, reopened if the daemon restarts."""
 
     def __init__(self, client: AsyncClient) -> None:
-        super().__init__()
         self.client = client
         self.session = AsyncSession(client)
         self.memory_id = "local"
@@ -232,7 +198,6 @@ class DaemonMemory(SessionMemory):
             return await call()
         except NoSessionError:  # the daemon restarted or the session expired: pin the newest revision
             await self.session.reopen()
-            self.reloaded()
             return await call()
 
     async def live_updated(self, topic: str) -> str | None:
@@ -241,7 +206,6 @@ class DaemonMemory(SessionMemory):
 
     async def reload(self) -> dict[str, Any]:
         result: dict[str, Any] = await self._in_session(lambda: self.session.reload())
-        self.reloaded()
         return {"loadedAt": result["loadedAt"], "revision": result["revision"]}
 
     async def read(self, topic: str) -> dict[str, Any] | None:
@@ -313,7 +277,6 @@ class NoRootYet(SessionMemory):
     def __init__(self, root: Any, memory_id: str, create: Callable[[], DirectMemory]) -> None:
         from mmd.core.uri import uri_for
 
-        super().__init__()
         self.root, self._create = root, create
         self.created: DirectMemory | None = None
         self.uri_for = lambda topic: uri_for(memory_id, topic)
@@ -355,11 +318,8 @@ class NoRootYet(SessionMemory):
     async def reload(self) -> dict[str, Any]:
         raise self._missing()
 
-    async def check_unchanged(self, topic: str) -> None:
-        """Nothing to change under a writer in a root that does not exist."""
-
-    async def wrote(self, topic: str) -> None:
-        await (await self._made()).wrote(topic)
+    async def live_updated(self, topic: str) -> str | None:
+        return None if self.created is None else await self.created.live_updated(topic)
 
     async def write(self, topic: str, content: str, summary: str | None, tags: str | None,
                     budget: int | None, review_after: str | None = None) -> dict[str, Any]:
@@ -386,10 +346,42 @@ class FollowingMemory(SessionMemory):
 
     def __init__(self, first: SessionMemory, on_files: Callable[[], SessionMemory],
                  find: Callable[[], Awaitable[DaemonMemory | None]], alive: Callable[[], bool]) -> None:
-        super().__init__()
         self.current: SessionMemory = first
         self._on_files, self._find, self._alive = on_files, find, alive
         self.uri_for = lambda topic: self.current.uri_for(topic)
+        self._seen: dict[str, str | None] = {}
+        """topic → the ``updated`` of the version this connection has seen: the snapshot it began with, then
+        what each topic read (:meth:`read`, :meth:`notes`) or written by it returned. Neither a reload nor a
+        move between daemon and files changes it: only reading the topic does."""
+
+    async def begin(self) -> FollowingMemory:
+        """Record the snapshot this connection begins with (every topic in it counts as seen at that version)."""
+        try:
+            index = await self.current.index()
+        except (MMError, MmctlError):  # no root yet: nothing seen
+            index = {"entries": []}
+        self._seen = {e["topic"]: e.get("updated") for e in index.get("entries", [])}
+        return self
+
+    async def check_unchanged(self, topic: str) -> None:
+        """Refuse to write or delete ``topic`` when its latest version is not the one this connection has seen
+        (another writer rewrote, created or deleted it since), judged by its ``updated`` time.
+
+        Raises:
+            MMError(E_CONFLICT): naming the topic and the way out (``mem_reload``, read it, merge, write again).
+        """
+        expected = self._seen.get(topic)
+        live = await (await self._memory()).live_updated(topic)
+        if live != expected:
+            what = "deleted" if live is None else "created" if expected is None else f"rewritten at {live}"
+            read = (f"then mem_read {topic} and fold its text into yours before writing again" if live is not None
+                    else "then write it again if it should still exist")
+            raise MMError(ErrorCode.E_CONFLICT, f"{topic} was {what} by another writer since you last read it; "
+                                                f"nothing was written: mem_reload, {read}")
+
+    async def wrote(self, topic: str) -> None:
+        """Record that this connection just wrote or deleted ``topic``: it has seen its latest version."""
+        self._seen[topic] = await (await self._memory()).live_updated(topic)
 
     async def _memory(self) -> SessionMemory:
         if isinstance(self.current, NoRootYet) and self.current.created is not None:
@@ -409,7 +401,9 @@ class FollowingMemory(SessionMemory):
         return self._on_files()
 
     async def read(self, topic: str) -> dict[str, Any] | None:
-        return await (await self._memory()).read(topic)
+        note = await (await self._memory()).read(topic)
+        self._seen[topic] = None if note is None else note.get("updated")
+        return note
 
     async def live_updated(self, topic: str) -> str | None:
         return await (await self._memory()).live_updated(topic)
@@ -417,17 +411,13 @@ class FollowingMemory(SessionMemory):
     async def reload(self) -> dict[str, Any]:
         return await (await self._memory()).reload()
 
-    async def check_unchanged(self, topic: str) -> None:
-        await (await self._memory()).check_unchanged(topic)
-
-    async def wrote(self, topic: str) -> None:
-        await (await self._memory()).wrote(topic)
-
     async def index(self) -> dict[str, Any]:
         return await (await self._memory()).index()
 
     async def notes(self) -> list[dict[str, Any]]:
-        return await (await self._memory()).notes()
+        notes = await (await self._memory()).notes()
+        self._seen.update((n["topic"], n.get("updated")) for n in notes)
+        return notes
 
     async def search(self, query: str, mode: str | None, limit: int | None) -> dict[str, Any]:
         return await (await self._memory()).search(query, mode, limit)

@@ -151,7 +151,7 @@ class MemoryTools:
     ``client`` is the injection client of ``mem_inject`` (one per connection: an agent session).
     """
 
-    def __init__(self, memory: SessionMemory, client: str | None = None) -> None:
+    def __init__(self, memory: FollowingMemory, client: str | None = None) -> None:
         self.memory = memory
         self.client = client or f"mcp:{secrets.token_hex(6)}"
 
@@ -258,7 +258,7 @@ class MemoryTools:
     async def mem_inject(self, maxBytes: int | None = None) -> Annotated[CallToolResult, InjectOut]:
         try:
             result = await self.memory.inject(self.client, maxBytes)
-            if result["mode"] == "delta":  # what the agent was just told of, its reads now see
+            if result["mode"] in ("baseline", "delta"):  # what the agent was just told of, its reads now see
                 await self.memory.reload()
         except (MMError, MmctlError) as error:
             raise _fail(error) from None
@@ -329,7 +329,7 @@ class _StrictServer(MemoryServer):
         return await super().call_tool(name, arguments, context)
 
 
-def build_server(memory: SessionMemory, instructions: str, *, root: Path, memory_id: str) -> MCPServer[Any]:
+def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memory_id: str) -> MCPServer[Any]:
     """The MCP server for one connection over ``memory`` (tools) and the files of ``root`` (resources);
     closing the connection releases the snapshot."""
 
@@ -396,7 +396,7 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
 
     async def run() -> None:
         first = await through(daemon) if daemon is not None else on_files()
-        memory = FollowingMemory(first, on_files, later, alive)
+        memory = await FollowingMemory(first, on_files, later, alive).begin()
         await build_server(memory, instructions, root=options.root, memory_id=options.memory_id).run_stdio_async()
 
     asyncio.run(run())
