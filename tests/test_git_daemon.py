@@ -12,6 +12,7 @@ start with the reason.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -223,6 +224,35 @@ def test_a_sync_whose_daemon_is_killed_before_it_answers_fails_at_once(tmp_path:
     assert not syncing.is_alive(), "the sync waited for its whole timeout"
     code, _, err = result[0]
     assert code == 1 and "the daemon stopped before it answered" in err, err
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the hanging fetch through /proc")
+async def test_an_async_request_whose_daemon_is_killed_before_it_answers_fails_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Any) -> None:
+    # the MCP server's client: a write during a daemon restart waited its 10 s, then failed as a timeout
+    from mmctl import AsyncClient
+    from mmctl.errors import DaemonUnavailable, RequestTimeout
+
+    isolate_git(monkeypatch, tmp_path)
+    before = _hanging_sleeps()
+    daemon = start_daemon("--git", "--no-ingest", root=tmp_path / "root")
+    git(daemon.root, "remote", "add", "origin", "ssh://example.invalid/memory.git")
+    git(daemon.root, "config", "core.sshCommand", "sleep 600 #")
+    async with AsyncClient(daemon.root, env=daemon.env, timeout_ms=60_000) as client:
+        syncing = asyncio.ensure_future(client.call("memory.sync"))
+        for _ in range(400):  # at most 20 s
+            if _hanging_sleeps() - before:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("no hanging fetch")
+        daemon.signal(signal.SIGKILL)
+        with pytest.raises(DaemonUnavailable) as failed:
+            await asyncio.wait_for(syncing, 20)
+    for pid in _hanging_sleeps() - before:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    assert not isinstance(failed.value, RequestTimeout) and "stopped before it answered" in str(failed.value)
 
 
 def test_log_diff_revert_and_restore_on_a_root_with_50_revisions(

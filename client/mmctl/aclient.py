@@ -19,6 +19,7 @@ from typing import Any
 import zmq
 import zmq.asyncio
 
+from mmd.wire.endpoints import LIVENESS_MS, listener_of
 from mmd.wire.methods import MEMORY_CLOSE, MEMORY_OPEN, SESSION_PARAM
 
 from ._base import (
@@ -143,6 +144,7 @@ class AsyncClient(Methods):
         deadline = loop.time() + timeout_ms / 1000
         rid = next(self._ids)
         frame = encode_request(rid, method, params)
+        listener, looked = listener_of(self._check.path), loop.time()
         while True:  # IMMEDIATE: sending fails until a daemon is connected
             try:
                 if int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLOUT:
@@ -153,15 +155,27 @@ class AsyncClient(Methods):
                 pass
             if loop.time() >= deadline:
                 raise DaemonUnavailable(start_hint(self.target), self.target.rpc) from None
+            if loop.time() - looked >= LIVENESS_MS / 1000:
+                looked = loop.time()
+                if listener is not None and listener_of(self._check.path) != listener:
+                    raise DaemonUnavailable(start_hint(self.target), self.target.rpc) from None
             await asyncio.sleep(0.02)
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._waiting[rid] = future
         self._sizes[rid] = len(frame)
         try:
-            return await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
-        except TimeoutError:
-            raise RequestTimeout(f"{method}: no answer from the daemon within {timeout_ms} ms",
-                                 self.target.rpc) from None
+            while True:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise RequestTimeout(f"{method}: no answer from the daemon within {timeout_ms} ms",
+                                         self.target.rpc)
+                try:
+                    return await asyncio.wait_for(asyncio.shield(future), min(left, LIVENESS_MS / 1000))
+                except TimeoutError:
+                    if listener is not None and listener_of(self._check.path) != listener:
+                        raise DaemonUnavailable(f"{method}: the daemon stopped before it answered, so whether the "
+                                                f"call took effect is unknown; {start_hint(self.target)}",
+                                                self.target.rpc) from None
         finally:
             self._waiting.pop(rid, None)
             self._sizes.pop(rid, None)

@@ -23,6 +23,7 @@ from typing import Any
 
 import zmq
 
+from mmd.wire.endpoints import LIVENESS_MS, listener_of
 from mmd.wire.methods import MEMORY_CLOSE, MEMORY_OPEN, SESSION_PARAM
 
 from ._base import (
@@ -44,9 +45,6 @@ from .errors import DaemonUnavailable, NoSessionError, RequestTimeout
 from .events import Event, SeqTracker, decode_event
 
 __all__ = ["Client", "Session", "Subscription"]
-
-LIVENESS_MS = 1000
-"""While a request waits, how often the daemon's ipc socket is checked to still be the one that took it, ms."""
 
 
 class Client(Methods):
@@ -133,9 +131,9 @@ class Client(Methods):
         sock = self._socket()
         deadline = time.monotonic() + timeout_ms / 1000
         rid = next(self._ids)
-        listener = _listener(self._check.path)
+        listener = listener_of(self._check.path)
         while not sock.poll(max(1, min(int((deadline - time.monotonic()) * 1000), LIVENESS_MS)), zmq.POLLOUT):
-            if time.monotonic() >= deadline or listener is not None and _listener(self._check.path) != listener:
+            if time.monotonic() >= deadline or listener is not None and listener_of(self._check.path) != listener:
                 raise DaemonUnavailable(start_hint(self.target), self.target.rpc)
         self._check()  # connected: check who listens before anything is sent
         frame = encode_request(rid, method, params)
@@ -148,7 +146,7 @@ class Client(Methods):
             if left_ms <= 0:
                 raise RequestTimeout(f"{method}: no answer from the daemon within {timeout_ms} ms", self.target.rpc)
             if not sock.poll(min(left_ms, LIVENESS_MS), zmq.POLLIN):
-                if listener is not None and _listener(self._check.path) != listener:
+                if listener is not None and listener_of(self._check.path) != listener:
                     raise DaemonUnavailable(f"{method}: the daemon stopped before it answered, so whether the call "
                                             f"took effect is unknown (`mmctl status` once it runs again); "
                                             f"{start_hint(self.target)}", self.target.rpc)
@@ -236,19 +234,3 @@ class Subscription:
         """Unsubscribe and close the socket."""
         self.sock.close(linger=0)
 
-
-def _listener(path: os.PathLike[str] | None) -> tuple[int, int] | None:
-    """``(st_dev, st_ino)`` of the ipc socket at ``path`` while a process accepts connections on it, else None
-    (no socket, or a daemon killed that left its file): a waiting request whose listener changed or went will
-    never be answered."""
-    if path is None:
-        return None
-    import socket
-
-    try:
-        st = os.stat(path)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.connect(os.fspath(path))
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from mmd.core.record import Record
 
-__all__ = ["Endpoints", "check_peer", "check_socket_folder", "endpoint_key", "endpoints_for", "ensure_private_dir",
-           "ipc_path", "peer_credentials", "peer_uid", "runtime_dir"]
+__all__ = ["LIVENESS_MS", "Endpoints", "check_peer", "check_socket_folder", "endpoint_key", "endpoints_for",
+           "ensure_private_dir", "ipc_path", "listener_of", "peer_credentials", "peer_uid", "runtime_dir"]
 
 KEY_HEX_DIGITS = 16
 """Length of ``<key>``, in hex digits (64 bits of the root's hash)."""
@@ -237,3 +237,25 @@ def ensure_private_dir(folder: Path) -> None:
         _check_above(real.parent)  # only then is the folder surely ours to tighten
         os.chmod(real, 0o700)
     check_socket_folder(folder)
+
+
+LIVENESS_MS = 1000
+"""While a request waits, how often a client checks that the daemon's ipc socket is still the one that took
+it, in milliseconds (:func:`listener_of`)."""
+
+
+def listener_of(path: os.PathLike[str] | None) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the ipc socket at ``path`` while a process accepts connections on it, else None
+    (no socket, or a daemon killed that left its file): a waiting request whose listener changed or went will
+    never be answered."""
+    if path is None:
+        return None
+    import socket
+
+    try:
+        st = os.stat(path)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.connect(os.fspath(path))
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
