@@ -277,3 +277,12 @@ def test_a_request_whose_daemon_dies_before_answering_fails_at_once(mmd) -> None
     assert isinstance(error, DaemonUnavailable) and not isinstance(error, RequestTimeout)
     assert "no mmd daemon answers" in str(error)  # it never took the request: nothing was sent
 
+
+
+def test_a_client_looking_in_another_runtime_folder_is_told_so_not_to_start_a_daemon(mmd, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # it said "start it with mmd --root …", which then refused: a daemon served the root all along
+    elsewhere = tmp_path / "other-run"
+    elsewhere.mkdir(mode=0o700)
+    code, _, err = cli(mmd, "status", env={"XDG_RUNTIME_DIR": str(elsewhere)})
+    assert code == 1 and f"pid {mmd.proc.pid} holds the root" in err and "another $XDG_RUNTIME_DIR" in err, err
+    assert "start it with" not in err

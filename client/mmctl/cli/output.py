@@ -264,9 +264,29 @@ class Ctx:
             from mmd.wire.endpoints import endpoints_for
 
             rpc = endpoints_for(self.root(), self.env).rpc
+            holder = _lock_holder(self.root())
+            if holder is not None:
+                raise Failure(f"`{command}` needs the mmd daemon: {holder} holds the root {self.root()} but nothing "
+                              f"answers at {rpc}; a daemon started with another $XDG_RUNTIME_DIR listens elsewhere "
+                              f"(give this client the same), else it is stuck: restart it")
             raise Failure(f"`{command}` needs the mmd daemon, and none answers for {self.root()} (at {rpc}); "
                           f"start it with `mmd --root {self.root()}` (or its systemd user unit), then retry")
         return found
+
+
+def _lock_holder(root: Path) -> str | None:
+    """``pid N`` (or ``another process``) when the root's write lock is held now, else None (taken and let go)."""
+    from mmd.core.durable import LockHeld, WriteLock
+
+    lock = WriteLock(root)
+    try:
+        lock.acquire(blocking=False)
+    except LockHeld as held:
+        return f"pid {held.holder_pid}" if held.holder_pid else "another process"
+    except MMError:
+        return None
+    lock.release()
+    return None
 
 
 def fix_for(error: MMError, ctx: Ctx) -> str:
