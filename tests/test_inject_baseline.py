@@ -143,13 +143,35 @@ def test_the_commands_named_carry_the_root_unless_it_is_the_default_one(monkeypa
                                                                         tmp_path: Path) -> None:
     # an agent follows "read one: mmctl read <topic>" in its own shell, which resolves ~/.dsh/memory: for any
     # other root the hint read (and would have written) the wrong memory
-    from mmd.inject.baseline import command_for
+    from mmd.inject.baseline import command_for, mmctl_path
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert command_for(tmp_path / ".dsh" / "memory") == "mmctl"
-    assert command_for(Path("/srv/team memory")) == "mmctl --root '/srv/team memory'"
+    program = mmctl_path()
+    assert command_for(tmp_path / ".dsh" / "memory") == program
+    assert command_for(Path("/srv/team memory")) == f"{program} --root '/srv/team memory'"
     entries = [IndexEntry("alpha", "local", "A", (), "memories/alpha.md", "2026-01-01T00:00:00.000Z", 1, 4000, "")]
     text = render_baseline(entries, memory_id="local", command=command_for(Path("/srv/m"))).text
-    assert text.startswith("Memory mm://local/ — 1 topic, newest first (read one: mmctl --root /srv/m read <topic>")
+    assert text.startswith(f"Memory mm://local/ — 1 topic, newest first (read one: {program} --root /srv/m read")
     assert "(record one: mmctl --root /srv/m write <topic>" in render_baseline([], memory_id="local",
                                                                                command="mmctl --root /srv/m").text
+
+
+def test_the_mmctl_named_is_this_installation_s_unless_path_finds_the_same(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    # a hook's or a service's PATH often has no mmctl: "mmctl read <topic>" was then "command not found"
+    import sys
+
+    from mmd.inject import baseline
+
+    installed = Path(sys.executable).parent / "mmctl"
+    if not installed.is_file():
+        pytest.skip("no mmctl beside this Python (not an installed environment)")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no mmctl on it
+    baseline.mmctl_path.cache_clear()
+    try:
+        assert baseline.mmctl_path() == str(installed) and baseline.command_for(None) == str(installed)
+        monkeypatch.setenv("PATH", str(installed.parent))
+        baseline.mmctl_path.cache_clear()
+        assert baseline.mmctl_path() == "mmctl"
+    finally:
+        baseline.mmctl_path.cache_clear()

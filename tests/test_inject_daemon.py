@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from mmd.inject.baseline import command_for
 from mmd.inject.blocks import BEGIN_MARKER, END_MARKER, read_block
 from tests.test_daemon_helpers import DaemonProcess, Subscriber, sync_call
 from tests.test_ingest_helpers import wait_until
@@ -91,7 +92,8 @@ def test_two_clients_keep_separate_views_and_bad_params_are_refused(daemon) -> N
     assert error_code(daemon, "memory.inject", {"client": "fresh", "maxBytes": 10}) == "E_INVALID"
     assert error_code(daemon, "memory.inject", {"client": "fresh", "maxBytes": 0}) == "E_INVALID"
     # a refused call created no view: the client still gets its baseline
-    room = 170 + 2 * len(f" --root {daemon.root}")  # the heading and the count line name the root (not ~/.dsh/memory)
+    # the heading and the count line name the root (not ~/.dsh/memory), and mmctl by path when PATH lacks it
+    room = 170 + 2 * (len(command_for(daemon.root)) - len("mmctl"))
     small = inject(daemon, "fresh", maxBytes=room)
     assert small["mode"] == "baseline" and small["bytes"] <= room and "2 older topics not shown" in small["text"]
 

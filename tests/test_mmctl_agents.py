@@ -86,7 +86,9 @@ def test_export_agents_md_keeps_every_byte_outside_the_block(mm: Any, tmp_path: 
     mm("write", "alpha", "--content", "First.", "--summary", "The first")
     out = mm("export", "agents-md", "--file", str(agents), "--json")
     assert out.code == 0 and out.json["changed"] is True
-    command = f"mmctl --root {tmp_path / 'root'}".encode()  # the root is not ~/.dsh/memory: an agent's shell needs it
+    from mmd.inject.baseline import command_for
+
+    command = command_for(tmp_path / "root").encode()  # "mmctl --root …": the root is not ~/.dsh/memory
     assert agents.read_bytes() == (b"# Rules\r\n\r\nTabs.\r\n<!-- mm:begin -->\r\nMemory mm://local/ \xe2\x80\x94 1 "
                                    b"topic, newest first (read one: " + command + b" read <topic>, MCP mem_read):"
                                    b"\r\n- alpha: The first <mm://local/alpha>\r\n<!-- mm:end -->\r\ntail\r\n")

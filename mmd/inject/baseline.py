@@ -20,7 +20,11 @@ Never: reads files or clocks, or changes a topic's text beyond clipping its summ
 
 from __future__ import annotations
 
+import functools
+import os
 import shlex
+import shutil
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +40,7 @@ __all__ = [
     "clip_words",
     "command_for",
     "entry_line",
+    "mmctl_path",
     "fit_lines",
     "recency_order",
     "render_baseline",
@@ -50,10 +55,25 @@ ELLIPSIS = "…"
 
 def command_for(root: Path | None) -> str:
     """``mmctl``, or ``mmctl --root <root>`` (shell-quoted) when ``root`` is not the default root
-    ``~/.dsh/memory``: the command an agent is told to run, in a shell that may resolve another root."""
+    ``~/.dsh/memory``: the command an agent is told to run, in a shell that may resolve another root (and
+    :func:`mmctl_path`, when the ``mmctl`` on PATH is not this installation's)."""
+    program = mmctl_path()
     if root is None or Path(root) == Path.home() / ".dsh" / "memory":
+        return program
+    return f"{program} --root {shlex.quote(str(root))}"
+
+
+@functools.cache
+def mmctl_path() -> str:
+    """``mmctl`` when the one on PATH is this installation's (or none sits beside this Python), else this
+    installation's by absolute path, shell-quoted: a hook or a service may run with a PATH that has none."""
+    mine = Path(sys.executable).parent / "mmctl"
+    if not mine.is_file():
         return "mmctl"
-    return f"mmctl --root {shlex.quote(str(root))}"
+    found = shutil.which("mmctl")
+    if found is not None and os.path.realpath(found) == os.path.realpath(mine):
+        return "mmctl"
+    return shlex.quote(str(mine))
 
 
 def read_hint(command: str = "mmctl", changed: bool = False) -> str:
