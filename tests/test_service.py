@@ -54,6 +54,7 @@ def test_install_writes_the_unit_then_enables_it_and_uninstall_removes_it(tmp_pa
     unit = tmp_path / ".config/systemd/user/mmd.service"
     assert unit.read_text() == service.render_unit(service.daemon_command())
     assert calls == [["systemctl", "--user", "daemon-reload"],
+                     ["systemctl", "--user", "try-restart", "mmd.service"],  # a running unit takes the new flags
                      ["systemctl", "--user", "enable", "--now", "mmd.service"]]
     assert lines[0] == f"wrote {unit}"
     calls.clear()

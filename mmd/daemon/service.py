@@ -99,7 +99,9 @@ def plan(action: str, *, platform: str, home: Path, uid: int, extra: Sequence[st
         path = Path(environ.get("XDG_CONFIG_HOME") or home / ".config") / "systemd" / "user" / UNIT_NAME
         systemctl = ["systemctl", "--user"]
         steps = {
-            "install": [[*systemctl, "daemon-reload"],
+            # try-restart: an install over a running unit applies its new flags (enable --now leaves it running
+            # as it was); a unit not running is left alone, and enable --now starts it
+            "install": [[*systemctl, "daemon-reload"], *([[*systemctl, "try-restart", UNIT_NAME]] if start else []),
                         [*systemctl, "enable", *(["--now"] if start else []), UNIT_NAME]],
             "uninstall": [[*systemctl, "disable", "--now", UNIT_NAME], [*systemctl, "daemon-reload"]],
             "status": [[*systemctl, "status", "--no-pager", UNIT_NAME]],
