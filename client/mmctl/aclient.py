@@ -144,7 +144,7 @@ class AsyncClient(Methods):
         deadline = loop.time() + timeout_ms / 1000
         rid = next(self._ids)
         frame = encode_request(rid, method, params)
-        listener, looked = listener_of(self._check.path), loop.time()
+        listener, looked = listener_of(self._check.path, connect=False), loop.time()
         while True:  # IMMEDIATE: sending fails until a daemon is connected
             try:
                 if int(sock.getsockopt(zmq.EVENTS)) & zmq.POLLOUT:

@@ -60,9 +60,8 @@ def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str]
     except LockHeld as held:
         from mmd.wire.endpoints import endpoints_for
 
-        who = f"pid {held.holder_pid}" if held.holder_pid else "another process"
         rpc = endpoints_for(root, os.environ if env is None else env).rpc
-        raise MMError(ErrorCode.E_IO, f"{LOCKED} {who}: an mmd daemon that does not answer at "
+        raise MMError(ErrorCode.E_IO, f"{LOCKED} {held.holder}: an mmd daemon that does not answer at "
                                       f"{rpc} (a daemon started with another $XDG_RUNTIME_DIR listens elsewhere: "
                                       f"give this client the same), or a stuck writer; stop it or wait, "
                                       f"then retry") from None
@@ -116,27 +115,13 @@ class Direct:
         return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root, env=self.env))
 
 
-def _listening(path: Path) -> bool:
-    """Whether a process accepts connections on the AF_UNIX socket ``path`` (a crashed daemon leaves the file)."""
-    if not os.path.exists(path):
-        return False
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(os.fspath(path))
-        except OSError:
-            return False
-    return True
-
-
 def daemon_listening(root: Path, env: Mapping[str, str]) -> bool:
     """Whether a process accepts connections on the RPC socket of ``root``'s daemon (a ``connect``, no request);
     True for an endpoint that is no ``ipc://`` socket (nothing to check without a request)."""
-    from mmd.wire.endpoints import endpoints_for, ipc_path
+    from mmd.wire.endpoints import endpoints_for, ipc_path, listener_of
 
     path = ipc_path(endpoints_for(root, env).rpc)
-    return path is None or _listening(path)
+    return path is None or listener_of(path) is not None
 
 
 class Daemon:
@@ -150,12 +135,12 @@ class Daemon:
 
 def find_daemon(root: Path, env: Mapping[str, str], timeout_ms: int = PROBE_TIMEOUT_MS) -> Daemon | None:
     """The daemon owning ``root``, or None when its socket file is absent or nobody answers in ``timeout_ms``."""
-    from mmd.wire.endpoints import endpoints_for, ipc_path  # a one-shot read never looks for the daemon
+    from mmd.wire.endpoints import endpoints_for, ipc_path, listener_of  # a one-shot read never looks for it
     from mmd.wire.methods import DAEMON_STATUS
 
     endpoints = endpoints_for(root, env)
     path = ipc_path(endpoints.rpc)
-    if path is not None and not _listening(path):
+    if path is not None and listener_of(path) is None:  # a crashed daemon leaves its socket file
         return None
     from .client import Client
     from .errors import MmctlError

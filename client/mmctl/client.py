@@ -131,7 +131,7 @@ class Client(Methods):
         sock = self._socket()
         deadline = time.monotonic() + timeout_ms / 1000
         rid = next(self._ids)
-        listener = listener_of(self._check.path)
+        listener = listener_of(self._check.path, connect=False)
         while not sock.poll(max(1, min(int((deadline - time.monotonic()) * 1000), LIVENESS_MS)), zmq.POLLOUT):
             if time.monotonic() >= deadline or listener is not None and listener_of(self._check.path) != listener:
                 raise DaemonUnavailable(start_hint(self.target), self.target.rpc)

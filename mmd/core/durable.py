@@ -89,14 +89,15 @@ def lock_path(root: Path) -> Path:
 class LockHeld(MMError):
     """Raised by :meth:`WriteLock.acquire` with ``blocking=False`` when another process holds the lock.
 
-    ``holder_pid`` is the pid recorded in the lock file by the holder, or None.
+    ``holder_pid`` is the pid recorded in the lock file by the holder, or None; ``holder`` says it in words
+    (``pid 123``, or ``another process``).
     """
 
     def __init__(self, path: Path, holder_pid: int | None) -> None:
-        who = f"pid {holder_pid}" if holder_pid else "another process"
-        super().__init__(ErrorCode.E_IO, f"{path} is held by {who} (a running mmd owns this root?)",
-                         details=str(path))
         self.holder_pid = holder_pid
+        self.holder = f"pid {holder_pid}" if holder_pid else "another process"
+        super().__init__(ErrorCode.E_IO, f"{path} is held by {self.holder} (a running mmd owns this root?)",
+                         details=str(path))
 
 
 class WriteLock:

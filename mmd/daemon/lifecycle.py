@@ -161,9 +161,8 @@ class Daemon:
             try:
                 await self.startup()
             except LockHeld as error:
-                who = f"pid {error.holder_pid}" if error.holder_pid else "another process"
                 log.error("daemon.refused root=%s reason=%r", self.config.root,
-                          f"{who} already serves this root (lock {error.details})")
+                          f"{error.holder} already serves this root (lock {error.details})")
                 await self.shutdown()
                 return EXIT_LOCKED
             except (MMError, OSError, zmq.ZMQError, sqlite3.Error, SchemaError) as error:

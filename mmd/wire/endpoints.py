@@ -244,18 +244,20 @@ LIVENESS_MS = 1000
 it, in milliseconds (:func:`listener_of`)."""
 
 
-def listener_of(path: os.PathLike[str] | None) -> tuple[int, int] | None:
+def listener_of(path: os.PathLike[str] | None, *, connect: bool = True) -> tuple[int, int] | None:
     """``(st_dev, st_ino)`` of the ipc socket at ``path`` while a process accepts connections on it, else None
     (no socket, or a daemon killed that left its file): a waiting request whose listener changed or went will
-    never be answered."""
+    never be answered. ``connect=False`` skips the ``connect`` (a ``stat`` only): what a request records as it
+    starts, on the hot path, to compare with later."""
     if path is None:
         return None
-    import socket
-
     try:
         st = os.stat(path)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.connect(os.fspath(path))
+        if connect:
+            import socket
+
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.connect(os.fspath(path))
     except OSError:
         return None
     return st.st_dev, st.st_ino

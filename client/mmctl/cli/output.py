@@ -282,7 +282,7 @@ def _lock_holder(root: Path) -> str | None:
     try:
         lock.acquire(blocking=False)
     except LockHeld as held:
-        return f"pid {held.holder_pid}" if held.holder_pid else "another process"
+        return held.holder
     except MMError:
         return None
     lock.release()
