@@ -310,19 +310,19 @@ def test_a_fifo_in_place_of_a_note_is_missing_and_does_not_hang_the_load(tmp_pat
 
 
 def test_an_unset_memory_id_is_the_one_the_root_records(tmp_path: Path) -> None:
-    from mmd.core.options import recorded_memory_id
+    from mmd.core.options import recorded_header
 
     root = tmp_path / "root"
     assert MemoryOptions.create(root=root).memory_id == "local"  # no index yet
     Memory.ensure(MemoryOptions.create(root=root, memory_id="work")).write("a", "x")
-    assert recorded_memory_id(root) == "work"
+    assert recorded_header(root)["memory_id"] == "work"
     assert MemoryOptions.create(root=root).memory_id == "work"
     assert MemoryOptions.create(root=root, memory_id="local").memory_id == "local"  # a configured id wins
     index = root / "MEMORY.md"
     index.write_text(index.read_text().replace("> mm-id: work", "> mm-id: Not A Slug"))
     assert MemoryOptions.create(root=root).memory_id == "local"
     index.write_text("# MEMORY.md\n\n## a\n> mm-id: inbody\n")  # a quote in an entry is not the header
-    assert recorded_memory_id(root) is None
+    assert "memory_id" not in recorded_header(root)
 
 
 def test_unset_caps_are_the_ones_the_root_records(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer", "recorded_header", "recorded_memory_id"]
+__all__ = ["SEARCH_MODES", "MemoryOptions", "is_js_integer", "recorded_header"]
 
 SEARCH_MODES = ("auto", "scan", "fts5")
 """Accepted ``search.mode`` values (mm v1 §8)."""
@@ -73,12 +73,6 @@ def recorded_header(root: Path) -> dict[str, Any]:
             if caps and int(caps.group(1)) > 0 and int(caps.group(2)) > 0:
                 found["index_lines"], found["index_bytes"] = int(caps.group(1)), int(caps.group(2))
     return found
-
-
-def recorded_memory_id(root: Path) -> str | None:
-    """The memory id the root's index records (:func:`recorded_header`), or None."""
-    value = recorded_header(root).get("memory_id")
-    return str(value) if value is not None else None
 
 
 def _positive(name: str, value: Any, default: int) -> int:

@@ -389,16 +389,12 @@ class FollowingMemory(SessionMemory):
         if isinstance(self.current, DaemonMemory) and not self._alive():
             # gone (stopped, crashed): every call would wait for the client's timeout; the files answer now
             await self.current.client.aclose()
-            self.current = self.on_files()
+            self.current = self._on_files()
         if not isinstance(self.current, DaemonMemory):
             found = await self._find()
             if found is not None:
                 self.current = found
         return self.current
-
-    def on_files(self) -> SessionMemory:
-        """The memory on the files, as the server starts it without a daemon."""
-        return self._on_files()
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         note = await (await self._memory()).read(topic)
