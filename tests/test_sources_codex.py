@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -44,6 +45,33 @@ def test_a_prompt_waits_for_its_turn_to_stand_across_reads(tmp_path: Path) -> No
         with path.open("ab") as f:
             f.write(line)
         part, cursor, _ = read_all(source, path, cursor)
+        got.extend(part)
+    assert pairs(got) == EXPECTED
+
+
+def test_an_export_without_prompt_events_keeps_its_prompts_once(tmp_path: Path) -> None:
+    """A rollout exported without its ``user_message`` events (a dedupe tool keeping only the response
+    items) still gives every prompt, once, also when read a line at a time."""
+    path = tmp_path / ROLLOUT.name
+    lines = []
+    for line in ROLLOUT.read_bytes().splitlines(keepends=True):
+        record = json.loads(line)
+        if record["payload"].get("type") == "user_message":  # the prompt as its response item, if not there yet
+            item = {"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": record["payload"]["message"]}]}
+            line = json.dumps({**record, "type": "response_item", "payload": item}).encode() + b"\n"
+            if lines and json.loads(lines[-1])["payload"] == item:
+                continue
+        lines.append(line)
+    assert not [line for line in lines if b"user_message" in line]
+    path.write_bytes(b"".join(lines))
+    assert pairs(read_all(CodexSource(), path)[0]) == EXPECTED
+    path.write_bytes(b"")
+    got, cursor = [], None
+    for line in lines:
+        with path.open("ab") as f:
+            f.write(line)
+        part, cursor, _ = read_all(CodexSource(), path, cursor)
         got.extend(part)
     assert pairs(got) == EXPECTED
 

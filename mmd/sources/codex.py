@@ -5,8 +5,9 @@ Owns: where Codex keeps rollouts (``$CODEX_HOME/sessions``, else
 both line formats (the ``{timestamp, type, payload}`` envelope, and the legacy
 bare header + bare response items of mid-2025), and which items are text:
 typed prompts from ``event_msg`` ``user_message`` (envelope; ``kind`` ``plain``
-when present) or from ``response_item`` user messages (legacy files only, which
-have no events) — never both, since every prompt is logged twice —, assistant
+when present) or from ``response_item`` user messages (legacy files, and envelope
+files until their first ``user_message`` event: an export that dropped the events
+keeps its prompts) — never both, since every prompt is logged twice —, assistant
 ``output_text`` of ``response_item`` messages, and ``compacted`` summaries
 (the handoff sentence cut) as ``summary``.
 
@@ -102,6 +103,8 @@ class _Handler:
         self.worker = bool(state.get("worker"))
         """A subagent, review or compaction rollout: nothing in it is read."""
         self.seen = SeenKeys(str(state.get("seen") or ""))
+        self.events = state.get("events") is True
+        """A ``user_message`` event was seen: prompts come from events only from then on."""
         self.aborted = state.get("aborted") is True
         """A ``turn_aborted`` came after the held prompt: the next prompt may be its re-send."""
         pending = state.get("pending")
@@ -110,11 +113,11 @@ class _Handler:
 
     def state(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "project": self.project, "legacy": self.legacy,
-                "worker": self.worker, "seen": self.seen.pack(), "aborted": self.aborted,
+                "worker": self.worker, "seen": self.seen.pack(), "events": self.events, "aborted": self.aborted,
                 "pending": self.pending}
 
     def restart(self) -> None:
-        self.legacy = self.worker = self.aborted = False
+        self.legacy = self.worker = self.events = self.aborted = False
         self.pending = None
 
     def feed(self, index: int, line: bytes) -> list[Utterance]:
@@ -176,11 +179,11 @@ class _Handler:
         if role == "assistant":
             text = "\n\n".join(t.strip() for t in _texts(item.get("content"), ("output_text",)) if t.strip())
             return self._flush() + self._emit("assistant", text, index, at) if text else []
-        if role == "user" and self.legacy:  # envelope files take prompts from their events only
+        if role == "user" and (self.legacy or not self.events):  # then only the events' copies
             texts = _texts(item.get("content"), ("input_text",))
             if self.project is None:
                 self._cwd_from_context(texts)
-            return self._prompt("\n\n".join(t for t in map(typed_prompt, texts) if t), index, at)
+            return self._prompt("\n\n".join(t for t in map(typed_prompt, texts) if t), index, at, item=True)
         return []
 
     def _cwd_from_context(self, texts: list[str]) -> None:
@@ -201,13 +204,18 @@ class _Handler:
             return []
         message = event.get("message")
         text = typed_prompt(message) if isinstance(message, str) else None
+        self.events = True
+        held = self.pending
+        if text and held is not None and held.get("item") and (_resent(str(held.get("text")), text)):
+            self.pending = None  # the same prompt, held from its response item just before: the event's copy stands
         return self._prompt(text or "", index, at)
 
-    def _prompt(self, text: str, index: int, at: Any) -> list[Utterance]:
+    def _prompt(self, text: str, index: int, at: Any, *, item: bool = False) -> list[Utterance]:
         """Hold a prompt until its turn shows it stands: a reply, the turn's end, or the next prompt.
 
         A prompt whose turn was aborted and that the user sends again (the same words, maybe
-        re-wrapped or extended) is one prompt: only the longer of the two is emitted.
+        re-wrapped or extended) is one prompt: only the longer of the two is emitted. ``item``:
+        the prompt comes from a response item (its event, if one follows, replaces it).
         """
         if not text:
             return []
@@ -219,7 +227,7 @@ class _Handler:
             self.pending = None
         out.extend(self._flush())
         self.aborted = False
-        self.pending = {"text": text, "line": index, "at": at}
+        self.pending = {"text": text, "line": index, "at": at, **({"item": True} if item else {})}
         return out
 
     def _flush(self) -> list[Utterance]:
@@ -248,7 +256,7 @@ class CodexSource:
     """The ``codex`` :class:`~mmd.sources.base.Source` (agent-session-formats.md §2).
 
     Cursor: ``{"log": line-reader cursor, "state": {session_id, project, legacy, worker, seen,
-    aborted, pending}}``: ``pending`` is the last prompt, held until its turn shows it stands;
+    events, aborted, pending}}``: ``pending`` is the last prompt, held until its turn shows it stands;
     ``seen`` holds digests of the last 512 utterances (who, time, text), so a file read again
     from its start yields nothing twice.
     """
