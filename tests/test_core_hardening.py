@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import stat
 import subprocess
@@ -279,6 +280,30 @@ def test_hand_written_header_lines_are_kept(tmp_path: Path) -> None:
     text = (root / INDEX_NAME).read_text()
     assert text.count("TEAM RULE: never deploy on Fridays\n") == 1 and text.count("> mm-owner: platform-team\n") == 1
     assert [e.topic for e in memory.reload().snapshot.entries] == ["beta"]
+
+
+def test_a_topic_indexed_twice_by_hand_is_never_rewritten_over_its_twin(tmp_path: Path) -> None:
+    """Two ``## alpha`` sections (a hand edit): a write or delete of alpha would keep one and lose the
+    other's text and note link, so it is refused (E_CONFLICT naming both lines) and changes nothing;
+    other topics are written as usual, both sections kept; doctor names the twin entries."""
+    root = tmp_path / "root"
+    twin = entry("alpha", file="memories/alpha2.md", summary="second") + "hand-written text\n"
+    hand_root(root, HEADER + entry("alpha") + "\n" + twin, {"alpha": "a", "alpha2": "b"})
+    memory = make(root)
+    for attempt in range(2):  # from the file as read, then from the state our own write left
+        before = (root / INDEX_NAME).read_bytes()
+        for change in (lambda: memory.write("alpha", "new"), lambda: memory.delete("alpha"),
+                       lambda: memory.store.merge(["alpha"], "beta")):
+            with pytest.raises(MMError) as info:
+                change()
+            assert info.value.code == "E_CONFLICT" and "2 entries for topic 'alpha' (lines 10, 17" in info.value.message
+            assert (root / INDEX_NAME).read_bytes() == before
+        assert memory.write("beta", f"b{attempt}")["ok"]
+        kept = [(e.file, e.entry_body) for e in memory.reload().snapshot.entries if e.topic == "alpha"]
+        assert kept == [("memories/alpha.md", ""), ("memories/alpha2.md", "hand-written text")]
+    code, out, _ = cli(root, "doctor", "--json")
+    problems = [p for p in json.loads(out)["problems"] if p["kind"] == "duplicate-entry"]
+    assert code == 1 and [(p["topic"], p["fixable"]) for p in problems] == [("alpha", False)]
 
 
 @pytest.mark.parametrize("char", ["\x0c", "\x0b", "\x85"], ids=["FF", "VT", "NEL"])

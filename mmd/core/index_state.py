@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 
 from .budget import IndexUsage, index_usage
+from .errors import ErrorCode, MMError
 from .format import entry_block, join_index
 from .model import IndexEntry
 from .record import Record
@@ -64,12 +65,16 @@ class IndexState(Record):
 
         Raises:
             MMError(E_INVALID): if ``entry`` holds a line break in a one-line field.
+            MMError(E_CONFLICT): if the index holds more than one section of ``topic`` (a hand edit):
+                replacing them would lose the others' text and note links, so nothing is written.
         """
         if self.topics is not None and self.blocks is not None and self.encoded is not None:
             topics, blocks, entries = list(self.topics), list(self.blocks), list(self.entries)
             encoded = list(self.encoded)
             start = bisect.bisect_left(topics, topic)
             end = bisect.bisect_right(topics, topic, lo=start)
+            if end - start > 1:
+                self._refuse_twins(topic)
             new = [] if entry is None else [entry]
             gone = sum(b.count("\n") for b in blocks[start:end])
             topics[start:end] = [e.topic for e in new]
@@ -78,6 +83,7 @@ class IndexState(Record):
             breaks = self.breaks - gone + sum(b.count("\n") for b in blocks[start:start + len(new)])
             entries[start:end] = new
         else:
+            self._refuse_twins(topic)
             entries = sorted([*(e for e in self.entries if e.topic != topic), *([entry] if entry else [])],
                              key=lambda e: e.topic)
             topics = [e.topic for e in entries]
@@ -95,3 +101,14 @@ class IndexState(Record):
         lines = header.count("\n") + breaks + max(len(blocks) - 1, 0) + appended
         usage = index_usage(text, index_lines, index_bytes, size=len(data), entries=len(blocks), lines=lines)
         return IndexState(data, text, tuple(entries), usage, tuple(topics), tuple(blocks), tuple(encoded), breaks)
+
+    def _refuse_twins(self, topic: str) -> None:
+        """Raise E_CONFLICT when ``topic`` has more than one section (our own serialization never does)."""
+        files = [e.file for e in self.entries if e.topic == topic]
+        if len(files) > 1:
+            lines = [str(n) for n, line in enumerate(self.text.split("\n"), 1)
+                     if line.startswith("##") and line[2:].strip() == topic]
+            raise MMError(ErrorCode.E_CONFLICT,
+                          f"MEMORY.md holds {len(files)} entries for topic {topic!r} (lines {', '.join(lines)}; "
+                          f"notes {', '.join(dict.fromkeys(files))}): join them into one section by hand, then "
+                          "try again; nothing was written", details=topic)

@@ -5,7 +5,8 @@ A folder that is not an mm root is refused as every read refuses it
 found (mm v1 §5, §6): dangling entries (an
 index entry whose note file is missing); orphan files (``memories/*.md`` that
 no entry names); malformed notes; an index over its line or byte cap; an index
-that does not parse (with its line); merge-conflict markers in the index; notes
+that does not parse (with its line); a topic with two entries (``duplicate-entry``, a hand
+edit: writes of it are refused until one section is left); merge-conflict markers in the index; notes
 without their header; notes that resolve outside the root; temporary files a
 crashed writer left; paths others may write (``loose-mode``: the root, its
 state folder, MEMORY.md, memories/ and the notes, as ``mmctl status`` reports
@@ -48,7 +49,8 @@ def _problem(kind: str, message: str, fixable: bool = False, **where: str) -> di
 def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(budget report, problems)`` of a live root; each problem is ``{kind, topic?, file?, message, fixable}``.
 
-    ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``case-twins`` | ``index-over-budget``.
+    ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``duplicate-entry`` | ``case-twins`` |
+    ``index-over-budget``.
 
     Raises:
         MMError(E_PARSE | E_IO): if MEMORY.md itself cannot be read or parsed.
@@ -62,6 +64,15 @@ def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             problems.append(_problem("dangling", f"the index names {entry.file}, which does not exist; write the "
                                                  f"note again, or `mmctl delete {entry.topic}` to drop the entry",
                                      topic=entry.topic, file=entry.file))
+    seen: dict[str, list[str]] = {}
+    for entry in entries:
+        seen.setdefault(entry.topic, []).append(entry.file)
+    for topic, files in seen.items():
+        if len(files) > 1:
+            problems.append(_problem(
+                "duplicate-entry", f"{INDEX_NAME} holds {len(files)} entries for topic {topic} (notes "
+                f"{', '.join(dict.fromkeys(files))}); writes and deletes of {topic} are refused until you join them "
+                f"into one section by hand", topic=topic, file=INDEX_NAME))
     folded = {t.lower() for t in topics}
     for name in report["anomalies"]["orphanFiles"]:
         topic = name[:-3]
