@@ -421,6 +421,43 @@ DEVIATIONS += [
 ]
 
 
+def _twin_topics(case: dict[str, Any]) -> set[str]:
+    """Topics the setup's MEMORY.md indexes more than once (a hand edit)."""
+    try:
+        topics = [e.topic for e in format.parse_index(_setup_index(case)).entries]
+    except MMError:
+        return set()
+    return {t for t in topics if topics.count(t) > 1}
+
+
+def _twin_refused(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> bool:
+    """A write or delete of a topic indexed twice is refused (E_CONFLICT) where the reference keeps one section;
+    what follows sees the root as set up: both entries listed, the files untouched."""
+    twins = _twin_topics(case)
+    if not twins:
+        return False
+    if op["op"] in ("write", "delete") and op.get("topic") in twins:
+        return got.get("error", {}).get("code") == "E_CONFLICT" and "result" in want
+    if op["op"] == "list":
+        listed = [r.get("topic") for r in got.get("result") or []]
+        index = [e.topic for e in format.parse_index(_setup_index(case)).entries]
+        return all(listed.count(t) == index.count(t) for t in twins)
+    if op["op"] == "files":
+        mine = {k: v for k, v in got.get("files", {}).items() if not k.startswith(STATE_DIR + "/")}
+        return bool(mine == case.get("setup_files"))
+    return False
+
+
+DEVIATIONS += [
+    Deviation(
+        "twin-entries-kept", "a write or delete of a topic MEMORY.md indexes twice (a hand edit) is refused with "
+        "E_CONFLICT naming both lines, and nothing is written; the reference keeps the first section and drops "
+        "the other's summary, text and note link (mm v1 §7: writes never destroy prior content)",
+        "test_core_hardening::test_a_topic_indexed_twice_by_hand_is_never_rewritten_over_its_twin",
+        _twin_refused),
+]
+
+
 def explained_by(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> str | None:
     """The name of the deviation that explains ``got != want``, or None."""
     return next((d.name for d in DEVIATIONS if d.explains(case, op, got, want)), None)
