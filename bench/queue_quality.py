@@ -38,6 +38,11 @@ read the estimate as an upper bound.
 visible, visible candidates that match a *visible* noise item, candidates that match nothing, and
 memories shown twice within one file (cross-session merging is the dedupe's, not measured here).
 
+``--extra ROOT``: a second labelled set, ``bench/extra_sessions.json``: 23 more real sessions from the same public
+repositories (none of the 18), 104 items labelled by reviewers who never saw a candidate; ``--extra-from CLONES``
+first writes them under ROOT from git clones ``CLONES/<owner>/<name>`` of the repositories it names. Neither was
+tuned on beyond what ``mmd/candidates/score.py`` records: the nearest measure here of "sessions we do not have".
+
 ``--dsh``: lists the drafts of the DSH sessions (``../shared/sessions``, read by
 ``mmd.sources.dsh``) to be read and judged; there is no gold file beside them.
 
@@ -45,7 +50,8 @@ Utterances come from the Claude Code and Codex adapters (``mmd.sources.claude_co
 ``mmd.sources.codex``), each file read whole.
 
 Run: ``python bench/queue_quality.py [--root DIR] [--per-session N] [--show] [--rules]
-[--cv-phrases] [--cv] [--other [DIR]] [--dsh [DIR]]`` (``--cv`` takes a minute or two).
+[--cv-phrases] [--cv] [--other [DIR]] [--extra ROOT [--extra-from CLONES]] [--dsh [DIR]]``
+(``--cv`` takes a minute or two).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ import itertools
 import json
 import math
 import re
+import subprocess
 import sys
 import unicodedata
 from collections import Counter
@@ -321,6 +328,45 @@ def other(root: Path, show: bool) -> None:
           f"  restatement only {restated}  match visible noise {noisy}  memory shown twice {twice}")
 
 
+# --- a second labelled set: bench/extra_sessions.json ----------------------------------------------
+
+EXTRA = Path(__file__).resolve().parent / "extra_sessions.json"
+
+
+def lay_out(clones: Path, root: Path) -> None:
+    """Write each session of :data:`EXTRA` under ``root`` at its ``layout`` path, from git clones
+    ``clones/<owner>/<name>`` of its repository (``git show <commit>:<path>``).
+
+    Raises:
+        subprocess.CalledProcessError: a clone lacks the commit or the path.
+    """
+    for source in json.loads(EXTRA.read_text(encoding="utf-8"))["sources"]:
+        data = subprocess.run(["git", "-C", str(clones / source["repo"]), "show",
+                               f"{source['commit']}:{source['path']}"], check=True, capture_output=True).stdout
+        if source.get("dropCommentLines"):  # the fixture's own "// Source: …" lines are not the log's
+            data = b"".join(line for line in data.splitlines(keepends=True) if not line.startswith(b"//"))
+        out = root / source["layout"]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+
+
+def extra(root: Path, show: bool) -> None:
+    """Precision and recall of the visible candidates on :data:`EXTRA`'s sessions laid out under ``root``
+    (sessions whose reviewers never saw a candidate or these rules: the nearest to "sessions we do not have")."""
+    doc = json.loads(EXTRA.read_text(encoding="utf-8"))
+    rows = []
+    for n, source in enumerate(doc["sources"]):
+        quotes = [g["quote"] for g in doc["gold"] if g["file"] == source["layout"]]
+        drafts = [d for d in select(read_session(root / source["layout"])) if d.visible]
+        row, good = _row(source["layout"], n, drafts, quotes)
+        rows.append(row)
+        if show:
+            print(f"== {source['layout']}  gold {len(quotes)}")
+            for draft, ok in zip(drafts, good, strict=True):
+                print(f"  {'+' if ok else '-'} {draft.score:.2f} {draft.rule:22} {draft.summary}")
+    _print("extra", rows)
+
+
 DSH = ROOT.parent / "sessions"
 
 
@@ -358,7 +404,15 @@ def main() -> None:
                         help="also measure ../shared/sessions-other (labels.json)")
     parser.add_argument("--dsh", type=Path, nargs="?", const=DSH, default=None,
                         help="also list the drafts of the DSH sessions (../shared/sessions)")
+    parser.add_argument("--extra", type=Path, default=None, metavar="ROOT",
+                        help="also measure the sessions of bench/extra_sessions.json laid out under ROOT")
+    parser.add_argument("--extra-from", type=Path, default=None, metavar="CLONES",
+                        help="first lay them out under ROOT from git clones CLONES/<owner>/<name>")
     args = parser.parse_args()
+    if args.extra_from is not None:
+        if args.extra is None:
+            parser.error("--extra-from needs --extra ROOT")
+        lay_out(args.extra_from, args.extra)
     if not (args.root / "gold.json").is_file():
         sys.exit(f"no gold.json under {args.root}: the real sessions are not beside this checkout")
     rows, fired, hit = measure(args.root, args.per_session, args.show)
@@ -378,11 +432,18 @@ def main() -> None:
         phrase_cross_validate(args.root)
     if args.cv:
         cross_validate(args.root, args.cv_phrases)
+    _also(args)
+
+
+def _also(args: argparse.Namespace) -> None:
+    """The other sets asked for: sessions-other, the extra sessions, the DSH drafts."""
     if args.other is not None:
         if (args.other / "labels.json").is_file():
             other(args.other, args.show)
         else:
             print(f"sessions-other: no labels.json under {args.other}, skipped")
+    if args.extra is not None:
+        extra(args.extra, args.show)
     if args.dsh is not None:
         if args.dsh.is_dir():
             dsh(args.dsh)

@@ -39,6 +39,9 @@ def rule_of(text: str, who: str, section: str = "") -> str | None:
     ("for the record: the release builds run on the old build box", "human-notice"),
     ("heads-up, the staging database is reset every night", "human-notice"),
     ("btw keep the changelog entries short, I read them all", "human-notice"),
+    ("make sure you do not lose the data in the review database", "human-standing-rule"),
+    ("please, don't open a pull request without my approval", "human-standing-rule"),
+    ("i do want to know about every fix, tests and docs included", "human-preference"),
 ])
 def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     assert rule_of(text, "human") == rule
@@ -61,6 +64,9 @@ def test_human_rules_fire_on_their_phrasing(text: str, rule: str) -> None:
     ("Pitfall I hit: the settings module defaults to production.", "assistant-lesson"),
     ("踩到一个坑：空列表时求和返回的是空值而不是零", "assistant-lesson"),
     ("I'm pinning the clock on every test so the results are the same on any machine.", "assistant-purpose"),
+    ("`current_span_ctx()` returns a record, not an ok tuple.", "assistant-code-fact"),
+    ("The symlinks in `.venv` are owned by nobody, a limit of the sandbox.", "assistant-code-fact"),
+    ("Now I notice I used \"centre\" in CSS, which won't work: CSS spells it center.", "assistant-pitfall"),
 ])
 def test_assistant_findings_fire(text: str, rule: str) -> None:
     assert rule_of(text, "assistant") == rule
@@ -86,9 +92,27 @@ def test_assistant_findings_fire(text: str, rule: str) -> None:
     ("The hook is already in place and does not run on merges.", "assistant"),
     ("I don't think that matters here at all", "human"),         # a hedge, not a rule
     ("The issue is that the page background stays dark in the code block.", "assistant"),  # a diagnosis of the moment
+    ("Understood, `make release` it is.", "assistant"),           # an agreement naming code
+    ("I `pip install` it first, then the tests pass again.", "assistant"),  # first person: what it did
+    ("I’m now updating the `render` defaults so it keeps the token events.", "assistant"),  # progress, curly
 ])
 def test_look_alikes_stay_quiet(text: str, who: str) -> None:
     assert rule_of(text, who) is None
+
+
+def test_dont_is_a_standing_rule_only_where_it_tells_someone_what_not_to_do() -> None:
+    assert rule_of("the filter buttons at the top don't work with the keyboard", "human") != "human-standing-rule"
+    assert rule_of("put the shortcuts on the screen so i don't need to memorise them", "human") != \
+        "human-standing-rule"
+    assert rule_of("the tests pass, and don't touch the writeups folder", "human") == "human-standing-rule"
+
+
+def test_a_typographic_apostrophe_reads_as_the_ascii_one() -> None:
+    [rule] = split("don\u2019t write python code for the viewer anymore")
+    assert rule.text == "don't write python code for the viewer anymore"
+    assert fire(rule, "human") is not None and fire(rule, "human").name == "human-standing-rule"  # type: ignore[union-attr]
+    [progress] = split("I\u2019ll update the `render` defaults so it keeps the token events.")
+    assert fire(progress, "assistant") is None
 
 
 def test_headings_and_code_never_reach_the_rules() -> None:

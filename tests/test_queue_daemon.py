@@ -19,7 +19,7 @@ from tests.test_ingest_helpers import (
     wait_until,
 )
 
-PENDING, VISIBLE = 19, 13
+PENDING, VISIBLE = 20, 14
 """Candidates ../shared/sessions yields (all pending), and how many of them are visible (issue 13)."""
 
 

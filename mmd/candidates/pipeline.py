@@ -33,7 +33,7 @@ from .dedupe import Seen, fresh
 from .identity import near_duplicate, normalized, shingles
 from .model import SOURCE_KINDS, Evidence, NewCandidate
 from .rules import MM_V1, Found, apply, may_hold_candidates
-from .score import MIN_SCORE, WHO_FACTOR, Draft, select
+from .score import WHO_FACTOR, Draft, select
 from .signals import standing
 from .statements import MAX_STATEMENT, split, summary_line
 from .topics import proposal
@@ -48,6 +48,10 @@ _HEADING_LINE = re.compile(r"^[ \t]*#{2,}[ \t].*$", re.MULTILINE)
 _WEIGHT = {r.kind: r.weight for r in MM_V1}
 MARKED_SCORE = 2.0
 """Score of a candidate marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): above any rule's."""
+_MARKER_MIN_SCORE = 0.5
+"""An unpinned marker line (``Summary:``, ``Conclusion:`` …) is visible from this score: a plain one said by the
+assistant (0.42) is hidden, one worded as a rule (0.62) shown. Not :data:`~mmd.candidates.score.MIN_SCORE`, which
+``bench/queue_quality.py`` sets for our own rules' drafts and which does not measure marker lines."""
 _WORDED_AS_RULE = 0.2
 """Added to a ``Summary:`` / ``Conclusion:`` / ``结论：`` line worded as a standing rule ("must", "必须" …)."""
 
@@ -148,7 +152,7 @@ class _Batch:
                 (_WORDED_AS_RULE if standing(c["body"]) else 0.0)
             self.marked.append(shingles(c["body"]))
             self.make(kind=c["kind"], rule=f"mm.{c['kind']}", body=c["body"], summary=c["summary"], score=score,
-                      visible=score >= MIN_SCORE, evidence=[Evidence.of(u, c["body"])],
+                      visible=score >= _MARKER_MIN_SCORE, evidence=[Evidence.of(u, c["body"])],
                       topic=c["topic"] if c["kind"] == "uri" else None, pinned=pinned)
 
     def draft(self, d: Draft) -> None:

@@ -91,6 +91,11 @@ TRANSIENT_SECTIONS: tuple[str, ...] = (
 """Compaction summary sections that never give a candidate: they describe the moment."""
 
 _ANY = r"[\s\S]"
+# where "don't" tells someone what not to do: opening a clause, or after "you", "we", "please", "and" …;
+# "the buttons don't work", "I don't need to" describe (Python's lookbehinds are of fixed width: one each)
+_IMPERATIVE = "(?:^|" + "|".join(f"(?<={w})" for w in (
+    r"[,;:.!?(\"'] ", r"[,;:.!?(\"']", r"[-–—] ", r"\byou ", r"\bwe ", r"\bplease ", r"\bjust ", r"\band ",
+    r"\bbut ", r"\balso ", r"\bso ", r"\bthen ", r"\bor ", r"\bpls ", r"\bnow ", r"\bthat ")) + ")"
 RULES: tuple[Rule, ...] = (
     # --- the human's own words ------------------------------------------------------------------
     # "for the record: …", "heads-up: …", "keep in mind …": the person says it is for you to retain
@@ -106,7 +111,8 @@ RULES: tuple[Rule, ...] = (
         r"\bevery time\b", r"以后", r"今后", r"每次")),
     Rule("human-standing-rule", "rule", 0.9, ("human",), _rx(
         r"\b(?:always|never)\b", r"\bmust(?:n'?t| not)?\b",
-        r"\bdo(?:n'?t| not)\s+(?!think|know|understand|see|get|mind|care|remember|believe|recall)(?:ever\s+)?\w+",
+        _IMPERATIVE + r"do(?:n'?t| not)\s+(?!think|know|understand|see|get|mind|care|remember|believe|recall)"
+                      r"(?:ever\s+)?\w+",
         r"\bshould(?:n'?t| not)\s+\w+",
         r"\bbe careful\b", r"\bavoid\b", r"\bwithout my\b",
         r"不要", r"务必", r"必须", r"别再", r"永远", r"总是", r"一律", r"一定要", r"千万")),
@@ -117,7 +123,7 @@ RULES: tuple[Rule, ...] = (
         r"\bkeep (?:\w+ )?(?:small|short|in sync|consistent)\b")),
     Rule("human-preference", "preference", 0.85, ("human",), _rx(
         r"\bi(?:'d| would)? (?:rather|prefer)\b", r"\bprefer\b", r"\brather than\b",
-        r"\bi (?:want|need|like)\b", r"\bi'?d like\b", r"\bi would like\b",
+        r"\bi (?:do |really )?(?:want|need|like)\b", r"\bi'?d like\b", r"\bi would like\b",
         r"\bwould be (?:great|ok|okay|nice|fine|better)\b", r"\bis (?:ok|okay|fine) to\b", r"\baim for\b",
         r"我(?:更)?喜欢", r"我希望", r"偏好")),
     Rule("human-correction", "fact", 0.75, ("human",), _rx(
@@ -172,6 +178,13 @@ RULES: tuple[Rule, ...] = (
         r"^(?:(?:good|great|nice|fair) (?:catch|thinking|point|question|call)|"
         r"you'?re (?:absolutely |completely |totally )?(?:right|correct)(?: to \w+)?)"
         r"\s*[—–:-]\s*\S+(?:\s+\S+){3}", re.IGNORECASE)),
+    # "`X` returns a record, not a tuple": a statement in the present about named code (the assistant's
+    # plain facts are most of what reviewers keep from it and no phrase marks them); low weight
+    Rule("assistant-code-fact", "fact", 0.5, ("assistant",), re.compile(
+        r"^(?!(?:i|we|i'?m|i'?ve|we'?re|let'?s|now|then|next|first|understood|got it|ok(?:ay)?|sure|yes|right)\b)"
+        r"(?=[^`]*`[^`]+`).*\b(?:is|are|returns|has|have|uses|requires|needs|fires|emits|expects|accepts|lives|"
+        r"holds|contains|means|runs|reads|writes|only|never|doesn'?t|isn'?t|aren'?t|won'?t|can'?t)\s+\w",
+        re.IGNORECASE)),
     # --- compaction summaries: durable sections, one candidate a bullet ----------------------
     Rule("summary-error-fix", "pitfall", 0.8, ("summary",), _rx(_ANY), ("errors and fixes", "problem solving")),
     Rule("summary-user-feedback", "preference", 0.8, ("summary",), _rx(_ANY), ("user feedback",)),
@@ -186,7 +199,8 @@ _QUESTION_WORDS = re.compile(
     re.IGNORECASE)
 _NONE = re.compile(r"^\W*(?:none|n/?a|nothing|no errors?)\W*(?:\(.*\))?\W*$", re.IGNORECASE)
 _PROGRESS = re.compile(
-    r"^(?:let me|i'?ll|i will|i'?m going to|now (?:let me|i)|next,? i|first,? (?:let me|i)|"
+    r"^(?:let me|i'?ll|i will|i'?m going to|now,? (?:let me|i(?:'ll| will| need| have to| can|'m going)\b)|next,? i|"
+    r"first,? (?:let me|i)|i'?m now|(?:the )?next step is|"
     r"perfect|great|done|all (?:done|\d+)|good|ok(?:ay)?|sure|excellent|here'?s|here is)\b",
     re.IGNORECASE)
 # output pasted into a sentence: a path with a line number, a warning or error class, a prompt

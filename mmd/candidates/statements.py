@@ -31,7 +31,7 @@ class Statement:
     """One sentence or one bullet of an utterance.
 
     Attributes:
-        text: the statement, whitespace folded, leading bullet marker removed, at most
+        text: the statement, whitespace folded, ``’`` read as ``'``, leading bullet marker removed, at most
             :data:`MAX_STATEMENT` code points (cut at a word with ``…`` when longer).
         section: the nearest markdown heading or bold label above it, casefolded, without
             numbering or punctuation (``errors and fixes``), or ``""`` when none.
@@ -166,7 +166,8 @@ def _sentences_of(paragraph: str) -> list[str]:
 
 
 def _clean(text: str) -> str:
-    return _WS.sub(" ", text).strip()
+    # a typographic apostrophe (Codex writes "I’ll", "don’t") reads as the ASCII one the rules spell
+    return _WS.sub(" ", text).strip().replace("\u2019", "'")
 
 
 class _Splitter:
