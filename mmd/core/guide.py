@@ -35,7 +35,7 @@ queue: list them, then accept or reject each one.
 topic), "remember: …" or "MEMO: …" (also 记住：/记忆：) in a prompt or reply always reaches the review queue, \
 never capped. By itself the queue picks up a person's standing rules and corrections ("always …", "never \
 …", "from now on …", "we use X", "prefer X over Y"), an agent's findings (a root cause, a fix, a \
-pitfall, a decision with its reason) and the durable sections of compaction summaries, one statement \
+pitfall, a decision with its reason, a plain statement about named code) and the durable sections of compaction summaries, one statement \
 each, a few per session; a statement already in a note is not queued, and one said again (another \
 session, another agent) ranks higher.
 """
@@ -60,7 +60,7 @@ mem_budget 显示待生效的写入数。mem_reload 重新取快照；改写其�
 （或 “mm://<memoryId>/<topic> <事实>” 指定主题）、“remember: …”、“MEMO: …”、\
 “记住：…” 或 “记忆：…”，它总会进入审查队列，不受数量限制。\
 队列还会自动收集：用户的长期规则与纠正（“always …”“never …”“以后…”“不要…”\
-“我们用 X”“优先 X 而不是 Y”）、agent 的发现（根因、修复、坑、带理由的决定）\
+“我们用 X”“优先 X 而不是 Y”）、agent 的发现（根因、修复、坑、带理由的决定、关于具体代码的陈述）\
 以及压缩摘要中的持久部分，每条一句，每个会话少量；已在笔记中的内容不会再入队，\
 在其他会话或其他 agent 中重复出现的会排得更靠前。
 """
