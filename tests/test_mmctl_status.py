@@ -47,3 +47,27 @@ def test_status_exits_1_when_no_daemon_answers(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["status", "--root", str(root)], env=env, stdout=out, stderr=err) == 1
     assert err.getvalue().startswith("mmctl: `status` needs the mmd daemon, and none answers for ")
+
+
+def test_an_index_over_its_caps_is_a_warning_naming_the_way_out(start_daemon) -> None:
+    """A MEMORY.md pushed over its caps from outside (a git merge, a hand edit) refuses every write but a
+    shrinking one; status shows the figures and says how to consolidate, until a merge brings it back."""
+    daemon = start_daemon("--index-lines", "30")
+    for topic in ("alpha", "beta"):
+        assert cli(daemon, "write", topic, "--content", f"{topic} body")[0] == 0
+    code, out, _ = cli(daemon, "status")
+    assert code == 0 and "2 entries · 22/30 lines" in out and "warning: MEMORY.md" not in out
+    assert "looseModes  -" in out  # nothing to list reads as nothing, not as Python's []
+    index = daemon.root / "MEMORY.md"
+    extra = "".join(f"\n## gamma{n}\n- **summary:** hand-added\n- **file:** memories/alpha.md\n" for n in range(3))
+    index.write_text(index.read_text() + extra)
+    report = wait_until(lambda: (r := json.loads(cli(daemon, "status", "--json")[1]))["index"]["overBudget"] and r,
+                        what="the daemon to see the index over its caps")
+    assert report["index"]["lineCap"] == 30 and report["index"]["lines"] > 30 and report["index"]["entries"] == 5
+    code, out, _ = cli(daemon, "status")
+    assert code == 0 and "warning: MEMORY.md is over its caps (" in out and "`mmctl merge A B --into C`" in out
+    assert cli(daemon, "write", "delta", "--content", "more")[0] == 1  # refused: it would grow the index
+    assert cli(daemon, "merge", "gamma0", "gamma1", "gamma2", "--into", "alpha")[0] == 0
+    wait_until(lambda: not json.loads(cli(daemon, "status", "--json")[1])["index"]["overBudget"],
+               what="the merge to bring the index under its caps")
+    assert "warning: MEMORY.md" not in cli(daemon, "status")[1]

@@ -35,9 +35,9 @@ queue: list them, then accept or reject each one.
 topic), "remember: …" or "MEMO: …" (also 记住：/记忆：) in a prompt or reply always reaches the review queue, \
 never capped. By itself the queue picks up a person's standing rules and corrections ("always …", "never \
 …", "from now on …", "we use X", "prefer X over Y"), an agent's findings (a root cause, a fix, a \
-pitfall, a decision with its reason, a plain statement about named code) and the durable sections of compaction summaries, one statement \
-each, a few per session; a statement already in a note is not queued, and one said again (another \
-session, another agent) ranks higher.
+pitfall, a decision with its reason, a plain statement about named code) and the durable sections \
+of compaction summaries, one statement each, a few per session; a statement already in a note is \
+not queued, and one said again (another session, another agent) ranks higher.
 """
 
 _ZH = """\

@@ -60,6 +60,10 @@ def _readable(key: str, value: Any) -> Any:
     ``-`` for nothing, ``yes``/``no`` for a flag, and a part's empty fields left out (no Python ``None``)."""
     if key == "http" and isinstance(value, dict):
         return value.get("url")
+    if key == "index" and isinstance(value, dict):
+        return (f"{value.get('entries')} entries · {value.get('lines')}/{value.get('lineCap')} lines · "
+                f"{value.get('bytes')}/{value.get('byteCap')} bytes" + (" · over its caps" if value.get("overBudget")
+                                                                      else ""))
     if isinstance(value, dict):  # a last error gets a line of its own, never cut
         return " · ".join(f"{k} {_word(v)}" for k, v in value.items()
                           if not isinstance(v, dict | list) and v is not None and k != "lastError") or "-"
@@ -67,8 +71,8 @@ def _readable(key: str, value: Any) -> Any:
 
 
 def _word(value: Any) -> Any:
-    """``None`` -> ``-``, ``True``/``False`` -> ``yes``/``no``; anything else as it is."""
-    if value is None:
+    """``None`` or an empty list -> ``-``, ``True``/``False`` -> ``yes``/``no``; anything else as it is."""
+    if value is None or value == []:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -80,6 +84,11 @@ def status_warnings(status: dict[str, Any]) -> list[str]:
     out = []
     if status.get("rootLost"):
         out.append(f"writes are refused: {status['rootLost']}; restart mmd")
+    index = status.get("index") or {}
+    if index.get("overBudget"):
+        out.append(f"MEMORY.md is over its caps ({index.get('lines')}/{index.get('lineCap')} lines, "
+                   f"{index.get('bytes')}/{index.get('byteCap')} bytes): every write that does not shrink it is "
+                   "refused; consolidate with `mmctl merge A B --into C` or `mmctl delete TOPIC` (never truncate)")
     loose = status.get("looseModes") or []
     if loose:
         paths = ", ".join(f"{m.get('path')} ({m.get('mode')})" for m in loose)
