@@ -226,6 +226,12 @@ def test_a_root_keeps_the_memory_id_it_was_made_with_whoever_writes_next(start_d
     assert cli(again, "write", "k3", "--content", "three")[1].startswith("created mm://work/k3")
     explicit = cli(again, "search", "three", "--json")[1]
     assert '"mm://work/k3"' in explicit
+    assert "config.differs_from_root" not in again.stderr()
+    again.stop()
+    other = start_daemon("--memory-id", "home", root=first.root)  # given, and not the root's: said at start
+    assert cli(other, "status", "--json")[0] == 0
+    assert "config.differs_from_root key=memoryId root=work configured=home" in other.stderr()
+    assert "key=indexLines" not in other.stderr()  # unset: the root's 20000 is adopted
 
 
 def test_a_write_that_found_no_daemon_answering_goes_through_it_once_it_answers(mmd, monkeypatch) -> None:  # type: ignore[no-untyped-def]

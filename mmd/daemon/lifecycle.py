@@ -38,6 +38,7 @@ from mmd.candidates import Seen
 from mmd.core.durable import LockHeld
 from mmd.core.errors import MMError
 from mmd.core.health import loose_modes, remove_stale_temp_files
+from mmd.core.options import recorded_header
 from mmd.core.paths import STATE_DIR
 from mmd.core.rootfs import make_folders
 from mmd.wire.endpoints import ensure_private_dir, ipc_path
@@ -222,6 +223,7 @@ class Daemon:
         state = MemoryState(cfg.memory)
         state.guard = RootGuard(cfg.root, lock.path)
         await asyncio.to_thread(_tidy_root, cfg.root)
+        await asyncio.to_thread(_warn_differing_header, cfg)
         publisher = Publisher(None, state.now_iso)
         # 2. the state database: the journal, and with ingestion the review queue and ingest cursors
         db = StateDB(cfg.root)
@@ -416,3 +418,15 @@ def _tidy_root(root: Path) -> None:
     if loose:
         log.warning("daemon.loose_modes paths=%s: others can write this memory; chmod go-w them",
                     ",".join(f"{m['path']}({m['mode']})" for m in loose))
+
+
+def _warn_differing_header(cfg: Config) -> None:
+    """At start: warn about an id or cap given (flag or config file) that differs from what the root's MEMORY.md
+    header records; the daemon's first write records the configured value there (``recorded_header``)."""
+    recorded = recorded_header(cfg.root)
+    for key, name in (("memory_id", "memoryId"), ("index_lines", "indexLines"), ("index_bytes", "indexBytes")):
+        configured = getattr(cfg.memory, key)
+        if key in recorded and recorded[key] != configured:
+            log.warning("config.differs_from_root key=%s root=%s configured=%s: the next write records the configured "
+                        "value in MEMORY.md's header (leave it unset to keep the root's)", name, recorded[key],
+                        configured)
