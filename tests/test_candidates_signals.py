@@ -105,6 +105,7 @@ def test_dont_is_a_standing_rule_only_where_it_tells_someone_what_not_to_do() ->
     assert rule_of("put the shortcuts on the screen so i don't need to memorise them", "human") != \
         "human-standing-rule"
     assert rule_of("the tests pass, and don't touch the writeups folder", "human") == "human-standing-rule"
+    assert rule_of("the importer skips the files that don't parse at all", "human") != "human-standing-rule"
 
 
 def test_a_typographic_apostrophe_reads_as_the_ascii_one() -> None:

@@ -95,7 +95,7 @@ _ANY = r"[\s\S]"
 # "the buttons don't work", "I don't need to" describe (Python's lookbehinds are of fixed width: one each)
 _IMPERATIVE = "(?:^|" + "|".join(f"(?<={w})" for w in (
     r"[,;:.!?(\"'] ", r"[,;:.!?(\"']", r"[-–—] ", r"\byou ", r"\bwe ", r"\bplease ", r"\bjust ", r"\band ",
-    r"\bbut ", r"\balso ", r"\bso ", r"\bthen ", r"\bor ", r"\bpls ", r"\bnow ", r"\bthat ")) + ")"
+    r"\bbut ", r"\balso ", r"\bso ", r"\bthen ", r"\bor ", r"\bpls ", r"\bnow ")) + ")"
 RULES: tuple[Rule, ...] = (
     # --- the human's own words ------------------------------------------------------------------
     # "for the record: …", "heads-up: …", "keep in mind …": the person says it is for you to retain

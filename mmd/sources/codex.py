@@ -206,7 +206,7 @@ class _Handler:
         text = typed_prompt(message) if isinstance(message, str) else None
         self.events = True
         held = self.pending
-        if text and held is not None and held.get("item") and (_resent(str(held.get("text")), text)):
+        if text and held is not None and held.get("item") and _resent(str(held.get("text")), text):
             self.pending = None  # the same prompt, held from its response item just before: the event's copy stands
         return self._prompt(text or "", index, at)
 
