@@ -44,6 +44,20 @@ def test_the_budget_hides_the_rest_but_keeps_them() -> None:
     assert not any(d.visible for d in select(prompts, per_session=0))
 
 
+def test_a_budget_filled_by_the_person_still_shows_the_best_assistant_finding() -> None:
+    topics = [f"{a} {b}" for a in ("parser", "renderer", "exporter") for b in ("cache", "queue", "schema")]
+    prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
+    finding = say("assistant", "The root cause is that the cache key ignores the tenant id.", 20)
+    weak = say("assistant", "The exporter defaults to UTC, which the old reports assumed.", 21)
+    drafts = select([*prompts, finding, weak])
+    humans = [d for d in drafts if d.evidence[0].who == "human"]
+    assert sum(d.visible for d in humans) == budget(prompts + [finding, weak], DEFAULT_TUNING, drafts)
+    shown = [d.evidence[0] for d in drafts if d.visible and d.evidence[0].who == "assistant"]
+    assert shown == [finding]  # beyond the budget, and only the best one
+    assert not any(d.visible and d.evidence[0].who == "assistant"
+                   for d in select([*prompts, finding, weak], per_session=3))  # a fixed budget is kept as it is
+
+
 def test_a_long_agentic_run_after_few_prompts_has_a_larger_budget() -> None:
     prompts = [say("human", "port the exporter to the new schema", 1), say("human", "go on", 2)]
     replies = [say("assistant", f"Step {i} of the port is done.", 3 + i) for i in range(100)]
