@@ -38,6 +38,12 @@ def queued(start_daemon, tmp_path: Path):  # type: ignore[no-untyped-def]
     pytest.fail("no candidate reached the review queue")
 
 
+def backfilled_candidates(daemon: Any) -> list[dict[str, Any]]:
+    """The visible pending candidates once the backfill is done (highest score first)."""
+    backfilled(daemon)
+    return list(json.loads(cli(daemon, "queue", "list", "--json")[1])["candidates"])
+
+
 def cli(daemon: Any, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main([*argv, "--root", str(daemon.root)], env=dict(daemon.env), stdout=out, stderr=err)
@@ -134,8 +140,23 @@ def test_show_numbers_a_line_as_editors_do() -> None:
 def test_an_over_budget_accept_keeps_the_candidate_pending_and_exits_1(queued) -> None:  # type: ignore[no-untyped-def]
     cid = json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"][0]["id"]
     code, out, err = cli(queued, "queue", "accept", str(cid), "--content", "x" * 5000)
-    assert code == 1 and out == "" and err.startswith("mmctl: not accepted: content exceeds its write budget")
+    assert code == 1 and out == "" and err.startswith(f"mmctl: not accepted {cid}: content exceeds its write budget")
+    assert "(5000/4000 chars)" in err and "shorter --content" in err
     assert json.loads(cli(queued, "queue", "show", str(cid), "--json")[1])["status"] == "pending"
+
+
+def test_an_accept_the_full_index_refuses_names_the_id_its_figures_and_into(start_daemon, tmp_path: Path) -> None:
+    copy_samples(tmp_path / "sessions")
+    daemon = start_daemon("--index-lines", "24")  # room for two entries
+    ids = [str(c["id"]) for c in backfilled_candidates(daemon)[:3]]
+    code, out, err = cli(daemon, "queue", "accept", *ids)
+    assert code == 1 and len(out.splitlines()) == 2 and out.startswith(f"accepted {ids[0]}: created mm://")
+    assert err.startswith(f"mmctl: not accepted {ids[2]}: the MEMORY.md index exceeds its hard limit"), err
+    assert "would have 29/24 lines" in err and "--into TOPIC" in err and "mmctl merge" in err
+    assert "chars)" not in err and "shorter --content" not in err  # not the write budget's figures or fix
+    first = json.loads(cli(daemon, "queue", "show", ids[0], "--json")[1])["written"]["topic"]
+    code, out, _ = cli(daemon, "queue", "accept", ids[2], "--into", first)
+    assert code == 0 and out.startswith(f"accepted {ids[2]}: "), out
 
 
 async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # type: ignore[no-untyped-def]

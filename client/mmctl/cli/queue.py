@@ -144,9 +144,21 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
     write = result.get("write") or {}
     if result.get("ok"):
         return f"accepted {cid}: {write.get('action', 'written')} {write.get('uri', '')}\n"
-    usage = write.get("usage", {})
-    return (f"not accepted: {write.get('message', 'the write was refused')} ({usage.get('bodyChars')}/"
-            f"{usage.get('writeBudget')} chars); the candidate stays pending: accept it with a shorter --content\n")
+    usage, code = write.get("usage", {}), write.get("code")
+    if code == "E_INDEX_BUDGET_EXCEEDED":
+        index = usage.get("index") or {}
+        figures = (f"MEMORY.md would have {index.get('lines')}/{index.get('lineCap')} lines, "
+                   f"{index.get('bytes')}/{index.get('byteCap')} bytes")
+        fix = ("append it to a note with --into TOPIC (the index keeps its size), or consolidate notes first "
+               "(`mmctl merge A B --into C`)")
+    elif code == "E_FILE_BUDGET_EXCEEDED":
+        figures = f"{usage.get('noteBytes')}/{usage.get('noteMaxBytes')} bytes"
+        fix = "accept it with a shorter --content, or into another --topic"
+    else:
+        figures = f"{usage.get('bodyChars')}/{usage.get('writeBudget')} chars"
+        fix = "accept it with a shorter --content"
+    return (f"not accepted {cid}: {write.get('message', 'the write was refused')} ({figures}); the candidate "
+            f"stays pending: {fix}\n")
 
 
 def _said(error: RpcError) -> str:
