@@ -42,7 +42,7 @@ out: "you will find" (lowered cv k=2), "I don't want" (lowered cv k=1..3), ``ass
 at 0.4..0.6 (0.5 is the middle of a flat range). Then the slot of 2026-12-01 above, measured again with these
 rules, raised both figures of all 18, the held-out five (0.324 / 0.355), cv k=2 and k=3 (0.374 / 0.402, 0.360 /
 0.373), and cost cv k=1 and the second set 0.005 of precision (0.407 / 0.461, 0.444 / 0.375): adopted
-(:func:`_assistant_slot`), as the second set is where its case (every visible draft the person's) is common.
+(:func:`shown`), as the second set is where its case (every visible draft the person's) is common.
 
 Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
 applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
@@ -62,7 +62,7 @@ from mmd.candidates.signals import RULES, Kind, Rule, fire, possible, strength
 from mmd.candidates.statements import Statement, looks_pasted, marked, split, summarize
 from mmd.sources.base import Utterance
 
-__all__ = ["DEFAULT_TUNING", "MIN_SCORE", "WHO_FACTOR", "Draft", "Tuning", "budget", "select"]
+__all__ = ["DEFAULT_TUNING", "MIN_SCORE", "WHO_FACTOR", "Draft", "Tuning", "budget", "select", "shown"]
 
 
 _ACK = re.compile(
@@ -315,15 +315,18 @@ def _diverse(drafts: list[Draft], same_turn: float) -> list[Draft]:
     return [draft for _, _, draft in sorted(order, key=lambda t: (-t[0], t[1]))]
 
 
-def _assistant_slot(ranked: Sequence[Draft], tuning: Tuning) -> None:
-    """Show the best assistant draft (at least :attr:`Tuning.min_score`) of a session whose visible drafts are
-    all the person's or summaries': the assistant's findings are most of what reviewers keep, and a budget
-    filled by the person's requests would otherwise hide every one of them."""
-    if any(d.visible and d.evidence[0].who == "assistant" for d in ranked):
-        return
-    best = next((d for d in ranked if d.evidence[0].who == "assistant" and d.score >= tuning.min_score), None)
-    if best is not None:
-        best.visible = True
+def shown(ranked: Sequence[Draft], cap: int, tuning: Tuning = DEFAULT_TUNING, *, slot: bool = True) -> list[Draft]:
+    """The drafts of one session ``ranked`` (best first) that are visible, in rank order: the first ``cap`` scoring
+    at least :attr:`Tuning.min_score`, and with ``slot``, when none of those is the assistant's, its best draft
+    that scores as much (the assistant's findings are most of what reviewers keep, and a budget filled by the
+    person's requests would otherwise hide every one of them). Changes nothing."""
+    out = [d for d in ranked[:cap] if d.score >= tuning.min_score]
+    if slot and not any(d.evidence[0].who == "assistant" for d in out):
+        best = next((d for d in ranked[cap:] if d.evidence[0].who == "assistant" and d.score >= tuning.min_score),
+                    None)
+        if best is not None:
+            out.append(best)
+    return out
 
 
 def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
@@ -351,9 +354,8 @@ def select(utterances: Sequence[Utterance], *, per_session: int | None = None,
         session.cross_turn()
         ranked = _diverse(session.drafts, tuning.same_turn)
         cap = budget(group, tuning, ranked) if per_session is None else max(0, per_session)
-        for i, draft in enumerate(ranked):
-            draft.visible = i < cap and draft.score >= tuning.min_score
-        if per_session is None:
-            _assistant_slot(ranked, tuning)
+        visible = {id(d) for d in shown(ranked, cap, tuning, slot=per_session is None)}
+        for draft in ranked:
+            draft.visible = id(draft) in visible
         out.extend(ranked)
     return out
