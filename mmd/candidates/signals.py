@@ -126,7 +126,7 @@ RULES: tuple[Rule, ...] = (
         r"\bi (?:do |really )?(?:want|need|like)\b", r"\bi'?d like\b", r"\bi would like\b",
         r"\bwould be (?:great|ok|okay|nice|fine|better)\b", r"\bis (?:ok|okay|fine) to\b", r"\baim for\b",
         r"我(?:更)?喜欢", r"我希望", r"偏好")),
-    Rule("human-correction", "fact", 0.75, ("human",), _rx(
+    Rule("human-correction", "fact", 0.6, ("human",), _rx(
         r"^(?:no|nope|wrong|actually|wait)\b[,.!: ]", r"\bthat'?s (?:not|wrong|incorrect)\b",
         r"\bnot what i\b", r"\byou (?:missed|forgot|broke)\b", r"\bfalse positive\b",
         r"\balready (?:marked|identified|done|handled|exists?)\b", r"\bis not (?:a|an|the)\b",
