@@ -76,6 +76,17 @@ def test_an_export_without_prompt_events_keeps_its_prompts_once(tmp_path: Path) 
     assert pairs(got) == EXPECTED
 
 
+def test_a_rollout_naming_no_session_is_the_session_its_file_name_says(tmp_path: Path) -> None:
+    """An export without ``session_meta`` and without a uuid in its name: its utterances carry the file's name as
+    their session id (the queue can filter and group by it), not none."""
+    path = tmp_path / "rollout-20260214002446_in-the-json-i-have-doubles.jsonl"
+    path.write_bytes(b"".join(line for line in ROLLOUT.read_bytes().splitlines(keepends=True)
+                              if b'"session_meta"' not in line))
+    utterances = read_all(CodexSource(), path)[0]
+    assert pairs(utterances) == EXPECTED
+    assert {u.session_id for u in utterances} == {"20260214002446_in-the-json-i-have-doubles"}
+
+
 def test_legacy_rollouts_take_prompts_from_response_items() -> None:
     utterances, _, slices = read_all(CodexSource(), LEGACY)
     assert pairs(utterances) == [("human", "KEEP-LH1 write a viewer for the logs"),

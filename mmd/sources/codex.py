@@ -85,6 +85,12 @@ def _texts(content: Any, kinds: tuple[str, ...]) -> list[str]:
             if isinstance(c, dict) and c.get("type") in kinds and isinstance(c.get("text"), str)]
 
 
+def _stem(path: str) -> str:
+    """A rollout's file name without ``rollout-`` and ``.jsonl``: the session id of a file that names none."""
+    name = Path(path).name
+    return name.removeprefix("rollout-").removesuffix(".jsonl")
+
+
 def _resent(before: str, after: str) -> bool:
     """Whether ``after`` repeats ``before`` (whitespace aside), whole or as its start or extension."""
     a, b = " ".join(before.split()), " ".join(after.split())
@@ -97,7 +103,8 @@ class _Handler:
     def __init__(self, path: str, state: dict[str, Any]) -> None:
         self.path = path
         m = _UUID_TAIL.search(path)
-        self.session_id: str | None = state.get("session_id") or (m.group(1) if m else None)
+        # a file named without its uuid and without a session_meta (an export) is its own session: its name
+        self.session_id: str | None = state.get("session_id") or (m.group(1) if m else _stem(path))
         self.project: str | None = state.get("project")
         self.legacy = bool(state.get("legacy"))
         self.worker = bool(state.get("worker"))
