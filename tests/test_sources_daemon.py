@@ -167,6 +167,18 @@ async def test_both_agents_are_read_from_a_fake_home_with_no_flag_live_and_to_th
     assert status(daemon)["ingest"]["errors"] == 0
 
 
+def test_a_log_laid_out_where_its_agent_never_writes_one_is_named_in_the_log(start_daemon, tmp_path: Path) -> None:
+    _, rollouts = fake_home(tmp_path / "home")
+    misplaced = codex_rollout(rollouts, CODEX_SID, ["REMEMBER: the viewer's e2e suite needs Xvfb."])
+    flat = rollouts / "20260218" / misplaced.name  # a day folder flattened: Codex never writes one there
+    flat.parent.mkdir()
+    misplaced.rename(flat)
+    daemon = start_daemon()
+    wait_until(lambda: (s := backfilled(daemon)) and sources(s)["codex"]["backfill"]["done"], what="the codex folder")
+    assert f"ingest.files_not_read kind=codex folder={rollouts} files=1 first={flat}" in daemon.stderr()
+    assert not [c for c in mine(daemon) if "Xvfb" in c["body"]]
+
+
 def test_no_source_turns_one_off_and_a_folder_created_after_start_is_picked_up(start_daemon, tmp_path: Path) -> None:
     home = tmp_path / "home"
     claude_session(home / ".claude" / "projects", CLAUDE_SID, ["MEMO: never read while turned off."])

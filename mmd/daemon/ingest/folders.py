@@ -148,8 +148,12 @@ class Folders:
                 return source
         return None
 
-    def scan(self, folder: Folder) -> list[tuple[str, Source]]:
-        """Every log of ``folder`` a source reads now (hidden folders and files, and deeper folders, skipped)."""
+    def scan(self, folder: Folder, unread: list[str] | None = None) -> list[tuple[str, Source]]:
+        """Every log of ``folder`` a source reads now (hidden folders and files, and deeper folders, skipped).
+
+        ``unread``, when given, receives the ``*.jsonl`` / ``*.jsonl.zst`` files no source reads (subagent logs,
+        or logs not where or as their agent writes them), so a layout that hides them can be said.
+        """
         found: list[tuple[str, Source]] = []
         deeper = {str(f.root) for f in self.watched() if f is not folder and folder.holds(str(f.root))}
         for dirpath, dirnames, filenames in os.walk(folder.root, followlinks=False):
@@ -161,6 +165,8 @@ class Folders:
                 source = self.source_of(path, folder)
                 if source is not None:
                     found.append((path, source))
+                elif unread is not None and name.endswith((".jsonl", ".jsonl.zst")):
+                    unread.append(path)
         return found
 
     def visible(self, folder: Folder, path: str) -> bool:

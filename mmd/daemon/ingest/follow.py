@@ -219,7 +219,11 @@ class Ingestor:
         found: list[tuple[int, str, Source, Folder]] = []
         for f in folders:
             f.health.phase = "backfill"
-            logs = self.folders.scan(f)
+            unread: list[str] = []
+            logs = self.folders.scan(f, unread)
+            if unread:
+                log.info("ingest.files_not_read kind=%s folder=%s files=%d first=%s (subagent logs, or logs not laid "
+                         "out as the agent writes them)", f.kind, f.root, len(unread), min(unread))
             sizes = 0
             for path, source in logs:
                 st = _stat(path)
