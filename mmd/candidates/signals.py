@@ -93,7 +93,11 @@ TRANSIENT_SECTIONS: tuple[str, ...] = (
 _ANY = r"[\s\S]"
 # where "don't" tells someone what not to do: opening a clause, or after "you", "we", "please", "and" …;
 # "the buttons don't work", "I don't need to" describe (Python's lookbehinds are of fixed width: one each)
-_IMPERATIVE = "(?:^|" + "|".join(f"(?<={w})" for w in (
+# (the lookahead first: most positions fail on its first letter before any lookbehind is tried)
+_CODE_VERB = (r"\b(?:is|are|returns|has|have|uses|requires|needs|fires|emits|expects|accepts|lives|holds|contains|"
+              r"means|runs|reads|writes|only|never|doesn'?t|isn'?t|aren'?t|won'?t|can'?t)\s+\w")
+"""What an ``assistant-code-fact`` statement says of its code: a verb in the present, then a word."""
+_IMPERATIVE = "(?=do)(?:^|" + "|".join(f"(?<={w})" for w in (
     r"[,;:.!?(\"'] ", r"[,;:.!?(\"']", r"[-–—] ", r"\byou ", r"\bwe ", r"\bplease ", r"\bjust ", r"\band ",
     r"\bbut ", r"\balso ", r"\bso ", r"\bthen ", r"\bor ", r"\bpls ", r"\bnow ")) + ")"
 RULES: tuple[Rule, ...] = (
@@ -180,11 +184,10 @@ RULES: tuple[Rule, ...] = (
         r"\s*[—–:-]\s*\S+(?:\s+\S+){3}", re.IGNORECASE)),
     # "`X` returns a record, not a tuple": a statement in the present about named code (the assistant's
     # plain facts are most of what reviewers keep from it and no phrase marks them); low weight
+    # (the verb before or after the first backtick: both branches hold a backtick, the rule's one trigger)
     Rule("assistant-code-fact", "fact", 0.5, ("assistant",), re.compile(
         r"^(?!(?:i|we|i'?m|i'?ve|we'?re|let'?s|now|then|next|first|understood|got it|ok(?:ay)?|sure|yes|right)\b)"
-        r"(?=[^`]*`[^`]+`).*\b(?:is|are|returns|has|have|uses|requires|needs|fires|emits|expects|accepts|lives|"
-        r"holds|contains|means|runs|reads|writes|only|never|doesn'?t|isn'?t|aren'?t|won'?t|can'?t)\s+\w",
-        re.IGNORECASE)),
+        r"(?=[^`]*`[^`]+`)(?:[^`]*`.*" + _CODE_VERB + r"|.*" + _CODE_VERB + r".*`)", re.IGNORECASE)),
     # --- compaction summaries: durable sections, one candidate a bullet ----------------------
     Rule("summary-error-fix", "pitfall", 0.8, ("summary",), _rx(_ANY), ("errors and fixes", "problem solving")),
     Rule("summary-user-feedback", "preference", 0.8, ("summary",), _rx(_ANY), ("user feedback",)),
