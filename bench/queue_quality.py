@@ -41,10 +41,12 @@ not the budget (0.5: 0.493 / 0.337; 0.4: 0.444 / 0.375), and the floor for sessi
 visible, visible candidates that match a *visible* noise item, candidates that match nothing, and
 memories shown twice within one file (cross-session merging is the dedupe's, not measured here).
 
-``--extra ROOT``: a second labelled set, ``bench/extra_sessions.json``: 23 more real sessions from the same public
-repositories (none of the 18), 104 items labelled by reviewers who never saw a candidate; ``--extra-from CLONES``
-first writes them under ROOT from git clones ``CLONES/<owner>/<name>`` of the repositories it names. Neither was
-tuned on beyond what ``mmd/candidates/score.py`` records: the nearest measure here of "sessions we do not have".
+``--extra ROOT``: more labelled sessions, ``bench/extra_sessions.json``, from the same public repositories (none
+of the 18), labelled by reviewers who never saw a candidate: set "second" (23 sessions, 104 items; the rules of
+2026-12-01 were measured on it, as ``mmd/candidates/score.py`` records) and set "third" (10 sessions picked at
+random, 40 items, labelled after those rules were frozen, never tuned on: the nearest measure here of "sessions we
+do not have"). ``--extra-from CLONES`` first writes them under ROOT from git clones ``CLONES/<owner>/<name>``
+(the third set's commit is a branch, ``entire/checkpoints/v1``: fetch it too).
 
 ``--dsh``: lists the drafts of the DSH sessions (``../shared/sessions``, read by
 ``mmd.sources.dsh``) to be read and judged; there is no gold file beside them.
@@ -357,17 +359,19 @@ def extra(root: Path, show: bool) -> None:
     """Precision and recall of the visible candidates on :data:`EXTRA`'s sessions laid out under ``root``
     (sessions whose reviewers never saw a candidate or these rules: the nearest to "sessions we do not have")."""
     doc = json.loads(EXTRA.read_text(encoding="utf-8"))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n, source in enumerate(doc["sources"]):
         quotes = [g["quote"] for g in doc["gold"] if g["file"] == source["layout"]]
         drafts = [d for d in select(read_session(root / source["layout"])) if d.visible]
         row, good = _row(source["layout"], n, drafts, quotes)
-        rows.append(row)
+        rows.append({**row, "set": source.get("set", "")})
         if show:
             print(f"== {source['layout']}  gold {len(quotes)}")
             for draft, ok in zip(drafts, good, strict=True):
                 print(f"  {'+' if ok else '-'} {draft.score:.2f} {draft.rule:22} {draft.summary}")
-    _print("extra", rows)
+    for name in sorted({r["set"] for r in rows}):
+        _print(f"extra {name}", [r for r in rows if r["set"] == name])
+    _print("extra all", rows)
 
 
 DSH = ROOT.parent / "sessions"
