@@ -21,6 +21,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mmctl import Client
 from mmctl.cli.main import main
 
+from mmd.candidates.score import MIN_SCORE
+
 from .test_ingest_helpers import backfilled, copy_samples
 
 
@@ -299,3 +301,18 @@ def test_the_queue_list_head_says_what_is_hidden_and_how_to_page_on() -> None:
     # a filtered list (--project, --agent, --min-score, --all): the rest were filtered out, not hidden
     assert _queue_head(2, 2, 177, "pending", 0, filtered=True) == "2 of 2 pending candidate(s)"
 
+
+
+def test_a_decision_says_which_candidate_is_shown_in_its_place(queued) -> None:  # type: ignore[no-untyped-def]
+    backfilled(queued)
+    everything = json.loads(cli(queued, "queue", "list", "--all", "--json")[1])["candidates"]
+    waiting = {c["source"]["sessionId"] for c in everything if not c["visible"] and c["score"] >= MIN_SCORE}
+    decided = next(c for c in everything if c["visible"] and not c["pinned"] and c["source"]["sessionId"] in waiting)
+    heir = max((c for c in everything if not c["visible"] and c["score"] >= MIN_SCORE
+                and c["source"]["sessionId"] == decided["source"]["sessionId"]), key=lambda c: (c["score"], -c["id"]))
+    code, out, _ = cli(queued, "queue", "reject", str(decided["id"]))
+    assert code == 0 and out.splitlines()[0] == f"rejected {decided['id']}"
+    assert out.splitlines()[1].startswith(f"shown in their place: {heir['id']} "), out
+    assert heir["id"] in [c["id"] for c in json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"]]
+    code, out, _ = cli(queued, "queue", "reject", str(decided["id"]))  # nothing decided: nothing said
+    assert code == 1 and "shown in their place" not in out

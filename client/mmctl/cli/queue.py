@@ -279,18 +279,37 @@ def cmd_queue(ctx: Ctx) -> int:
     if a.flag("--dry-run"):
         raise UsageError("--dry-run goes with queue reject --below S")
     if below is not None:
+        before = None if ctx.json else _visible(client)
         outcome = client.queue_reject_below(below, reason=a.text("--reason"))
         failed = sum(_report(ctx, sub, r["id"], r) for r in outcome["results"])
         if not outcome["results"] and not ctx.json:
             ctx.write(f"no pending candidate scores below {below:g}\n")
+        elif before is not None:
+            _in_their_place(ctx, client, before)
         return EXIT_FAILED if failed else EXIT_OK
     return _each(ctx, client, sub, ids, content)
 
 
+def _visible(client: Any) -> dict[int, str]:
+    """``{id: summary}`` of the pending candidates on show."""
+    return {c["id"]: c.get("summary", "") for c in client.queue_list(limit=1000)["candidates"]}
+
+
+def _in_their_place(ctx: Ctx, client: Any, before: dict[int, str]) -> None:
+    """Say which candidates a decision brought on show (each decided visible one hands its place to its
+    session's best hidden one), so a person deciding in bulk need not list again to see them."""
+    shown = {cid: text for cid, text in _visible(client).items() if cid not in before}
+    if shown:
+        ctx.write("shown in their place: " + "; ".join(f"{cid} {cut(text, 60)}" for cid, text in shown.items())
+                  + "\n")
+
+
 def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) -> int:
-    """``accept``, ``reject`` or ``undo`` of each id, each reported; exit 1 when any failed."""
+    """``accept``, ``reject`` or ``undo`` of each id, each reported, then (as text) the candidates brought on
+    show in their place; exit 1 when any failed."""
     a = ctx.args
     failed = 0
+    before = _visible(client) if sub != "undo" and not ctx.json else None
     for raw in ids:
         cid = _candidate_id(raw)
         try:
@@ -305,6 +324,8 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
         except RpcError as error:
             result = {"ok": False, "id": cid, "error": {"code": error.code, "message": _said(error)}}
         failed += _report(ctx, sub, cid, result)
+    if before is not None and failed < len(ids):
+        _in_their_place(ctx, client, before)
     return EXIT_FAILED if failed else EXIT_OK
 
 
