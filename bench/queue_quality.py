@@ -333,7 +333,7 @@ def other(root: Path, show: bool) -> None:
           f"  restatement only {restated}  match visible noise {noisy}  memory shown twice {twice}")
 
 
-# --- a second labelled set: bench/extra_sessions.json ----------------------------------------------
+# --- more labelled sets: bench/extra_sessions.json ------------------------------------------------
 
 EXTRA = Path(__file__).resolve().parent / "extra_sessions.json"
 
@@ -359,6 +359,10 @@ def extra(root: Path, show: bool) -> None:
     """Precision and recall of the visible candidates on :data:`EXTRA`'s sessions laid out under ``root``
     (sessions whose reviewers never saw a candidate or these rules: the nearest to "sessions we do not have")."""
     doc = json.loads(EXTRA.read_text(encoding="utf-8"))
+    missing = [s["layout"] for s in doc["sources"] if not (root / s["layout"]).is_file()]
+    if missing:
+        sys.exit(f"extra: {len(missing)} session(s) are not under {root} (first: {missing[0]}); lay them out with "
+                 "--extra-from CLONES")
     rows: list[dict[str, Any]] = []
     for n, source in enumerate(doc["sources"]):
         quotes = [g["quote"] for g in doc["gold"] if g["file"] == source["layout"]]
