@@ -76,8 +76,9 @@ async def _exercise(session: ClientSession, mcp: Mcp, changes: Changes, write: A
     text, due, _ = await mcp.call("mem_due")
     assert due is not None and [d["topic"] for d in due["due"]] == ["fresh"] and "review date 2000-01-01" in text
     # re-checked: a rewrite with a new review date clears it (mem_write had no reviewAfter: only a delete did)
+    # written by another since, but the note resource read above showed this connection that version: no conflict
     text, _, err = await mcp.call("mem_write", topic="fresh", content="a new fact", reviewAfter="1y")
-    assert err and "E_CONFLICT" in text  # written by another since: read it first (the re-check)
+    assert not err, text
     text, _, _ = await mcp.call("mem_read", topic="fresh")
     assert "a new fact" in text  # mem_inject's delta reloaded this connection's snapshot
     text, _, err = await mcp.call("mem_write", topic="fresh", content="a new fact", reviewAfter="1y")
@@ -126,6 +127,10 @@ async def _another_writer(mcp: Mcp, changes: Changes, write: Any) -> None:
     assert not err, text
     text, _, err = await mcp.call("mem_write", topic="seed", content="A again")  # its own write is no conflict
     assert not err, text
+    text, _, _ = await mcp.call("mem_read", topic="seed")  # the snapshot still shows the version before it...
+    assert "A again" not in text
+    text, _, err = await mcp.call("mem_write", topic="seed", content="A, a third time")  # ...which is no conflict
+    assert not err, text
     await write("born", "B made it", "Born", "")  # created since the snapshot
     await changes.next()
     text, _, err = await mcp.call("mem_write", topic="born", content="A's")
@@ -134,6 +139,19 @@ async def _another_writer(mcp: Mcp, changes: Changes, write: Any) -> None:
     assert delta is not None and "born" in delta["added"]
     text, _, _ = await mcp.call("mem_read", topic="born")
     assert "B made it" in text
+    await write("born", "B made it, then changed it", "Born", "")
+    await changes.next()
+    assert "then changed it" in _text(await mcp.session.read_resource("mm://local/born"))  # the latest, read...
+    text, _, err = await mcp.call("mem_write", topic="born", content="A's, knowing B's change")
+    assert not err, text  # ...so no conflict: this connection has seen that version
+    await write("born", None, "", "")  # B deletes what A wrote
+    await changes.next()
+    text, _, err = await mcp.call("mem_write", topic="born", content="A's again")
+    assert err and "was deleted by another writer" in text
+    await mcp.call("mem_reload")
+    text, _, _ = await mcp.call("mem_read", topic="born")  # the reloaded snapshot shows it gone: seen
+    text, _, err = await mcp.call("mem_write", topic="born", content="A's again")
+    assert not err, text
 
 
 async def _read_error(session: ClientSession, uri: str) -> str:
@@ -152,9 +170,12 @@ async def test_resources_and_agent_tools_without_a_daemon(tmp_path: Path) -> Non
     env = {**os.environ, "DSH_HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(tmp_path / "run"),
            "MMCTL_NO_DAEMON": "1"}
 
-    async def write(topic: str, content: str, summary: str, review: str) -> None:
+    async def write(topic: str, content: str | None, summary: str, review: str) -> None:  # None: delete
         memory = Memory.ensure(MemoryOptions.create(root=root, env={}))
-        await asyncio.to_thread(memory.write, topic, content, summary=summary, review_after=review)
+        if content is None:
+            await asyncio.to_thread(memory.delete, topic)
+        else:
+            await asyncio.to_thread(memory.write, topic, content, summary=summary, review_after=review)
 
     await _session(root, env, lambda s, m, c: _exercise(s, m, c, write))
 
@@ -165,8 +186,11 @@ async def test_resources_and_agent_tools_through_a_daemon(mmd) -> None:  # type:
     async with AsyncClient(mmd.root, env=mmd.env) as client:
         await client.write("seed", "the seed body", summary="Seed note")
 
-    async def write(topic: str, content: str, summary: str, review: str) -> None:
+    async def write(topic: str, content: str | None, summary: str, review: str) -> None:  # None: delete
         async with AsyncClient(mmd.root, env=mmd.env) as client:
-            assert (await client.write(topic, content, summary=summary, review_after=review))["ok"]
+            if content is None:
+                assert (await client.delete(topic))["ok"]
+            else:
+                assert (await client.write(topic, content, summary=summary, review_after=review))["ok"]
 
     await _session(mmd.root, dict(mmd.env), lambda s, m, c: _exercise(s, m, c, write))

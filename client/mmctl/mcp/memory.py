@@ -351,8 +351,12 @@ class FollowingMemory(SessionMemory):
         self.uri_for = lambda topic: self.current.uri_for(topic)
         self._seen: dict[str, str | None] = {}
         """topic → the ``updated`` of the version this connection has seen: the snapshot it began with, then
-        what each topic read (:meth:`read`, :meth:`notes`) or written by it returned. Neither a reload nor a
-        move between daemon and files changes it: only reading the topic does."""
+        what each topic read (:meth:`read`, :meth:`notes`, a note resource) or written by it returned. Neither a
+        reload nor a move between daemon and files changes it: only reading or writing the topic does."""
+        self._ahead: set[str] = set()
+        """Topics whose seen version is newer than the snapshot (written by this connection, or read as a note
+        resource, since the last reload): a snapshot read of them never takes it back (mm v1 §7: the snapshot
+        still shows the version before)."""
 
     async def begin(self) -> FollowingMemory:
         """Record the snapshot this connection begins with (every topic in it counts as seen at that version)."""
@@ -379,9 +383,22 @@ class FollowingMemory(SessionMemory):
             raise MMError(ErrorCode.E_CONFLICT, f"{topic} was {what} by another writer since you last read it; "
                                                 f"nothing was written: mem_reload, {read}")
 
+    def saw(self, topic: str, updated: str | None) -> None:
+        """Record that a note resource showed this connection ``topic`` at version ``updated`` (the latest
+        revision on disk)."""
+        self._seen[topic] = updated
+        self._ahead.add(topic)
+
+    def _read(self, topic: str, updated: str | None) -> None:
+        """Record a snapshot read of ``topic`` (None: no note in the snapshot), unless this connection has seen a
+        newer version since its last reload (its own write, a note resource)."""
+        if topic not in self._ahead:
+            self._seen[topic] = updated
+
     async def wrote(self, topic: str) -> None:
         """Record that this connection just wrote or deleted ``topic``: it has seen its latest version."""
         self._seen[topic] = await (await self._memory()).live_updated(topic)
+        self._ahead.add(topic)
 
     async def _memory(self) -> SessionMemory:
         if isinstance(self.current, NoRootYet) and self.current.created is not None:
@@ -398,21 +415,24 @@ class FollowingMemory(SessionMemory):
 
     async def read(self, topic: str) -> dict[str, Any] | None:
         note = await (await self._memory()).read(topic)
-        self._seen[topic] = None if note is None else note.get("updated")
+        self._read(topic, None if note is None else note.get("updated"))
         return note
 
     async def live_updated(self, topic: str) -> str | None:
         return await (await self._memory()).live_updated(topic)
 
     async def reload(self) -> dict[str, Any]:
-        return await (await self._memory()).reload()
+        result = await (await self._memory()).reload()
+        self._ahead.clear()  # the snapshot now holds all this connection had seen ahead of it
+        return result
 
     async def index(self) -> dict[str, Any]:
         return await (await self._memory()).index()
 
     async def notes(self) -> list[dict[str, Any]]:
         notes = await (await self._memory()).notes()
-        self._seen.update((n["topic"], n.get("updated")) for n in notes)
+        for n in notes:
+            self._read(n["topic"], n.get("updated"))
         return notes
 
     async def search(self, query: str, mode: str | None, limit: int | None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +65,15 @@ class MemoryServer(MCPServer[Any]):
     Args:
         root: the memory root.
         memory_id: the memory id of the URIs.
+        on_note: called with ``(topic, updated)`` for each note resource read: the connection has seen that
+            version (its tools then write over it without a conflict).
         name, **kwargs: as :class:`MCPServer`.
     """
 
-    def __init__(self, name: str, *, root: Path, memory_id: str, **kwargs: Any) -> None:
+    def __init__(self, name: str, *, root: Path, memory_id: str,
+                 on_note: Callable[[str, str | None], None] | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
-        self.root, self.memory_id = root, memory_id
+        self.root, self.memory_id, self.on_note = root, memory_id, on_note
         self.index_uri = f"mm://{memory_id}/"
         self._watch: asyncio.Task[None] | None = None
         self.resource(self.index_uri, name="index", title="Memory index (MEMORY.md)", mime_type=MARKDOWN,
@@ -105,6 +109,8 @@ class MemoryServer(MCPServer[Any]):
             raise ResourceNotFoundError(f"no note for topic {topic!r} in {self.index_uri} (list the resources "
                                         "or read the index)")
         body, _ = await asyncio.to_thread(read_note_checked, self.root, entry)
+        if self.on_note is not None:
+            self.on_note(topic, entry.updated)
         return note_text(Note(entry, uri_for(self.memory_id, topic), body or "", body is None).to_json())
 
     async def list_resources(self) -> list[MCPResource]:

@@ -120,7 +120,7 @@ DESCRIPTIONS = {
                   "nothing when nothing changed.",
     "mem_reload": "Take a new snapshot: reads and searches then see every change made since this session began, by "
                   "you or by other agents. Writing a note another agent changed since your snapshot is refused "
-                  "(E_CONFLICT) until you reload and read it.",
+                  "(E_CONFLICT) until you reload and read it (or read its mm:// resource, which shows the latest).",
     "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs, best "
                       "first (score; seen = how many places said it). status: pending (default) | accepted | "
                       "rejected; all: also the candidates hidden by their session's budget.",
@@ -341,7 +341,7 @@ def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memo
             await memory.close()
 
     server = _StrictServer("mmctl", root=root, memory_id=memory_id, instructions=instructions, version=__version__,
-                          lifespan=lifespan)
+                          lifespan=lifespan, on_note=memory.saw)
     tools = MemoryTools(memory)
     for name, description in DESCRIPTIONS.items():
         server.add_tool(getattr(tools, name), name=name, description=description)
