@@ -18,6 +18,7 @@ from typing import Any
 
 from mmd.core import format, rootfs, search
 from mmd.core.errors import MMError
+from mmd.core.health import twin_entries
 from mmd.core.paths import STATE_DIR
 
 
@@ -421,13 +422,12 @@ DEVIATIONS += [
 ]
 
 
-def _twin_topics(case: dict[str, Any]) -> set[str]:
-    """Topics the setup's MEMORY.md indexes more than once (a hand edit)."""
+def _twin_topics(case: dict[str, Any]) -> dict[str, list[str]]:
+    """Topics the setup's MEMORY.md indexes more than once (a hand edit), with their entries' files."""
     try:
-        topics = [e.topic for e in format.parse_index(_setup_index(case)).entries]
+        return twin_entries(format.parse_index(_setup_index(case)).entries)
     except MMError:
-        return set()
-    return {t for t in topics if topics.count(t) > 1}
+        return {}
 
 
 def _twin_refused(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> bool:
@@ -440,8 +440,7 @@ def _twin_refused(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any],
         return got.get("error", {}).get("code") == "E_CONFLICT" and "result" in want
     if op["op"] == "list":
         listed = [r.get("topic") for r in got.get("result") or []]
-        index = [e.topic for e in format.parse_index(_setup_index(case)).entries]
-        return all(listed.count(t) == index.count(t) for t in twins)
+        return all(listed.count(t) == len(files) for t, files in twins.items())
     if op["op"] == "files":
         mine = {k: v for k, v in got.get("files", {}).items() if not k.startswith(STATE_DIR + "/")}
         return bool(mine == case.get("setup_files"))

@@ -15,6 +15,7 @@ import bisect
 from .budget import IndexUsage, index_usage
 from .errors import ErrorCode, MMError
 from .format import entry_block, join_index
+from .health import twin_entries
 from .model import IndexEntry
 from .record import Record
 
@@ -104,8 +105,8 @@ class IndexState(Record):
 
     def _refuse_twins(self, topic: str) -> None:
         """Raise E_CONFLICT when ``topic`` has more than one section (our own serialization never does)."""
-        files = [e.file for e in self.entries if e.topic == topic]
-        if len(files) > 1:
+        files = twin_entries(self.entries).get(topic)
+        if files:
             lines = [str(n) for n, line in enumerate(self.text.split("\n"), 1)
                      if line.startswith("##") and line[2:].strip() == topic]
             raise MMError(ErrorCode.E_CONFLICT,

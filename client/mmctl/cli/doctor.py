@@ -31,7 +31,7 @@ from typing import Any
 
 from mmd.core.errors import MMError
 from mmd.core.format import parse_note
-from mmd.core.health import case_twins, loose_modes, stale_temp_files
+from mmd.core.health import case_twins, loose_modes, stale_temp_files, twin_entries
 from mmd.core.memory import Memory
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.text import TOPIC_RE
@@ -64,15 +64,11 @@ def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             problems.append(_problem("dangling", f"the index names {entry.file}, which does not exist; write the "
                                                  f"note again, or `mmctl delete {entry.topic}` to drop the entry",
                                      topic=entry.topic, file=entry.file))
-    seen: dict[str, list[str]] = {}
-    for entry in entries:
-        seen.setdefault(entry.topic, []).append(entry.file)
-    for topic, files in seen.items():
-        if len(files) > 1:
-            problems.append(_problem(
-                "duplicate-entry", f"{INDEX_NAME} holds {len(files)} entries for topic {topic} (notes "
-                f"{', '.join(dict.fromkeys(files))}); writes and deletes of {topic} are refused until you join them "
-                f"into one section by hand", topic=topic, file=INDEX_NAME))
+    for topic, files in twin_entries(entries).items():
+        problems.append(_problem(
+            "duplicate-entry", f"{INDEX_NAME} holds {len(files)} entries for topic {topic} (notes "
+            f"{', '.join(dict.fromkeys(files))}); writes and deletes of {topic} are refused until you join them "
+            f"into one section by hand", topic=topic, file=INDEX_NAME))
     folded = {t.lower() for t in topics}
     for name in report["anomalies"]["orphanFiles"]:
         topic = name[:-3]
