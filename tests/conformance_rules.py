@@ -18,7 +18,6 @@ from typing import Any
 
 from mmd.core import format, rootfs, search
 from mmd.core.errors import MMError
-from mmd.core.health import twin_entries
 from mmd.core.paths import STATE_DIR
 
 
@@ -425,7 +424,7 @@ DEVIATIONS += [
 def _twin_topics(case: dict[str, Any]) -> dict[str, list[str]]:
     """Topics the setup's MEMORY.md indexes more than once (a hand edit), with their entries' files."""
     try:
-        return twin_entries(format.parse_index(_setup_index(case)).entries)
+        return format.twin_entries(format.parse_index(_setup_index(case)).entries)
     except MMError:
         return {}
 

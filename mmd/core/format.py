@@ -31,6 +31,7 @@ from .text import JS_WS, byte_length, count_lines, js_trim, parse_tags, validate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "safe_rel_path",
     "serialize_index",
     "serialize_note",
+    "twin_entries",
     "with_review_after",
 ]
 
@@ -274,6 +276,15 @@ def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
         )
     header = IndexHeader(memory_id=header_id, version=version, kind=kind, caps=caps)
     return ParsedIndex(header, tuple(entries), count_lines(text), byte_length(text))
+
+
+def twin_entries(entries: Iterable[IndexEntry]) -> dict[str, list[str]]:
+    """Topics MEMORY.md indexes more than once (a hand edit; our own writes never do), each with the ``file`` of
+    every one of its entries in index order: ``{topic: [file, …]}``, empty when none."""
+    files: dict[str, list[str]] = {}
+    for entry in entries:
+        files.setdefault(entry.topic, []).append(entry.file)
+    return {topic: found for topic, found in files.items() if len(found) > 1}
 
 
 def index_header(*, memory_id: str, index_lines: int, index_bytes: int) -> str:

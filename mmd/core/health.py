@@ -31,7 +31,6 @@ __all__ = [
     "loose_modes",
     "remove_stale_temp_files",
     "stale_temp_files",
-    "twin_entries",
 ]
 
 TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<n>\d+)\.(?P<hex>[0-9a-f]+)\.tmp\Z")
@@ -118,15 +117,6 @@ def case_twins(root: Path, entries: Iterable[IndexEntry]) -> list[list[str]]:
     for topic in topics:
         groups.setdefault(topic.lower(), set()).add(topic)
     return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: g[0])
-
-
-def twin_entries(entries: Iterable[IndexEntry]) -> dict[str, list[str]]:
-    """Topics MEMORY.md indexes more than once (a hand edit; our own writes never do), each with the ``file`` of
-    every one of its entries in index order: ``{topic: [file, …]}``, empty when none."""
-    files: dict[str, list[str]] = {}
-    for entry in entries:
-        files.setdefault(entry.topic, []).append(entry.file)
-    return {topic: found for topic, found in files.items() if len(found) > 1}
 
 
 def _pid_alive(pid: int) -> bool:

@@ -14,8 +14,7 @@ import bisect
 
 from .budget import IndexUsage, index_usage
 from .errors import ErrorCode, MMError
-from .format import entry_block, join_index
-from .health import twin_entries
+from .format import entry_block, join_index, twin_entries
 from .model import IndexEntry
 from .record import Record
 

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from mmd.core.errors import MMError
-from mmd.core.format import parse_note
-from mmd.core.health import case_twins, loose_modes, stale_temp_files, twin_entries
+from mmd.core.format import parse_note, twin_entries
+from mmd.core.health import case_twins, loose_modes, stale_temp_files
 from mmd.core.memory import Memory
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.text import TOPIC_RE
