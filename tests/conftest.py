@@ -23,6 +23,19 @@ def shared_path(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def _neutral_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cwd")
+
+
+@pytest.fixture(autouse=True)
+def _outside_any_project(monkeypatch: pytest.MonkeyPatch, _neutral_folder: Path) -> None:
+    """Every test (and each process it starts) runs in an empty folder outside any git repository: inside a
+    project folder, as this checkout is, ``mmctl`` defaults to that project's root (docs/projects.md). A test
+    about projects makes its own folders and passes ``cwd``."""
+    monkeypatch.chdir(_neutral_folder)
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     """An environment with DSH_HOME in tmp_path and no DSH_MEMORY_ROOT."""

@@ -71,7 +71,8 @@ async def test_mmd_digests_real_logs_into_a_queue_that_mmctl_reviews(start_daemo
         assert json.loads(accepted.stdout)["ok"] is True
         _, changed = await events.wait_for(lambda t, p: t == "memory/changed", timeout_s=10)
         assert changed["cause"] == "write" and [i["topic"] for i in changed["added"]] == [chosen["topic"]]
-        read = mmctl(daemon, "read", chosen["topic"], "--json")
+        where = [] if chosen["scope"] == "user" else ["--project", chosen["scope"]]  # its project's root (issue 27)
+        read = mmctl(daemon, "read", chosen["topic"], "--json", *where)
         assert read.returncode == 0, read.stderr
         assert json.loads(read.stdout)["body"] == chosen["body"]
 
@@ -86,7 +87,8 @@ async def test_mmd_digests_real_logs_into_a_queue_that_mmctl_reviews(start_daemo
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(timeout_s=15) == 0, daemon.stderr()
     assert not os.path.exists(daemon.rpc[len("ipc://"):]) and not os.path.exists(daemon.pub[len("ipc://"):])
-    memory = Memory.open(MemoryOptions.create(root=daemon.root, env={}), fts5=False)
+    root = daemon.root if chosen["scope"] == "user" else daemon.root / "projects" / chosen["scope"]
+    memory = Memory.open(MemoryOptions.create(root=root, env={}), fts5=False)
     note = memory.read_topic(chosen["topic"])
     assert note is not None and note.body == chosen["body"]
 

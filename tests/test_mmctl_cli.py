@@ -268,10 +268,10 @@ ONE_SHOT_MODULES = {
     "mmd.core.config_file", "mmd.core.durable", "mmd.core.engine", "mmd.core.errors", "mmd.core.format",
     "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.live_budget", "mmd.core.memory", "mmd.core.model",
     "mmd.core.options", "mmd.core.paths", "mmd.core.record", "mmd.core.rootfs", "mmd.core.snapshot", "mmd.core.store",
-    "mmd.core.text", "mmd.core.uri",
+    "mmd.core.text", "mmd.core.uri", "mmd.core.projects", "mmctl.scope",
 }
-"""Every module of ours a one-shot ``read``, ``list``, ``uri`` or ``budget`` may import (issue 17); search adds the
-search engines."""
+"""Every module of ours a one-shot ``read``, ``list``, ``uri`` or ``budget`` may import (issue 17; the scope, with the
+current folder's project found from the files, since issue 27); search adds the search engines."""
 SEARCH_MODULES = {"mmd.core.bm25", "mmd.core.fts5", "mmd.core.search"}
 HEAVY = ("typing", "dataclasses", "inspect", "argparse", "json", "tomllib", "threading", "asyncio", "zmq", "mcp",
          "watchfiles", "apscheduler", "shtab", "zstandard")

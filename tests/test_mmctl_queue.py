@@ -57,12 +57,12 @@ def test_queue_list_shows_an_aligned_table_and_json_pages(queued, monkeypatch) -
     code, out, _ = cli(queued, "queue", "list", "--limit", "3")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("3 of ") and "pending" in lines[0]
-    assert lines[2].split() == ["id", "score", "seen", "kind", "project", "topic", "summary"]
+    assert lines[2].split() == ["id", "score", "seen", "kind", "root", "topic", "summary"]
     page = json.loads(cli(queued, "queue", "list", "--json", "--limit", "3")[1])
     # 80 columns: each summary on a line of its own under its row, readable, not cut to a dozen characters
     monkeypatch.setenv("COLUMNS", "80")
     lines = cli(queued, "queue", "list", "--limit", "3")[1].splitlines()
-    assert lines[2].split() == ["id", "score", "seen", "kind", "project", "topic", "(summary", "below)"]
+    assert lines[2].split() == ["id", "score", "seen", "kind", "root", "topic", "(summary", "below)"]
     assert all(len(line) <= 80 for line in lines[2:9])
     for k, cand in enumerate(page["candidates"]):
         assert lines[3 + 2 * k].split()[0] == str(cand["id"])
@@ -83,13 +83,13 @@ def test_show_accept_and_reject_decide_candidates(queued) -> None:  # type: igno
     records = [json.loads(line) for line in Path(ev["file"]).read_text(encoding="utf-8").splitlines()]
     (record,) = [r for r in records if r.get("seq") == int(found.group(1))]
     assert " ".join(ev["quote"].split())[:30] in json.dumps(record, ensure_ascii=False)
-    code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--topic", "from-queue")
+    code, out, _ = cli(queued, "queue", "accept", "--user", str(first["id"]), "--topic", "from-queue")
     assert (code, out) == (0, f"accepted {first['id']}: created mm://local/from-queue\n")
     assert cli(queued, "read", "from-queue", "--json")[1] and json.loads(
         cli(queued, "read", "from-queue", "--json")[1])["body"] == first["body"]
     code, out, _ = cli(queued, "queue", "reject", str(second["id"]), "--reason", "not durable", "--json")
     assert code == 0 and json.loads(out)["candidate"]["status"] == "rejected"
-    code, _, err = cli(queued, "queue", "accept", str(second["id"]))
+    code, _, err = cli(queued, "queue", "accept", "--user", str(second["id"]))
     assert code == 1 and "already rejected" in err
     code, out, err = cli(queued, "queue", "reject", str(second["id"]), "99999")  # as accept: exit 1, said so
     assert (code, out) == (1, "") and err.splitlines() == [
@@ -110,7 +110,7 @@ def test_a_list_with_hidden_or_decided_candidates_says_which_in_a_state_column(q
                                                                                    monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "160")
     first, second = json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"][:2]
-    assert cli(queued, "queue", "accept", str(first["id"]), "--topic", "from-queue")[0] == 0
+    assert cli(queued, "queue", "accept", "--user", str(first["id"]), "--topic", "from-queue")[0] == 0
     assert cli(queued, "queue", "reject", str(second["id"]))[0] == 0
     lines = cli(queued, "queue", "list", "--status", "all")[1].splitlines()
     assert lines[2].split()[:4] == ["id", "score", "seen", "state"]
@@ -126,7 +126,7 @@ def test_a_list_with_hidden_or_decided_candidates_says_which_in_a_state_column(q
     rows = {row[0]: row for row in _table(cli(queued, "queue", "list", "--all")[1].splitlines())}
     assert hidden and all(rows[str(c["id"])][3] == "hidden" for c in hidden)
     plain = cli(queued, "queue", "list")[1].splitlines()  # only pending ones on show: no state column
-    assert plain[2].split() == ["id", "score", "seen", "kind", "project", "topic", "summary"]
+    assert plain[2].split() == ["id", "score", "seen", "kind", "root", "topic", "summary"]
 
 
 def test_show_numbers_a_line_as_editors_do() -> None:
@@ -141,7 +141,7 @@ def test_show_numbers_a_line_as_editors_do() -> None:
 
 def test_an_over_budget_accept_keeps_the_candidate_pending_and_exits_1(queued) -> None:  # type: ignore[no-untyped-def]
     cid = json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"][0]["id"]
-    code, out, err = cli(queued, "queue", "accept", str(cid), "--content", "x" * 5000)
+    code, out, err = cli(queued, "queue", "accept", "--user", str(cid), "--content", "x" * 5000)
     assert code == 1 and out == "" and err.startswith(f"mmctl: not accepted {cid}: content exceeds its write budget")
     assert "(5000/4000 chars)" in err and "shorter --content" in err
     assert json.loads(cli(queued, "queue", "show", str(cid), "--json")[1])["status"] == "pending"
@@ -151,13 +151,13 @@ def test_an_accept_the_full_index_refuses_names_the_id_its_figures_and_into(star
     copy_samples(tmp_path / "sessions")
     daemon = start_daemon("--index-lines", "24")  # room for two entries
     ids = [str(c["id"]) for c in backfilled_candidates(daemon)[:3]]
-    code, out, err = cli(daemon, "queue", "accept", *ids)
+    code, out, err = cli(daemon, "queue", "accept", "--user", *ids)
     assert code == 1 and len(out.splitlines()) == 2 and out.startswith(f"accepted {ids[0]}: created mm://")
     assert err.startswith(f"mmctl: not accepted {ids[2]}: the MEMORY.md index exceeds its hard limit"), err
     assert "would have 29/24 lines" in err and "--into TOPIC" in err and "mmctl merge" in err
     assert "chars)" not in err and "shorter --content" not in err  # not the write budget's figures or fix
     first = json.loads(cli(daemon, "queue", "show", ids[0], "--json")[1])["written"]["topic"]
-    code, out, _ = cli(daemon, "queue", "accept", ids[2], "--into", first)
+    code, out, _ = cli(daemon, "queue", "accept", "--user", ids[2], "--into", first)
     assert code == 0 and out.startswith(f"accepted {ids[2]}: "), out
 
 
@@ -177,28 +177,29 @@ async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # ty
                     each["body"].strip() in each["summary"]))
             accepted = await session.call_tool("mem_queue_accept", {"id": str(first["id"]), "topic": "via-mcp"})
             assert not accepted.is_error and accepted.structured_content["ok"] is True  # type: ignore[index]
-            assert "created mm://local/via-mcp" in accepted.content[0].text  # type: ignore[union-attr]
+            # written to the root the candidate is proposed to: its project's (issue 27)
+            assert f"created mm://{first['scope']}/via-mcp" in accepted.content[0].text  # type: ignore[union-attr]
             rejected = await session.call_tool("mem_queue_reject", {"id": str(second["id"])})
             assert not rejected.is_error
             again = await session.call_tool("mem_queue_reject", {"id": str(first["id"])})
             assert again.is_error and "already accepted" in again.content[0].text  # type: ignore[union-attr]
             everything = await session.call_tool("mem_queue_list", {"all": True, "limit": 100})
             rest = [c for c in everything.structured_content["candidates"]  # type: ignore[index]
-                    if c["status"] == "pending"]
+                    if c["status"] == "pending" and c["scope"] == first["scope"]]
             assert any(not c["visible"] for c in rest) and "seen" in everything.content[0].text  # type: ignore
             appended = await session.call_tool("mem_queue_accept", {"id": str(rest[0]["id"]), "into": "via-mcp"})
-            assert "updated mm://local/via-mcp" in appended.content[0].text  # type: ignore[union-attr]
+            assert f"updated mm://{first['scope']}/via-mcp" in appended.content[0].text  # type: ignore[union-attr]
 
 
 def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = cli(queued, "queue", "list", "--json")
     first = json.loads(out)["candidates"][0]
     assert cli(queued, "write", first["topic"], "--content", "mine")[0] == 0
-    code, _, err = cli(queued, "queue", "accept", str(first["id"]))
+    code, _, err = cli(queued, "queue", "accept", "--user", str(first["id"]))
     assert code == 1 and err == (f"mmctl: accept {first['id']}: mm://local/{first['topic']} already has a note; "
                                  "accept with --replace to overwrite it, --into T to append to a note, or "
                                  "--topic T to write elsewhere\n")
-    code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--replace")
+    code, out, _ = cli(queued, "queue", "accept", "--user", str(first["id"]), "--replace")
     assert code == 0 and out.startswith(f"accepted {first['id']}: updated")
 
 
@@ -244,22 +245,22 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     assert ev["sessionId"] in out
     # accept into a note: appended under the budget; then merge two notes into one
     assert cli(queued, "write", "house-rules", "--content", "Rules of the house.")[0] == 0
-    code, out, err = cli(queued, "queue", "accept", str(first["id"]), "--into", "house-rule")  # a typo
+    code, out, err = cli(queued, "queue", "accept", "--user", str(first["id"]), "--into", "house-rule")  # a typo
     assert (code, out) == (1, "") and err == (
         f"mmctl: accept {first['id']}: there is no note house-rule to append to; `mmctl list` shows the notes, "
         "--topic house-rule (no --into) creates it\n")
-    code, out, _ = cli(queued, "queue", "accept", str(first["id"]), "--into", "house-rules")
+    code, out, _ = cli(queued, "queue", "accept", "--user", str(first["id"]), "--into", "house-rules")
     assert (code, out) == (0, f"accepted {first['id']}: updated mm://local/house-rules\n")
     note = json.loads(cli(queued, "read", "house-rules", "--json")[1])
     assert note["body"] == f"Rules of the house.\n\n{first['body']}" and note["summary"] == ""  # summary kept
     fourth = next(c for c in everything["candidates"] if c["status"] == "pending" and c["score"] >= 0.6
                   and c["id"] not in {first["id"], second["id"], third["id"]})
-    code, out, _ = cli(queued, "queue", "accept", str(fourth["id"]), "--into", "house-rules", "--summary",
+    code, out, _ = cli(queued, "queue", "accept", "--user", str(fourth["id"]), "--into", "house-rules", "--summary",
                        "House rules: tests, deploys")  # an append may retitle the note it grows
     note = json.loads(cli(queued, "read", "house-rules", "--json")[1])
     assert code == 0 and note["summary"] == "House rules: tests, deploys" and note["body"].endswith(fourth["body"])
     body = note["body"]
-    assert cli(queued, "queue", "accept", str(second["id"]), "--topic", "second-rule")[0] == 0
+    assert cli(queued, "queue", "accept", "--user", str(second["id"]), "--topic", "second-rule")[0] == 0
     code, out, _ = cli(queued, "merge", "second-rule", "--into", "house-rules", "--summary",
                        "Rules of the house, merged")
     assert (code, out) == (0, "merged second-rule into house-rules (updated)\n")

@@ -79,7 +79,7 @@ def test_review_accepts_into_an_existing_topic(start_daemon, tmp_path: Path) -> 
 
     daemon, _ = start_web_daemon(start_daemon, tmp_path)
     assert call(daemon, "memory.write", {"topic": "api-notes", "content": "The API is versioned in the path.",
-                                         "summary": "how the API works"})["ok"]
+                                         "summary": "how the API works", "project": "/home/dev/api"})["ok"]
     child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--project", "/home/dev/api",
                                            "--root", str(daemon.root)], env={**daemon.env, "NO_COLOR": "1"},
                           encoding="utf-8", timeout=20)
@@ -97,7 +97,8 @@ def test_review_accepts_into_an_existing_topic(start_daemon, tmp_path: Path) -> 
         child.close()
     text = note_files(daemon)["api-notes.md"]
     assert "versioned in the path" in text and "bearer tokens" in text
-    assert call(daemon, "memory.read", {"topic": "api-notes"})["summary"] == "how the API works"
+    assert call(daemon, "memory.read", {"topic": "api-notes", "project": "/home/dev/api"})["summary"] == \
+        "how the API works"
     assert queue_rows(daemon)["api-auth"] == ("accepted", None, "api-notes")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mmd.daemon.statedb import _SCHEMA
+from mmd.daemon.statedb import _SCHEMA, SCHEMA_VERSION
 from tests.test_ingest_helpers import backfilled, call, candidates, dsh_line, user_message, wait_until
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "candidates"
@@ -113,7 +113,7 @@ def test_an_upgraded_daemon_keeps_the_queue_and_cursors_and_queues_nothing_twice
         1, "rejected", "mm.explicit", "s-old")
     assert [c["body"] for c in got[1:]] == ["invoices go out monthly."]
     db = sqlite3.connect(root / ".mmd" / "state.db")
-    assert db.execute("PRAGMA user_version").fetchone() == (3,)
+    assert db.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     assert db.execute("SELECT path FROM cursors WHERE path = '/elsewhere/gone.jsonl'").fetchone() is not None
     db.close()
 
@@ -192,14 +192,15 @@ def test_the_new_queue_shapes_match_the_schema_on_a_real_daemon(start_daemon, tm
     assert page["total"] == 4 and wire.result("queue.list", {"agent": "codex"})["total"] == 0
     ids = [c["id"] for c in page["candidates"]]
     assert wire.result("queue.list", {"minScore": 1.5})["total"] == 3  # the marked ones
-    many = wire.result("queue.accept", {"id": [ids[0], 99999]})
+    many = wire.result("queue.accept", {"project": "user", "id": [ids[0], 99999]})
     assert many["ok"] is False and [r["ok"] for r in many["results"]] == [True, False], many
     assert many["results"][1]["error"]["code"] == "E_NOT_FOUND"
-    typo = wire.error("queue.accept", {"id": ids[1], "into": "fiance"}, "E_NOT_FOUND")  # never creates a note
+    typo = wire.error("queue.accept", {"project": "user", "id": ids[1], "into": "fiance"},  # never creates a note
+                      "E_NOT_FOUND")
     assert "no note fiance to append to" in typo["message"] and typo["data"]["topic"] == "fiance"
     assert wire.result("queue.get", {"id": ids[1]})["status"] == "pending"
     wire.result("memory.write", {"topic": "finance", "content": "Finance signs off on money.", "tags": "billing"})
-    into = wire.result("queue.accept", {"id": ids[1], "into": "finance"})
+    into = wire.result("queue.accept", {"project": "user", "id": ids[1], "into": "finance"})
     assert into["ok"] and into["write"]["action"] == "updated"
     assert wire.result("queue.reject", {"below": 1.5})["results"] == [
         {"id": c["id"], "ok": True, "candidate": wire.result("queue.get", {"id": c["id"]})}
@@ -238,7 +239,7 @@ def test_a_candidate_on_a_noted_subject_proposes_an_append_and_accepting_appends
     assert vpn["proposal"] == {"action": "append", "topic": "deploy"} and vpn["topic"] == "deploy"
     lunch = got["the cafeteria closes at three on Fridays."]
     assert lunch["proposal"] == {"action": "create", "topic": "cafeteria-closes-three-fridays"}
-    accepted = call(daemon, "queue.accept", {"id": vpn["id"]})
+    accepted = call(daemon, "queue.accept", {"project": "user", "id": vpn["id"]})
     assert accepted["ok"] and accepted["write"]["action"] == "updated"
     note = call(daemon, "memory.read", {"topic": "deploy"})
     assert note["body"] == ("Staging deploys go through the bastion.\n\n"

@@ -43,7 +43,7 @@ def test_queue_list_pages_filters_and_checks_its_params(start_daemon, tmp_path: 
     assert error_code(daemon, "queue.list", {"limit": 0}) == "E_INVALID"
     assert error_code(daemon, "queue.get", {"id": "x"}) == error_code(daemon, "queue.get", {"id": "²"}) == "E_INVALID"
     assert error_code(daemon, "queue.get", {"id": 999}) == "E_NOT_FOUND"
-    assert error_code(daemon, "queue.accept", {"id": 999}) == "E_NOT_FOUND"
+    assert error_code(daemon, "queue.accept", {"project": "user", "id": 999}) == "E_NOT_FOUND"
 
 
 def test_accept_writes_the_note_through_memory_write_with_overrides(start_daemon, tmp_path: Path) -> None:
@@ -51,7 +51,8 @@ def test_accept_writes_the_note_through_memory_write_with_overrides(start_daemon
     daemon = start_daemon()
     backfilled(daemon)
     first = call(daemon, "queue.get", {"id": 1})
-    out = call(daemon, "queue.accept", {"id": 1, "topic": "state-bucket-region", "tags": ["terraform", "aws"]})
+    out = call(daemon, "queue.accept", {"project": "user", "id": 1, "topic": "state-bucket-region",
+                                        "tags": ["terraform", "aws"]})
     assert out["ok"] and out["write"]["ok"] and out["write"]["action"] == "created"
     assert out["candidate"]["status"] == "accepted" and out["candidate"]["decidedAt"].endswith("Z")
     assert out["candidate"]["written"] == {"topic": "state-bucket-region", "revision": out["write"]["revision"]}
@@ -59,10 +60,11 @@ def test_accept_writes_the_note_through_memory_write_with_overrides(start_daemon
     assert note["body"] == first["body"] and note["summary"] == first["summary"]
     assert note["tags"] == ["terraform", "aws"]
     # summary and content may be overridden too; an accepted candidate cannot be decided again
-    out = call(daemon, "queue.accept", {"id": 2, "topic": "rds-replacement", "summary": "why RDS was replaced",
+    out = call(daemon, "queue.accept", {"project": "user", "id": 2, "topic": "rds-replacement",
+                                        "summary": "why RDS was replaced",
                                         "content": "Engine version drift forces replacement."})
     assert out["ok"] and call(daemon, "memory.read", {"topic": "rds-replacement"})["summary"] == "why RDS was replaced"
-    assert error_code(daemon, "queue.accept", {"id": 1}) == "E_DECIDED"
+    assert error_code(daemon, "queue.accept", {"project": "user", "id": 1}) == "E_DECIDED"
     assert error_code(daemon, "queue.reject", {"id": 1}) == "E_DECIDED"
     st = call(daemon, "daemon.status")
     assert st["queue"] == {"pending": PENDING - 2, "accepted": 2, "rejected": 0, "total": PENDING}
@@ -76,14 +78,16 @@ def test_a_budget_failure_leaves_the_candidate_pending_with_the_usage(start_daem
     # the digest cut bodies to the 60-code-point budget; an edited content over it is refused as a result
     over = [c for c in candidates(daemon) if c["overBudget"]]
     assert over and all(c["chars"] <= 60 and c["body"].endswith("…") for c in over)
-    out = call(daemon, "queue.accept", {"id": over[0]["id"], "topic": "too-long", "content": "x" * 61})
+    out = call(daemon, "queue.accept", {"project": "user", "id": over[0]["id"], "topic": "too-long",
+                                        "content": "x" * 61})
     assert out["ok"] is False and out["write"]["code"] == "E_WRITE_BUDGET_EXCEEDED"
     assert out["write"]["usage"]["overflow"] == 1 and out["candidate"]["status"] == "pending"
     assert call(daemon, "queue.get", {"id": over[0]["id"]})["status"] == "pending"
     assert call(daemon, "memory.read", {"topic": "too-long"}) is None
-    assert call(daemon, "queue.accept", {"id": over[0]["id"], "topic": "short-enough"})["ok"]
+    assert call(daemon, "queue.accept", {"project": "user", "id": over[0]["id"], "topic": "short-enough"})["ok"]
     # an ifRevision that is not current is a conflict, and the candidate stays pending
-    assert error_code(daemon, "queue.accept", {"id": 3, "topic": "x", "ifRevision": 1}) == "E_CONFLICT"
+    assert error_code(daemon, "queue.accept",
+                      {"project": "user", "id": 3, "topic": "x", "ifRevision": 1}) == "E_CONFLICT"
     assert call(daemon, "queue.get", {"id": 3})["status"] == "pending"
 
 
@@ -156,10 +160,10 @@ def test_accept_never_overwrites_a_note_unless_asked(start_daemon, tmp_path: Pat
     (cand,) = candidates(daemon)
     assert cand["topic"] == "deploy-region"
     assert call(daemon, "memory.write", {"topic": "deploy-region", "content": "hand-written, keep me"})["ok"]
-    refused = sync_call(daemon.rpc, "queue.accept", {"id": cand["id"]})["error"]
+    refused = sync_call(daemon.rpc, "queue.accept", {"project": "user", "id": cand["id"]})["error"]
     assert refused["data"] == {"code": "E_EXISTS", "topic": "deploy-region", "uri": "mm://local/deploy-region"}
     assert "into: 'deploy-region' to append to it" in refused["message"]  # the way that keeps the note's text
     assert call(daemon, "memory.read", {"topic": "deploy-region"})["body"] == "hand-written, keep me"
     assert call(daemon, "queue.get", {"id": cand["id"]})["status"] == "pending"
-    elsewhere = call(daemon, "queue.accept", {"id": cand["id"], "topic": "deploy-region-eu"})
+    elsewhere = call(daemon, "queue.accept", {"project": "user", "id": cand["id"], "topic": "deploy-region-eu"})
     assert elsewhere["ok"] and elsewhere["candidate"]["status"] == "accepted"

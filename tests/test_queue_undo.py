@@ -13,7 +13,7 @@ def test_undo_deletes_a_created_note_restores_a_replaced_one_and_refuses_an_edit
     daemon, _ = start_web_daemon(start_daemon, tmp_path)
     cands = by_topic(daemon)
     created = cands["deploy-region"]["id"]
-    assert call(daemon, "queue.accept", {"id": created})["ok"]
+    assert call(daemon, "queue.accept", {"project": "user", "id": created})["ok"]
     undone = call(daemon, "queue.undo", {"id": created})
     assert undone["reverted"] == "deleted" and undone["candidate"]["status"] == "pending"
     assert "deploy-region.md" not in note_files(daemon)
@@ -23,14 +23,14 @@ def test_undo_deletes_a_created_note_restores_a_replaced_one_and_refuses_an_edit
                                          "tags": "build"})["ok"]
     before = note_files(daemon)["ci.md"]
     replaced = cands["test-command"]["id"]
-    assert call(daemon, "queue.accept", {"id": replaced, "topic": "ci", "replace": True})["ok"]
+    assert call(daemon, "queue.accept", {"project": "user", "id": replaced, "topic": "ci", "replace": True})["ok"]
     assert "make check" in note_files(daemon)["ci.md"]
     assert call(daemon, "queue.undo", {"id": replaced})["reverted"] == "restored"
     assert note_files(daemon)["ci.md"] == before
     assert call(daemon, "memory.read", {"topic": "ci"})["tags"] == ["build"]
 
     edited = cands["release-day"]["id"]
-    assert call(daemon, "queue.accept", {"id": edited})["ok"]
+    assert call(daemon, "queue.accept", {"project": "user", "id": edited})["ok"]
     assert call(daemon, "memory.write", {"topic": "release-day", "content": "edited by hand"})["ok"]
     assert error_code(daemon, "queue.undo", {"id": edited}) == "E_CONFLICT"
     assert note_files(daemon)["release-day.md"].strip().endswith("edited by hand")
@@ -50,7 +50,7 @@ def test_mmctl_queue_undo_puts_decisions_back_and_says_each(start_daemon, tmp_pa
     daemon, _ = start_web_daemon(start_daemon, tmp_path)
     cands = by_topic(daemon)
     accepted, rejected = cands["deploy-region"]["id"], cands["code-style"]["id"]
-    assert call(daemon, "queue.accept", {"id": accepted})["ok"]
+    assert call(daemon, "queue.accept", {"project": "user", "id": accepted})["ok"]
     call(daemon, "queue.reject", {"id": rejected})
 
     def mmctl(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -317,6 +317,15 @@ def _memory_methods(wire: Wire, tmp_path: Path) -> None:
     assert deleted["removed"] is True and deleted["pendingWrites"] == 2
     assert wire.result("memory.delete", {"topic": "never-was"})["removed"] is False
     assert wire.result("memory.close", {"sessionId": sid}) == {"ok": True, "sessionId": sid, "pendingWrites": 2}
+    # the memory home (issue 27): a note moved into a project's root, then read in that scope
+    folder = tmp_path / "a-project"
+    folder.mkdir()
+    wire.result("memory.write", {"topic": "to-move", "content": "moves into a project"})
+    adopted = wire.result("memory.adopt", {"topics": ["to-move"], "project": str(folder)})
+    assert adopted["ok"] is True and adopted["moved"] == ["to-move"] and set(adopted["revisions"]) == {
+        "user", wire.result("memory.index", {"project": str(folder)})["scope"]}
+    assert wire.result("memory.read", {"topic": "to-move", "project": str(folder)})["body"] == "moves into a project"
+    assert wire.result("memory.read", {"topic": "to-move"}) is None
     # digests: text, a file (a session log), and no source at all
     text = "REMEMBER: keep the VPN config in 1Password.\nSummary: deploys are gated.\n## Release day\nFridays."
     digested = wire.result("memory.digest", {"text": text, "maxItems": 10, "topicHint": "vpn"})
@@ -350,9 +359,10 @@ def _queue_methods(wire: Wire) -> None:
     first, second, third = (c["id"] for c in page["candidates"])
     assert wire.result("queue.list", {"status": "all", "limit": 2, "offset": 1})["candidates"][0]["id"] == second
     assert wire.result("queue.get", {"id": first}) == wire.result("queue.get", {"id": str(first)})
-    refused = wire.result("queue.accept", {"id": first, "topic": "too-long", "content": "z" * 4001})
+    refused = wire.result("queue.accept", {"project": "user", "id": first, "topic": "too-long", "content": "z" * 4001})
     assert refused["ok"] is False and refused["candidate"]["status"] == "pending"
-    accepted = wire.result("queue.accept", {"id": first, "topic": "vpn", "tags": ["ops"], "summary": "VPN rule"})
+    accepted = wire.result("queue.accept", {"project": "user", "id": first, "topic": "vpn", "tags": ["ops"],
+                                            "summary": "VPN rule"})
     assert accepted["ok"] is True and accepted["candidate"]["written"]["topic"] == "vpn"
     rejected = wire.result("queue.reject", {"id": second, "reason": "already in the wiki"})
     assert rejected["candidate"]["reason"] == "already in the wiki"
@@ -364,7 +374,7 @@ def _queue_methods(wire: Wire) -> None:
     undone = wire.result("queue.undo", {"id": first})
     assert undone["reverted"] == "deleted" and undone["candidate"]["status"] == "pending"
     assert wire.result("queue.undo", {"id": second})["reverted"] is None
-    assert wire.result("queue.accept", {"id": first, "topic": "vpn"})["ok"] is True
+    assert wire.result("queue.accept", {"project": "user", "id": first, "topic": "vpn"})["ok"] is True
     wire.error("queue.undo", {"id": third}, "E_INVALID")
 
 
@@ -396,7 +406,7 @@ def _error_paths(wire: Wire) -> None:
     wire.error("memory.digest", {"file": "/nonexistent/mmd-schema-test.md"}, "E_DIGEST_SOURCE")
     wire.error("queue.get", {"id": 999}, "E_NOT_FOUND")
     accepted = wire.result("queue.list", {"status": "accepted"})["candidates"][0]["id"]
-    assert wire.error("queue.accept", {"id": accepted}, "E_DECIDED")["data"]["status"] == "accepted"
+    assert wire.error("queue.accept", {"project": "user", "id": accepted}, "E_DECIDED")["data"]["status"] == "accepted"
     wire.error("queue.reject", {"id": accepted}, "E_DECIDED")
     big = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "memory.write",
                       "params": {"topic": "big", "content": "b" * (4 * 1024 * 1024 + 1)}}).encode()
@@ -429,7 +439,7 @@ def test_without_ingestion_the_queue_errors_and_status_match_the_schema(start_da
     assert_status_has_queue_fields(wire)
     st = wire.result("daemon.status")
     assert st["queue"] is None and st["ingest"] is None and st["git"] is None
-    for method, params in (("queue.list", {}), ("queue.get", {"id": 1}), ("queue.accept", {"id": 1}),
+    for method, params in (("queue.list", {}), ("queue.get", {"id": 1}), ("queue.accept", {"project": "user", "id": 1}),
                            ("queue.reject", {"id": 1}), ("memory.log", {}), ("memory.diff", {"rev": "r1"}),
                            ("memory.revert", {"rev": "r1"}), ("memory.restore", {"topic": "x", "at": "r1"}),
                            ("memory.sync", {})):
@@ -486,7 +496,7 @@ async def test_every_event_topic_matches_its_schema(start_daemon, tmp_path: Path
         assert added["sessionId"] == SESSION_ID and added["source"] == str(log)
         # queue/decided: an accept, its undo, a reject
         cid = added["ids"][0]
-        await asyncio.to_thread(wire.result, "queue.accept", {"id": cid, "topic": "staging-db"})
+        await asyncio.to_thread(wire.result, "queue.accept", {"project": "user", "id": cid, "topic": "staging-db"})
         decided = await expect(lambda t, p: t == "queue/decided", "queue/decided (accept)")
         assert (decided["id"], decided["status"], decided["topic"]) == (cid, "accepted", "staging-db")
         await asyncio.to_thread(wire.result, "queue.undo", {"id": cid})

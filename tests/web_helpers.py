@@ -61,9 +61,10 @@ def queue_rows(daemon: DaemonProcess) -> dict[str, tuple[str, str | None, str | 
 
 
 def note_files(daemon: DaemonProcess) -> dict[str, str]:
-    """``{file name: text}`` of the memory's detail files."""
-    folder = daemon.root / "memories"
-    return {p.name: p.read_text() for p in sorted(folder.glob("*.md"))} if folder.is_dir() else {}
+    """``{file name: text}`` of the detail files of every root of the daemon's home (the user root's and its
+    project roots': a candidate is written to the root of the project it was said in, issue 27)."""
+    found = [*daemon.root.glob("memories/*.md"), *daemon.root.glob("projects/*/memories/*.md")]
+    return {p.name: p.read_text() for p in sorted(found)}
 
 
 def request(url: str, path: str, *, method: str = "GET", host: str | None = None, origin: str | None = None,

@@ -20,13 +20,14 @@ from mmd.core.config_file import configured_root
 from mmd.core.record import Record
 from mmd.wire import methods as wire
 from mmd.wire.endpoints import check_peer, check_socket_folder, endpoints_for, ipc_path
-from mmd.wire.methods import METHODS, SESSION_PARAM
+from mmd.wire.methods import METHODS, QUEUE_ACCEPT, QUEUE_LIST, SCOPE_PARAM, SESSION_PARAM
 from mmd.wire.protocol import DaemonCode
 
+from ._queue import QueueMethods
 from .errors import BudgetError, UnsafeEndpoint, error_from_rpc
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SESSION_METHODS", "Attempt", "Curve",
-           "EndpointCheck", "Methods", "SessionMethods", "Target", "answers", "decode_reply", "encode_request",
+__all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SCOPED_METHODS", "SESSION_METHODS", "Attempt",
+           "Curve", "EndpointCheck", "Methods", "SessionMethods", "Target", "answers", "decode_reply", "encode_request",
            "refused_while_stopping", "start_hint"]
 
 DEFAULT_TIMEOUT_MS = 5000
@@ -37,6 +38,10 @@ IDEMPOTENT = frozenset(name for name, method in METHODS.items() if method.idempo
 
 SESSION_METHODS = frozenset(name for name, method in METHODS.items() if method.takes_session)
 """Methods that take a ``sessionId``."""
+SCOPED_METHODS = frozenset(name for name, method in METHODS.items()
+                           if SCOPE_PARAM in method.params and name not in (QUEUE_LIST.name, QUEUE_ACCEPT.name))
+"""Methods a client's :attr:`Methods.project` goes with: the memory methods (the queue's ``project`` filters a
+list, or moves an accepted candidate: only when asked for)."""
 
 Post = Callable[[Any], Any] | None
 
@@ -271,7 +276,7 @@ def _check_write(outcome: Any) -> Any:
     return outcome
 
 
-class Methods:
+class Methods(QueueMethods):
     """Every daemon RPC method as a Python method (DESIGN.md's table); ``_call`` does the I/O.
 
     Results are the daemon's JSON values (dicts with camelCase keys, as the core's JSON).
@@ -280,8 +285,18 @@ class Methods:
     :class:`~.errors.RequestTimeout` when nobody answers.
     """
 
+    project: str | None = None
+    """The scope every memory method goes with (``docs/projects.md``): a project key or an absolute path (that
+    folder's project); None: the user root (a session opened in a scope keeps it)."""
+
     def _call(self, method: str, params: dict[str, Any], post: Post = None) -> Any:
         raise NotImplementedError
+
+    def _in_scope(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``params`` with this client's :attr:`project` added for a memory method that names none."""
+        if self.project is not None and method in SCOPED_METHODS and params.get(SCOPE_PARAM) is None:
+            return {**params, SCOPE_PARAM: self.project}
+        return params
 
     def status(self) -> Any:
         """``daemon.status`` → ``{version, pid, root, revision, sessions, …}``."""
@@ -314,9 +329,10 @@ class Methods:
         """
         return self._call(wire.MEMORY_READ.name, {"topic": topic, "sessionId": session_id})
 
-    def list(self, *, session_id: str | None = None) -> Any:
-        """``memory.list`` → ``{notes: [note JSON, …]}`` sorted by topic."""
-        return self._call(wire.MEMORY_LIST.name, {"sessionId": session_id})
+    def list(self, *, session_id: str | None = None, project: str | None = None) -> Any:
+        """``memory.list`` → ``{notes: [note JSON with scope, …]}`` sorted by topic, the scope's root first
+        (``project``: a key, a folder's absolute path or ``user``; else this client's :attr:`project`)."""
+        return self._call(wire.MEMORY_LIST.name, {"sessionId": session_id, "project": project})
 
     def search(self, query: str, *, mode: str | None = None, limit: int | None = None,
                session_id: str | None = None) -> Any:
@@ -367,28 +383,41 @@ class Methods:
         return self._call(wire.MEMORY_NUDGE.name, {"sessionId": session_id})
 
     def inject(self, client: str, *, max_bytes: int | None = None, commit: bool = False,
-               reset: bool = False) -> Any:
+               reset: bool = False, project: str | None = None) -> Any:
         """``memory.inject`` → ``{mode, text, added, updated, removed, unchanged, reminded, bytes, token,
         revision, committed}``: what to give the agent ``client`` (``baseline`` | ``delta`` | ``reminder`` |
         ``none``). Without ``commit`` the client's view moves only on :meth:`injected` with the token.
+
+        ``project`` names the root (else this client's :attr:`project`); each root keeps its own view.
 
         Raises:
             RpcError(E_INVALID): for a bad client key or a ``max_bytes`` too small for the heading.
         """
         return self._call(wire.MEMORY_INJECT.name, {"client": client, "maxBytes": max_bytes,
-                                                     "commit": commit or None, "reset": reset or None})
+                                                     "commit": commit or None, "reset": reset or None,
+                                                     "project": project})
 
-    def injected(self, client: str, token: str) -> Any:
-        """``memory.injected`` → ``{ok: true, client, token}``: the text of ``token`` reached the agent.
+    def injected(self, client: str, token: str, *, project: str | None = None) -> Any:
+        """``memory.injected`` → ``{ok: true, client, token}``: the text of ``token`` reached the agent (in the
+        root ``project`` names, else this client's :attr:`project`).
 
         Raises:
             RpcError(E_NOT_FOUND): if ``token`` is not a pending injection of ``client``.
         """
-        return self._call(wire.MEMORY_INJECTED.name, {"client": client, "token": token})
+        return self._call(wire.MEMORY_INJECTED.name, {"client": client, "token": token, "project": project})
 
     def due(self, *, within_days: int | None = None) -> Any:
         """``memory.due`` → ``{today, due: [{topic, reviewAfter, daysLeft}], invalid: [{topic, value}]}``."""
         return self._call(wire.MEMORY_DUE.name, {"withinDays": within_days})
+
+    def adopt(self, topics: Sequence[str], *, project: str) -> Any:
+        """``memory.adopt`` → ``{ok, moved, refused, revisions}``: the user root's notes ``topics`` moved into the
+        root of ``project`` (a key or a folder's absolute path), one revision in each (``mmctl project adopt``).
+
+        Raises:
+            RpcError(E_INVALID | E_CONFLICT): a topic the user root lacks, or one the project holds otherwise.
+        """
+        return self._call(wire.MEMORY_ADOPT.name, {"topics": list(topics), "project": project})
 
     def merge(self, topics: Sequence[str], into: str, *, summary: str | None = None, if_revision: int | None = None,
               session_id: str | None = None) -> Any:
@@ -401,72 +430,6 @@ class Methods:
         """
         return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "summary": summary,
                                                    "ifRevision": if_revision, "sessionId": session_id})
-
-    def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
-                   all: bool = False, min_score: float | None = None, project: str | None = None,
-                   agent: str | None = None, session: str | None = None) -> Any:
-        """``queue.list`` → ``{candidates, total, pending, offset, limit}``; pending ones highest score first.
-
-        Args:
-            status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``.
-            limit: page size, 1–1000 (default 100). offset: candidates to skip.
-            all: include candidates hidden by their session's budget. min_score: only those scoring at least this.
-            project, agent: only candidates seen in this project (cwd) or from this agent.
-            session: only candidates first seen in this agent session (its id).
-
-        Raises:
-            RpcError(E_UNAVAILABLE): if the daemon runs without ingestion. RpcError(E_INVALID): bad status or range.
-        """
-        return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset,
-                                                 "all": all or None, "minScore": min_score, "project": project,
-                                                 "agent": agent, "session": session})
-
-    def queue_get(self, candidate_id: str | int) -> Any:
-        """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.
-
-        Raises:
-            RpcError(E_NOT_FOUND): if there is no such candidate.
-        """
-        return self._call(wire.QUEUE_GET.name, {"id": candidate_id})
-
-    def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
-                     summary: str | None = None, tags: str | Sequence[str] | None = None,
-                     if_revision: int | None = None, replace: bool = False, into: str | None = None) -> Any:
-        """``queue.accept`` → ``{ok, candidate, write}``: the candidate (fields overridden) goes through
-        ``memory.write``, so budgets hold; a refused write is ``ok: false`` and the candidate stays pending.
-        A topic that already has a note is overwritten only with ``replace``; ``into`` appends the body to
-        that note instead (as does a candidate whose proposal is ``append``, when no topic is given).
-
-        Raises:
-            RpcError(E_NOT_FOUND | E_DECIDED | E_EXISTS): no such candidate, already decided, or the topic
-                has a note and ``replace`` is false. ConflictError: stale revision.
-        """
-        return self._call(wire.QUEUE_ACCEPT.name, {"id": candidate_id, "topic": topic, "content": content,
-                                           "summary": summary, "tags": tags, "ifRevision": if_revision,
-                                           "replace": replace or None, "into": into})
-
-    def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
-        """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.
-
-        Raises:
-            RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already accepted.
-        """
-        return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
-
-    def queue_reject_below(self, score: float, *, reason: str | None = None) -> Any:
-        """``queue.reject {below}`` → ``{ok, results: [{id, ok, candidate?, error?}]}``: every pending candidate
-        scoring below ``score`` rejected for good, each reported."""
-        return self._call(wire.QUEUE_REJECT.name, {"below": score, "reason": reason})
-
-    def queue_undo(self, candidate_id: str | int) -> Any:
-        """``queue.undo`` → ``{ok, candidate, reverted, revision?}``: the decision undone, the candidate pending
-        again; an acceptance's note is deleted (``reverted: "deleted"``) or its previous text restored.
-
-        Raises:
-            RpcError(E_NOT_FOUND | E_INVALID | E_CONFLICT): no such candidate, a pending one, or the note
-                changed since it was accepted.
-        """
-        return self._call(wire.QUEUE_UNDO.name, {"id": candidate_id})
 
 
 class SessionMethods(Methods):

@@ -60,8 +60,10 @@ class AsyncClient(Methods):
 
     def __init__(self, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
                  pub_endpoint: str | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                 env: Mapping[str, str] | None = None, curve: Curve | None = None) -> None:
+                 env: Mapping[str, str] | None = None, curve: Curve | None = None,
+                 project: str | None = None) -> None:
         self.target = Target.resolve(root, endpoint=endpoint, pub_endpoint=pub_endpoint, env=env)
+        self.project = project
         self.timeout_ms = timeout_ms
         self.curve = curve
         self._ctx = zmq.asyncio.Context.instance()
@@ -124,6 +126,7 @@ class AsyncClient(Methods):
     async def _call(self, method: str, params: dict[str, Any], post: Post = None,
                     timeout_ms: int | None = None) -> Any:
         timeout = self.timeout_ms if timeout_ms is None else timeout_ms
+        params = self._in_scope(method, params)
         loop = asyncio.get_running_loop()
         attempt = Attempt.start(method, timeout, loop.time())
         while True:

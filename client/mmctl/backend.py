@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from .client import Client
+    from .scope import Scope
 
 __all__ = ["LOCKED", "LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "daemon_listening", "find_daemon",
            "patient_lock"]
@@ -86,20 +87,32 @@ class Direct:
         env: the environment.
         now: the clock (``MMCTL_NOW`` pins it).
         fts5: force SQLite FTS5 on/off (``MMCTL_FTS5``), None = probe when a command needs it.
+        scope: the call's scope when ``root`` is its project's root (:class:`mmctl.scope.Scope`): the root then
+            takes a project root's options (its key as the memory id, its own caps), and its first write
+            records the project in its ``.mmd/project.json``.
     """
 
-    __slots__ = ("env", "fts5", "now", "root")
+    __slots__ = ("env", "fts5", "now", "root", "scope")
 
-    def __init__(self, root: str | None, env: Mapping[str, str], now: Clock, fts5: bool | None = None) -> None:
+    def __init__(self, root: str | None, env: Mapping[str, str], now: Clock, fts5: bool | None = None,
+                 scope: Scope | None = None) -> None:
         self.root, self.env, self.now, self.fts5 = root, env, now, fts5
+        self.scope = scope if scope is not None and scope.is_project else None
 
     def options(self) -> MemoryOptions:
-        """The memory options of mmd's config file (the reference CLI's defaults without one) on the root.
+        """The memory options of mmd's config file (the reference CLI's defaults without one) on the root; a
+        project root's (:func:`mmd.core.projects.project_options`) in a project scope.
 
         Raises:
             MMError(E_INVALID): naming the config file, if it holds a bad value.
         """
-        return memory_options(self.root, self.env, config_path(None, self.env))
+        scope = self.scope
+        if scope is None or scope.key is None:
+            return memory_options(self.root, self.env, config_path(None, self.env))
+        from mmd.core.projects import project_options
+
+        base = memory_options(str(scope.home), self.env, config_path(None, self.env))
+        return project_options(base, scope.root, scope.key)
 
     def memory(self, *, search: bool = False, options: MemoryOptions | None = None) -> Memory:
         """``Memory.ensure`` on the root (created if missing, as the reference CLI does).
@@ -112,6 +125,12 @@ class Direct:
         """
         opts = options or self.options()
         fts5 = self.fts5 if self.fts5 is not None else (None if search else False)
+        scope = self.scope
+        if scope is not None and scope.project is not None and not opts.root.exists():  # a project root's first use
+            from mmd.core.clock import iso_ms
+            from mmd.core.projects import record_project
+
+            record_project(opts.root, scope.project, Path(scope.param) if scope.param else None, iso_ms(self.now()))
         return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root, env=self.env))
 
 

@@ -64,12 +64,16 @@ class Client(Methods):
         timeout_ms: how long one request waits for its answer, in milliseconds.
         env: the environment to resolve the root and ``$XDG_RUNTIME_DIR`` from (default ``os.environ``).
         curve: CURVE keys, required by a daemon on ``tcp://`` endpoints.
+        project: the scope of every memory method (:attr:`~._base.Methods.project`): a project key or an absolute
+            path; None, the user root.
     """
 
     def __init__(self, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
                  pub_endpoint: str | None = None, timeout_ms: int = DEFAULT_TIMEOUT_MS,
-                 env: Mapping[str, str] | None = None, curve: Curve | None = None) -> None:
+                 env: Mapping[str, str] | None = None, curve: Curve | None = None,
+                 project: str | None = None) -> None:
         self.target = Target.resolve(root, endpoint=endpoint, pub_endpoint=pub_endpoint, env=env)
+        self.project = project
         self.timeout_ms = timeout_ms
         self.curve = curve
         self._ctx: zmq.Context[Any] = zmq.Context.instance()
@@ -114,6 +118,7 @@ class Client(Methods):
 
     def _call(self, method: str, params: dict[str, Any], post: Post = None, timeout_ms: int | None = None) -> Any:
         timeout = self.timeout_ms if timeout_ms is None else timeout_ms
+        params = self._in_scope(method, params)
         attempt = Attempt.start(method, timeout, time.monotonic())
         while True:
             try:

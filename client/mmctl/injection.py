@@ -158,11 +158,13 @@ class HookInput:
         session_id: Claude Code's session id.
         event: ``hook_event_name`` (``SessionStart`` | ``UserPromptSubmit``).
         source: SessionStart's ``source`` (``startup`` | ``resume`` | ``clear`` | ``compact``), else ''.
+        cwd: the agent's working folder (its project, ``docs/projects.md``), else ''.
     """
 
     session_id: str
     event: str
     source: str
+    cwd: str = ""
 
     @property
     def client_key(self) -> str:
@@ -193,8 +195,9 @@ def hook_input(data: bytes) -> HookInput:
     event = value.get("hook_event_name")
     if event not in HOOK_EVENTS:
         raise MMError(ErrorCode.E_INVALID, f"hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event!r}")
-    source = value.get("source")
-    return HookInput(value["session_id"], event, source if isinstance(source, str) else "")
+    source, cwd = value.get("source"), value.get("cwd")
+    return HookInput(value["session_id"], event, source if isinstance(source, str) else "",
+                     cwd if isinstance(cwd, str) and cwd.startswith("/") else "")
 
 
 def hook_output(event: str, text: str) -> str:

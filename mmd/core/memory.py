@@ -29,9 +29,29 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Memory", "nudge_report", "search_snapshot"]
+__all__ = ["Memory", "merge_searches", "nudge_report", "search_snapshot"]
 
 FTS5_FALLBACK_NOTE = "fts5 requested but node:sqlite/FTS5 unavailable; used scan"
+
+
+def merge_searches(results: list[tuple[str, dict[str, Any]]], limit: int) -> dict[str, Any]:
+    """One search result from the results of several roots (a project root and the user root, ``docs/projects.md``).
+
+    Args:
+        results: ``(scope, search_snapshot result)`` pairs, the scope's own root first.
+        limit: most matches kept.
+
+    Returns:
+        The first result's shape, its ``matches`` every root's, each with its ``scope``, best score first (ties
+        keep the roots' order, then topic); ``total`` the sum; ``truncated`` when any root's was or matches were cut.
+    """
+    first = results[0][1]
+    matches = [{**m, "scope": scope} for scope, r in results for m in r["matches"]]
+    order = {scope: i for i, (scope, _) in enumerate(results)}
+    matches.sort(key=lambda m: (-m["score"], order[m["scope"]], m["topic"]))
+    out = {**first, "total": sum(r["total"] for _, r in results),
+           "truncated": any(r["truncated"] for _, r in results) or len(matches) > limit, "matches": matches[:limit]}
+    return out
 
 
 def search_snapshot(snapshot: Snapshot, query: Any, *, mode: Any = None, limit: Any = None,

@@ -90,12 +90,17 @@ class Injector:
         publish: sends an event (``topic, payload``); called on the loop's thread only.
         ttl_days: returns ``daemon.injectTtlDays`` (a SIGHUP may change it).
         export_files: returns the ``[export] files`` paths.
+        scope: the root's scope (``user`` or a project key, :mod:`.home`): a project root keeps its clients'
+            views and its due announcements apart from the user root's in the shared tables.
+        views: the injection rows to share (one per state database), else a new one.
     """
 
     def __init__(self, state: MemoryState, db: StateDB, publish: Callable[[str, dict[str, Any]], Any],
-                 ttl_days: Callable[[], int], export_files: Callable[[], tuple[Path, ...]]) -> None:
+                 ttl_days: Callable[[], int], export_files: Callable[[], tuple[Path, ...]], *,
+                 scope: str = "user", views: InjectDB | None = None) -> None:
         self.state = state
-        self.views = InjectDB(db)
+        self.scope = scope
+        self.views = views if views is not None else InjectDB(db)
         self._publish = publish
         self._ttl_days = ttl_days
         self._export_files = export_files
@@ -154,7 +159,13 @@ class Injector:
         """
         check_client(client)
         snapshot, now = self.state.current, self.state.now_iso()
-        return await asyncio.to_thread(self._inject, snapshot, client, max_bytes, commit, reset, now)
+        result = await asyncio.to_thread(self._inject, snapshot, self._key(client), max_bytes, commit, reset, now)
+        return {**result, "scope": self.scope}
+
+    def _key(self, client: str) -> str:
+        """The client's key in the shared tables: the client itself for the user root (as before the memory home),
+        ``<client>\x1f<scope>`` for a project root (a client key never holds a control character)."""
+        return client if self.scope == "user" else f"{client}\x1f{self.scope}"
 
     def _inject(self, snapshot: Snapshot, client: str, max_bytes: int | None, commit: bool, reset: bool,
                 now: str) -> dict[str, Any]:
@@ -190,7 +201,7 @@ class Injector:
 
         def confirm() -> bool:
             with self.views.lock:
-                return self.views.confirm(client, token, now)
+                return self.views.confirm(self._key(client), token, now)
 
         if not await asyncio.to_thread(confirm):
             raise DaemonError(DaemonCode.E_NOT_FOUND,
@@ -245,10 +256,11 @@ class Injector:
         if self._announced is None:
             rows = self.views.db.conn().execute("SELECT topic, review_after FROM due_announced").fetchall()
             self._announced = {(r["topic"], r["review_after"]) for r in rows}
+        prefix = "" if self.scope == "user" else f"{self.scope}/"  # a topic never holds '/': no root's pairs collide
         sent = 0
         now, memory_id = self.state.now_iso(), self.state.current.memory_id
         for item in report.due:
-            pair = (item.topic, item.review_after.isoformat())
+            pair = (prefix + item.topic, item.review_after.isoformat())
             if pair in self._announced:
                 continue
             try:
@@ -258,7 +270,7 @@ class Injector:
                 continue
             self._announced.add(pair)
             self._publish(MEMORY_DUE, {"topic": item.topic, "uri": uri_for(memory_id, item.topic),
-                                       "reviewAfter": pair[1], "daysLeft": item.days_left})
+                                       "reviewAfter": pair[1], "daysLeft": item.days_left, "scope": self.scope})
             sent += 1
         return sent
 

@@ -24,11 +24,11 @@ from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEU
 
 from .config import Config
 from .events import Publisher
+from .home import USER, Home, Root
 from .ingest import AddedBatch, EndedSession
 from .inject import Injector
 from .review import Review
 from .revision import Revision
-from .state import MemoryState
 from .statedb import StateDB
 
 if TYPE_CHECKING:
@@ -75,17 +75,18 @@ class Jobs:
 
     Args:
         config: returns the current config (a SIGHUP may replace it).
-        state: the memory state.
+        home: the roots served (the user root's state is :attr:`state`).
         db: the state database (the journal).
         review: the review queue's use-cases (``queuePending``).
         publisher: the event publisher.
         injector: the injection use-cases (prepared revisions, due topics, exports).
     """
 
-    def __init__(self, config: Callable[[], Config], state: MemoryState, db: StateDB, review: Review,
+    def __init__(self, config: Callable[[], Config], home: Home, db: StateDB, review: Review,
                  publisher: Publisher, injector: Injector) -> None:
         self._config = config
-        self.state = state
+        self.home = home
+        self.state = home.user.state
         self.db = db
         self.review = review
         self.publisher = publisher
@@ -93,21 +94,34 @@ class Jobs:
         self.git: GitSync | None = None
         """With ``--git``: told of each revision (its commit)."""
 
+
     def on_change(self, revision: Revision, cause: str) -> None:
-        """A new revision (``cause``: ``write`` | ``delete`` | ``merge`` | ``external`` | ``config``): journal it,
-        publish it."""
-        log.info("memory.changed revision=%d cause=%s added=%d updated=%d removed=%d", revision.snapshot.revision,
-                 cause, len(revision.added), len(revision.updated), len(revision.removed))
+        """A new revision of the user root (``cause``: ``write`` | ``delete`` | ``merge`` | ``external`` |
+        ``config``): journal it, publish it."""
+        self._changed(revision, cause, USER, self.injector)
+        if self.git is not None:
+            self.git.revised(revision, cause)
+
+    def changed_in(self, root: Root) -> Callable[[Revision, str], None]:
+        """The ``on_change`` of a project root's state: as :meth:`on_change`, the event and journal row saying
+        the root's scope."""
+        def changed(revision: Revision, cause: str) -> None:
+            self._changed(revision, cause, root.scope, root.injector)
+
+        return changed
+
+    def _changed(self, revision: Revision, cause: str, scope: str, injector: Injector | None) -> None:
+        log.info("memory.changed scope=%s revision=%d cause=%s added=%d updated=%d removed=%d", scope,
+                 revision.snapshot.revision, cause, len(revision.added), len(revision.updated), len(revision.removed))
         change = {"revision": revision.snapshot.revision, "cause": cause, "added": revision.added,
-                  "updated": revision.updated, "removed": revision.removed}
+                  "updated": revision.updated, "removed": revision.removed, "scope": scope}
         try:
             self.db.journal(revision.snapshot.loaded_at, f"memory.{cause}", change)
         except sqlite3.Error as error:  # the journal is a record; the change itself already landed
             log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
         self.publisher.publish(MEMORY_CHANGED, change)
-        self.injector.revision_installed(revision.snapshot)
-        if self.git is not None:
-            self.git.revised(revision, cause)
+        if injector is not None:
+            injector.revision_installed(revision.snapshot)
 
     def nudge(self) -> None:
         """The scheduled ``memory/nudge`` (reason ``schedule``), logged."""
@@ -130,20 +144,29 @@ class Jobs:
         return report
 
     def heartbeat(self) -> None:
-        """``daemon/heartbeat``: the revision and the pending candidates; also checks the root is still ours."""
-        if self.state.guard is not None:
-            self.state.guard.check()
+        """``daemon/heartbeat``: the user root's revision and the pending candidates; also checks every root is
+        still ours."""
+        for root in self.home:
+            if root.state.guard is not None:
+                root.state.guard.check()
         self.publisher.publish(DAEMON_HEARTBEAT, {"revision": self.state.revision,
                                                   "queuePending": self.review.pending})
 
     def expire(self) -> None:
-        """Close RPC sessions idle for longer than ``daemon.sessionTtlMs``."""
-        for sid in self.state.expire_sessions(self._config().session_ttl_ms / 1000):
-            log.info("session.expired session=%s", sid)
+        """Close RPC sessions idle for longer than ``daemon.sessionTtlMs`` (in every root)."""
+        ttl_s = self._config().session_ttl_ms / 1000
+        for root in self.home:
+            for sid in root.state.expire_sessions(ttl_s):
+                log.info("session.expired session=%s scope=%s", sid, root.scope)
+        scopes = self.home.session_scopes
+        for sid in [s for s in scopes if not any(s in r.state.sessions for r in self.home)]:
+            del scopes[sid]
 
     def due(self) -> None:
-        """Announce topics whose review date came since the last check (``memory/due``)."""
-        self.injector.check_due()
+        """Announce topics whose review date came since the last check (``memory/due``), in every root."""
+        for root in self.home:
+            if root.injector is not None:
+                root.injector.check_due()
 
     def inject_expire(self) -> None:
         """Forget injection clients idle for ``daemon.injectTtlDays`` (worker thread; logged)."""
@@ -185,9 +208,10 @@ class Jobs:
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
-    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, index, endpoints, queue,
-    ingest, watcher, events, requests, extractor, export, git, http}`` (``index``: the current revision's MEMORY.md
-    against its caps, ``{entries, lines, lineCap, bytes, byteCap, overBudget}``, lines and UTF-8 bytes;
+    """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, index, roots, endpoints,
+    queue, ingest, watcher, events, requests, extractor, export, git, http}`` (``index``: the current revision's
+    MEMORY.md against its caps, ``{entries, lines, lineCap, bytes, byteCap, overBudget}``, lines and UTF-8 bytes;
+    ``roots`` every root of the home, the user root first (:meth:`.home.Root.describe`);
     ``queue`` and ``ingest`` are null without ingestion, ``git`` without ``--git``;
     ``rootLost`` says why writes are refused after the root or its lock file was removed or replaced, else null;
     ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`; ``extractor`` is
@@ -200,6 +224,7 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
             "index": {"entries": len(snap.entries), "lines": snap.index_line_count, "lineCap": options.index_lines,
                       "bytes": snap.index_byte_count, "byteCap": options.index_bytes,
                       "overBudget": snap.index_over_budget},
+            "roots": [root.describe() for root in running.home],
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,
             "ingest": ingestor.health.to_json() if ingestor else None,

@@ -47,6 +47,7 @@ from .config import Config, ConfigError
 from .events import Publisher
 from .failures import startup_failure
 from .gitsync import GitSync, check_root
+from .home import USER, Home, ProposedScope, Root
 from .ingest import Ingestor
 from .ingest.extractor import Extractor
 from .ingest.folders import EndedSession
@@ -117,6 +118,8 @@ class Running:
     rpc: RpcServer
     started_at: str
     injector: Injector
+    home: Home
+    """Every root served: the user root (``state``, ``injector``) and the project roots."""
     extractor: Extractor | None = None
     """The extractor command's runner (``[candidates] command``), or None when none is configured."""
     git: GitSync | None = None
@@ -222,6 +225,7 @@ class Daemon:
         undo.callback(lock.release)
         state = MemoryState(cfg.memory)
         state.guard = RootGuard(cfg.root, lock.path)
+        home = Home(Root(USER, state, lock), state.now_iso)
         await asyncio.to_thread(_tidy_root, cfg.root)
         await asyncio.to_thread(_warn_differing_header, cfg)
         publisher = Publisher(None, state.now_iso)
@@ -229,15 +233,23 @@ class Daemon:
         db = StateDB(cfg.root)
         await asyncio.to_thread(db.open)
         undo.callback(db.close)
-        queue = ReviewQueue(db, state.now_iso) if cfg.ingest or cfg.git.enabled else None
+        queue = ReviewQueue(db, state.now_iso, ProposedScope(cfg.root)) if cfg.ingest or cfg.git.enabled else None
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
-        review = Review(state, queue)
-        injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
-                            lambda: self.config.export_files)
+        review = Review(home, queue)
+        injector = home.user.injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
+                                                 lambda: self.config.export_files)
         undo.push_async_callback(injector.stop)
-        jobs = Jobs(lambda: self.config, state, db, review, publisher, injector)
+        jobs = Jobs(lambda: self.config, home, db, review, publisher, injector)
         state.on_change = jobs.on_change
+
+        async def project_opened(root: Root) -> None:  # a project root found at start or made by its first write
+            root.injector = Injector(root.state, db, publisher.publish, lambda: self.config.inject_ttl_days,
+                                     lambda: (), scope=root.scope, views=injector.views)
+            root.state.on_change = jobs.changed_in(root)
+            root.injector.revision_installed(root.state.current)
+
+        home.opened = project_opened
         # 3. with --git: the repository (the revision mark raised to its history's); then the snapshot
         #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
         git = None
@@ -246,13 +258,15 @@ class Daemon:
             await asyncio.to_thread(git.prepare)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
+        await home.open_existing()  # the project roots: each locked and loaded; released after the requests stopped
+        undo.push_async_callback(home.stop)
         started_at = state.now_iso()
         if git is not None:
             await git.start()
             undo.push_async_callback(git.stop)  # after the watcher and requests stopped: commits what is pending
         # 4. watchers: the root (it catches up on edits made since the load), then the session logs;
         #    at shutdown the ingestion worker finishes its current slice
-        watcher = Watcher(cfg.root, state.refresh)
+        watcher = Watcher(cfg.root, home.refresh)  # project roots live below the user root: one watch, routed
         await watcher.start()
         undo.push_async_callback(watcher.stop)
         ingestor = extractor = None
@@ -305,7 +319,7 @@ class Daemon:
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = sockets.bind(context, zmq.ROUTER, cfg.rpc_endpoint)
         digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
-        methods = Methods(state, self._status, publisher.publish, review, injector, digests, git)
+        methods = Methods(home, self._status, publisher.publish, review, injector, digests, git)
         rpc = RpcServer(router, methods, cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         # 7. the review page (only with --http; imported only then): it stops before the sockets close
@@ -322,7 +336,7 @@ class Daemon:
         undo.push_async_callback(self._drain_requests, rpc)
         undo.callback(digests.close)
         self.running = Running(state, db, review, watcher, ingestor, schedule, publisher, rpc, started_at, injector,
-                               extractor, git, web)
+                               home, extractor, git, web)
         # the first revision: prepared for injection, due topics announced, export blocks refreshed
         injector.revision_installed(state.current)
         jobs.inject_expire()

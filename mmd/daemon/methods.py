@@ -15,23 +15,25 @@ module never touches a socket.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from mmd import __version__
 from mmd.core.clock import parse_iso_ms
 from mmd.core.errors import ErrorCode
-from mmd.core.memory import nudge_report, search_snapshot
+from mmd.core.memory import merge_searches, nudge_report, search_snapshot
 from mmd.core.snapshot import Snapshot
 from mmd.core.text import validate_topic
 from mmd.wire import methods as wire
-from mmd.wire.events import MEMORY_NUDGE, QUEUE_DECIDED
-from mmd.wire.methods import METHODS, Method
-from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, OpenResult, QueueAcceptResult, QueueListResult
+from mmd.wire.events import MEMORY_NUDGE
+from mmd.wire.methods import METHODS
+from mmd.wire.protocol import DaemonError, OpenResult
 
+from .handling import bind, handles
+from .home import USER, Home, Root, Scoped
 from .inject import Injector
+from .methods_queue import QueueMethods
 from .offload import BoundedPool
 from .review import Review
 from .state import MemoryState
@@ -41,25 +43,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Methods", "handles"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-_HANDLER_ATTR = "__mmd_method__"
 
-
-def handles(method: Method) -> Callable[[F], F]:
-    """Mark a :class:`Methods` function as the handler of ``method`` (checked at import, see :func:`_bind`)."""
-
-    def mark(fn: F) -> F:
-        setattr(fn, _HANDLER_ATTR, method.name)
-        return fn
-
-    return mark
-
-
-class Methods:
+class Methods(QueueMethods):
     """The method table of one daemon.
 
     Args:
-        state: the memory state.
+        home: the roots served (:mod:`.home`): the user root's state is :attr:`state`; a request's ``project``
+            param (or its session's) picks the root it reads and writes.
         status: returns the daemon-level part of ``daemon.status`` (pid, endpoints, watcher…).
         publish: sends an event (``topic, payload``).
         review: the review queue's use-cases (``queue.*`` answer ``E_UNAVAILABLE`` when ingestion is off).
@@ -69,10 +59,11 @@ class Methods:
         git: the git part (``--git``); without it the history and sync methods answer ``E_UNAVAILABLE``.
     """
 
-    def __init__(self, state: MemoryState, status: Callable[[], dict[str, Any]],
+    def __init__(self, home: Home, status: Callable[[], dict[str, Any]],
                  publish: Callable[[str, dict[str, Any]], Any], review: Review, injector: Injector,
                  digests: BoundedPool | None = None, git: GitSync | None = None) -> None:
-        self.state = state
+        self.home = home
+        self.state = home.user.state
         self.git = git
         self.digests = digests or BoundedPool("digest")
         self._status = status
@@ -86,50 +77,120 @@ class Methods:
             name: getattr(self, attr) for name, attr in _HANDLERS.items() if not METHODS[name].inline}
         """``{method: coroutine handler}`` run as tasks."""
 
+    # --- scopes (docs/projects.md) ----------------------------------------------------------------
+
+    def _snapshots(self, p: dict[str, Any]) -> tuple[Scoped, list[tuple[Root, Snapshot]]]:
+        """The request's scope and the snapshots its reads see, the scope's own root first: the session's pinned
+        ones with a ``sessionId`` (a project root made after the session opened is not among them), else the
+        current ones.
+
+        Raises:
+            DaemonError(E_INVALID): for a bad ``project``. DaemonError(E_NO_SESSION): for an unknown session.
+        """
+        scoped = self.home.resolve(p)
+        sid = p.get("sessionId")
+        if sid is None:
+            return scoped, [(root, root.state.current) for root in scoped.roots]
+        self.state.session(sid)  # every session has its place in the user root
+        return scoped, [(root, root.state.session(sid).snapshot) for root in scoped.roots
+                        if sid in root.state.sessions]
+
+    def _own(self, p: dict[str, Any]) -> tuple[Scoped, Snapshot | None]:
+        """The scope and the snapshot of its own root (None for a project whose root does not exist yet)."""
+        scoped, snaps = self._snapshots(p)
+        if scoped.root is None:
+            return scoped, None
+        return scoped, next((snap for root, snap in snaps if root is scoped.root), None)
+
+    async def _writer(self, p: dict[str, Any]) -> tuple[MemoryState, str | None]:
+        """The state a write goes to (a project root is created by its first write) and the session id to count
+        it in (None when the session has no place in that root)."""
+        root = await self.home.writable(p)
+        sid = p.get("sessionId")
+        if sid is not None:
+            self.state.session(sid)
+        return root.state, sid if sid is not None and sid in root.state.sessions else None
+
     # --- sessions -------------------------------------------------------------------------------
 
     @handles(wire.MEMORY_OPEN)
     def open(self, p: dict[str, Any]) -> OpenResult:
-        """``memory.open {}`` → ``{sessionId, revision, loadedAt}``: pin the current revision."""
+        """``memory.open {project?}`` → ``{sessionId, revision, loadedAt, scope}``: pin the current revision of the
+        scope's root and of the user root (one id for both)."""
+        scoped = self.home.resolve(p)
         session = self.state.open_session()
-        return {"sessionId": session.session_id, "revision": session.snapshot.revision,
-                "loadedAt": session.snapshot.loaded_at}
+        if scoped.root is not None and scoped.root is not self.home.user:
+            scoped.root.state.open_session(session.session_id)
+        if scoped.scope != USER:
+            self.home.session_scopes[session.session_id] = p["project"]
+        return self._pinned(scoped, session.session_id)
+
+    def _pinned(self, scoped: Scoped, sid: str) -> OpenResult:
+        own = scoped.root if scoped.root is not None and sid in scoped.root.state.sessions else self.home.user
+        snap = own.state.session(sid).snapshot
+        return {"sessionId": sid, "revision": snap.revision, "loadedAt": snap.loaded_at, "scope": scoped.scope}
 
     @handles(wire.MEMORY_RELOAD)
     def reload(self, p: dict[str, Any]) -> OpenResult:
-        """``memory.reload {sessionId}`` → as ``memory.open``: re-pin the session on the current revision."""
-        session = self.state.reload_session(p["sessionId"])
-        return {"sessionId": session.session_id, "revision": session.snapshot.revision,
-                "loadedAt": session.snapshot.loaded_at}
+        """``memory.reload {sessionId}`` → as ``memory.open``: re-pin the session on the current revisions (a project
+        root made since it opened joins it)."""
+        sid = p["sessionId"]
+        self.state.reload_session(sid)
+        scoped = self.home.resolve({"sessionId": sid})
+        for root in scoped.roots:
+            if root is self.home.user:
+                continue
+            if sid in root.state.sessions:
+                root.state.reload_session(sid)
+            else:
+                root.state.open_session(sid)
+        return self._pinned(scoped, sid)
 
     @handles(wire.MEMORY_CLOSE)
     def close(self, p: dict[str, Any]) -> dict[str, Any]:
         """``memory.close {sessionId}`` → ``{ok, sessionId, pendingWrites}``; publishes a ``session-end`` nudge."""
-        session = self.state.close_session(p["sessionId"])
-        report = nudge_report(self.state.current, session.pending_writes, self.state.now_iso())
+        sid = p["sessionId"]
+        session = self.state.close_session(sid)
+        pending = session.pending_writes
+        for root in self.home.projects():
+            if sid in root.state.sessions:
+                pending += root.state.close_session(sid).pending_writes
+        self.home.session_scopes.pop(sid, None)
+        report = nudge_report(self.state.current, pending, self.state.now_iso())
         self._publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
-                                       "sessionId": session.session_id, "due": self.injector.due_now()})
-        return {"ok": True, "sessionId": session.session_id, "pendingWrites": session.pending_writes}
+                                       "sessionId": sid, "due": self.injector.due_now()})
+        return {"ok": True, "sessionId": sid, "pendingWrites": pending}
 
     # --- reads ----------------------------------------------------------------------------------
 
     @handles(wire.MEMORY_INDEX)
     def index(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.index {sessionId?}`` → the index view of the session's (or the latest) revision.
+        """``memory.index {sessionId?, project?}`` → the index view of the scope's own root, at the session's (or
+        the latest) revision; a project whose root does not exist yet has an empty one.
 
         Shape: ``{memoryId, root, loadedAt, lineCount, byteCount, overBudget, lineCap,
-        byteCap, entries, revision}``.
+        byteCap, entries, revision, scope}``.
         """
-        snap = self.state.snapshot_for(p.get("sessionId"))
-        o = self.state.options
+        scoped, snap = self._own(p)
+        if snap is None or scoped.root is None:
+            from mmd.core.model import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_LINES
+            from mmd.core.projects import project_root
+
+            assert scoped.project is not None
+            return {"memoryId": scoped.scope, "root": str(project_root(self.home.home, scoped.project)),
+                    "loadedAt": self.state.now_iso(), "lineCount": 0, "byteCount": 0, "overBudget": False,
+                    "lineCap": DEFAULT_INDEX_LINES, "byteCap": DEFAULT_INDEX_BYTES, "entries": [], "revision": 0,
+                    "scope": scoped.scope}
+        o = scoped.root.state.options
         return {"memoryId": snap.memory_id, "root": str(snap.root), "loadedAt": snap.loaded_at,
                 "lineCount": snap.index_line_count, "byteCount": snap.index_byte_count,
                 "overBudget": snap.index_over_budget, "lineCap": o.index_lines, "byteCap": o.index_bytes,
-                "entries": [e.to_json() for e in snap.entries], "revision": snap.revision}
+                "entries": [e.to_json() for e in snap.entries], "revision": snap.revision, "scope": scoped.scope}
 
     @handles(wire.MEMORY_READ)
     def read(self, p: dict[str, Any]) -> dict[str, Any] | None:
-        """``memory.read {topic?, sessionId?}`` → the note's JSON or null; without a topic, the index view.
+        """``memory.read {topic?, sessionId?, project?}`` → the note's JSON (with ``scope``: the root holding it, the
+        scope's own first, then the user root) or null; without a topic, the index view.
 
         Raises:
             MMError(E_INVALID): for a bad topic slug.
@@ -137,28 +198,41 @@ class Methods:
         if "topic" not in p:
             return self.index(p)
         topic = validate_topic(p["topic"])
-        note = self.state.snapshot_for(p.get("sessionId")).note(topic)
-        return note.to_json() if note else None
+        _, snaps = self._snapshots(p)
+        for root, snap in snaps:
+            note = snap.note(topic)
+            if note is not None:
+                return {**note.to_json(), "scope": root.scope}
+        return None
 
     @handles(wire.MEMORY_LIST)
     def list(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.list {sessionId?}`` → ``{notes: [note JSON, …]}`` sorted by topic."""
-        snap = self.state.snapshot_for(p.get("sessionId"))
-        return {"notes": [n.to_json() for n in sorted(snap.notes, key=lambda n: n.topic)]}
+        """``memory.list {sessionId?, project?}`` → ``{notes: [note JSON with scope, …]}``: the scope's own root's
+        sorted by topic, then the user root's."""
+        _, snaps = self._snapshots(p)
+        return {"notes": [{**n.to_json(), "scope": root.scope} for root, snap in snaps
+                          for n in sorted(snap.notes, key=lambda n: n.topic)]}
 
     @handles(wire.MEMORY_SEARCH)
     async def search(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.search {query, mode?, limit?, sessionId?}`` → the core search result (mm v1 §8).
+        """``memory.search {query, mode?, limit?, sessionId?, project?}`` → the core search result (mm v1 §8) over
+        the scope's roots, each match with its ``scope`` (:func:`mmd.core.memory.merge_searches`).
 
         Runs in a worker thread: the first search of a revision builds its index.
 
         Raises:
             MMError(E_INVALID): for a blank query or a limit below 1.
         """
-        snap = self.state.snapshot_for(p.get("sessionId"))
-        return await asyncio.to_thread(search_snapshot, snap, p["query"], mode=p.get("mode"),
-                                       limit=p.get("limit"), options=self.state.options,
-                                       fts5_available=self.state.fts5_available)
+        _, snaps = self._snapshots(p)
+
+        def run() -> dict[str, Any]:
+            found = [(root.scope, search_snapshot(snap, p["query"], mode=p.get("mode"), limit=p.get("limit"),
+                                                  options=root.state.options,
+                                                  fts5_available=root.state.fts5_available))
+                     for root, snap in snaps]
+            return merge_searches(found, p.get("limit") or self.state.options.search_limit)
+
+        return await asyncio.to_thread(run)
 
     @handles(wire.MEMORY_BUDGET)
     async def budget(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -168,20 +242,26 @@ class Methods:
             MMError(E_PARSE | E_IO): if the live MEMORY.md cannot be read.
         """
         sid = p.get("sessionId")
-        snap = self.state.snapshot_for(sid)
-        pending = self.state.session(sid).pending_writes if sid is not None else 0
-        live = await asyncio.to_thread(self.state.store.budget)
+        scoped, snap = self._own(p)
+        root = scoped.root if scoped.root is not None and snap is not None else self.home.user
+        snap = snap if snap is not None else root.state.snapshot_for(sid)
+        state = root.state
+        pending = state.session(sid).pending_writes if sid is not None and sid in state.sessions else 0
+        live = await asyncio.to_thread(state.store.budget)
         age_ms = int((parse_iso_ms(self.state.now_iso()) - parse_iso_ms(snap.loaded_at)).total_seconds() * 1000)
         return {"root": str(snap.root), "memoryId": snap.memory_id, "loadedAt": snap.loaded_at,
                 "snapshotAgeMs": age_ms, "pendingWrites": pending, **live,
-                "search": {"configuredMode": self.state.options.search_mode, "engine": snap.engine}}
+                "search": {"configuredMode": state.options.search_mode, "engine": snap.engine},
+                "scope": root.scope}
 
     @handles(wire.MEMORY_NUDGE)
     def nudge(self, p: dict[str, Any]) -> dict[str, Any]:
         """``memory.nudge {sessionId?}`` → the mm nudge report for the session (or the latest revision)."""
         sid = p.get("sessionId")
-        snap: Snapshot = self.state.snapshot_for(sid)
-        pending = self.state.session(sid).pending_writes if sid is not None else 0
+        scoped, own = self._own(p)
+        root = scoped.root if scoped.root is not None and own is not None else self.home.user
+        snap: Snapshot = own if own is not None else root.state.snapshot_for(sid)
+        pending = root.state.session(sid).pending_writes if sid is not None and sid in root.state.sessions else 0
         return nudge_report(snap, pending, self.state.now_iso())
 
     # --- writes ---------------------------------------------------------------------------------
@@ -202,12 +282,10 @@ class Methods:
             DaemonError(E_NO_SESSION): for an unknown session.
             MMError(E_INVALID | E_PARSE | E_IO): as the core's write (a prose ``reviewAfter`` is E_INVALID).
         """
-        sid = p.get("sessionId")
-        if sid is not None:
-            self.state.session(sid)
-        return await self.state.write(p["topic"], p["content"], if_revision=p.get("ifRevision"), session_id=sid,
-                                      summary=p.get("summary"), budget=p.get("budget"), tags=p.get("tags"),
-                                      review_after=p.get("reviewAfter"))
+        state, sid = await self._writer(p)
+        return await state.write(p["topic"], p["content"], if_revision=p.get("ifRevision"), session_id=sid,
+                                 summary=p.get("summary"), budget=p.get("budget"), tags=p.get("tags"),
+                                 review_after=p.get("reviewAfter"))
 
     @handles(wire.MEMORY_DELETE)
     async def delete(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -216,10 +294,8 @@ class Methods:
         Raises:
             DaemonError(E_CONFLICT | E_NO_SESSION), MMError(E_INVALID | E_PARSE | E_IO): as ``memory.write``.
         """
-        sid = p.get("sessionId")
-        if sid is not None:
-            self.state.session(sid)
-        return await self.state.delete(p["topic"], if_revision=p.get("ifRevision"), session_id=sid)
+        state, sid = await self._writer(p)
+        return await state.delete(p["topic"], if_revision=p.get("ifRevision"), session_id=sid)
 
     @handles(wire.MEMORY_DIGEST)
     async def digest(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -250,8 +326,14 @@ class Methods:
         Raises:
             MMError(E_INVALID): as :meth:`.inject.Injector.inject`.
         """
-        return await self.injector.inject(p["client"], max_bytes=p.get("maxBytes"), commit=bool(p.get("commit")),
-                                          reset=bool(p.get("reset")))
+        root = self.home.resolve(p).root
+        if root is None:  # a project without a root yet: nothing to inject from it
+            return {"mode": "none", "text": "", "added": [], "updated": [], "removed": [], "unchanged": 0,
+                    "reminded": [], "bytes": 0, "token": None, "revision": 0, "committed": False,
+                    "scope": self.home.resolve(p).scope}
+        injected: dict[str, Any] = await root.injector.inject(
+            p["client"], max_bytes=p.get("maxBytes"), commit=bool(p.get("commit")), reset=bool(p.get("reset")))
+        return injected
 
     @handles(wire.MEMORY_INJECTED)
     async def injected(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +342,9 @@ class Methods:
         Raises:
             MMError(E_INVALID), DaemonError(E_NOT_FOUND): as :meth:`.inject.Injector.injected`.
         """
-        return await self.injector.injected(p["client"], p["token"])
+        root = self.home.resolve(p).root or self.home.user
+        confirmed: dict[str, Any] = await root.injector.injected(p["client"], p["token"])
+        return confirmed
 
     @handles(wire.MEMORY_DUE)
     async def due(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -269,9 +353,11 @@ class Methods:
         Raises:
             MMError(E_INVALID): for a negative ``withinDays``.
         """
-        return await self.injector.due(p.get("withinDays"))
+        root = self.home.resolve(p).root or self.home.user
+        due: dict[str, Any] = await root.injector.due(p.get("withinDays"))
+        return due
 
-    # --- the review queue (the use-cases are in .review) ------------------------------------------
+    # --- merges ---------------------------------------------------------------------------------
 
     @handles(wire.MEMORY_MERGE)
     async def merge(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -283,153 +369,25 @@ class Methods:
         Raises:
             DaemonError(E_CONFLICT | E_NO_SESSION), MMError(E_INVALID | E_PARSE | E_IO): as ``memory.write``.
         """
-        sid = p.get("sessionId")
-        if sid is not None:
-            self.state.session(sid)
-        return await self.state.merge(p["topics"], p["into"], summary=p.get("summary"),
-                                      if_revision=p.get("ifRevision"), session_id=sid)
+        state, sid = await self._writer(p)
+        return await state.merge(p["topics"], p["into"], summary=p.get("summary"),
+                                 if_revision=p.get("ifRevision"), session_id=sid)
 
-    @handles(wire.QUEUE_LIST)
-    async def queue_list(self, p: dict[str, Any]) -> QueueListResult:
-        """``queue.list {status?, limit?, offset?, all?, minScore?, project?, agent?, session?}`` → ``{candidates,
-        total, pending, offset, limit}``; pending ones highest score first; hidden ones only with ``all`` or
-        ``minScore``.
+    # --- the memory home -----------------------------------------------------------------------
 
-        Raises:
-            DaemonError(E_INVALID | E_UNAVAILABLE): as :meth:`.review.Review.page`.
-        """
-        return await self.review.page(p.get("status", "pending"), limit=p.get("limit", 100),
-                                      offset=p.get("offset", 0), hidden=bool(p.get("all")),
-                                      min_score=p.get("minScore"), project=p.get("project"), agent=p.get("agent"),
-                                      session=p.get("session"))
-
-    @handles(wire.QUEUE_GET)
-    async def queue_get(self, p: dict[str, Any]) -> CandidateJson:
-        """``queue.get {id}`` → the candidate.
+    @handles(wire.MEMORY_ADOPT)
+    async def adopt(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.adopt {topics, project}`` → ``{ok, moved, refused, revisions: {scope: revision}}``: the user
+        root's notes moved into the project's root (:func:`mmd.core.move.move_notes`), one revision in each.
 
         Raises:
-            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`.review.Review.get`.
+            DaemonError(E_INVALID): for a bad ``project``, or one that names the user root.
+            MMError(E_INVALID | E_CONFLICT | E_PARSE | E_IO): as :func:`~mmd.core.move.move_notes`.
         """
-        return await self.review.get(p["id"])
-
-    @handles(wire.QUEUE_ACCEPT)
-    async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult | dict[str, Any]:
-        """``queue.accept {id, topic?, into?, summary?, tags?, content?, ifRevision?, replace?}`` → ``{ok, candidate,
-        write}``; with a list of ids → ``{ok, results: [{id, ok, candidate?, write?, error?}]}``, each reported.
-
-        Raises:
-            DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED | E_EXISTS | E_CONFLICT), MMError: as
-            :meth:`.review.Review.accept` (for one id; a list reports them per id).
-        """
-        async def one(raw: int | str) -> QueueAcceptResult:
-            result = await self.review.accept(raw, topic=p.get("topic"), content=p.get("content"),
-                                              into=p.get("into"), summary=p.get("summary"), tags=p.get("tags"),
-                                              if_revision=p.get("ifRevision"), replace=bool(p.get("replace")))
-            if result["ok"]:
-                self._decided(result["candidate"])
-            return result
-
-        if isinstance(p["id"], list):
-            return await self.review.decide_many(p["id"], one)
-        return await one(p["id"])
-
-    @handles(wire.QUEUE_REJECT)
-    async def queue_reject(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``queue.reject {id, reason?}`` → ``{ok: true, candidate}``; rejecting a rejected candidate is a no-op.
-        With a list of ids, or ``below`` (every pending candidate scoring below it) → ``{ok, results}``.
-
-        Raises:
-            DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED): as :meth:`.review.Review.reject`; E_INVALID
-            also for neither or both of ``id`` and ``below``.
-        """
-        raw, below = p.get("id"), p.get("below")
-        if (raw is None) == (below is None):
-            raise DaemonError(ErrorCode.E_INVALID, "queue.reject takes either id (one or a list) or below")
-
-        async def one(cid: int | str) -> CandidateJson:
-            rejected = await self.review.reject(cid, reason=p.get("reason"))
-            self._decided(rejected)
-            return rejected
-
-        if below is not None:
-            ids = await self.review.below(below)
-            return await self.review.decide_many(ids, one) if ids else {"ok": True, "results": []}
-        if isinstance(raw, list):
-            return await self.review.decide_many(raw, one)
-        return {"ok": True, "candidate": await one(p["id"])}
-
-    @handles(wire.QUEUE_UNDO)
-    async def queue_undo(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``queue.undo {id}`` → ``{ok: true, candidate, reverted, revision?}``: pending again, the note reverted.
-
-        Raises:
-            DaemonError(E_INVALID | E_NOT_FOUND | E_CONFLICT | E_UNAVAILABLE), MMError: as
-            :meth:`.review.Review.undo`.
-        """
-        undone = await self.review.undo(p["id"])
-        self._decided(undone["candidate"])
-        return undone
-
-    def _decided(self, cand: CandidateJson) -> None:
-        """Publish ``queue/decided`` for the candidate's new status (every surface sees decisions live)."""
-        event: dict[str, Any] = {"id": cand["id"], "status": cand["status"], "queuePending": self.review.pending}
-        if cand.get("written"):
-            event["topic"] = cand["written"]["topic"]
-        self._publish(QUEUE_DECIDED, event)
-
-    # --- the git history and sync (issue 18; the use-cases are in .gitsync) -------------------------
-
-    def _git(self) -> GitSync:
-        if self.git is None:
-            raise DaemonError(DaemonCode.E_UNAVAILABLE, "this daemon keeps no git history: start it with --git "
-                              "(or [git] enabled = true)")
-        return self.git
-
-    @handles(wire.MEMORY_LOG)
-    async def log(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.log {topic?, limit?}`` → ``{commits}`` newest first.
-
-        Raises:
-            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): for a bad topic slug.
-        """
-        return await self._git().log(p.get("topic"), p.get("limit", 100))
-
-    @handles(wire.MEMORY_DIFF)
-    async def diff(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.diff {rev, other?}`` → ``{from, to, topics, patch}``.
-
-        Raises:
-            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if a REV names nothing.
-        """
-        return await self._git().diff(p["rev"], p.get("other"))
-
-    @handles(wire.MEMORY_REVERT)
-    async def revert(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.revert {rev}`` → ``{ok, rev, commit, results, revision}``: new writes, never a rewrite.
-
-        Raises:
-            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if ``rev`` names nothing.
-        """
-        return await self._git().revert(p["rev"])
-
-    @handles(wire.MEMORY_RESTORE)
-    async def restore(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.restore {topic, at}`` → ``{ok, topic, at, commit, action, outcome, revision}``.
-
-        Raises:
-            DaemonError(E_UNAVAILABLE | E_NOT_FOUND): without ``--git``; a topic absent at ``at``.
-            MMError(E_INVALID): if ``at`` names nothing or the topic is not a slug.
-        """
-        return await self._git().restore(p["topic"], p["at"])
-
-    @handles(wire.MEMORY_SYNC)
-    async def sync(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.sync {}`` → what the sync did, once commit, fetch, merge, push and the reload are done.
-
-        Raises:
-            DaemonError(E_UNAVAILABLE): without ``--git`` (a failed sync is a result with ``ok: false``).
-        """
-        return await self._git().sync_now()
+        target = await self.home.writable(p)
+        if target is self.home.user:
+            raise DaemonError(ErrorCode.E_INVALID, "memory.adopt moves notes into a project's root: name the project")
+        return await self.home.move(self.home.user, target, p["topics"])
 
     # --- daemon ---------------------------------------------------------------------------------
 
@@ -441,32 +399,5 @@ class Methods:
                 "revision": self.state.revision, "sessions": len(self.state.sessions), **self._status()}
 
 
-def _bind(cls: type) -> dict[str, str]:
-    """``{method name: handler attribute}`` of ``cls``, checked against the wire's method table.
-
-    Raises:
-        TypeError: if a method of ``METHODS`` has no handler or two, a handler names a method the
-            wire does not list, or a handler's kind (plain function or coroutine) does not match
-            the method's ``inline`` flag. Raised at import: a daemon with a hole in its table never starts.
-    """
-    bound: dict[str, str] = {}
-    for attr, fn in vars(cls).items():
-        name = getattr(fn, _HANDLER_ATTR, None)
-        if name is None:
-            continue
-        if name in bound:
-            raise TypeError(f"{name} has two handlers: {bound[name]} and {attr}")
-        if name not in METHODS:
-            raise TypeError(f"{attr} handles {name}, which is not in mmd.wire.methods.METHODS")
-        if inspect.iscoroutinefunction(fn) == METHODS[name].inline:
-            raise TypeError(f"{attr}: {name} is {'inline' if METHODS[name].inline else 'awaited'}, "
-                            f"so its handler must {'not ' if METHODS[name].inline else ''}be a coroutine")
-        bound[name] = attr
-    missing = sorted(set(METHODS) - set(bound))
-    if missing:
-        raise TypeError(f"no handler for {', '.join(missing)}")
-    return bound
-
-
-_HANDLERS = _bind(Methods)
+_HANDLERS = bind(Methods)
 """``{method name: Methods attribute}``, every method of the wire exactly once."""

@@ -70,7 +70,7 @@ def _row_json(r: sqlite3.Row) -> CandidateJson:
         "evidence": json.loads(r["evidence"]),
         "source": {"sessionId": r["session_id"], "file": r["file"], "seq": r["seq"], "messageId": r["message_id"],
                    "kind": r["source_kind"]},
-        "createdAt": r["created_at"],
+        "createdAt": r["created_at"], "scope": r["scope"],
     }
     if r["decided_at"] is not None:
         out["decidedAt"] = r["decided_at"]
@@ -104,11 +104,15 @@ class ReviewQueue:
     Args:
         db: the opened state database.
         now_iso: the clock, ISO-8601 UTC with milliseconds.
+        scope_of: the root a new candidate is proposed to (``user`` or a project key, ``docs/projects.md``);
+            None proposes every candidate to the user root.
     """
 
-    def __init__(self, db: StateDB, now_iso: Callable[[], str]) -> None:
+    def __init__(self, db: StateDB, now_iso: Callable[[], str],
+                 scope_of: Callable[[NewCandidate], str] | None = None) -> None:
         self.db = db
         self._now_iso = now_iso
+        self.scope_of = scope_of
         self.counts: dict[str, int] = {"pending": 0, "accepted": 0, "rejected": 0, "total": 0}
         """Candidates per status, refreshed after every change (read it from any thread)."""
         self.merged = 0
@@ -203,12 +207,13 @@ class ReviewQueue:
         cur = conn.execute(
             "INSERT OR IGNORE INTO candidates (key, kind, topic, summary, body, chars, over_budget, session_id, file,"
             " seq, message_id, source_kind, created_at, rule, score, seen, visible, pinned, norm, proposal_action,"
-            " evidence, agents, projects) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " evidence, agents, projects, scope)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (f"n:{c.norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
              c.seq, c.message_id, c.source_kind, now, c.rule, round(c.score, 4), max(1, len(evidence)),
              int(c.visible or c.pinned), int(c.pinned), c.norm, c.proposal_action,
              json.dumps(evidence, ensure_ascii=False), _framed(e["agent"] for e in evidence),
-             _framed(e["project"] for e in evidence)))
+             _framed(e["project"] for e in evidence), self.scope_of(c) if self.scope_of is not None else "user"))
         return cur.lastrowid if cur.rowcount == 1 else None
 
     def add(self, items: Iterable[NewCandidate], cursor: CursorRow | None = None) -> list[int]:
@@ -264,7 +269,8 @@ class ReviewQueue:
 
     def list(self, status: str = "pending", *, limit: int = 100, offset: int = 0, hidden: bool = True,
              min_score: float | None = None, project: str | None = None,
-             agent: str | None = None, session: str | None = None) -> tuple[list[CandidateJson], int]:
+             agent: str | None = None, session: str | None = None, scope: str | None = None,
+             first: str | None = None) -> tuple[list[CandidateJson], int]:
         """Candidates with ``status`` (or ``"all"``): ``(page, total matching)``.
 
         Pending candidates come highest score first (ties: oldest first); other statuses oldest first.
@@ -277,6 +283,8 @@ class ReviewQueue:
                 ``queue list`` shows a long one, matching a folder starting so; folders below it count)
                 or agent.
             session: only candidates first seen in this agent session (its id).
+            scope: only candidates proposed to this root (``user`` or a project key).
+            first: pending candidates proposed to this root (a project key) come before the others.
         """
         conn = self.db.conn()
         clauses: list[str] = []
@@ -295,6 +303,9 @@ class ReviewQueue:
         if agent is not None:
             clauses.append("instr(agents, ?) > 0")
             args.append(f"\n{agent}\n")
+        if scope is not None:
+            clauses.append("scope = ?")
+            args.append(scope)
         if project is not None:  # the project or a folder below it (a session started in a subfolder of the repo)
             clauses.append("(instr(projects, ?) > 0 OR instr(projects, ?) > 0)")
             if "/" not in project and project.endswith("…"):  # a name as the list cut it: its folder's start
@@ -307,8 +318,11 @@ class ReviewQueue:
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         order = "score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]
+        ordering: tuple[Any, ...] = ()
+        if first is not None and status == "pending":
+            order, ordering = f"scope = ? DESC, {order}", (first,)
         rows = conn.execute(f"SELECT * FROM candidates{where} ORDER BY {order} LIMIT ? OFFSET ?",
-                            (*args, limit, offset)).fetchall()
+                            (*args, *ordering, limit, offset)).fetchall()
         return [_row_json(r) for r in rows], int(total)
 
     def below(self, score: float) -> builtins.list[int]:

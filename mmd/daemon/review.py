@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from mmd.core.errors import ErrorCode, MMError
+from mmd.core.projects import is_key, project_for
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
+from .home import USER, Home
 from .queue import ReviewQueue
 from .state import MemoryState
 
@@ -54,13 +57,15 @@ class Review:
     """The review queue's use-cases over one memory state.
 
     Args:
-        state: the memory state accepted candidates are written to.
+        home: the roots served: a candidate is written to the root it is proposed to (its ``scope``: ``user`` or
+            a project key), or the one the caller names (``project``).
         queue: the review queue, or None when ingestion is off (every use-case then raises
             ``E_UNAVAILABLE``).
     """
 
-    def __init__(self, state: MemoryState, queue: ReviewQueue | None) -> None:
-        self.state = state
+    def __init__(self, home: Home, queue: ReviewQueue | None) -> None:
+        self.home = home
+        self.state = home.user.state
         self.queue = queue
         self._deciding = asyncio.Lock()
 
@@ -77,7 +82,8 @@ class Review:
 
     async def page(self, status: str = "pending", *, limit: int = 100, offset: int = 0, hidden: bool = False,
                    min_score: float | None = None, project: str | None = None,
-                   agent: str | None = None, session: str | None = None) -> QueueListResult:
+                   agent: str | None = None, session: str | None = None,
+                   first: str | None = None) -> QueueListResult:
         """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``).
 
         Pending candidates come highest score first; others oldest first. Candidates hidden by
@@ -86,9 +92,13 @@ class Review:
         Args:
             limit: page size, 1–:data:`QUEUE_LIST_MAX`. offset: candidates to skip (≥ 0).
             hidden: include hidden candidates. min_score: only candidates scoring at least this.
-            project, agent: only candidates with evidence from this project (its working directory:
-                a full path, or a name without ``/`` matching its last folder) or agent.
+            project: ``user`` or a project key: only the candidates proposed to that root; else only candidates
+                with evidence from this project (its working directory: a full path, or a name without ``/``
+                matching its last folder).
+            agent: only candidates with evidence from this agent.
             session: only candidates first seen in this agent session (its id).
+            first: a project key, or a folder (its project, an agent session's folder counting as one): pending
+                candidates proposed to that root come first.
 
         Returns:
             ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.
@@ -103,9 +113,13 @@ class Review:
         if not 1 <= limit <= QUEUE_LIST_MAX or offset < 0:
             raise DaemonError(ErrorCode.E_INVALID,
                               f"queue.list: limit must be 1..{QUEUE_LIST_MAX} and offset at least 0")
+        scope = project if project is not None and (project == USER or is_key(project)) else None
+        if first is not None and not is_key(first) and os.path.isabs(first):  # a folder: the project it is in
+            folder = await asyncio.to_thread(project_for, first, self.home.home, session=True)
+            first = folder.key if folder is not None else None
         found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset, hidden=hidden,
-                                               min_score=min_score, project=project, agent=agent,
-                                               session=session)
+                                               min_score=min_score, project=None if scope else project,
+                                               agent=agent, session=session, scope=scope, first=first)
         return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
@@ -122,11 +136,29 @@ class Review:
             raise DaemonError(DaemonCode.E_NOT_FOUND, f"no candidate {cid} in the review queue")
         return found
 
+    async def target(self, cand: CandidateJson, project: str | None = None) -> MemoryState:
+        """The state of the root ``cand`` is written to: the one ``project`` names (a key, an absolute path, or
+        ``user``), else the one it is proposed to (its ``scope``); a project root is created by its first write.
+
+        Raises:
+            DaemonError(E_INVALID): for a bad ``project``. MMError: if a project root cannot be created.
+        """
+        if project is not None:
+            return (await self.home.writable({"project": project})).state
+        scope = str(cand.get("scope") or USER)
+        if scope == USER:
+            return self.state
+        served = self.home.get(scope)
+        if served is not None:
+            return served.state
+        return (await self.home.ensure_key(scope, _folders(cand))).state
+
     async def accept(self, raw_id: int | str, *, topic: str | None = None, content: str | None = None,
                      summary: str | None = None, tags: str | Sequence[str] | None = None,
                      if_revision: int | None = None, replace: bool = False,
-                     into: str | None = None) -> QueueAcceptResult:
-        """Write the candidate (``topic``, ``summary``, ``tags`` and ``content`` override its own) and accept it.
+                     into: str | None = None, project: str | None = None) -> QueueAcceptResult:
+        """Write the candidate (``topic``, ``summary``, ``tags`` and ``content`` override its own) and accept it,
+        in the root it is proposed to or the one ``project`` names (:meth:`target`).
 
         With ``into`` (or, when no ``topic`` is given, a candidate whose proposal is ``append``) the
         body is appended to that note (a blank line between) through the same budgeted write. An
@@ -151,17 +183,18 @@ class Review:
             cand = await self.get(raw_id)
             if cand["status"] != "pending":
                 raise _decided(cand)
-            if into is not None and self.state.current.note(into) is None:
+            state = await self.target(cand, project)
+            if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
             if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
                 into = cand["topic"]
             if into is not None:
-                return await self._append(cand, into, content=content, summary=summary, tags=tags,
+                return await self._append(state, cand, into, content=content, summary=summary, tags=tags,
                                           if_revision=if_revision)
             topic = cand["topic"] if topic is None else topic
-            previous = self._previous(topic)
+            previous = _previous(state, topic)
             if not replace:
-                latest = self.state.current
+                latest = state.current
                 existing = latest.note(topic)
                 if existing is not None:
                     raise DaemonError(DaemonCode.E_EXISTS,
@@ -170,46 +203,40 @@ class Review:
                                       uri=existing.uri)
                 if if_revision is None:
                     if_revision = latest.revision
-            outcome = await self.state.write(
+            outcome = await state.write(
                 topic, cand["body"] if content is None else content, if_revision=if_revision,
                 summary=cand["summary"] if summary is None else summary, tags=tags)
-            return await self._accepted(q, cand, outcome, previous)
+            return await self._accepted(q, state, cand, outcome, previous)
 
-    async def _append(self, cand: CandidateJson, into: str, *, content: str | None, summary: str | None,
-                      tags: str | Sequence[str] | None, if_revision: int | None) -> QueueAcceptResult:
-        """Append the candidate's body (or ``content``) to the note ``into`` and accept it (the lock is held).
+    async def _append(self, state: MemoryState, cand: CandidateJson, into: str, *, content: str | None,
+                      summary: str | None, tags: str | Sequence[str] | None,
+                      if_revision: int | None) -> QueueAcceptResult:
+        """Append the candidate's body (or ``content``) to the note ``into`` of ``state``'s root and accept it (the
+        lock is held).
 
         The note keeps its summary unless ``summary`` is given (a new note takes the candidate's)."""
         q = self._queue()
-        latest = self.state.current
+        latest = state.current
         existing = latest.note(into)
-        previous = self._previous(into)
+        previous = _previous(state, into)
         addition = cand["body"] if content is None else content
         body = f"{existing.body.rstrip()}\n\n{addition}" if existing is not None and existing.body.strip() \
             else addition
-        outcome = await self.state.write(
+        outcome = await state.write(
             into, body, if_revision=latest.revision if if_revision is None else if_revision,
             summary=summary if summary is not None else None if existing is not None else cand["summary"], tags=tags,
             budget=max(len(body), existing.entry.write_budget) if existing else None)
-        return await self._accepted(q, cand, outcome, previous)
+        return await self._accepted(q, state, cand, outcome, previous)
 
-    def _previous(self, topic: str) -> dict[str, Any] | None:
-        """What an acceptance may replace: the note's ``{body, summary, tags, writeBudget}``, or None."""
-        before = self.state.current.note(topic)
-        if before is None:
-            return None
-        return {"body": before.body, "summary": before.entry.summary, "tags": list(before.entry.tags),
-                "writeBudget": before.entry.write_budget}
-
-    async def _accepted(self, q: ReviewQueue, cand: CandidateJson, outcome: dict[str, Any],
+    async def _accepted(self, q: ReviewQueue, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
                         previous: dict[str, Any] | None) -> QueueAcceptResult:
-        """Mark the candidate accepted after ``outcome`` (a write), journaling what :meth:`undo` needs:
-        the note's text before (``previous``) and the sha256 of the text written; a refused write
-        leaves it pending."""
+        """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root), journaling what :meth:`undo`
+        needs: the root's scope, the note's text before (``previous``) and the sha256 of the text written; a
+        refused write leaves it pending."""
         if not outcome.get("ok"):
             return {"ok": False, "candidate": cand, "write": outcome}
         written = {"topic": outcome["topic"], "revision": outcome["revision"], "previous": previous,
-                   "sha256": _body_hash(self.state.current.note(outcome["topic"]))}
+                   "sha256": _body_hash(state.current.note(outcome["topic"])), "scope": self._scope_of(state)}
         decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
         return {"ok": True, "candidate": decided or cand, "write": outcome}
 
@@ -292,10 +319,19 @@ class Review:
             reopened = await asyncio.to_thread(q.reopen, cand["id"], cand["status"])
             return {**out, "candidate": reopened or await self.get(cand["id"])}
 
+    def _scope_of(self, state: MemoryState) -> str:
+        return next((r.scope for r in self.home if r.state is state), USER)
+
     async def _revert(self, written: dict[str, Any]) -> dict[str, Any]:
-        """Revert the note an acceptance wrote (``written`` as journaled): ``{reverted, revision}``."""
+        """Revert the note an acceptance wrote (``written`` as journaled, in the root its ``scope`` names):
+        ``{reverted, revision}``."""
         topic = written.get("topic")
-        latest = self.state.current
+        root = self.home.get(written.get("scope") or USER)
+        if root is None:
+            raise DaemonError(DaemonCode.E_CONFLICT, f"the project root {written.get('scope')} the candidate was "
+                              "accepted into is not served; undo refused", topic=topic)
+        state = root.state
+        latest = state.current
         note = latest.note(topic) if isinstance(topic, str) else None
         if note is None:
             return {"reverted": "deleted", "revision": latest.revision}
@@ -304,15 +340,34 @@ class Review:
                               "(edit or delete the note by hand)", topic=topic, revision=latest.revision)
         previous = written.get("previous")
         if not isinstance(previous, dict):
-            done = await self.state.delete(topic, if_revision=latest.revision)
+            done = await state.delete(topic, if_revision=latest.revision)
             return {"reverted": "deleted", "revision": done["revision"]}
-        done = await self.state.write(topic, previous["body"], if_revision=latest.revision,
+        done = await state.write(topic, previous["body"], if_revision=latest.revision,
                                       summary=previous.get("summary", ""), tags=previous.get("tags") or [],
                                       budget=previous.get("writeBudget") or None)
         if not done.get("ok"):
             raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri}: the previous text cannot be restored "
                               f"({done.get('message')})", topic=topic, revision=latest.revision)
         return {"reverted": "restored", "revision": done["revision"]}
+
+
+def _previous(state: MemoryState, topic: str) -> dict[str, Any] | None:
+    """What an acceptance may replace: the note's ``{body, summary, tags, writeBudget}``, or None."""
+    before = state.current.note(topic)
+    if before is None:
+        return None
+    return {"body": before.body, "summary": before.entry.summary, "tags": list(before.entry.tags),
+            "writeBudget": before.entry.write_budget}
+
+
+def _folders(cand: CandidateJson) -> list[str]:
+    """The folders the candidate was said in (its evidence's projects), first seen first."""
+    out: list[str] = []
+    for e in cand.get("evidence", []):
+        folder = e.get("project")
+        if isinstance(folder, str) and folder not in out:
+            out.append(folder)
+    return out
 
 
 def _body_hash(note: Any) -> str | None:

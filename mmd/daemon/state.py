@@ -449,9 +449,9 @@ class MemoryState:
 
     # --- sessions ------------------------------------------------------------------------------------
 
-    def open_session(self) -> Session:
-        """Pin the current revision in a new session."""
-        session = Session(secrets.token_urlsafe(12), self.current, last_used_s=self._monotonic())
+    def open_session(self, session_id: str | None = None) -> Session:
+        """Pin the current revision in a new session (``session_id``: its id in another root, :mod:`.home`)."""
+        session = Session(session_id or secrets.token_urlsafe(12), self.current, last_used_s=self._monotonic())
         self.sessions[session.session_id] = session
         return session
 

@@ -6,7 +6,8 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 3; version 1 lacked the ``inject_*`` and ``due_announced`` tables, versions
+Tables (schema version 4; version 3 lacked ``candidates.scope``;
+version 1 lacked the ``inject_*`` and ``due_announced`` tables, versions
 1 and 2 the review queue's columns of issue 13 and ``extractors``: an upgrade adds them in place)::
 
     candidates  the review queue: one row per candidate ever seen (the whole history); schema 3 added
@@ -42,8 +43,8 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 3
-"""``PRAGMA user_version`` of the schema this module creates (1 and 2 are upgraded in place, see
+SCHEMA_VERSION = 4
+"""``PRAGMA user_version`` of the schema this module creates (1 to 3 are upgraded in place, see
 :func:`_migrate_candidates`)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
@@ -129,8 +130,10 @@ _CANDIDATE_COLUMNS = (
     ("evidence", "TEXT NOT NULL DEFAULT '[]'"),
     ("agents", "TEXT NOT NULL DEFAULT ''"),
     ("projects", "TEXT NOT NULL DEFAULT ''"),
+    ("scope", "TEXT NOT NULL DEFAULT 'user'"),
 )
-"""Columns schema 3 adds to ``candidates`` (name, SQL type and default)."""
+"""Columns schemas 3 and 4 add to ``candidates`` (name, SQL type and default): 4 added ``scope``, the root a
+candidate is proposed to (``user`` or a project key, ``docs/projects.md``)."""
 _SCHEMA_3 = """
 CREATE INDEX IF NOT EXISTS candidates_by_norm ON candidates (norm);
 CREATE INDEX IF NOT EXISTS candidates_by_score ON candidates (status, visible, score);

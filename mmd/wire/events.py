@@ -69,6 +69,8 @@ class ChangedEvent(TypedDict):
     added: list[ChangedItem]
     updated: list[ChangedItem]
     removed: list[ChangedItem]
+    scope: NotRequired[str]
+    """The root: ``user`` or a project key (``docs/projects.md``)."""
 
 
 class DueItem(TypedDict):
@@ -88,6 +90,7 @@ class DueEvent(TypedDict):
     uri: str
     reviewAfter: str
     daysLeft: int
+    scope: NotRequired[str]
 
 
 class NudgeEvent(TypedDict):

@@ -23,6 +23,7 @@ from .protocol import DaemonError, UnknownMethod
 
 __all__ = [
     "DAEMON_STATUS",
+    "MEMORY_ADOPT",
     "ID_DIGITS",
     "INT_LIMIT",
     "MEMORY_BUDGET",
@@ -52,6 +53,7 @@ __all__ = [
     "QUEUE_LIST",
     "QUEUE_REJECT",
     "QUEUE_UNDO",
+    "SCOPE_PARAM",
     "SESSION_PARAM",
     "Method",
     "Param",
@@ -108,52 +110,60 @@ class Method(Record):
 _STR, _INT, _BOOL, _TAGS, _ID, _NUM = (str,), (int,), (bool,), (str, list), (str, int), (float,)
 _IDS = (str, int, list)
 _SESSION = {SESSION_PARAM: Param(_STR)}
+SCOPE_PARAM = "project"
+"""The param naming a request's root (``docs/projects.md``): a project key, an absolute path (that folder's
+project), or ``user``; absent, the user root (or the scope of the session named by ``sessionId``)."""
+_SCOPE = {SCOPE_PARAM: Param(_STR)}
+_IN_SCOPE = {**_SESSION, **_SCOPE}
 
-MEMORY_OPEN = Method("memory.open", inline=True)
+MEMORY_OPEN = Method("memory.open", _SCOPE, inline=True)
 MEMORY_CLOSE = Method("memory.close", {SESSION_PARAM: Param(_STR, True)}, inline=True)
 MEMORY_RELOAD = Method("memory.reload", {SESSION_PARAM: Param(_STR, True)}, inline=True)
-MEMORY_INDEX = Method("memory.index", _SESSION, idempotent=True, inline=True)
-MEMORY_READ = Method("memory.read", {"topic": Param(_STR), **_SESSION}, idempotent=True, inline=True)
-MEMORY_LIST = Method("memory.list", _SESSION, idempotent=True, inline=True)
+MEMORY_INDEX = Method("memory.index", _IN_SCOPE, idempotent=True, inline=True)
+MEMORY_READ = Method("memory.read", {"topic": Param(_STR), **_IN_SCOPE}, idempotent=True, inline=True)
+MEMORY_LIST = Method("memory.list", _IN_SCOPE, idempotent=True, inline=True)
 MEMORY_SEARCH = Method("memory.search", {"query": Param(_STR, True), "mode": Param(_STR), "limit": Param(_INT),
-                                         **_SESSION}, idempotent=True)
-MEMORY_BUDGET = Method("memory.budget", _SESSION, idempotent=True)
+                                         **_IN_SCOPE}, idempotent=True)
+MEMORY_BUDGET = Method("memory.budget", _IN_SCOPE, idempotent=True)
 MEMORY_WRITE = Method("memory.write", {
     "topic": Param(_STR, True), "content": Param(_STR, True), "summary": Param(_STR), "tags": Param(_TAGS),
-    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_SESSION})
-MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision": Param(_INT), **_SESSION})
+    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_IN_SCOPE})
+MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision": Param(_INT), **_IN_SCOPE})
 MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR), "maxItems": Param(_INT),
                                          "topicHint": Param(_STR)}, idempotent=True)
-MEMORY_NUDGE = Method("memory.nudge", _SESSION, idempotent=True, inline=True)
+MEMORY_NUDGE = Method("memory.nudge", _IN_SCOPE, idempotent=True, inline=True)
 MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": Param(_STR, True),
-                                       "summary": Param(_STR), "ifRevision": Param(_INT), **_SESSION})
+                                       "summary": Param(_STR), "ifRevision": Param(_INT), **_IN_SCOPE})
 QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
                                    "all": Param(_BOOL), "minScore": Param(_NUM), "project": Param(_STR),
-                                   "agent": Param(_STR), "session": Param(_STR)}, idempotent=True)
+                                   "agent": Param(_STR), "session": Param(_STR), "first": Param(_STR)},
+                    idempotent=True)
 QUEUE_GET = Method("queue.get", {"id": Param(_ID, True)}, idempotent=True)
 QUEUE_ACCEPT = Method("queue.accept", {
     "id": Param(_IDS, True), "topic": Param(_STR), "into": Param(_STR), "content": Param(_STR),
-    "summary": Param(_STR), "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL)})
+    "summary": Param(_STR), "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL), **_SCOPE})
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_IDS), "below": Param(_NUM), "reason": Param(_STR)})
 QUEUE_UNDO = Method("queue.undo", {"id": Param(_ID, True)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
 MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes": Param(_INT),
-                                         "commit": Param(_BOOL), "reset": Param(_BOOL)})
-MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True)},
+                                         "commit": Param(_BOOL), "reset": Param(_BOOL), **_SCOPE})
+MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True), **_SCOPE},
                          idempotent=True)
-MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT)}, idempotent=True)
+MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT), **_SCOPE}, idempotent=True)
 # The root's git history and sync (issue 18; E_UNAVAILABLE without --git). REV: a commit or ``r42``.
 MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT)}, idempotent=True)
 MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR)}, idempotent=True)
 MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
 MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True)})
 MEMORY_SYNC = Method("memory.sync", idempotent=True)
+# The memory home (issue 27): notes of the user root moved into a project's root, one revision in each.
+MEMORY_ADOPT = Method("memory.adopt", {"topics": Param((list,), True), SCOPE_PARAM: Param(_STR, True)})
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
     MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT,
     QUEUE_REJECT, QUEUE_UNDO, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE, MEMORY_LOG, MEMORY_DIFF,
-    MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC)}
+    MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC, MEMORY_ADOPT)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", float: "a number"}

@@ -168,6 +168,8 @@ class OpenResult(TypedDict):
     sessionId: str
     revision: int
     loadedAt: str
+    scope: NotRequired[str]
+    """``user`` or the project key the session reads first (``docs/projects.md``)."""
 
 
 class CandidateSource(TypedDict):
@@ -211,6 +213,8 @@ class CandidateJson(TypedDict):
     decidedAt: NotRequired[str]
     reason: NotRequired[str]
     written: NotRequired[dict[str, Any]]
+    scope: NotRequired[str]
+    """The root the candidate is proposed to: ``user`` or a project key (``docs/projects.md``)."""
 
 
 class QueueListResult(TypedDict):

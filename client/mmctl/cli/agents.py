@@ -44,7 +44,8 @@ def _call(what: Any) -> Any:
 
 def cmd_inject(ctx: Ctx) -> int:
     """``inject``: print the injection, then commit it (never when stdout could not take it)."""
-    from ..injection import hook_input, hook_output, plan
+    from ..injection import hook_input, hook_output
+    from ..scoped import plan_scoped
 
     given = ctx.args.text("--format")
     if ctx.json and given not in (None, "json"):
@@ -54,11 +55,15 @@ def cmd_inject(ctx: Ctx) -> int:
     form = "json" if ctx.json else given or "text"
     hook = _call(lambda: hook_input(ctx.stdin_bytes())) if form == "claude-hook" else None
     client = ctx.args.text("--client") or (hook.client_key if hook is not None else DEFAULT_CLIENT)
+    if hook is not None and hook.cwd:  # the agent's folder names the project, whatever --root says
+        ctx.scope_for_session(hook.cwd)
     ctx.need_root()
     daemon = ctx.daemon()
-    injection = _call(lambda: plan(client, daemon=daemon.client if daemon else None,
-                                   options=lambda: ctx.direct().options(), now=ctx.now,
-                                   max_bytes=ctx.args.integer("--max-bytes"), reset=bool(hook and hook.reset)))
+    scope = ctx.scope()
+    injection = _call(lambda: plan_scoped(scope, client, daemon=daemon.client if daemon else None,
+                                          options=ctx.options_of, now=ctx.now,
+                                          max_bytes=ctx.args.integer("--max-bytes"),
+                                          reset=bool(hook and hook.reset)))
     result = injection.result
     if hook is not None:
         text = hook_output(hook.event, injection.text)

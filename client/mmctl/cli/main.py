@@ -42,7 +42,14 @@ def _run(command: str, ctx: Ctx) -> int:
     if command == "mcp":
         from ..mcp.server import serve
 
-        return serve(ctx.root_flag(), ctx.args.text("--lang") or "en", ctx.env)
+        if ctx.args.text("--project") is None and not ctx.args.flag("--user"):
+            import os
+
+            try:  # an agent starts its MCP server in the folder it works in: that project, whatever --root says
+                ctx.scope_for_session(os.getcwd(), session=False)
+            except OSError:
+                pass
+        return serve(ctx.root_flag(), ctx.args.text("--lang") or "en", ctx.env, scope=ctx.scope())
     from importlib import import_module
 
     module = import_module(f"{__package__}.{COMMANDS[command].module}")

@@ -7,6 +7,7 @@ newline; messages on stderr start with ``mmctl: ``. Exit codes have names here.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -23,7 +24,11 @@ if TYPE_CHECKING:
     from typing import Any, BinaryIO, TextIO
 
 if TYPE_CHECKING:
+    from mmd.core.memory import Memory
+    from mmd.core.options import MemoryOptions
+
     from ..backend import Daemon, Direct
+    from ..scope import Scope
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "aligned", "fix_for", "js_json"]
 
@@ -132,6 +137,7 @@ class Ctx:
         self.now: Clock = system_clock
         self.fts5: bool | None = None
         self._daemon: Daemon | None | bool = False
+        self._scope: Scope | None = None
 
     # --- arguments ------------------------------------------------------------------------------
 
@@ -150,12 +156,68 @@ class Ctx:
         root = self.args.text("--root")
         return root if root else None
 
+    def home(self) -> Path:
+        """The user root: ``--root``, else the config file's ``root``, else mm v1 §2 (a project root named with
+        ``--root`` gives its home's)."""
+        return self.scope().home
+
+    def scope(self) -> Scope:
+        """Where this call reads and writes (:func:`mmctl.scope.resolve_scope`: ``--project``, ``--user``, ``--root``,
+        else the current folder's project), resolved once.
+
+        Raises:
+            UsageError: for a scope that names nothing (exit code 2, nothing changed).
+        """
+        if self._scope is None:
+            from ..scope import ScopeError, resolve_scope
+            from .parser import UsageError
+
+            try:
+                cwd: str | None = os.getcwd()
+            except OSError:  # the folder was removed under us: no project to be in
+                cwd = None
+            own = self.args.positionals[:1] in (["queue"], ["review"])  # their --project filters or moves candidates
+            try:
+                self._scope = resolve_scope(configured_root(self.root_flag(), self.env), root_flag=self.root_flag(),
+                                            project_flag=None if own else self.args.text("--project"),
+                                            user=self.args.flag("--user"), env=self.env, cwd=cwd)
+            except ScopeError as error:
+                raise UsageError(str(error)) from None
+        return self._scope
+
+    def scope_for_session(self, folder: str, *, session: bool = True) -> Scope:
+        """Take the scope of an agent working in ``folder`` (a hook's ``cwd``, an MCP server's folder): its project
+        in the home ``--root`` or the config names, unless ``--project`` or ``--user`` was given
+        (:func:`mmctl.scope.session_scope`); with ``session`` (a hook: an agent session runs there) a plain
+        folder is a project too."""
+        if self.args.text("--project") is None and not self.args.flag("--user"):
+            from ..scope import session_scope
+
+            self._scope = session_scope(configured_root(self.root_flag(), self.env), folder, session=session)
+        return self.scope()
+
+    def direct_of(self, scope: Scope | None) -> Direct:
+        """The files of ``scope``'s own root, or of the user root for None."""
+        from ..backend import Direct
+
+        if scope is None:
+            return Direct(str(self.home()), self.env, self.now, self.fts5)
+        return Direct(str(scope.root), self.env, self.now, self.fts5, scope=scope)
+
+    def options_of(self, scope: Scope | None) -> MemoryOptions:
+        """The memory options of ``scope``'s own root, or of the user root for None."""
+        return self.direct_of(scope).options()
+
     def root(self) -> Path:
-        """The resolved memory root: ``--root``, else the config file's ``root``, else mm v1 §2."""
-        return configured_root(self.root_flag(), self.env)
+        """The root this call writes to: the scope's (:meth:`scope`), the user root unless a project is in scope."""
+        return self.scope().root
 
     def root_origin(self) -> str:
-        """How :meth:`root` was resolved, in words: ``--root``, the config file, ``$DSH_MEMORY_ROOT``, ``$DSH_HOME``."""
+        """How :meth:`root` was resolved, in words: ``--root``, the config file, ``$DSH_MEMORY_ROOT``, ``$DSH_HOME``,
+        or the project in scope."""
+        scope = self.scope()
+        if scope.is_project and not scope.alone:
+            return f"the project root of {scope.origin}"
         if self.root_flag():
             return "from --root"
         from mmd.core.config_file import config_path
@@ -178,6 +240,11 @@ class Ctx:
         root = self.root()
         if (root / INDEX_NAME).is_file():
             return root
+        scope = self.scope()
+        if scope.is_project and not scope.alone:  # a project without its root yet reads the user root behind it
+            if (scope.home / INDEX_NAME).is_file():
+                return root
+            root = scope.home
         raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: no memory root at {root} ({self.root_origin()}): it "
                       f"{_not_a_root(root)}")
 
@@ -199,8 +266,12 @@ class Ctx:
             Failure: naming the root, how it was resolved and the fix, for a root that is a file, a
                 missing parent (``--root`` only), or a parent that is not a writable folder.
         """
-        root = self.root()
-        origin = self.root_origin()
+        scope = self.scope()
+        if scope.is_project and scope.root != scope.home:  # its home is checked; its own folder the write makes
+            return self._creatable(scope.home, "the user root")
+        return self._creatable(self.root(), self.root_origin())
+
+    def _creatable(self, root: Path, origin: str) -> Path:
         if root.exists() and not root.is_dir():
             raise Failure(f"the memory root {root} ({origin}) is a file, not a folder; give a folder")
         if root.exists():
@@ -212,8 +283,6 @@ class Ctx:
         if self.root_flag() and not parent.is_dir():
             raise Failure(f"cannot create the memory root {root} ({origin}): its parent folder {parent} does not "
                           f"exist; create it first (`mkdir -p {parent}`) or fix the path")
-        import os
-
         if not os.access(existing, os.W_OK | os.X_OK):
             raise Failure(f"cannot create the memory root {root} ({origin}): {existing} is not writable")
         return root
@@ -240,7 +309,20 @@ class Ctx:
         """The files, worked on by this process."""
         from ..backend import Direct
 
-        return Direct(self.root_flag(), self.env, self.now, self.fts5)
+        scope = self.scope()
+        return Direct(str(scope.root), self.env, self.now, self.fts5, scope=scope)
+
+    def memories(self, *, search: bool = False) -> list[tuple[str, Memory]]:
+        """``(scope label, memory)`` of each root reads see (:meth:`mmctl.scope.Scope.read_roots`), the scope's own
+        first; on the files, a fresh live view each (mm v1 §7)."""
+        from ..backend import Direct
+
+        scope = self.scope()
+        out = []
+        for label, root in scope.read_roots():
+            own = scope if label == scope.label else None
+            out.append((label, Direct(str(root), self.env, self.now, self.fts5, scope=own).memory(search=search)))
+        return out
 
     def daemon(self) -> Daemon | None:
         """The daemon owning the root, if one answers (looked for once per call)."""
@@ -248,7 +330,10 @@ class Ctx:
             from ..backend import find_daemon
             from ..pins import wants_daemon
 
-            self._daemon = find_daemon(self.root(), self.env) if wants_daemon(self.env) else None
+            found = find_daemon(self.home(), self.env) if wants_daemon(self.env) else None
+            if found is not None:
+                found.client.project = self.scope().param
+            self._daemon = found
         return self._daemon  # type: ignore[return-value]
 
     def look_again(self) -> bool:
@@ -263,14 +348,14 @@ class Ctx:
         if found is None:
             from mmd.wire.endpoints import endpoints_for
 
-            rpc = endpoints_for(self.root(), self.env).rpc
-            holder = _lock_holder(self.root())
+            rpc = endpoints_for(self.home(), self.env).rpc
+            holder = _lock_holder(self.home())
             if holder is not None:
-                raise Failure(f"`{command}` needs the mmd daemon: {holder} holds the root {self.root()} but nothing "
+                raise Failure(f"`{command}` needs the mmd daemon: {holder} holds the root {self.home()} but nothing "
                               f"answers at {rpc}; a daemon started with another $XDG_RUNTIME_DIR listens elsewhere "
                               f"(give this client the same), else it is stuck: restart it")
-            raise Failure(f"`{command}` needs the mmd daemon, and none answers for {self.root()} (at {rpc}); "
-                          f"start it with `mmd --root {self.root()}` (or its systemd user unit), then retry")
+            raise Failure(f"`{command}` needs the mmd daemon, and none answers for {self.home()} (at {rpc}); "
+                          f"start it with `mmd --root {self.home()}` (or its systemd user unit), then retry")
         return found
 
 

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments",
-           "parse_args", "render_help", "usage_line"]
+__all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments", "common_options",
+           "parse_args", "usage_line"]
 
 PROG = "mmctl"
 
@@ -102,6 +102,18 @@ class Command:
 ROOT = Opt("--root", "PATH", "the memory root (default: the config file's root, $DSH_MEMORY_ROOT, $DSH_HOME/memory)",
            "path")
 JSON = Opt("--json", None, "print the result as one line of JSON", "switch")
+PROJECT = Opt("--project", "PATH|KEY", "a project's root: its key or a folder in it (default: the current folder's)")
+USER = Opt("--user", None, "the user root alone (memory for every project), not the current folder's project", "switch")
+UNSCOPED = frozenset({"help", "completion", "guide", "ui", "watch", "status", "hooks", "sync"})
+"""Commands without ``--project``/``--user``: about the daemon or an agent, not one root."""
+
+
+def common_options(command: Command) -> tuple[Opt, ...]:
+    """The options every command takes besides its own: ``--root``, the scope (``--project``, ``--user``) where it
+    reads or writes notes and does not define ``--project`` itself, and ``--json`` where it prints a result."""
+    own = {o.flag for o in command.options}
+    scope = () if command.name in UNSCOPED else tuple(o for o in (PROJECT, USER) if o.flag not in own)
+    return (ROOT, *scope, *((JSON,) if command.json else ()))
 _CONTENT = Opt("--content", "TEXT", "the note's body; '-' reads it from stdin (UTF-8)", bare_is_missing=True)
 _FILE_BODY = Opt("--file", "PATH", "read the body from this file (UTF-8)", "path")
 _SUMMARY = Opt("--summary", "S", "the index summary (a value starting with -- goes as --summary='--- draft')")
@@ -172,6 +184,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                    "Each id of accept, reject or undo is reported on its own line; the exit code is 1 if any failed\n"
                    "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
                    "--all or --min-score shows the rest."),
+    Command("project", "project", "the memory home's roots: list; show [KEY|PATH]; adopt TOPIC… --project P "
+            "(move notes of the user root into P's root)",
+            (Pos("action", "what to do", choices=("list", "show", "adopt"), default="list"),
+             Pos("name", "show: a project key or folder; adopt: the topics to move", many=True)),
+            (Opt("--suggest", None, "adopt: print the moves accepted candidates suggest", "switch"),),
+            epilog="Project roots live in <user root>/projects/<key>/ (docs/projects.md)."),
     Command("log", "history", "the root's git history, newest first (needs the daemon with --git)",
             (Pos("topic", "only the commits touching this topic"),), (_LIMIT,)),
     Command("diff", "history", "what a revision changed, or what changed between two (REV: a commit or r42)",
@@ -231,15 +249,6 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
 )}
 """Every ``mmctl`` command, in the order ``mmctl --help`` lists them."""
 
-_TAIL = """\
-Topics are ASCII slugs (content may be any language). Budgets are deterministic:
-an over-budget write errors with usage metrics and never truncates.
-When an mmd daemon owns the root, writes go through it; otherwise mmctl writes
-the files itself under the root's lock. Only init and writes create a root.
-Exit codes: 0 done, 1 failed, 2 usage error. `mmctl help COMMAND` for more.
-"""
-
-
 class Args:
     """A parsed command line: ``flags`` maps ``--name`` to its string value or ``True``; ``positionals`` are
     ``[command, *its positionals]``."""
@@ -282,18 +291,6 @@ class Args:
         if not math.isfinite(number) or number != int(number) or number < 0:
             raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
         return int(number)
-
-
-def render_help() -> str:
-    """``mmctl --help``: the commands of :data:`COMMANDS`, one line each, and how the memory behaves."""
-    def rows(reference: bool) -> str:
-        chosen = [c for c in COMMANDS.values() if c.reference == reference]
-        width = max(len(name) for name in COMMANDS)
-        return "".join(f"  {c.name:<{width}}  {c.summary}\n" for c in chosen)
-
-    return (f"{PROG} — Memory Standard Protocol CLI (client of the mmd daemon)\n\n"
-            f"Usage: {PROG} COMMAND [ARGS] [--root PATH] [--json]\n       {PROG} --version\n\n"
-            f"The reference CLI's commands:\n{rows(True)}\nBeyond the reference CLI:\n{rows(False)}\n{_TAIL}")
 
 
 def _builder() -> type[argparse.ArgumentParser]:
@@ -340,7 +337,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: Command) -> argparse
     for pos in command.positionals:
         parser.add_argument(pos.name, nargs="*" if pos.many else "?", help=pos.help, default=pos.default,
                             choices=pos.choices, metavar=pos.name.upper())
-    for opt in (*command.options, ROOT, *((JSON,) if command.json else ())):
+    for opt in (*command.options, *common_options(command)):
         dest = opt.flag[2:].replace("-", "_")
         if opt.kind == "switch":
             parser.add_argument(opt.flag, action="store_true", help=opt.help, dest=dest)
@@ -358,7 +355,7 @@ def usage_line(name: str) -> str:
 
 def _command_word(argv: list[str]) -> int | None:
     """The index of the command in ``argv``: the first word that is not an option or an option's value."""
-    valued = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT) if o.kind != "switch"}
+    valued = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT, PROJECT) if o.kind != "switch"}
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -381,11 +378,11 @@ def parse_args(argv: list[str]) -> Args:
     if at is None:
         if "--version" in argv:
             raise Shown(f"{PROG} {__version__}\n")
-        known = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT, JSON)} | {"-h", "--help"}
+        known = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT, PROJECT, USER, JSON)} | {"-h", "--help"}
         unknown = [w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in known]
         if unknown:
             raise UsageError(f"unknown option {unknown[0]}", f"usage: {PROG} COMMAND [ARGS] | {PROG} --version")
-        raise Shown(render_help())
+        raise Shown(_help_text())
     name = argv[at]
     command = COMMANDS.get(name)
     if command is None:
@@ -409,7 +406,7 @@ def parse_args(argv: list[str]) -> Args:
     for pos in command.positionals:
         value = values.pop(pos.name, None)
         args.positionals += value if isinstance(value, list) else ([value] if value is not None else [])
-    for opt in (*command.options, ROOT, JSON):
+    for opt in (*command.options, *common_options(command)):
         value = values.get(opt.flag[2:].replace("-", "_"))
         if value is True or isinstance(value, str):
             args.flags[opt.flag] = value
@@ -426,7 +423,7 @@ def _plain_parse(command: Command, rest: list[str]) -> Args | None:
     choices and integers of the table. argparse reads such a line the same way; a one-shot ``read`` then
     never builds a parser.
     """
-    options = {o.flag: o for o in (*command.options, ROOT, *((JSON,) if command.json else ()))}
+    options = {o.flag: o for o in (*command.options, *common_options(command))}
     args = Args(positionals=[command.name])
     words: list[str] = []
     i = 0
@@ -488,9 +485,14 @@ def _action_usage(name: str, rest: list[str]) -> str | None:
     return action_usage(name, rest[at]) if at is not None else None
 
 
+def _help_text() -> str:
+    from .helptext import render_help  # only --help pays for it
+    return render_help()
+
+
 def _help(topic: str | None) -> NoReturn:
     if topic is None:
-        raise Shown(render_help())
+        raise Shown(_help_text())
     command = COMMANDS.get(topic)
     if command is None:
         raise UsageError(f"help: unknown command {topic!r}", f"usage: {PROG} help [COMMAND]; commands: "

@@ -19,7 +19,7 @@ from .parser import UsageError
 
 __all__ = ["cmd_merge", "cmd_queue", "every_candidate"]
 
-_COLUMNS = ("id", "score", "seen", "kind", "project", "topic", "summary")
+_COLUMNS = ("id", "score", "seen", "kind", "root", "topic", "summary")
 
 
 def _proposed(c: dict[str, Any]) -> str:
@@ -30,11 +30,41 @@ def _proposed(c: dict[str, Any]) -> str:
 
 
 def _project(c: dict[str, Any]) -> str:
-    """The last folder of the first project the candidate was seen in ('-' when none is known)."""
+    """The root the candidate is proposed to (``user`` or a project key, ``docs/projects.md``); for a candidate
+    of a daemon that knows no scopes, the last folder of the first project it was seen in ('-' when none)."""
+    if c.get("scope"):
+        return str(c["scope"])
     for e in c.get("evidence") or []:
         if e.get("project"):
             return os.path.basename(str(e["project"]).rstrip("/")) or str(e["project"])
     return "-"
+
+
+def _cwd() -> str | None:
+    """The current folder (its project's candidates come first: the daemon knows where agent sessions ran)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def _scope_param(ctx: Ctx) -> str | None:
+    """``queue list|accept``'s root: ``user`` for ``--user``; for ``--project`` a key as given, a folder in a project
+    as its key; anything else (a folder's name as the list shows it) as given, which ``list`` matches against the
+    folders the candidates were seen in."""
+    if ctx.args.flag("--user"):
+        if ctx.args.text("--project"):
+            raise UsageError("--project and --user name different roots: give one")
+        return "user"
+    raw = ctx.args.text("--project")
+    if raw is None or "/" not in raw and "~" not in raw:
+        return raw
+    from mmd.core.paths import expand_path
+    from mmd.core.projects import project_for
+
+    folder = os.path.abspath(expand_path(raw, ctx.env))
+    project = project_for(folder, ctx.home()) if os.path.isdir(folder) else None
+    return project.key if project is not None else raw
 
 
 def _queue_head(shown: int, total: int, pending: int | None, status: str, offset: int,
@@ -204,11 +234,12 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     a = ctx.args
     status = a.text("--status") or "pending"
     limit, offset = a.integer("--limit"), a.integer("--offset")
+    project = _scope_param(ctx)
     result = client.queue_list(status=status, limit=limit or None, offset=offset, all=a.flag("--all"),
-                               min_score=min_score, project=a.text("--project"),
-                               agent=a.text("--agent"), session=a.text("--session"))
-    filtered = a.flag("--all") or min_score is not None or bool(a.text("--project") or a.text("--agent")
-                                                                or a.text("--session"))
+                               min_score=min_score, project=project,
+                               agent=a.text("--agent"), session=a.text("--session"),
+                               first=(ctx.scope().key or _cwd()) if project is None else None)
+    filtered = a.flag("--all") or min_score is not None or bool(project or a.text("--agent") or a.text("--session"))
     ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status, offset or 0, filtered))
     return EXIT_OK
 
@@ -309,6 +340,7 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
     show in their place; exit 1 when any failed."""
     a = ctx.args
     failed = 0
+    target = _accept_target(ctx) if sub == "accept" else None
     before = _visible(client) if sub != "undo" and not ctx.json else None
     for raw in ids:
         cid = _candidate_id(raw)
@@ -316,7 +348,7 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
             if sub == "accept":
                 result = client.queue_accept(cid, topic=a.text("--topic"), content=content, into=a.text("--into"),
                                              summary=a.text("--summary"), tags=a.text("--tags"),
-                                             replace=a.flag("--replace"))
+                                             replace=a.flag("--replace"), project=target)
             elif sub == "undo":
                 result = client.queue_undo(cid)
             else:
@@ -327,6 +359,25 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
     if before is not None and failed < len(ids):
         _in_their_place(ctx, client, before)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _accept_target(ctx: Ctx) -> str | None:
+    """Where ``queue accept`` writes instead of the root each candidate is proposed to: ``user`` (``--user``), a
+    project key, or a project folder's absolute path (``--project``); None: the proposed root.
+
+    Raises:
+        UsageError: for a ``--project`` that names no project.
+    """
+    raw = ctx.args.text("--project")
+    if ctx.args.flag("--user") or raw is None:
+        return _scope_param(ctx)
+    from ..scope import ScopeError, resolve_scope
+
+    try:
+        found = resolve_scope(ctx.home(), root_flag=None, project_flag=raw, user=False, env=ctx.env, cwd=None)
+    except ScopeError as error:
+        raise UsageError(str(error)) from None
+    return found.param
 
 
 def cmd_merge(ctx: Ctx) -> int:

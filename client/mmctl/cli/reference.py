@@ -171,71 +171,109 @@ def usage_figures(usage: dict[str, Any]) -> str:
 
 
 def cmd_read(ctx: Ctx) -> int:
-    """``read [topic] [--all]``: a note, the index, or the index with every note."""
+    """``read [topic] [--all]``: a note, the index, or the index with every note.
+
+    In a project scope a topic is looked for in the project's root, then in the user root (the note says which
+    holds it: ``scope`` in ``--json``, a ``root:`` line in text); the index is the project root's own.
+    """
     ctx.need_root()
-    memory = ctx.direct().memory()
+    scoped = ctx.scope().is_project
+    memories = ctx.memories()
     if ctx.rest:
         topic = ctx.rest[0]
         try:
-            note = memory.read_topic(topic)
-            if note is None:
-                if ctx.json:
-                    ctx.print_json({"found": False, "topic": topic, "uri": memory.uri_for(topic)})
-                else:
-                    ctx.error(f"no note for topic {topic}")
-                return EXIT_FAILED
+            found = next(((label, n) for label, m in memories if (n := m.read_topic(topic)) is not None), None)
         except MMError as error:
             ctx.error(error.message)
             return EXIT_FAILED
+        if found is None:
+            if ctx.json:
+                ctx.print_json({"found": False, "topic": topic, "uri": _uri(ctx, topic)})
+            else:
+                ctx.error(f"no note for topic {topic}")
+            return EXIT_FAILED
+        label, note = found
         if ctx.json:
-            ctx.print_json(note.to_json())
+            ctx.print_json({**note.to_json(), "scope": label} if scoped else note.to_json())
         else:
             entry = note.entry
             review = f"review after: {entry.review_after}\n" if entry.review_after else ""  # ours, not the reference
+            where = f"root: {_root_words(label)}\n" if scoped else ""
             ctx.write(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\ntags: {', '.join(entry.tags) or '-'}\n"
-                      f"updated: {entry.updated}\n{review}\n{note.body}\n")
+                      f"updated: {entry.updated}\n{review}{where}\n{note.body}\n")
             if note.missing_file:  # ours: the reference prints the empty body alone
                 ctx.error(f"{entry.file} is missing: the body above is empty; `mmctl doctor` says how to mend it")
         return EXIT_OK
-    index = memory.read_index()
+    own = memories[0][1] if memories and memories[0][0] == ctx.scope().label else None
+    if own is None:
+        index: dict[str, Any] = {"memoryId": ctx.scope().label, "root": str(ctx.root()), "lineCount": 0,
+                                 "byteCount": 0, "overBudget": False, "entries": []}
+        notes: list[Any] = []
+    else:
+        index, notes = own.read_index(), own.list_notes() if ctx.args.flag("--all") else []
     every = ctx.args.flag("--all")
     if ctx.json:
-        ctx.print_json({"index": index, "notes": [n.to_json() for n in memory.list_notes()]} if every else index)
+        ctx.print_json({"index": index, "notes": [n.to_json() for n in notes]} if every else index)
         return EXIT_OK
-    rows = [(n.topic, n.entry.summary) for n in memory.list_notes()] if every else \
+    rows = [(n.topic, n.entry.summary) for n in notes] if every else \
         [(e["topic"], e["summary"]) for e in index["entries"]]
     over = " — OVER BUDGET" if index["overBudget"] else ""
     lines = [f"Memory index ({len(index['entries'])} entries, {index['lineCount']} lines / "
              f"{index['byteCount']} bytes{over}):", ""]
     lines += [f"- {topic}{f' — {summary}' if summary else ''}" for topic, summary in rows]
+    if own is None:
+        lines.append(f"(the project root {ctx.root()} is made by its first write)")
     ctx.write("\n".join(lines) + "\n")
     return EXIT_OK
 
 
+def _root_words(label: str) -> str:
+    """``the user root`` or ``project <key>``."""
+    return "the user root" if label == "user" else f"project {label}"
+
+
+def _uri(ctx: Ctx, topic: str) -> str:
+    """The topic's URI in the scope's own root (its memory id), without creating that root."""
+    from mmd.core.uri import uri_for
+
+    return uri_for(ctx.direct().options().memory_id, topic)
+
+
 def cmd_list(ctx: Ctx) -> int:
-    """``list``: every topic, sorted."""
+    """``list``: every topic, sorted; in a project scope the project root's, then the user root's (marked
+    ``[user]`` in text, ``scope`` in ``--json``)."""
     ctx.need_root()
-    notes = ctx.direct().memory().list_notes()
-    topics = [n.topic for n in notes]
+    scoped = ctx.scope().is_project
+    found = [(label, n) for label, m in ctx.memories() for n in m.list_notes()]
+    topics = [n.topic for _, n in found]
     if ctx.json:
-        ctx.print_json({"topics": topics, "count": len(topics), "notes": [
-            {"topic": n.topic, "uri": n.uri, "summary": n.entry.summary, "updated": n.entry.updated} for n in notes]})
+        notes = [{"topic": n.topic, "uri": n.uri, "summary": n.entry.summary, "updated": n.entry.updated,
+                  **({"scope": label} if scoped else {})} for label, n in found]
+        ctx.print_json({"topics": topics, "count": len(topics), "notes": notes})
     else:
-        ctx.write(("(no notes)" if not topics else "\n".join(topics)) + "\n")
+        shown = [f"{n.topic}  [user]" if scoped and label == "user" else n.topic for label, n in found]
+        ctx.write(("(no notes)" if not shown else "\n".join(shown)) + "\n")
     return EXIT_OK
 
 
 def cmd_search(ctx: Ctx) -> int:
-    """``search <query> [--mode auto|scan|fts5] [--limit N]``."""
+    """``search <query> [--mode auto|scan|fts5] [--limit N]``; in a project scope over the project root and the
+    user root (:func:`mmd.core.memory.merge_searches`: each match says its ``scope``)."""
     query = _need(ctx.rest[0] if ctx.rest else None, "search requires a <query>")
     if not query.strip():
         raise UsageError("search requires a <query>: an empty query matches nothing; give words to look for")
     mode_arg = ctx.args.text("--mode") or "auto"
     limit = ctx.args.integer("--limit")
     ctx.need_root()
-    memory = ctx.direct().memory(search=True)
     mode = mode_arg if mode_arg in ("scan", "fts5") else "auto"
-    result = memory.search(query, mode=mode, limit=limit if limit else None)
+    memories = ctx.memories(search=True)
+    results = [(label, m.search(query, mode=mode, limit=limit if limit else None)) for label, m in memories]
+    if ctx.scope().is_project:
+        from mmd.core.memory import merge_searches
+
+        result = merge_searches(results, limit or memories[0][1].options.search_limit)
+    else:
+        result = results[0][1]
     if ctx.json:
         ctx.print_json(result)
     elif result["total"] == 0:
@@ -251,8 +289,9 @@ def cmd_search(ctx: Ctx) -> int:
 
 
 def cmd_budget(ctx: Ctx) -> int:
-    """``budget``: the live budget report."""
+    """``budget``: the live budget report of the scope's own root."""
     ctx.need_root()
+    _own_root(ctx)
     report = ctx.direct().memory(search=True).budget()
     if ctx.json:
         ctx.print_json(report)
@@ -334,10 +373,25 @@ def _deleted(topic: str, outcome: dict[str, Any]) -> str:
     return f"nothing to delete: no note for topic {topic}"
 
 
+def _own_root(ctx: Ctx) -> None:
+    """Raise :class:`Failure` when the scope's own root is a project root not made yet (a read must not make it)."""
+    from .output import Failure
+
+    if not ctx.root().joinpath("MEMORY.md").is_file():
+        raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: the project root {ctx.root()} does not exist yet (its "
+                      "first write makes it); --user reports the user root")
+
+
 def cmd_uri(ctx: Ctx) -> int:
     """``uri <topic>``: the topic's canonical URI (a bad topic escapes as an internal error, as in the reference)."""
     topic = _need(ctx.rest[0] if ctx.rest else None, "uri requires a <topic>")
     ctx.need_root()
-    uri = ctx.direct().memory().uri_for(topic)
+    if not ctx.root().joinpath("MEMORY.md").is_file():  # a project root not made yet: its URIs are known
+        from mmd.core.text import validate_topic
+
+        validate_topic(topic)
+        uri = _uri(ctx, topic)
+    else:
+        uri = ctx.direct().memory().uri_for(topic)
     ctx.write(js_json({"topic": topic, "uri": uri}) + "\n" if ctx.json else uri + "\n")
     return EXIT_OK

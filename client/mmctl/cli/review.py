@@ -192,7 +192,9 @@ _NAMED = 12
 
 def _which_note(screen: _Screen, client: Any, cand: dict[str, Any]) -> str:
     """Ask which note to append to, naming the topics there are; Enter takes the candidate's append proposal."""
-    topics = [str(n.get("topic")) for n in (client.list() or {}).get("notes", [])]
+    scope = str(cand.get("scope") or "user")  # the notes of the root the candidate goes to
+    notes = (client.list(project=scope) or {}).get("notes", [])
+    topics = [str(n.get("topic")) for n in notes if n.get("scope", scope) == scope]
     proposal = cand.get("proposal") or {}
     proposed = str(proposal.get("topic") or "") if proposal.get("action") == "append" else ""
     named = ", ".join(topics[:_NAMED]) + (f", … ({len(topics) - _NAMED} more)" if len(topics) > _NAMED else "")

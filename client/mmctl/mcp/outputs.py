@@ -67,6 +67,8 @@ class BudgetOut(_Out):
     perTopic: list[dict[str, Any]]
     anomalies: dict[str, Any]
     search: dict[str, Any]
+    scope: str | None = None
+    """The root reported: ``user`` or a project key (``docs/projects.md``), through a daemon."""
 
 
 class DigestOut(_Out):
@@ -117,9 +119,11 @@ class InjectOut(_Out):
     unchanged: int
     reminded: list[str]
     bytes: int
-    token: str
+    token: str | None
     revision: int | None = None
     committed: bool
+    scope: str | None = None
+    """The root injected: ``user`` or a project key, through a daemon."""
 
 
 class QueueOut(_Out):

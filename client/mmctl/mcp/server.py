@@ -59,6 +59,10 @@ from .outputs import (
 )
 from .resources import MemoryServer, note_text
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..scope import Scope
+
 __all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "QueueOut",
            "ReadOut", "ReloadOut", "SearchOut", "WriteOut", "build_server", "serve"]
 
@@ -348,13 +352,16 @@ def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memo
     return server
 
 
-def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
+def serve(root: str | None, lang: str, env: Mapping[str, str], scope: Scope | None = None) -> int:
     """Run the server on stdin/stdout until the client disconnects; returns the exit code (0).
 
     Args:
         root: the ``--root`` value, or None (resolved as every command does: config file, mm v1 §2).
         lang: the guide's language, ``en`` | ``zh`` | ``auto``.
         env: the environment (``MMCTL_NOW``, ``MMCTL_FTS5`` and ``MMCTL_NO_DAEMON`` are read as the CLI does).
+        scope: the connection's scope (``docs/projects.md``; the CLI gives the agent's folder's project): through
+            the daemon, reads see that project's root and the user root and writes go to the project's; on the
+            files, the scope's own root. None: ``root`` alone.
 
     The snapshot is taken here, before the first request: from the daemon when
     one owns the root, else from the files.
@@ -368,20 +375,23 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
     from ..backend import Daemon, Direct, daemon_listening, find_daemon
     from ..pins import pinned_clock, pinned_fts5, wants_daemon
 
-    direct = Direct(root, env, pinned_clock(env), pinned_fts5(env))
+    direct = Direct(str(scope.root) if scope is not None else root, env, pinned_clock(env), pinned_fts5(env),
+                    scope=scope)
     options = direct.options()
+    home = scope.home if scope is not None else options.root
     instructions = guide_text(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
-    daemon = find_daemon(options.root, env) if wants_daemon(env) else None
+    daemon = find_daemon(home, env) if wants_daemon(env) else None
 
     async def through(found: Daemon) -> DaemonMemory:
         from ..aclient import AsyncClient
 
         target = found.client.target
         found.client.close()
-        return await DaemonMemory(AsyncClient(endpoint=target.rpc, pub_endpoint=target.pub, timeout_ms=10_000)).open()
+        return await DaemonMemory(AsyncClient(endpoint=target.rpc, pub_endpoint=target.pub, timeout_ms=10_000,
+                                              project=scope.param if scope is not None else None)).open()
 
     async def later() -> DaemonMemory | None:  # a daemon started after this server
-        found = await asyncio.to_thread(find_daemon, options.root, env) if wants_daemon(env) else None
+        found = await asyncio.to_thread(find_daemon, home, env) if wants_daemon(env) else None
         return None if found is None else await through(found)
 
     def on_files() -> SessionMemory:
@@ -392,7 +402,7 @@ def serve(root: str | None, lang: str, env: Mapping[str, str]) -> int:
                                                                                              options=options)))
 
     def alive() -> bool:
-        return daemon_listening(options.root, env)
+        return daemon_listening(home, env)
 
     async def run() -> None:
         first = await through(daemon) if daemon is not None else on_files()

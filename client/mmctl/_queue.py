@@ -1,0 +1,95 @@
+"""The review queue's methods of the client library (a mixin of :class:`~._base.Methods`): ``queue.*``.
+
+Each method sends one request through ``_call`` (the twin clients' I/O) and returns the daemon's JSON value.
+This module never touches a socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mmd.wire import methods as wire
+
+__all__ = ["QueueMethods"]
+
+Post = Any
+
+
+class QueueMethods:
+    """``queue.list|get|accept|reject|undo``; see :class:`~._base.Methods` for what every method raises."""
+
+    def _call(self, method: str, params: dict[str, Any], post: Post = None) -> Any:
+        raise NotImplementedError
+
+    def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
+                   all: bool = False, min_score: float | None = None, project: str | None = None,
+                   agent: str | None = None, session: str | None = None, first: str | None = None) -> Any:
+        """``queue.list`` → ``{candidates, total, pending, offset, limit}``; pending ones highest score first.
+
+        Args:
+            status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``.
+            limit: page size, 1–1000 (default 100). offset: candidates to skip.
+            all: include candidates hidden by their session's budget. min_score: only those scoring at least this.
+            project: ``user`` or a project key: only the candidates proposed to that root; else only candidates
+                seen in this project (its cwd, or its last folder's name).
+            agent: only candidates from this agent.
+            session: only candidates first seen in this agent session (its id).
+            first: a project key whose candidates come first.
+
+        Raises:
+            RpcError(E_UNAVAILABLE): if the daemon runs without ingestion. RpcError(E_INVALID): bad status or range.
+        """
+        return self._call(wire.QUEUE_LIST.name, {"status": status, "limit": limit, "offset": offset,
+                                                 "all": all or None, "minScore": min_score, "project": project,
+                                                 "agent": agent, "session": session, "first": first})
+
+    def queue_get(self, candidate_id: str | int) -> Any:
+        """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.
+
+        Raises:
+            RpcError(E_NOT_FOUND): if there is no such candidate.
+        """
+        return self._call(wire.QUEUE_GET.name, {"id": candidate_id})
+
+    def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
+                     summary: str | None = None, tags: str | Sequence[str] | None = None,
+                     if_revision: int | None = None, replace: bool = False, into: str | None = None,
+                     project: str | None = None) -> Any:
+        """``queue.accept`` → ``{ok, candidate, write}``: the candidate (fields overridden) goes through
+        ``memory.write``, so budgets hold; a refused write is ``ok: false`` and the candidate stays pending.
+        A topic that already has a note is overwritten only with ``replace``; ``into`` appends the body to
+        that note instead (as does a candidate whose proposal is ``append``, when no topic is given).
+        It is written to the root it is proposed to (its ``scope``), or the one ``project`` names (``user``, a
+        project key, or a project folder's absolute path).
+
+        Raises:
+            RpcError(E_NOT_FOUND | E_DECIDED | E_EXISTS): no such candidate, already decided, or the topic
+                has a note and ``replace`` is false. ConflictError: stale revision.
+        """
+        return self._call(wire.QUEUE_ACCEPT.name, {"id": candidate_id, "topic": topic, "content": content,
+                                           "summary": summary, "tags": tags, "ifRevision": if_revision,
+                                           "replace": replace or None, "into": into, "project": project})
+
+    def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
+        """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.
+
+        Raises:
+            RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already accepted.
+        """
+        return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
+
+    def queue_reject_below(self, score: float, *, reason: str | None = None) -> Any:
+        """``queue.reject {below}`` → ``{ok, results: [{id, ok, candidate?, error?}]}``: every pending candidate
+        scoring below ``score`` rejected for good, each reported."""
+        return self._call(wire.QUEUE_REJECT.name, {"below": score, "reason": reason})
+
+    def queue_undo(self, candidate_id: str | int) -> Any:
+        """``queue.undo`` → ``{ok, candidate, reverted, revision?}``: the decision undone, the candidate pending
+        again; an acceptance's note is deleted (``reverted: "deleted"``) or its previous text restored.
+
+        Raises:
+            RpcError(E_NOT_FOUND | E_INVALID | E_CONFLICT): no such candidate, a pending one, or the note
+                changed since it was accepted.
+        """
+        return self._call(wire.QUEUE_UNDO.name, {"id": candidate_id})

@@ -1,0 +1,396 @@
+"""The memory home inside the daemon: the user root and one root per project, each with its own state.
+
+``docs/projects.md`` is the contract. A :class:`Root` is one mm v1 root the
+daemon serves: its lock (``<root>/.mmd/lock``, held for the daemon's life), its
+:class:`~.state.MemoryState` (revisions, sessions, writes) and its
+:class:`~.inject.Injector` (client views, due dates). The :class:`Home` holds
+them by *scope* (``user``, or a project key), finds the project roots at start
+(``<user root>/projects/<key>/`` and the committed ``<repo>/.mm`` roots it
+served before), creates one at its first write, and routes the root watcher's
+changes (project roots live below the user root, so one watch sees them all)
+to the root they belong to.
+
+Scope resolution (:meth:`Home.resolve`): no ``project`` param, or ``"user"``, is
+the user root; a key names a project root that exists; an absolute path names the
+project of that folder (its repository, else the folder itself: the caller says a
+session ran there), whose root may not exist yet (then reads see only the user
+root, and a write creates it).
+
+Threading: everything here runs on the event loop's thread; the disk work of
+opening a root runs in a worker thread. Never touches a socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmd.candidates import NewCandidate
+from mmd.core.clock import Clock, system_clock
+from mmd.core.durable import WriteLock
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.options import MemoryOptions
+from mmd.core.paths import STATE_DIR
+from mmd.core.projects import (
+    PROJECTS_DIR,
+    Project,
+    is_key,
+    project_for,
+    project_options,
+    project_root,
+    project_roots,
+    read_project_file,
+    record_project,
+)
+from mmd.core.rootfs import make_folders
+from mmd.wire.protocol import DaemonError
+
+from .revision import Revision
+from .rootguard import RootGuard
+from .state import MemoryState
+
+__all__ = ["USER", "Home", "ProposedScope", "Root", "Scoped"]
+
+log = logging.getLogger("mmd.daemon")
+
+USER = "user"
+"""The user root's scope (never a project key: keys end in ``-<8 hex>``)."""
+FOLDERS_CACHED = 1024
+"""Most folders whose project :class:`ProposedScope` remembers."""
+LOCK_WAIT_S = 10.0
+"""How long opening a project root waits for its lock (a direct ``mmctl`` write holding it), seconds."""
+
+
+class ProposedScope:
+    """The root a new candidate is proposed to (:func:`mmd.candidates.scope.proposed_scope`): its first evidence's
+    folder's project (found once per folder, :data:`FOLDERS_CACHED` remembered), or the user root for a personal
+    rule and for a candidate said outside any project. Called by the review queue, in the ingestion thread.
+
+    Args:
+        home: the user root (a plain folder below a project root's folder is that project).
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._keys: dict[str, str | None] = {}
+
+    def key_of(self, folder: str | None) -> str | None:
+        """The project key of ``folder`` (an agent session's cwd), or None when it is unknown or relative."""
+        if not folder or not os.path.isabs(folder):
+            return None
+        if folder not in self._keys:
+            if len(self._keys) >= FOLDERS_CACHED:
+                self._keys.clear()
+            project = project_for(folder, self.home, session=True)
+            self._keys[folder] = project.key if project is not None else None
+        return self._keys[folder]
+
+    def __call__(self, candidate: NewCandidate) -> str:
+        from mmd.candidates.scope import proposed_scope
+
+        folder = next((e.project for e in candidate.evidence if e.project), None)
+        return proposed_scope(candidate, self.key_of(folder))
+
+
+@dataclass(eq=False)
+class Root:
+    """One root the daemon serves.
+
+    Attributes:
+        scope: ``user`` or the project's key.
+        state: its memory state (revisions, sessions, writes).
+        lock: its ``.mmd/lock``, held until the daemon stops.
+        project: what ``project.json`` records (``{}`` for the user root).
+        injector: its injection use-cases (set by the daemon once built).
+    """
+
+    scope: str
+    state: MemoryState
+    lock: WriteLock
+    project: dict[str, Any] = field(default_factory=dict)
+    injector: Any = None
+
+    @property
+    def path(self) -> Path:
+        """The root folder."""
+        return self.state.options.root
+
+    @property
+    def is_user(self) -> bool:
+        """Whether this is the user root."""
+        return self.scope == USER
+
+    def describe(self) -> dict[str, Any]:
+        """``{scope, root, memoryId, revision, entries, lines, lineCap, bytes, byteCap, overBudget, project}``
+        for ``daemon.status`` and ``mmctl project list`` (lines and UTF-8 bytes of its MEMORY.md)."""
+        snap, o = self.state.current, self.state.options
+        return {"scope": self.scope, "root": str(self.path), "memoryId": snap.memory_id, "revision": snap.revision,
+                "entries": len(snap.entries), "lines": snap.index_line_count, "lineCap": o.index_lines,
+                "bytes": snap.index_byte_count, "byteCap": o.index_bytes, "overBudget": snap.index_over_budget,
+                "project": self.project or None}
+
+
+@dataclass(frozen=True, slots=True)
+class Scoped:
+    """What one request's scope resolved to.
+
+    Attributes:
+        scope: ``user`` or a project key.
+        root: the root it writes to, or None for a project whose root does not exist yet.
+        project: the project (None for the user scope).
+        user: the user root (reads of a project scope see it after the project's root).
+    """
+
+    scope: str
+    root: Root | None
+    project: Project | None
+    user: Root
+
+    @property
+    def roots(self) -> tuple[Root, ...]:
+        """The roots reads see, the scope's own first."""
+        if self.root is None:
+            return (self.user,)
+        return (self.root,) if self.root is self.user else (self.root, self.user)
+
+
+async def _nothing(root: Root) -> None:
+    """The default :attr:`Home.opened`: nothing to wire."""
+
+
+class Home:
+    """The roots of one daemon.
+
+    Args:
+        user: the user root (locked by the daemon's startup).
+        now_iso: the clock (``project.json``'s times).
+        clock: the clock the project roots' states use (the user root's).
+    """
+
+    def __init__(self, user: Root, now_iso: Callable[[], str], clock: Clock = system_clock) -> None:
+        self.user = user
+        self._clock = clock
+        self.roots: dict[str, Root] = {USER: user}
+        self.opened: Callable[[Root], Awaitable[None]] = _nothing
+        """Awaited with each project root once it is loaded (the daemon wires its injector, events and journal
+        there); the home only opens, locks and loads it."""
+        self._now_iso = now_iso
+        self._opening: dict[str, asyncio.Future[Root]] = {}
+        self.session_scopes: dict[str, str] = {}
+        """``{session id: scope}`` of the sessions opened with a project scope."""
+
+    @property
+    def home(self) -> Path:
+        """The user root's folder (project roots live in its ``projects/``)."""
+        return self.user.path
+
+    def __iter__(self) -> Iterator[Root]:
+        return iter(list(self.roots.values()))
+
+    def projects(self) -> list[Root]:
+        """The project roots served now, by key."""
+        return [self.roots[k] for k in sorted(self.roots) if k != USER]
+
+    # --- opening ---------------------------------------------------------------------------------
+
+    async def open_existing(self) -> None:
+        """Open every project root of the home (``projects/<key>/MEMORY.md``); one that cannot be opened
+        (held by another process, not mm v1) is logged and left out, the others are served."""
+        found = await asyncio.to_thread(lambda: list(project_roots(self.home)))
+        for key, path in found:
+            try:
+                await self._open(key, path, None, None)
+            except (MMError, OSError) as error:
+                log.error("project.open_failed key=%s root=%s error=%r", key, path, str(error))
+
+    async def ensure(self, project: Project, seen: Path | None = None) -> Root:
+        """The root of ``project``, created (``MEMORY.md``, ``memories/``) and opened when it is not served yet;
+        ``seen`` (the folder a session or command came from) is recorded in its ``project.json``.
+
+        Raises:
+            MMError(E_IO | E_PARSE), LockHeld: if the root cannot be created, locked or loaded.
+        """
+        root = self.roots.get(project.key)
+        if root is not None:
+            if seen is not None and str(seen) not in root.project.get("paths", ()):
+                root.project = await asyncio.to_thread(record_project, root.path, project, seen, self._now_iso())
+            return root
+        return await self._open(project.key, project_root(self.home, project), project, seen)
+
+    async def ensure_key(self, key: str, folders: list[str]) -> Root:
+        """The root of the project ``key`` (a candidate's proposed root), created when it is not served: through
+        the first of ``folders`` (where the candidate was said) that is still that project, so its
+        ``project.json`` knows it; else by key alone (the folder is gone, or this machine never saw it).
+
+        Raises:
+            DaemonError(E_INVALID): for a malformed key. MMError, LockHeld: as :meth:`ensure`.
+        """
+        if not is_key(key):
+            raise DaemonError(ErrorCode.E_INVALID, f"{key!r} is not a project key")
+        served = self.roots.get(key)
+        if served is not None:
+            return served
+        for folder in folders:
+            if os.path.isabs(folder):
+                project = await asyncio.to_thread(project_for, folder, self.home, session=True)
+                if project is not None and project.key == key:
+                    return await self.ensure(project, Path(folder))
+        return await self._open(key, self.home / PROJECTS_DIR / key, None, None)
+
+    async def _open(self, key: str, path: Path, project: Project | None, seen: Path | None) -> Root:
+        pending = self._opening.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Root] = asyncio.get_running_loop().create_future()
+        self._opening[key] = future
+        try:
+            root = await self._load(key, path, project, seen)
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: a waiter re-raises it, no "never retrieved" warning
+            raise
+        finally:
+            del self._opening[key]
+        self.roots[key] = root
+        future.set_result(root)
+        await self.opened(root)
+        log.info("project.opened key=%s root=%s revision=%d", key, path, root.state.revision)
+        return root
+
+    async def _load(self, key: str, path: Path, project: Project | None, seen: Path | None) -> Root:
+        base = self.user.state.options
+
+        def lock_and_prepare() -> tuple[WriteLock, MemoryOptions, dict[str, Any]]:
+            make_folders(path)
+            lock = WriteLock(path, timeout_s=LOCK_WAIT_S)
+            lock.acquire()
+            try:
+                info = record_project(path, project, seen, self._now_iso()) if project is not None \
+                    else read_project_file(path)
+                return lock, project_options(base, path, key), info
+            except BaseException:
+                lock.release()
+                raise
+
+        lock, options, info = await asyncio.to_thread(lock_and_prepare)
+        try:
+            state = MemoryState(options, now=self._clock, fts5=self.user.state.fts5_available)
+            state.guard = RootGuard(path, lock.path)
+            await asyncio.to_thread(state.store.ensure_root)
+            await state.load()
+        except BaseException:
+            lock.release()
+            raise
+        return Root(key, state, lock, info)
+
+    async def stop(self) -> None:
+        """At shutdown, once no request runs: the project roots' injectors finish their work, then their locks are
+        released (the user root's are the daemon's own undo steps)."""
+        for root in self.projects():
+            if root.injector is not None:
+                await root.injector.stop()
+            with contextlib.suppress(OSError, MMError):
+                root.lock.release()
+
+    # --- scopes ----------------------------------------------------------------------------------
+
+    def get(self, scope: str) -> Root | None:
+        """The root served for ``scope`` (``user`` or a key), or None."""
+        return self.roots.get(scope)
+
+    def resolve(self, p: dict[str, Any]) -> Scoped:
+        """The scope of one request's params: ``project`` (a key, an absolute path, or ``user``), else the
+        session's scope (``sessionId`` of a session opened with a project), else the user root. Opens nothing:
+        a project whose root is not served yet resolves with ``root`` None (:meth:`writable` creates it).
+
+        Raises:
+            DaemonError(E_INVALID): for a relative path, a malformed value, or a key no root has.
+        """
+        raw = p.get("project")
+        if raw is None and isinstance(p.get("sessionId"), str):
+            raw = self.session_scopes.get(p["sessionId"])
+        if raw is None or raw == USER:
+            return Scoped(USER, self.user, None, self.user)
+        if not isinstance(raw, str) or not raw.strip():
+            raise DaemonError(ErrorCode.E_INVALID, "project must be a project key, an absolute path or 'user'")
+        if is_key(raw):
+            root = self.roots.get(raw)
+            if root is None:
+                raise DaemonError(ErrorCode.E_INVALID, f"no project root {raw!r} in {self.home / PROJECTS_DIR} "
+                                  "(mmctl project list shows the projects)", project=raw)
+            return Scoped(raw, root, None, self.user)
+        if not os.path.isabs(raw):
+            raise DaemonError(ErrorCode.E_INVALID, f"project {raw!r} is neither a project key nor an absolute path")
+        project = project_for(raw, self.home, session=True)
+        assert project is not None  # session=True: a folder is at least its own project
+        return Scoped(project.key, self.roots.get(project.key), project, self.user)
+
+    async def writable(self, p: dict[str, Any]) -> Root:
+        """The root a write with params ``p`` goes to; a project's is created by its first write (and the folder
+        named by ``project`` recorded in its ``project.json``).
+
+        Raises:
+            DaemonError(E_INVALID): as :meth:`resolve`.
+            MMError, LockHeld: as :meth:`ensure`.
+        """
+        scoped = self.resolve(p)
+        if scoped.root is not None:
+            return scoped.root
+        assert scoped.project is not None
+        raw = p.get("project")
+        return await self.ensure(scoped.project, Path(raw) if isinstance(raw, str) and os.path.isabs(raw) else None)
+
+    async def move(self, source: Root, target: Root, topics: list[str]) -> dict[str, Any]:
+        """Move ``topics`` from ``source`` into ``target`` (:func:`mmd.core.move.move_notes`) holding both roots'
+        write locks, then install one new revision in each (cause ``adopt``): ``{ok, moved, refused, revisions}``.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): if either root was lost. MMError: as :func:`~mmd.core.move.move_notes`.
+        """
+        from mmd.core.move import move_notes
+
+        async with target.state.lock, source.state.lock:  # the only place holding two: always target, then source
+            for root in (target, source):
+                if root.state.guard is not None:
+                    root.state.guard.require()
+            outcome = await asyncio.to_thread(move_notes, source.state.store, target.state.store, topics)
+            revisions: dict[str, int] = {}
+            for root in (target, source):
+                revision = await asyncio.to_thread(root.state.prepare_load)
+                root.state.adopt(revision, "adopt")
+                revisions[root.scope] = root.state.revision
+        return {**outcome, "revisions": revisions}
+
+    # --- the watcher's batches -------------------------------------------------------------------
+
+    async def refresh(self, rels: list[str]) -> Revision | None:
+        """Route a batch of changed paths (relative to the user root) to their roots' ``refresh``; a project
+        root that appeared (``projects/<key>/MEMORY.md`` written by another tool, a sync) is opened.
+        Returns the user root's new revision, or the last project's, or None."""
+        mine: list[str] = []
+        theirs: dict[str, list[str]] = {}
+        prefix = PROJECTS_DIR + "/"
+        for rel in rels:
+            if rel.startswith(prefix):
+                key, _, inner = rel[len(prefix):].partition("/")
+                if is_key(key) and inner and not (inner == STATE_DIR or inner.startswith(STATE_DIR + "/")):
+                    theirs.setdefault(key, []).append(inner)
+            else:
+                mine.append(rel)
+        last: Revision | None = None
+        for key, changed in theirs.items():
+            root = self.roots.get(key)
+            if root is None:
+                if "MEMORY.md" in changed:
+                    await self._open(key, self.home / PROJECTS_DIR / key, None, None)
+                continue
+            last = await root.state.refresh(changed) or last
+        if mine:
+            last = await self.user.state.refresh(mine) or last
+        return last

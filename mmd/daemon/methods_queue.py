@@ -1,0 +1,174 @@
+"""The review queue's and the git history's RPC handlers (a mixin of :class:`~.methods.Methods`).
+
+The use-cases are in :mod:`.review` and :mod:`.gitsync`; these handlers check nothing the wire did not and
+publish ``queue/decided`` after each decision. Never touches a socket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mmd.core.errors import ErrorCode
+from mmd.wire import methods as wire
+from mmd.wire.events import QUEUE_DECIDED
+from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
+
+from .handling import handles
+from .review import Review
+
+if TYPE_CHECKING:
+    from .gitsync import GitSync
+
+__all__ = ["QueueMethods"]
+
+
+class QueueMethods:
+    """``queue.*`` and ``memory.log|diff|revert|restore|sync``, over :attr:`review` and :attr:`git`."""
+
+    review: Review
+    git: GitSync | None
+    _publish: Callable[[str, dict[str, Any]], Any]
+
+    @handles(wire.QUEUE_LIST)
+    async def queue_list(self, p: dict[str, Any]) -> QueueListResult:
+        """``queue.list {status?, limit?, offset?, all?, minScore?, project?, agent?, session?}`` → ``{candidates,
+        total, pending, offset, limit}``; pending ones highest score first; hidden ones only with ``all`` or
+        ``minScore``.
+
+        Raises:
+            DaemonError(E_INVALID | E_UNAVAILABLE): as :meth:`.review.Review.page`.
+        """
+        return await self.review.page(p.get("status", "pending"), limit=p.get("limit", 100),
+                                      offset=p.get("offset", 0), hidden=bool(p.get("all")),
+                                      min_score=p.get("minScore"), project=p.get("project"), agent=p.get("agent"),
+                                      session=p.get("session"), first=p.get("first"))
+
+    @handles(wire.QUEUE_GET)
+    async def queue_get(self, p: dict[str, Any]) -> CandidateJson:
+        """``queue.get {id}`` → the candidate.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`.review.Review.get`.
+        """
+        return await self.review.get(p["id"])
+
+    @handles(wire.QUEUE_ACCEPT)
+    async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult | dict[str, Any]:
+        """``queue.accept {id, topic?, into?, summary?, tags?, content?, ifRevision?, replace?}`` → ``{ok, candidate,
+        write}``; with a list of ids → ``{ok, results: [{id, ok, candidate?, write?, error?}]}``, each reported.
+
+        Raises:
+            DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED | E_EXISTS | E_CONFLICT), MMError: as
+            :meth:`.review.Review.accept` (for one id; a list reports them per id).
+        """
+        async def one(raw: int | str) -> QueueAcceptResult:
+            result = await self.review.accept(raw, topic=p.get("topic"), content=p.get("content"),
+                                              into=p.get("into"), summary=p.get("summary"), tags=p.get("tags"),
+                                              if_revision=p.get("ifRevision"), replace=bool(p.get("replace")),
+                                              project=p.get("project"))
+            if result["ok"]:
+                self._decided(result["candidate"])
+            return result
+
+        if isinstance(p["id"], list):
+            return await self.review.decide_many(p["id"], one)
+        return await one(p["id"])
+
+    @handles(wire.QUEUE_REJECT)
+    async def queue_reject(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``queue.reject {id, reason?}`` → ``{ok: true, candidate}``; rejecting a rejected candidate is a no-op.
+        With a list of ids, or ``below`` (every pending candidate scoring below it) → ``{ok, results}``.
+
+        Raises:
+            DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED): as :meth:`.review.Review.reject`; E_INVALID
+            also for neither or both of ``id`` and ``below``.
+        """
+        raw, below = p.get("id"), p.get("below")
+        if (raw is None) == (below is None):
+            raise DaemonError(ErrorCode.E_INVALID, "queue.reject takes either id (one or a list) or below")
+
+        async def one(cid: int | str) -> CandidateJson:
+            rejected = await self.review.reject(cid, reason=p.get("reason"))
+            self._decided(rejected)
+            return rejected
+
+        if below is not None:
+            ids = await self.review.below(below)
+            return await self.review.decide_many(ids, one) if ids else {"ok": True, "results": []}
+        if isinstance(raw, list):
+            return await self.review.decide_many(raw, one)
+        return {"ok": True, "candidate": await one(p["id"])}
+
+    @handles(wire.QUEUE_UNDO)
+    async def queue_undo(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``queue.undo {id}`` → ``{ok: true, candidate, reverted, revision?}``: pending again, the note reverted.
+
+        Raises:
+            DaemonError(E_INVALID | E_NOT_FOUND | E_CONFLICT | E_UNAVAILABLE), MMError: as
+            :meth:`.review.Review.undo`.
+        """
+        undone = await self.review.undo(p["id"])
+        self._decided(undone["candidate"])
+        return undone
+
+    def _decided(self, cand: CandidateJson) -> None:
+        """Publish ``queue/decided`` for the candidate's new status (every surface sees decisions live)."""
+        event: dict[str, Any] = {"id": cand["id"], "status": cand["status"], "queuePending": self.review.pending}
+        if cand.get("written"):
+            event["topic"] = cand["written"]["topic"]
+        self._publish(QUEUE_DECIDED, event)
+
+    # --- the git history and sync (issue 18; the use-cases are in .gitsync) -------------------------
+
+    def _git(self) -> GitSync:
+        if self.git is None:
+            raise DaemonError(DaemonCode.E_UNAVAILABLE, "this daemon keeps no git history: start it with --git "
+                              "(or [git] enabled = true)")
+        return self.git
+
+    @handles(wire.MEMORY_LOG)
+    async def log(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.log {topic?, limit?}`` → ``{commits}`` newest first.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): for a bad topic slug.
+        """
+        return await self._git().log(p.get("topic"), p.get("limit", 100))
+
+    @handles(wire.MEMORY_DIFF)
+    async def diff(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.diff {rev, other?}`` → ``{from, to, topics, patch}``.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if a REV names nothing.
+        """
+        return await self._git().diff(p["rev"], p.get("other"))
+
+    @handles(wire.MEMORY_REVERT)
+    async def revert(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.revert {rev}`` → ``{ok, rev, commit, results, revision}``: new writes, never a rewrite.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if ``rev`` names nothing.
+        """
+        return await self._git().revert(p["rev"])
+
+    @handles(wire.MEMORY_RESTORE)
+    async def restore(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.restore {topic, at}`` → ``{ok, topic, at, commit, action, outcome, revision}``.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE | E_NOT_FOUND): without ``--git``; a topic absent at ``at``.
+            MMError(E_INVALID): if ``at`` names nothing or the topic is not a slug.
+        """
+        return await self._git().restore(p["topic"], p["at"])
+
+    @handles(wire.MEMORY_SYNC)
+    async def sync(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.sync {}`` → what the sync did, once commit, fetch, merge, push and the reload are done.
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git`` (a failed sync is a result with ``ok: false``).
+        """
+        return await self._git().sync_now()

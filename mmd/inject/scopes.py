@@ -1,0 +1,63 @@
+"""One injection from the roots of a scope: the project's root first, then the user root, each labelled.
+
+``docs/projects.md``: an agent working in a project is told that project's memory
+and the user's, never another project's. Each root keeps its own client view
+(baseline, then deltas); this module only splits the byte budget between them
+and joins their texts under a heading that says which root each part is from.
+
+Owns: the section headings, the budget split, the joined result's shape. Never:
+plans a root's injection (:mod:`.delta` does) or stores a view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["MODES", "budget_split", "heading", "join_injections"]
+
+MODES = ("baseline", "delta", "reminder", "none")
+"""Injection modes, the one that says most first: a joined injection takes the first any of its parts has."""
+PROJECT_SHARE = 2 / 3
+"""The project root's share of the byte budget when the user root is injected beside it."""
+
+
+def budget_split(max_bytes: int, roots: int) -> list[int]:
+    """The byte budget of each of ``roots`` parts (the project's first): all of it for one part, else
+    :data:`PROJECT_SHARE` for the project and the rest for the user root (UTF-8 bytes)."""
+    if roots <= 1:
+        return [max_bytes]
+    first = int(max_bytes * PROJECT_SHARE)
+    return [first, max_bytes - first]
+
+
+def heading(label: str, where: str | None = None) -> str:
+    """The line above a part: ``Project memory (KEY, FOLDER):`` or ``User memory (every project):``."""
+    if label == "user":
+        return "User memory (every project):"
+    return f"Project memory ({label}{f', {where}' if where else ''}):"
+
+
+def join_injections(parts: Sequence[tuple[str, dict[str, Any]]], where: str | None = None) -> dict[str, Any]:
+    """One ``memory.inject``-shaped result from ``(scope label, result)`` parts, the project's first.
+
+    A single part is returned as it is (a user-root injection reads as before the memory home). With two, the
+    non-empty texts are joined, each under its :func:`heading` (``where``: the project's folder); ``mode`` is
+    the first of :data:`MODES` any part has; ``added``/``updated``/``removed``/``reminded`` list the parts'
+    topics in order; ``unchanged`` and ``bytes`` are sums (``bytes``: UTF-8 of the joined text); ``roots`` keeps
+    each part (``{scope, …its result}``).
+    """
+    if len(parts) == 1:
+        return parts[0][1]
+    texts = [f"{heading(label, where)}\n{result['text']}" for label, result in parts if result.get("text")]
+    text = "\n\n".join(texts)
+    modes = {result.get("mode", "none") for _, result in parts}
+    out: dict[str, Any] = {
+        "mode": next(m for m in MODES if m in modes or m == "none"),
+        "text": text,
+        **{key: [t for _, r in parts for t in r.get(key, [])] for key in ("added", "updated", "removed", "reminded")},
+        "unchanged": sum(int(r.get("unchanged", 0)) for _, r in parts),
+        "bytes": len(text.encode("utf-8")),
+        "roots": [{"scope": label, **result} for label, result in parts],
+    }
+    return out
