@@ -164,11 +164,20 @@ def _git_line(git: Any) -> Any:
     last = git.get("lastSync")
     parts.append(f"last sync {last['at']} ({'ok' if last['ok'] else 'failed'})" if last else "not synced yet")
     error = (last or {}).get("error")
+    refused = git.get("refused")
+    if refused:  # shown whole, until a sync takes the remote again
+        parts.append(refused.get("message", ""))
+    if error and not (refused and error.get("message") == refused.get("message")):
+        parts.append(f"error at {error['stage']}: {error['message'].strip()[:200]}")
     if error:
-        parts.append(f"error at {error['stage']}: {error['message'].strip()[:200]}; "
-                     f"{git.get('failures')} failure(s), next try {git.get('nextSyncAt')}")
+        parts.append(f"{git.get('failures')} failure(s), next try {git.get('nextSyncAt')}")
     if git.get("commitError"):
         parts.append(f"commit failed: {git['commitError']}")
+    running = git.get("syncing")
+    if running:
+        parts.append(f"syncing since {running.get('since')} (now: {running.get('stage')}"
+                     + (f", waiting for {running.get('remote')}" if running.get("stage") in ("fetch", "push") else "")
+                     + ")")
     return "; ".join(parts)
 
 
