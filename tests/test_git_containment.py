@@ -281,3 +281,109 @@ def test_a_second_sync_during_a_running_one_returns_at_once_saying_what_the_firs
         syncing.join(30)
         end_hanging(before)
     assert not syncing.is_alive() and first_code == [1]
+
+
+# --- the rules one by one, through mmd.daemon.git.sync (no daemon) -----------------------------------------
+
+
+def test_the_table_of_memory_paths() -> None:
+    from mmd.daemon.git.layout import memory_kind
+
+    kinds = {path: memory_kind(path) for path in (
+        "MEMORY.md", "memories/deploy-region.md", "memories/a.b_c-d.md", "projects/api-3f2a1b9c/MEMORY.md",
+        "projects/api-3f2a1b9c/memories/x.md", ".gitattributes", ".gitignore",
+        "memories/sub/x.md", "memories/.x.md", "memories/x.txt", "projects/API-3f2a1b9c/MEMORY.md",
+        "projects/api-3f2a1b9/MEMORY.md", "projects/api-3f2a1b9c/.mmd/revision", "memory.md", "MEMORY.md/x",
+        "memories/a\nb.md", f"memories/{'a' * 65}.md", ".git/config", "sub/.gitignore")}
+    assert {p: k for p, k in kinds.items() if k} == {
+        "MEMORY.md": "index", "memories/deploy-region.md": "note", "memories/a.b_c-d.md": "note",
+        "projects/api-3f2a1b9c/MEMORY.md": "index", "projects/api-3f2a1b9c/memories/x.md": "note",
+        ".gitattributes": "git-file", ".gitignore": "git-file"}
+
+
+@pytest.fixture
+def roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path, Path]:
+    """A victim root synced once with a bare ``origin``, and a forge cloned from it."""
+    from tests.test_git_helpers import GitRoot
+
+    isolate_git(monkeypatch, tmp_path)
+    remote = bare_remote(tmp_path / "remote.git")
+    victim = GitRoot(tmp_path / "victim", remote)
+    victim.write("mine", "the victim's own note")
+    from mmd.daemon.git import sync
+
+    assert sync(victim.path).ok
+    forge = tmp_path / "forge"
+    subprocess.run(["git", "clone", "-q", str(remote), str(forge)], check=True)
+    return victim, remote, forge
+
+
+@pytest.mark.parametrize(("extra", "why"), [
+    ({"vendor/lib": ("160000", "1" * 40)}, "'vendor/lib' is a submodule"),
+    ({".gitattributes": ("100644", b"* filter=evil\n")}, "'.gitattributes' differs from the one mmd writes"),
+    ({".gitignore": None}, "'.gitignore' would be removed"),
+    ({"MEMORY.md": ("120000", b"/etc/passwd")}, "'MEMORY.md' is a symbolic link"),
+    ({".GIT/hooks/post-merge": ("100755", b"#!/bin/sh\n")}, "'.GIT/hooks/post-merge' is executable"),
+    ({".GIT/config": ("100644", b"[core]\n")}, "'.GIT/config' is inside .git"),
+    ({"memories": ("120000", b"/tmp")}, "'memories' is a symbolic link"),
+    ({"projects/API/MEMORY.md": ("100644", b"# MEMORY.md\n")}, "'projects/API/MEMORY.md' is not a memory file"),
+])
+def test_a_remote_commit_with_one_forbidden_path_is_refused_naming_it(
+        roots: tuple[Any, Path, Path], extra: dict[str, Any], why: str) -> None:
+    from mmd.daemon.git import sync
+
+    victim, remote, forge = roots
+    files: dict[str, tuple[str, str]] = tree_files(forge, "origin/main")
+    for path, entry in extra.items():
+        files = {p: e for p, e in files.items() if not p.startswith(f"{path}/")}  # a file in a folder's place
+        if entry is None:
+            files.pop(path)
+        elif entry[0] == "160000":
+            files[path] = entry
+        else:
+            files[path] = (entry[0], blob(forge, entry[1]))
+    before = victim.files()
+    commit = push_crafted(forge, remote, git(forge, "rev-parse", "origin/main"), files, "one forbidden path")
+    result = sync(victim.path)
+    assert result.refused is not None and result.refused.kind == "contain" and result.refused.commit == commit
+    assert why in result.refused.reason and not result.pushed, result.refused.reason
+    assert victim.files() == before and git(victim.path, "rev-parse", "HEAD") != commit
+
+
+def test_a_remote_may_bring_mmds_own_gitignore_and_the_home_s_project_roots(roots: tuple[Any, Path, Path]) -> None:
+    from mmd.daemon.git import sync
+    from mmd.daemon.git.repo import ACCEPTED_FILES
+
+    victim, remote, forge = roots
+    (victim.path / ".gitignore").write_text((victim.path / ".gitignore").read_text() + "notes-of-mine/\n")
+    victim.commit("external edit", [])  # this root's own .gitignore, differing from mmd's: never a remote's problem
+    assert sync(victim.path).ok
+    git(forge, "fetch", "-q", "origin")  # the teammate builds on it, and puts mmd's own back
+    files = tree_files(forge, "origin/main")
+    note = "# x\n\n> mm-id: local\n> mm-version: 1\n> mm-kind: note\n> mm-topic: x\n> mm-file: memories/x.md\n\nhi\n"
+    files.update({".gitignore": ("100644", blob(forge, ACCEPTED_FILES[".gitignore"][0])),
+                  "projects/api-3f2a1b9c/memories/x.md": ("100644", blob(forge, note.encode())),
+                  "projects/api-3f2a1b9c/MEMORY.md": ("100644", blob(forge, b"# MEMORY.md\n"))})
+    push_crafted(forge, remote, git(forge, "rev-parse", "origin/main"), files, "mmd's own files")
+    result = sync(victim.path)
+    assert result.ok and result.refused is None, result.error
+    assert (victim.path / ".gitignore").read_bytes() in ACCEPTED_FILES[".gitignore"]
+    written = victim.path / "projects" / "api-3f2a1b9c" / "memories" / "x.md"
+    assert written.read_text() == note and oct(written.stat().st_mode & 0o777) == "0o600"
+    assert oct((victim.path / "projects").stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_symlinked_folder_on_this_machine_is_never_written_through(roots: tuple[Any, Path, Path],
+                                                                      tmp_path: Path) -> None:
+    from mmd.daemon.git import sync
+
+    victim, remote, forge = roots
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (victim.path / "projects").symlink_to(elsewhere)  # made here by hand: a remote can never make one
+    files = tree_files(forge, "origin/main")
+    files["projects/api-3f2a1b9c/MEMORY.md"] = ("100644", blob(forge, b"# MEMORY.md\n"))
+    push_crafted(forge, remote, git(forge, "rev-parse", "origin/main"), files, "a project root")
+    result = sync(victim.path)
+    assert not result.ok and "a folder on its way is a symlink or a file" in result.error["message"]
+    assert list(elsewhere.iterdir()) == []

@@ -42,7 +42,7 @@ class TreeEntry:
 
 
 def read_tree(git: Git, commit: str | None) -> dict[str, TreeEntry]:
-    """Every file of ``commit``'s tree, ``{root-relative POSIX path: TreeEntry}``; ``{}`` for None.
+    """Every file (and submodule) of ``commit``'s tree, ``{root-relative POSIX path: TreeEntry}``; ``{}`` for None.
 
     Raises:
         GitError: if ``commit`` is not a commit of the repository.
@@ -56,7 +56,7 @@ def read_tree(git: Git, commit: str | None) -> dict[str, TreeEntry]:
             continue
         meta, _, path = record.partition(b"\t")
         mode, kind, oid = meta.decode().split(" ")
-        if kind == "blob":
+        if kind in ("blob", "commit"):  # a file, a symlink, or a submodule (mode 160000, never written)
             out[path.decode("utf-8", "surrogateescape")] = TreeEntry(mode, oid)
     return out
 
