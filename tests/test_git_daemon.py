@@ -13,9 +13,7 @@ start with the reason.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -26,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.test_daemon_helpers import DaemonProcess, sync_call
-from tests.test_git_helpers import bare_remote, git, isolate_git
+from tests.test_git_helpers import bare_remote, end_hanging, git, hang_fetches, hanging_sleeps, isolate_git
 from tests.test_ingest_helpers import wait_until
 from tests.test_mmctl_daemon import cli
 
@@ -174,32 +172,17 @@ def test_an_unreachable_remote_keeps_every_local_revision_and_the_retries_recove
     assert call(daemon, "daemon.status")["git"]["ahead"] == 0
 
 
-def _hanging_sleeps() -> set[int]:
-    """Pids of the ``sleep 600`` processes the hanging ssh command below started (Linux: /proc)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes() == b"sleep\x00600\x00":
-                    found.add(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the hanging fetch through /proc")
 def test_a_stopping_daemon_cuts_a_fetch_that_hangs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  start_daemon: Any) -> None:
     # SIGTERM waited for the fetch's 120 s time limit (systemd's TimeoutStopSec=30 would SIGKILL first)
     isolate_git(monkeypatch, tmp_path)
-    before = _hanging_sleeps()
     daemon = start_daemon("--git", "--no-ingest", "--git-sync-interval-ms", "300", root=tmp_path / "root")
-    git(daemon.root, "remote", "add", "origin", "ssh://example.invalid/memory.git")
-    git(daemon.root, "config", "core.sshCommand", "sleep 600 #")
-    hung = wait_until(lambda: _hanging_sleeps() - before, what="a fetch that hangs")
+    before = hang_fetches(daemon.root)
+    hung = wait_until(lambda: hanging_sleeps() - before, what="a fetch that hangs")
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(30) == 0, daemon.stderr()
-    assert not (_hanging_sleeps() & hung), "the fetch's ssh command outlived the daemon"
+    assert not (hanging_sleeps() & hung), "the fetch's ssh command outlived the daemon"
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the hanging fetch through /proc")
@@ -208,19 +191,15 @@ def test_a_sync_whose_daemon_is_killed_before_it_answers_fails_at_once(tmp_path:
                                                                       start_daemon: Any) -> None:
     # `mmctl sync` waited out its 1200 s timeout after its daemon was killed
     isolate_git(monkeypatch, tmp_path)
-    before = _hanging_sleeps()
     daemon = start_daemon("--git", "--no-ingest", root=tmp_path / "root")
-    git(daemon.root, "remote", "add", "origin", "ssh://example.invalid/memory.git")
-    git(daemon.root, "config", "core.sshCommand", "sleep 600 #")
+    before = hang_fetches(daemon.root)
     result: list[tuple[int, str, str]] = []
     syncing = threading.Thread(target=lambda: result.append(cli(daemon, "sync")))
     syncing.start()
-    wait_until(lambda: _hanging_sleeps() - before, what="the sync's fetch, hanging")
+    wait_until(lambda: hanging_sleeps() - before, what="the sync's fetch, hanging")
     daemon.signal(signal.SIGKILL)
     syncing.join(20)
-    for pid in _hanging_sleeps() - before:  # a fetch's own process group outlives a SIGKILLed daemon
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    end_hanging(before)  # a fetch's own process group outlives a SIGKILLed daemon
     assert not syncing.is_alive(), "the sync waited for its whole timeout"
     code, _, err = result[0]
     assert code == 1 and "the daemon stopped before it answered" in err, err
@@ -234,14 +213,12 @@ async def test_an_async_request_whose_daemon_is_killed_before_it_answers_fails_a
     from mmctl.errors import DaemonUnavailable, RequestTimeout
 
     isolate_git(monkeypatch, tmp_path)
-    before = _hanging_sleeps()
     daemon = start_daemon("--git", "--no-ingest", root=tmp_path / "root")
-    git(daemon.root, "remote", "add", "origin", "ssh://example.invalid/memory.git")
-    git(daemon.root, "config", "core.sshCommand", "sleep 600 #")
+    before = hang_fetches(daemon.root)
     async with AsyncClient(daemon.root, env=daemon.env, timeout_ms=60_000) as client:
         syncing = asyncio.ensure_future(client.call("memory.sync"))
         for _ in range(400):  # at most 20 s
-            if _hanging_sleeps() - before:
+            if hanging_sleeps() - before:
                 break
             await asyncio.sleep(0.05)
         else:
@@ -249,9 +226,7 @@ async def test_an_async_request_whose_daemon_is_killed_before_it_answers_fails_a
         daemon.signal(signal.SIGKILL)
         with pytest.raises(DaemonUnavailable) as failed:
             await asyncio.wait_for(syncing, 20)
-    for pid in _hanging_sleeps() - before:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    end_hanging(before)
     assert not isinstance(failed.value, RequestTimeout) and "stopped before it answered" in str(failed.value)
 
 
@@ -355,8 +330,9 @@ def test_the_merge_driver_is_registered_by_the_installed_mmd_and_runs(
     assert usage.returncode == 2 and "usage: mmd merge-index" in usage.stderr
 
 
-def test_a_merged_index_over_its_caps_is_kept_reported_and_nudges_a_consolidation(
+def test_a_merge_into_an_index_already_over_its_caps_is_taken_reported_and_nudges_a_consolidation(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Any) -> None:
+    # an index within its caps that a merge would push over them is held back (tests/test_git_containment.py)
     import zmq
 
     isolate_git(monkeypatch, tmp_path)
@@ -367,7 +343,10 @@ def test_a_merged_index_over_its_caps_is_kept_reported_and_nudges_a_consolidatio
         git(daemon.root, "remote", "add", "origin", str(remote))
     write(laptop, "alpha", "first")
     write(laptop, "beta", "second")
-    write(box, "gamma", "third")  # each side fits its cap; the two together do not
+    write(box, "gamma", "third")
+    index = box.root / "MEMORY.md"
+    index.write_text(index.read_text() + "".join(f"a line written by hand {i}\n" for i in range(12)))
+    wait_until(lambda: call(box, "daemon.status")["index"]["overBudget"], what="the hand edit over the caps")
     mmctl_sync(laptop)
     sub = zmq.Context.instance().socket(zmq.SUB)
     sub.setsockopt(zmq.LINGER, 0)
@@ -391,7 +370,7 @@ def test_a_merged_index_over_its_caps_is_kept_reported_and_nudges_a_consolidatio
         sub.close()
     refused = call(box, "memory.write", {"topic": "delta", "content": "one more"})
     assert refused["ok"] is False  # writes stay refused until the index fits (mm v1 section 6)
-    call(box, "memory.delete", {"topic": "alpha"})  # a consolidation
+    call(box, "memory.delete", {"topic": "gamma"})  # a consolidation
     assert write(box, "beta", "fits again") > 0
 
 

@@ -96,3 +96,82 @@ class GitRoot:
         """``{topic: note body}`` as a fresh reader of the files sees them."""
         memory = Memory.open(MemoryOptions.create(root=self.path))
         return {note.topic: note.body for note in memory.list_notes()}
+
+
+def tree_files(repo: Path, commit: str) -> dict[str, tuple[str, str]]:
+    """``{path: (mode, blob id)}`` of ``commit``'s tree in ``repo``."""
+    out = {}
+    for record in git(repo, "ls-tree", "-r", "-z", "--full-tree", commit).split("\0"):
+        if record:
+            meta, path = record.split("\t", 1)
+            mode, _, oid = meta.split(" ")
+            out[path] = (mode, oid)
+    return out
+
+
+def blob(repo: Path, data: bytes) -> str:
+    """Store ``data`` as a blob of ``repo``; its id."""
+    return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=data, capture_output=True,
+                          check=True).stdout.decode().strip()
+
+
+def crafted_tree(repo: Path, files: dict[str, tuple[str, str]]) -> str:
+    """A tree of ``repo`` holding exactly ``files`` (``{path: (mode, blob id)}``), made with ``git mktree``, which
+    takes any name (``..``, ``.git``) where ``git add`` would refuse it: what a hostile remote can push."""
+    top: dict[str, tuple[str, str]] = {}
+    below: dict[str, dict[str, tuple[str, str]]] = {}
+    for path, entry in files.items():
+        head, _, rest = path.partition("/")
+        if rest:
+            below.setdefault(head, {})[rest] = entry
+        else:
+            top[head] = entry
+    for name, inner in below.items():
+        top[name] = ("040000", crafted_tree(repo, inner))
+    listing = "".join(f"{mode} {'tree' if mode == '040000' else 'commit' if mode == '160000' else 'blob'} {oid}\t{n}\n"
+                      for n, (mode, oid) in sorted(top.items()))
+    return subprocess.run(["git", "mktree"], cwd=repo, input=listing.encode(), capture_output=True,
+                          check=True).stdout.decode().strip()
+
+
+def push_crafted(repo: Path, remote: Path, parent: str, files: dict[str, tuple[str, str]], message: str,
+                 *config: str) -> str:
+    """Commit the tree of ``files`` on top of ``parent`` in ``repo`` and push it as ``main`` of ``remote``
+    (``config``: ``-c`` options for the push); the new commit's id."""
+    commit = subprocess.run(["git", "commit-tree", crafted_tree(repo, files), "-p", parent, "-m", message], cwd=repo,
+                            capture_output=True, check=True).stdout.decode().strip()
+    subprocess.run(["git", *config, "push", "-q", "-f", str(remote), f"{commit}:refs/heads/main"], cwd=repo, check=True)
+    return commit
+
+
+def hanging_sleeps() -> set[int]:
+    """Pids of the ``sleep 600`` processes a fetch through :func:`hang_fetches` started (Linux: /proc)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == b"sleep\x00600\x00":
+                    found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def hang_fetches(root: Path, url: str = "ssh://example.invalid/memory.git") -> set[int]:
+    """Give ``root`` the remote ``origin`` at ``url``, reached through an ssh command that never answers
+    (``sleep 600``); returns the pids of such sleeps already running (see :func:`end_hanging`)."""
+    before = hanging_sleeps()
+    git(root, "remote", "add", "origin", url)
+    git(root, "config", "core.sshCommand", "sleep 600 #")
+    return before
+
+
+def end_hanging(before: set[int]) -> None:
+    """Kill the process groups of the sleeps started since ``before`` (a SIGKILLed daemon leaves them)."""
+    import contextlib
+    import os
+    import signal
+
+    for pid in hanging_sleeps() - before:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)

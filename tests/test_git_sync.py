@@ -138,19 +138,35 @@ def test_no_remote_configured_is_not_an_error_and_commits_locally(tmp_path: Path
     assert result["committed"] == root.history.head()
 
 
-def test_a_merged_index_over_its_caps_is_written_and_reported(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_merge_that_would_take_the_index_over_its_caps_is_held_back_once_and_writes_go_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     isolate_git(monkeypatch, tmp_path)
     remote = bare_remote(tmp_path / "remote.git")
-    laptop = GitRoot(tmp_path / "laptop", remote, index_lines=20)
-    box = GitRoot(tmp_path / "box", remote, index_lines=20)
+    laptop = GitRoot(tmp_path / "laptop", remote, index_lines=24)  # two entries fit, three do not
+    box = GitRoot(tmp_path / "box", remote, index_lines=24)
     laptop.write("one", "1")
+    laptop.write("uno", "1 again")
     box.write("two", "2")
     sync_ok(laptop)
-    result = sync_ok(box)
-    assert result["indexOverBudget"] is True
-    assert set(box.bodies()) == {"one", "two"}
-    assert not box.memory.write("three", "3")["ok"]  # writes stay refused until it fits
+    before = box.files()
+    first = sync(box.path)
+    assert first.refused is not None and first.refused.kind == "hold" and first.refused.topics == ("one", "uno")
+    assert not first.pushed and first.error is not None and first.error["stage"] == "merge"
+    assert "over its caps of 24 lines" in first.error["message"] and "one, uno" in first.error["message"]
+    assert [(c["kind"], c["topic"], c["body"]) for c in first.held] == [("conflict", "one", "1"),
+                                                                         ("conflict", "uno", "1 again")]
+    assert box.files() == before and set(box.bodies()) == {"two"}  # the root stayed as it was
+    again = sync(box.path, refused=first.refused)
+    assert again.refused == first.refused and again.held == []  # the same remote commit is not weighed again
+    assert box.memory.write("three", "3")["ok"]  # writes go on: the local index is within its caps
+    box.commit("write", ["three"])
+    weighed = sync(box.path, refused=first.refused)  # this root moved: the remote is weighed again,
+    assert weighed.refused is not None and weighed.refused.ours != first.refused.ours  # still too big,
+    assert weighed.held == []  # and its topics, queued once already, are not returned again
+    box.delete("three")
+    box.delete("two")
+    assert sync_ok(box)["merged"] == "merge"  # room was made here: the same remote commit fits now
+    assert set(box.bodies()) == {"one", "uno"}
 
 
 def test_a_remote_that_moves_before_our_push_is_merged_again_and_both_rounds_are_reported(

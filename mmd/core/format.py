@@ -14,6 +14,10 @@ loses data we read more, never less:
   (``strict=False``), so one hand-edited entry never blocks other writes.
 - Hand-written lines in MEMORY.md's header area (free text, unknown ``>``
   meta) are kept by rewrites (:func:`header_extras`); the reference drops them.
+- A root's index is read with ``strict_files=False``: an entry whose ``file`` is
+  not a safe relative path (``../x``, ``/etc/passwd``) is kept as it was written,
+  so that one entry is reported and never read (:func:`.rootfs.note_problem`),
+  instead of the whole root being refused as the reference refuses it.
 
 This module is pure: it never touches the disk.
 """
@@ -196,7 +200,7 @@ def safe_rel_path(rel: object) -> str:
     return rel
 
 
-def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
+def parse_index(text: str, memory_id: str | None = None, *, strict_files: bool = True) -> ParsedIndex:
     """Parse MEMORY.md text (mm v1 §3).
 
     Header meta comes from ``> key: value`` lines before the first ``## `` heading;
@@ -208,10 +212,14 @@ def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
     Args:
         text: the file's text.
         memory_id: the id used when the header has no ``mm-id`` (default ``local``).
+        strict_files: refuse the whole text for one unsafe ``file`` value (the reference's
+            rule, see :func:`safe_rel_path`); False keeps such a value as written, for the
+            reader to report and never follow (how a root is loaded: one bad entry does
+            not make every other topic unreadable).
 
     Raises:
         MMError(E_PARSE): for a ``## `` heading that is not a topic slug (the
-            message names its 1-based line), or an unsafe ``file`` value.
+            message names its 1-based line), or (``strict_files``) an unsafe ``file`` value.
     """
     lines = _lines(text)
     header_id = memory_id if memory_id is not None else DEFAULT_MEMORY_ID
@@ -261,13 +269,14 @@ def parse_index(text: str, memory_id: str | None = None) -> ParsedIndex:
                 body.append(lines[i])
             i += 1
         budget = _BUDGET.match(meta.get("budget", "0/0"))
+        file = meta.get("file", f"memories/{topic}.md")
         entries.append(
             IndexEntry(
                 topic=topic,
                 memory_id=header_id,
                 summary=meta.get("summary", ""),
                 tags=tuple(parse_tags(meta.get("tags", ""))),
-                file=safe_rel_path(meta.get("file", f"memories/{topic}.md")),
+                file=safe_rel_path(file) if strict_files else file,
                 updated=meta.get("updated", ""),
                 body_chars=int(budget.group(1)) if budget else 0,
                 write_budget=int(budget.group(2)) if budget else 0,

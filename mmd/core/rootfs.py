@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .errors import ErrorCode, MMError
+from .format import safe_rel_path
 from .paths import DETAIL_DIR, INDEX_NAME
 
 TYPE_CHECKING = False
@@ -60,10 +61,16 @@ _counter = itertools.count(1)
 def note_problem(rel: str) -> str | None:
     """Why the index ``file:`` value ``rel`` may not name a note, or None when it may.
 
-    ``rel`` has passed :func:`.format.safe_rel_path`. A note is a file under
-    ``memories/`` (``./`` and empty segments ignored), so ``MEMORY.md``, ``.mmd/…``,
-    ``memories`` itself and any other folder of the root are refused.
+    A note is a file under ``memories/`` (``./`` and empty segments ignored), named
+    by a safe relative path (:func:`.format.safe_rel_path`: no ``..``, not absolute,
+    no backslash or NUL), so ``../x``, ``MEMORY.md``, ``.mmd/…``, ``memories`` itself
+    and any other folder of the root are refused. A root's index may hold such a
+    value (it is read with ``strict_files=False``): this is the one check every use of it passes.
     """
+    try:
+        safe_rel_path(rel)
+    except MMError as error:
+        return error.message
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     if len(parts) < 2 or parts[0] != DETAIL_DIR:
         return f"file {rel!r} is not under {DETAIL_DIR}/; an index entry may name only a note there"

@@ -3,11 +3,11 @@
 ``load_snapshot`` reads MEMORY.md and every detail file once; readers then
 share the resulting :class:`Snapshot` without locks. One malformed detail file
 (bad title, invalid UTF-8, a NUL byte, a symlink, a ``file:`` outside
-``memories/``) is recorded in ``anomalies["malformedNotes"]`` and served with
-an empty body (``Snapshot.note_checked`` raises for it); the rest of the root
-loads. An entry with a line break in a one-line field is listed in
-``anomalies["malformedEntries"]``. An unparsable MEMORY.md is an error: nothing can
-be served from it safely.
+``memories/`` or no safe path at all, such as ``../x``) is recorded in
+``anomalies["malformedNotes"]`` and served with an empty body
+(``Snapshot.note_checked`` raises for it); the rest of the root loads. An entry
+with a line break in a one-line field is listed in ``anomalies["malformedEntries"]``.
+An unparsable MEMORY.md is an error: nothing can be served from it safely.
 """
 
 from __future__ import annotations
@@ -103,13 +103,16 @@ def parse_live_index(root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry,
 def parse_index_text(text: str, root: Path, memory_id: str) -> tuple[str, tuple[IndexEntry, ...]]:
     """``text`` (MEMORY.md of ``root``) and its entries, each carrying ``memory_id``.
 
+    An entry whose ``file`` is not a safe path is kept as written (``strict_files=False``): reading
+    its note fails for that topic alone (see :func:`read_note_sized`), every other topic reads.
+
     Raises:
-        MMError(E_PARSE): naming the file, if ``text`` is not mm v1.
+        MMError(E_PARSE): naming the file, if ``text`` is not mm v1 (a heading that is not a topic).
     """
     if not js_trim(text):
         return text, ()
     try:
-        parsed = parse_index(text, memory_id)
+        parsed = parse_index(text, memory_id, strict_files=False)
     except MMError as error:
         raise MMError(error.code, f"{root / INDEX_NAME}: {error.message}", details=str(root / INDEX_NAME)) from None
     return text, tuple(e if e.memory_id == memory_id else e.replace(memory_id=memory_id) for e in parsed.entries)

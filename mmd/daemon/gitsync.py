@@ -11,10 +11,13 @@ a failure) with the state's lock as the engine's lock; the reload after a sync
 changed the files (``memory/changed`` with ``cause: "sync"``, installed under
 the same lock so the watcher never reports those files as external); the
 conflict records queued as ``kind: "conflict"`` review candidates (the sync's,
-and those the merge driver spooled during a person's own ``git merge``); the
-``memory/synced`` event and the ``git`` object of ``daemon.status``; and the
-history use-cases (log, diff, revert, restore — reverts and restores are new
-writes through the state under every budget, never a history rewrite).
+the topics of a remote commit held back because it would leave the root unusable,
+and those the merge driver spooled during a person's own ``git merge``); one sync at
+a time (a second ``memory.sync`` meanwhile is refused at once with ``E_BUSY``, saying
+what the running one waits for); the remote commit refused last (``git.refused`` in
+status until the remote changes, never weighed twice against the same HEAD); the
+``memory/synced`` event and the ``git`` object of ``daemon.status``. The history
+use-cases (log, diff, revert, restore) are :class:`~.githistory.HistoryUses`.
 
 Threading: git runs in the worker thread (commits, syncs, status) or in
 ``asyncio.to_thread`` (reads); events and installs happen on the loop. Never
@@ -30,7 +33,7 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmd.candidates import Evidence, NewCandidate
 from mmd.candidates.model import QUOTE_MAX
@@ -38,15 +41,19 @@ from mmd.core.clock import iso_ms, parse_iso_ms
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import nudge_report
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
-from mmd.core.text import validate_topic
 from mmd.wire.events import MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_ADDED
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .config import GitSettings
 from .events import Publisher
+from .git.runner import NETWORK_TIMEOUT_S
+from .githistory import HistoryUses
 from .queue import ReviewQueue
 from .revision import Revision
 from .state import MemoryState
+
+if TYPE_CHECKING:
+    from .git.contain import Refusal
 
 __all__ = ["RETRY_FIRST_MS", "RETRY_MAX_MS", "GitSync", "check_root", "retry_delay_ms"]
 
@@ -127,7 +134,7 @@ class _LoopLock:
             self.owner.loop.call_soon_threadsafe(self.owner.state.lock.release)
 
 
-class GitSync:
+class GitSync(HistoryUses):
     """The git part of one daemon.
 
     Args:
@@ -169,6 +176,10 @@ class GitSync:
         self.commits = 0
         self._repo_stale = False
         """A commit moved HEAD since :attr:`repo` was read: the next ``status`` has it read again."""
+        self.syncing: dict[str, Any] | None = None
+        """The sync under way: ``{stage, remote, since, stageSince, timeoutMs}``; None between syncs."""
+        self.refused: Refusal | None = None
+        """The remote commit the last sync refused (kept until a sync takes the remote again)."""
 
     # --- start and stop ---------------------------------------------------------------------------
 
@@ -315,8 +326,23 @@ class GitSync:
 
     async def sync_now(self) -> dict[str, Any]:
         """Commit, fetch, merge, push, reload; returns what happened (``SyncResult`` JSON plus ``queued``
-        candidate ids and ``revision``) once it is all done; a failure is in ``error``, never raised."""
-        result: dict[str, Any] = await self._submit(self._sync)
+        candidate ids and ``revision``) once it is all done; a failure is in ``error``, never raised.
+
+        Raises:
+            DaemonError(E_BUSY): at once, if a sync is already under way (the message says since when
+                and what it waits for; it pushes what is committed by the time it pushes).
+        """
+        running = self.syncing
+        if running is not None:
+            raise DaemonError(DaemonCode.E_BUSY, f"a sync is already running (since {running['since']}, now "
+                              f"{_waiting(running)}): this one did nothing; `mmctl status` shows when it ends")
+        now = self.state.now_iso()
+        self.syncing = {"stage": "commit", "remote": None, "since": now, "stageSince": now,
+                        "timeoutMs": int(NETWORK_TIMEOUT_S * 1000)}
+        try:
+            result: dict[str, Any] = await self._submit(self._sync)
+        finally:
+            self.syncing = None
         result["revision"] = self.state.revision
         if result["indexOverBudget"]:  # allowed on disk, as an external edit would be: nudge a consolidation
             report = nudge_report(self.state.current, 0, self.state.now_iso())
@@ -326,14 +352,30 @@ class GitSync:
                                    "queued", "error", "revision", "indexOverBudget")})
         return result
 
+    def _step(self, stage: str, what: str) -> None:
+        """Worker thread: the sync reached ``stage`` (``what``: the remote and its address for fetch and push)."""
+        running = self.syncing
+        if running is not None:
+            self.syncing = {**running, "stage": stage, "remote": what or running["remote"],
+                            "stageSince": self.state.now_iso()}
+        if what:
+            log.info("git.sync_waiting stage=%s remote=%s timeout_s=%g", stage, what, NETWORK_TIMEOUT_S)
+
     def _sync(self) -> dict[str, Any]:
         from .git import sync
 
-        result = sync(self.root, remote=self.settings.remote, branch=self.settings.branch,
-                      options=self.state.options, lock=lambda: _LoopLock(self), history=self.history).to_json()
-        candidates = [c["candidate"] for c in result["conflicts"] if "candidate" in c]
-        result["queued"] = self._queue(candidates, f"git:{result['remote']}/{result['branch']}")
+        done = sync(self.root, remote=self.settings.remote, branch=self.settings.branch, options=self.state.options,
+                    lock=lambda: _LoopLock(self), history=self.history, refused=self.refused, progress=self._step)
+        result = done.to_json()
+        source = f"git:{result['remote']}/{result['branch']}"
+        result["queued"] = self._queue([c["candidate"] for c in result["conflicts"] if "candidate" in c], source)
+        result["queued"] += self._queue(done.held, source) if done.held else []
         result["queued"] += self.drain_spool()
+        if result["fetched"]:  # kept until a sync reaches the remote and takes it (or refuses another commit)
+            self.refused = done.refused
+        if done.refused is not None and done.held:
+            log.warning("git.sync_held commit=%s topics=%d queued=%d", done.refused.commit, done.refused.count,
+                        len(result["queued"]))
         self._refresh_repo()
         at = self.state.now_iso()
         self.last_sync = {"at": at, "ok": result["ok"], "merged": result["merged"], "pushed": result["pushed"],
@@ -408,76 +450,14 @@ class GitSync:
                 return
             except TimeoutError:
                 pass
+            if self.syncing is not None:  # a `mmctl sync` is under way: it is this round's sync
+                continue
             try:
                 await self.sync_now()
             except Exception as error:  # noqa: BLE001 - a bug must not end the schedule; it is counted and retried
                 self.failures += 1
                 self.last_error = {"at": self.state.now_iso(), "stage": "sync", "message": repr(error)}
                 log.exception("git.sync_crashed")
-
-    # --- history use-cases ------------------------------------------------------------------------
-
-    async def committed(self) -> None:
-        """Return once the revisions installed so far are committed (the worker runs its jobs in order)."""
-        await self._submit(lambda: None)  # the jobs queued before it are done
-
-    async def log(self, topic: str | None, limit: int) -> dict[str, Any]:
-        """``{commits: [...]}`` newest first (see :meth:`~.git.history.GitHistory.log`), the latest
-        revisions' commits included.
-
-        Raises:
-            MMError(E_INVALID): for a bad topic slug or a ``limit`` below 1.
-        """
-        if topic is not None:
-            validate_topic(topic)
-        if limit < 1:
-            raise MMError(ErrorCode.E_INVALID, f"limit must be at least 1 (got {limit})")
-        await self.committed()
-        return {"commits": await asyncio.to_thread(self.history.log, topic, limit=limit)}
-
-    async def diff(self, rev: str, other: str | None) -> dict[str, Any]:
-        """What changed (see :meth:`~.git.history.GitHistory.diff`)."""
-        await self.committed()
-        return await asyncio.to_thread(self.history.diff, rev, other)
-
-    async def revert(self, rev: str) -> dict[str, Any]:
-        """Undo ``rev`` with new writes: ``{ok, rev, commit, results: [{topic, action, changedSince, outcome}]}``."""
-        await self.committed()
-        commit = await asyncio.to_thread(self.history.resolve, rev)
-        plan = await asyncio.to_thread(self.history.revert_plan, commit)
-        results = []
-        for step in plan:
-            results.append({**{k: step[k] for k in ("topic", "action", "changedSince")},
-                            "outcome": await self._apply(step, "revert")})
-        return {"ok": all(r["outcome"].get("ok", True) for r in results), "rev": rev, "commit": commit,
-                "results": results, "revision": self.state.revision}
-
-    async def restore(self, topic: str, at: str) -> dict[str, Any]:
-        """``topic`` back as it was at ``at``: ``{ok, topic, at, commit, action: write, outcome}``. Raises
-        DaemonError(E_NOT_FOUND) if ``topic`` did not exist at ``at``: a restore never deletes."""
-        validate_topic(topic)
-        await self.committed()
-        commit = await asyncio.to_thread(self.history.resolve, at)
-        note = await asyncio.to_thread(self.history.note_at, topic, commit)
-        if note is None:
-            now = self.state.current.note(topic) is not None
-            fix = f"; `mmctl delete {topic}` removes it" if now else " and does not exist now"
-            raise DaemonError(DaemonCode.E_NOT_FOUND, f"{topic} did not exist at {at} (commit {commit}){fix}")
-        outcome = await self._apply({"topic": topic, "action": "write", "content": note["body"],
-                                     "summary": note["summary"], "tags": note["tags"]}, "restore")
-        return {"ok": bool(outcome.get("ok", True)), "topic": topic, "at": at, "commit": commit,
-                "action": "write", "outcome": outcome, "revision": self.state.revision}
-
-    async def _apply(self, step: dict[str, Any], label: str) -> dict[str, Any]:
-        """One write or delete through the state (queued with the others'); its revision commits as ``label``."""
-        self._labels[step["topic"]] = label
-        try:
-            if step["action"] == "delete":
-                return await self.state.delete(step["topic"])
-            return await self.state.write(step["topic"], step["content"], summary=step.get("summary") or None,
-                                          tags=step.get("tags") or "")
-        finally:
-            self._labels.pop(step["topic"], None)
 
     # --- status -----------------------------------------------------------------------------------
 
@@ -492,7 +472,16 @@ class GitSync:
                 "remote": self.settings.remote, "commits": self.commits, "pendingCommits": len(self._pending),
                 "commitError": self.commit_error, "lastSync": self.last_sync, "lastError": self.last_error,
                 "failures": self.failures, "nextSyncAt": self.next_sync_at,
-                "syncIntervalMs": self.settings.sync_interval_ms}
+                "syncIntervalMs": self.settings.sync_interval_ms, "syncing": self.syncing,
+                "refused": self.refused.to_json() if self.refused else None}
+
+
+def _waiting(running: dict[str, Any]) -> str:
+    """What a running sync does now, in words: ``waiting for the fetch from origin (…) since …``."""
+    if running["stage"] in ("fetch", "push"):
+        word = "fetch from" if running["stage"] == "fetch" else "push to"
+        return f"waiting for the {word} {running['remote']} since {running['stageSince']}"
+    return {"commit": "committing", "merge": "merging"}.get(str(running["stage"]), str(running["stage"]))
 
 
 def _iso_in(now_iso: str, delay_ms: int) -> str:

@@ -210,8 +210,9 @@ class Jobs:
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, index, roots, endpoints,
     queue, ingest, watcher, events, requests, extractor, export, git, http}`` (``index``: the current revision's
-    MEMORY.md against its caps, ``{entries, lines, lineCap, bytes, byteCap, overBudget}``, lines and UTF-8 bytes;
-    ``roots`` every root of the home, the user root first (:meth:`.home.Root.describe`);
+    MEMORY.md against its caps, ``{entries, lines, lineCap, bytes, byteCap, overBudget, broken}``, lines and UTF-8
+    bytes, ``broken`` the topics that cannot be read, each ``{topic, file, code, message}``; ``roots`` every root of
+    the home, the user root first (:meth:`.home.Root.describe`);
     ``queue`` and ``ingest`` are null without ingestion, ``git`` without ``--git``;
     ``rootLost`` says why writes are refused after the root or its lock file was removed or replaced, else null;
     ``looseModes`` lists the root's paths others may write, :func:`mmd.core.health.loose_modes`; ``extractor`` is
@@ -219,11 +220,13 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     of the review page, the url carrying this start's token, or null without ``--http``)."""
     queue, ingestor, guard = running.review.queue, running.ingestor, running.state.guard
     snap, options = running.state.current, running.state.options
+    broken = [*snap.anomalies.get("malformedNotes", ()), *snap.anomalies.get("malformedEntries", ())]
     return {"startedAt": running.started_at, "lang": cfg.lang, "rootLost": guard.check() if guard else None,
             "looseModes": loose_modes(cfg.root),
             "index": {"entries": len(snap.entries), "lines": snap.index_line_count, "lineCap": options.index_lines,
                       "bytes": snap.index_byte_count, "byteCap": options.index_bytes,
-                      "overBudget": snap.index_over_budget},
+                      "overBudget": snap.index_over_budget,
+                      "broken": broken},
             "roots": [root.describe() for root in running.home],
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
             "queue": dict(queue.counts) if queue else None,

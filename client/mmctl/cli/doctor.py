@@ -4,9 +4,12 @@ A folder that is not an mm root is refused as every read refuses it
 (``E_NOT_INITIALIZED``; only ``init`` and writes create a root). Problems
 found (mm v1 §5, §6): dangling entries (an
 index entry whose note file is missing); orphan files (``memories/*.md`` that
-no entry names); malformed notes; an index over its line or byte cap; an index
-that does not parse (with its line); a topic with two entries (``duplicate-entry``, a hand
-edit: writes of it are refused until one section is left); merge-conflict markers in the index; notes
+no entry names); malformed notes; an entry whose ``file`` names no note
+(``unsafe-file``: ``../x``, an absolute path, a file outside ``memories/``; its
+path is never opened, and every other topic reads and writes as before); an index
+over its line or byte cap; an index that does not parse (with its line); a topic
+with two entries (``duplicate-entry``, a hand edit: writes of it are refused
+until one section is left); merge-conflict markers in the index; notes
 without their header; notes that resolve outside the root; temporary files a
 crashed writer left; paths others may write (``loose-mode``: the root, its
 state folder, MEMORY.md, memories/ and the notes, as ``mmctl status`` reports
@@ -34,6 +37,7 @@ from mmd.core.format import parse_note, twin_entries
 from mmd.core.health import case_twins, loose_modes, stale_temp_files
 from mmd.core.memory import Memory
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.rootfs import note_problem
 from mmd.core.text import TOPIC_RE
 
 from ..errors import MmctlError
@@ -49,7 +53,7 @@ def _problem(kind: str, message: str, fixable: bool = False, **where: str) -> di
 def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(budget report, problems)`` of a live root; each problem is ``{kind, topic?, file?, message, fixable}``.
 
-    ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``duplicate-entry`` | ``case-twins`` |
+    ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``unsafe-file`` | ``duplicate-entry`` | ``case-twins`` |
     ``index-over-budget``.
 
     Raises:
@@ -59,8 +63,16 @@ def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     _, entries = memory.store.live_index()
     topics = {e.topic for e in entries}
     problems: list[dict[str, Any]] = []
+    unsafe = {e.file: why for e in entries if (why := note_problem(e.file)) is not None}
     for entry in entries:
-        if not memory.root.joinpath(*entry.file.split("/")).is_file():
+        if entry.file in unsafe:  # never opened, not even to see whether it exists
+            problems.append(_problem(
+                "unsafe-file", f"the index entry of {entry.topic} names {entry.file!r}, which is not a note ("
+                f"{unsafe[entry.file]}): it is never read, every other topic reads and writes as before; "
+                f"`mmctl write {entry.topic} …` writes it to {DETAIL_DIR}/{entry.topic}.md, `mmctl delete "
+                f"{entry.topic}` drops the entry (the file it names is left alone)", topic=entry.topic,
+                file=entry.file))
+        elif not memory.root.joinpath(*entry.file.split("/")).is_file():
             problems.append(_problem("dangling", f"the index names {entry.file}, which does not exist; write the "
                                                  f"note again, or `mmctl delete {entry.topic}` to drop the entry",
                                      topic=entry.topic, file=entry.file))
@@ -79,6 +91,8 @@ def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         problems.append(_problem("orphan", f"{DETAIL_DIR}/{name} is in no index entry; {why}", ok, topic=topic,
                                  file=f"{DETAIL_DIR}/{name}"))
     for bad in report["anomalies"].get("malformedNotes", []):
+        if bad["file"] in unsafe:
+            continue  # reported above, with the way out
         problems.append(_problem("malformed", f"{bad['file']} is not an mm v1 note ({bad['message']}); fix its "
                                               f"header by hand or write the topic again", topic=bad["topic"],
                                  file=bad["file"]))

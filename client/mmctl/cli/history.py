@@ -5,12 +5,17 @@ REV is a commit (any commit-ish git knows) or a revision ``r42`` of THIS root
 hash; ``log`` prints the hash beside each and marks other roots' commits). A revert
 or a restore is a new write through the daemon under every budget, never a
 history rewrite. ``sync`` returns once commit, fetch, merge, push and the
-daemon's reload are done, and says what happened. Text output is for people;
-``--json`` prints the daemon's ``memory.*`` value as one line of JSON.
+daemon's reload are done, and says what happened; while it waits it says on
+stderr what for (the fetch from, or the push to, the remote, and how long), and
+a sync started while another runs returns at once saying so (``E_BUSY``). Text
+output is for people; ``--json`` prints the daemon's ``memory.*`` value as one
+line of JSON.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from .output import EXIT_FAILED, EXIT_OK, Ctx
@@ -24,6 +29,12 @@ WRITE_TIMEOUT_MS = 60_000
 """How long ``revert`` and ``restore`` wait (they are writes: never resent), milliseconds."""
 SYNC_TIMEOUT_MS = 600_000
 """How long ``sync`` waits: a fetch and a push may each take the network timeout, milliseconds."""
+SYNC_POLL_S = 0.5
+"""How often ``sync`` asks the daemon which step its sync is at, seconds."""
+STILL_WAITING_S = 10.0
+"""How often ``sync`` says it still waits for the same fetch or push, seconds."""
+SHOWN = 5
+"""Most topics or candidate ids ``sync`` names on a line; the count says how many there are."""
 
 
 def _call(ctx: Ctx, command: str, method: str, params: dict[str, Any], timeout_ms: int) -> Any:
@@ -111,8 +122,15 @@ def cmd_restore(ctx: Ctx) -> int:
     return EXIT_OK if result.get("ok") else EXIT_FAILED
 
 
+def _few(items: list[Any]) -> str:
+    """The first :data:`SHOWN` of ``items``, then how many more."""
+    named = ", ".join(str(i) for i in items[:SHOWN])
+    return named + (f" … and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
 def sync_lines(result: dict[str, Any]) -> list[str]:
-    """What a ``memory.sync`` result says, one step a line (commit, fetch, merge, push, conflicts)."""
+    """What a ``memory.sync`` result says, one step a line (commit, fetch, merge, push, conflicts); lists of
+    topics and candidates are cut to a few names and their count."""
     where = f"{result['remote']}/{result['branch']}"
     lines = [f"commit: {result['committed'][:10]}" if result.get("committed") else "commit: nothing new"]
     if result.get("note"):
@@ -121,15 +139,23 @@ def sync_lines(result: dict[str, Any]) -> list[str]:
         lines.append(f"fetch: {where}")
     merged = result.get("merged", "none")
     topics = result.get("topics") or []
-    lines.append(f"merge: {merged}" + (f" ({len(topics)} topic(s): {', '.join(topics)})" if topics else ""))
+    lines.append(f"merge: {merged}" + (f" ({len(topics)} topic(s): {_few(topics)})" if topics else ""))
+    refused = result.get("refused")
+    if refused:
+        what = "nothing of it was written" if refused["kind"] == "contain" else \
+            f"the root stays as it was; its {refused['count']} topic(s) are review candidates"
+        lines.append(f"refused: {refused['remote']} at {refused['commit'][:12]}: {what}; nothing was pushed")
     if result.get("pushed"):
         lines.append(f"push: {where} at {str(result.get('head'))[:10]}")
-    for conflict in result.get("conflicts", []):
+    conflicts = result.get("conflicts", [])
+    for conflict in conflicts[:SHOWN]:
         lines.append(f"conflict: {conflict.get('topic', conflict.get('path'))} changed on both sides, "
                      f"{conflict.get('kept')} kept")
+    if len(conflicts) > SHOWN:
+        lines.append(f"conflict: … and {len(conflicts) - SHOWN} more")
     if result.get("queued"):
-        ids = ", ".join(str(i) for i in result["queued"])
-        lines.append(f"queued: the other version(s) as candidate(s) {ids} (`mmctl queue show ID`)")
+        queued = result["queued"]
+        lines.append(f"queued: {len(queued)} candidate(s), {_few(queued)} (`mmctl queue show ID`)")
     if result.get("indexOverBudget"):
         lines.append("the merged MEMORY.md is over its caps: consolidate it (writes are refused until it fits)")
     if result.get("ahead") is not None:
@@ -137,16 +163,63 @@ def sync_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+class _Waiting(threading.Thread):
+    """While ``sync`` waits for its answer: asks the daemon (on a client of its own) which step its sync is at,
+    and says on stderr when a fetch or a push starts and, every :data:`STILL_WAITING_S`, that it still waits."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        super().__init__(name="mmctl-sync-waiting", daemon=True)
+        self.ctx = ctx
+        daemon = ctx.need_daemon("sync").client
+        self.target, self.curve = daemon.target, daemon.curve
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        from ..client import Client
+        from ..errors import MmctlError
+
+        seen: tuple[str, str] | None = None
+        started = told = 0.0
+        with Client(endpoint=self.target.rpc, pub_endpoint=self.target.pub, env=self.ctx.env,
+                    curve=self.curve) as client:
+            while not self.done.wait(SYNC_POLL_S):
+                try:
+                    running = ((client.call("daemon.status", timeout_ms=2_000) or {}).get("git") or {}).get("syncing")
+                except MmctlError:
+                    continue
+                if self.done.is_set() or not running or running.get("stage") not in ("fetch", "push"):
+                    continue
+                now, step = time.monotonic(), (str(running["stage"]), str(running.get("stageSince")))
+                word = "waiting for the fetch from" if step[0] == "fetch" else "waiting for the push to"
+                if step != seen:
+                    seen, started, told = step, now, now
+                    self.ctx.error(f"{step[0]}: {word} {running.get('remote')} …")
+                elif now - told >= STILL_WAITING_S:
+                    told = now
+                    self.ctx.error(f"{step[0]}: still {word} {running.get('remote')} after {now - started:.0f} s "
+                                   f"(it gives up after {int(running.get('timeoutMs') or 0) // 1000} s)")
+
+
 def cmd_sync(ctx: Ctx) -> int:
-    """``sync``: commit, fetch, merge by topic, push and reload now; prints each step."""
-    result = _call(ctx, "sync", "memory.sync", {}, SYNC_TIMEOUT_MS)
+    """``sync``: commit, fetch, merge by topic, push and reload now; prints each step (text: and, on stderr,
+    what a fetch or push waits for while it waits). Another sync under way: refused at once (``E_BUSY``)."""
+    waiting = None if ctx.json else _Waiting(ctx)
+    if waiting is not None:
+        waiting.start()
+    try:
+        result = _call(ctx, "sync", "memory.sync", {}, SYNC_TIMEOUT_MS)
+    finally:
+        if waiting is not None:
+            waiting.done.set()
+            waiting.join(2.5)
     if ctx.json:
         ctx.print_json(result)
     else:
         ctx.write("".join(line + "\n" for line in sync_lines(result)))
     if result.get("error"):
         if not ctx.json:
+            later = "" if result.get("refused") else "; the daemon retries with back-off"
             ctx.error(f"sync failed at {result['error']['stage']}: {result['error']['message'].strip()} "
-                      "(no local revision is lost; the daemon retries with back-off)")
+                      f"(no local revision is lost{later})")
         return EXIT_FAILED
     return EXIT_OK

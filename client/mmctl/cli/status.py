@@ -63,7 +63,8 @@ def _readable(key: str, value: Any) -> Any:
     if key == "index" and isinstance(value, dict):
         return (f"{value.get('entries')} entries · {value.get('lines')}/{value.get('lineCap')} lines · "
                 f"{value.get('bytes')}/{value.get('byteCap')} bytes" + (" · over its caps" if value.get("overBudget")
-                                                                      else ""))
+                                                                      else "")
+                + (f" · {len(value['broken'])} unreadable" if value.get("broken") else ""))
     if isinstance(value, dict):  # a last error gets a line of its own, never cut
         return " · ".join(f"{k} {_word(v)}" for k, v in value.items()
                           if not isinstance(v, dict | list) and v is not None and k != "lastError") or "-"
@@ -89,6 +90,12 @@ def status_warnings(status: dict[str, Any]) -> list[str]:
         out.append(f"MEMORY.md is over its caps ({index.get('lines')}/{index.get('lineCap')} lines, "
                    f"{index.get('bytes')}/{index.get('byteCap')} bytes): every write that does not shrink it is "
                    "refused; consolidate with `mmctl merge A B --into C` or `mmctl delete TOPIC` (never truncate)")
+    broken = index.get("broken") or []
+    if broken:
+        named = ", ".join(f"{b.get('topic')} ({b.get('file')}: {b.get('message')})" for b in broken[:3])
+        more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
+        out.append(f"{len(broken)} topic(s) cannot be read: {named}{more}; every other topic reads and writes as "
+                   "before; `mmctl doctor` says how to mend them")
     loose = status.get("looseModes") or []
     if loose:
         paths = ", ".join(f"{m.get('path')} ({m.get('mode')})" for m in loose)
@@ -157,11 +164,20 @@ def _git_line(git: Any) -> Any:
     last = git.get("lastSync")
     parts.append(f"last sync {last['at']} ({'ok' if last['ok'] else 'failed'})" if last else "not synced yet")
     error = (last or {}).get("error")
+    refused = git.get("refused")
+    if refused:  # shown whole, until a sync takes the remote again
+        parts.append(refused.get("message", ""))
+    if error and not (refused and error.get("message") == refused.get("message")):
+        parts.append(f"error at {error['stage']}: {error['message'].strip()[:200]}")
     if error:
-        parts.append(f"error at {error['stage']}: {error['message'].strip()[:200]}; "
-                     f"{git.get('failures')} failure(s), next try {git.get('nextSyncAt')}")
+        parts.append(f"{git.get('failures')} failure(s), next try {git.get('nextSyncAt')}")
     if git.get("commitError"):
         parts.append(f"commit failed: {git['commitError']}")
+    running = git.get("syncing")
+    if running:
+        parts.append(f"syncing since {running.get('since')} (now: {running.get('stage')}"
+                     + (f", waiting for {running.get('remote')}" if running.get("stage") in ("fetch", "push") else "")
+                     + ")")
     return "; ".join(parts)
 
 

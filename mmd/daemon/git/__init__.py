@@ -4,8 +4,10 @@ Owns, one module each: running git (:mod:`.runner`), making the root a
 repository and registering the merge driver (:mod:`.repo`), one commit per
 revision with log / diff / restore data (:mod:`.history`), the merge of two
 versions by topic (:mod:`.merge`), git trees and the atomic checkout
-(:mod:`.tree`), sync with a remote (:mod:`.remote`), and the ``mmd-index``
-merge driver git runs itself (:mod:`.driver`). Never does: daemon wiring,
+(:mod:`.tree`), sync with a remote (:mod:`.remote`), which paths are memory
+(:mod:`.layout`), what a remote commit may write (:mod:`.contain`) and whether
+its merge may be applied (:mod:`.admit`), and the ``mmd-index`` merge driver git
+runs itself (:mod:`.driver`). Never does: daemon wiring,
 events, review-queue rows, retries — the daemon calls these.
 """
 

@@ -146,7 +146,8 @@ def _entry_at(git: Git, commit: str, topic: str) -> IndexEntry | None:
     done = git.run("show", f"{commit}:{INDEX_NAME}", check=False)
     if done.returncode != 0:
         return None
-    return next((e for e in parse_index(done.stdout.decode("utf-8", "replace")).entries if e.topic == topic), None)
+    entries = parse_index(done.stdout.decode("utf-8", "replace"), strict_files=False).entries
+    return next((e for e in entries if e.topic == topic), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -90,11 +90,12 @@ def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str], 
 
 @dataclass(frozen=True, slots=True)
 class RootAt:
-    """The memory files at one commit: its tree, the parsed index entries by topic."""
+    """The memory files at one commit: its tree, the parsed index entries by topic, MEMORY.md's text ('' if none)."""
 
     commit: str | None
     tree: dict[str, TreeEntry]
     entries: dict[str, IndexEntry]
+    index_text: str = ""
 
     def note_oid(self, topic: str) -> str | None:
         """The blob id of ``topic``'s note (at its entry's ``file``, else ``memories/<topic>.md``)."""
@@ -253,16 +254,17 @@ class GitHistory:
                       f"(`mmctl log` lists them); candidates: {listed}", details=listed)
 
     def root_at(self, commit: str | None) -> RootAt:
-        """The files and index entries at ``commit`` (None: an empty root).
+        """The files and index entries at ``commit`` (None: an empty root); an entry whose ``file`` is
+        not a safe path is kept as written (see :func:`mmd.core.format.parse_index`'s ``strict_files``).
 
         Raises:
-            MMError(E_PARSE): if that commit's MEMORY.md is not mm v1.
+            MMError(E_PARSE): if that commit's MEMORY.md is not mm v1 (a heading that is not a topic).
         """
         tree = read_tree(self.git, commit)
         index = tree.get(INDEX_NAME)
         text = read_blobs(self.git, [index.oid])[index.oid].decode("utf-8", "replace") if index else ""
-        entries = {e.topic: e for e in parse_index(text).entries} if text else {}
-        return RootAt(commit, tree, entries)
+        entries = {e.topic: e for e in parse_index(text, strict_files=False).entries} if text else {}
+        return RootAt(commit, tree, entries, text)
 
     def parent(self, commit: str) -> str | None:
         """``commit``'s first parent, or None for a root commit."""

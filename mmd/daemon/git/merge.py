@@ -32,7 +32,8 @@ from mmd.core.clock import parse_iso_ms
 from mmd.core.format import entry_block, parse_index, serialize_index
 from mmd.core.model import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_LINES, IndexEntry
 
-__all__ = ["IndexMerge", "Side", "TopicConflict", "TopicVersion", "decide", "merge_index", "merge_topics", "parse_caps"]
+__all__ = ["IndexMerge", "Side", "TopicConflict", "TopicVersion", "decide", "entry_json", "merge_index", "merge_topics",
+           "parse_caps"]
 
 Side = Literal["ours", "theirs"]
 """Which version of a merge: ``ours`` (the local branch, git's ``%A``) or ``theirs`` (``%B``)."""
@@ -88,8 +89,8 @@ class TopicConflict:
     def to_json(self) -> dict[str, Any]:
         """``{topic, kind, kept, other, keptEntry, otherEntry}``; entries in the reference's shape or null."""
         return {"topic": self.topic, "kind": self.kind, "kept": self.kept, "other": self.other,
-                "keptEntry": _entry_json(self.kept_version.entry),
-                "otherEntry": _entry_json(self.other_version.entry)}
+                "keptEntry": entry_json(self.kept_version.entry),
+                "otherEntry": entry_json(self.other_version.entry)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,8 @@ class IndexMerge:
         return bool(self.usage["overBudget"])
 
 
-def _entry_json(entry: IndexEntry | None) -> dict[str, Any] | None:
+def entry_json(entry: IndexEntry | None) -> dict[str, Any] | None:
+    """``entry`` in the reference's JSON shape without its ``memoryId`` (a conflict record's), or None."""
     if entry is None:
         return None
     out = entry.to_json()
@@ -201,7 +203,7 @@ def _entries_by_topic(text: str | None) -> dict[str, TopicVersion]:
     if not text:
         return {}
     # The last section of a topic wins, as a write replacing every section of it would leave one.
-    return {e.topic: TopicVersion(e) for e in parse_index(text).entries}
+    return {e.topic: TopicVersion(e) for e in parse_index(text, strict_files=False).entries}
 
 
 def merge_index(base: str | None, ours: str, theirs: str, *, memory_id: str | None = None,
@@ -223,8 +225,9 @@ def merge_index(base: str | None, ours: str, theirs: str, *, memory_id: str | No
         An :class:`IndexMerge`: the text a write of the merged entries produces, byte for byte.
 
     Raises:
-        MMError(E_PARSE): if one of the texts is not mm v1 (a heading that is not a topic slug,
-            an unsafe ``file``); the caller keeps ours then.
+        MMError(E_PARSE): if one of the texts is not mm v1 (a heading that is not a topic slug); the
+            caller keeps ours then. An entry whose ``file`` is unsafe is merged as written (a sync holds
+            such a remote back, :mod:`.admit`; a reader never follows it).
     """
     sides = [_entries_by_topic(base), _entries_by_topic(ours), _entries_by_topic(theirs)]
     if notes is not None:
@@ -232,7 +235,7 @@ def merge_index(base: str | None, ours: str, theirs: str, *, memory_id: str | No
             for topic in versions.keys() | side_notes.keys():
                 versions[topic] = TopicVersion(versions.get(topic, _ABSENT).entry, side_notes.get(topic))
     kept, conflicts = merge_topics(*sides)
-    headers = [parse_index(text).header for text in (ours, theirs) if text]
+    headers = [parse_index(text, strict_files=False).header for text in (ours, theirs) if text]
     caps = next((c for h in headers if (c := parse_caps(h.caps)) is not None),
                 (DEFAULT_INDEX_LINES, DEFAULT_INDEX_BYTES))
     mid = memory_id or (headers[0].memory_id if headers else "local")

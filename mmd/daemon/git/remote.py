@@ -14,23 +14,28 @@ daemon's part), or history rewriting.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Hashable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mmd.core.budget import index_usage
 from mmd.core.durable import WriteLock
 from mmd.core.errors import MMError
-from mmd.core.format import parse_note
+from mmd.core.format import parse_index, parse_note
+from mmd.core.model import DEFAULT_DETAIL_MAX_BYTES, DEFAULT_INDEX_BYTES, DEFAULT_INDEX_LINES
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.store import LOCK_TIMEOUT_S
 
+from .admit import hold
+from .contain import FETCH_CHECKS, Refusal, check_incoming, incoming
 from .history import GitHistory, RootAt, commit_message
-from .merge import TopicConflict, merge_index
-from .runner import NETWORK_TIMEOUT_S, GitError
-from .tree import TreeEntry, checkout, commit_tree, hash_blob, read_blobs, write_tree
+from .merge import TopicConflict, merge_index, parse_caps
+from .runner import NETWORK_TIMEOUT_S, Git, GitError
+from .tree import TreeEntry, checkout, commit_tree, hash_blob, read_blobs, read_tree, write_tree
 
 __all__ = ["DEFAULT_REMOTE", "PUSH_ATTEMPTS", "SyncResult", "conflict_record", "merge_commits", "repo_status", "sync"]
 
@@ -41,6 +46,7 @@ PUSH_ATTEMPTS = 3
 
 _REMOTE_MOVED = ("[rejected]", "fetch first", "non-fast-forward", "cannot lock ref")
 """Signs in git push's message that the remote branch moved since our fetch (fetch, merge, push again)."""
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^@/]*)@", re.IGNORECASE)
 
 
 @dataclass
@@ -63,6 +69,10 @@ class SyncResult:
         error: ``{stage: commit|fetch|merge|push|branch, message}`` when a step failed; the
             steps before it stand and no local revision is lost.
         note: a remark that is not an error, e.g. that no remote is configured.
+        refused: the remote commit this sync did not take (:class:`~.contain.Refusal`; ``error`` says
+            so at the ``merge`` stage, and nothing is pushed), or None.
+        held: the review candidates of a remote held back just now (``refused.kind == "hold"``), for the
+            caller to queue; empty when the same refusal was only reported again. Not in :meth:`to_json`.
     """
 
     remote: str
@@ -80,6 +90,8 @@ class SyncResult:
     behind: int | None = None
     error: dict[str, str] | None = None
     note: str | None = None
+    refused: Refusal | None = None
+    held: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -87,12 +99,13 @@ class SyncResult:
         return self.error is None
 
     def to_json(self) -> dict[str, Any]:
-        """The camelCase wire shape of every attribute, plus ``ok``."""
+        """The camelCase wire shape of every attribute but ``held``, plus ``ok``."""
         return {"ok": self.ok, "remote": self.remote, "branch": self.branch, "committed": self.committed,
                 "fetched": self.fetched, "merged": self.merged, "head": self.head, "pushed": self.pushed,
                 "conflicts": self.conflicts, "changed": self.changed, "topics": self.topics,
                 "indexOverBudget": self.index_over_budget, "ahead": self.ahead, "behind": self.behind,
-                "error": self.error, "note": self.note}
+                "error": self.error, "note": self.note,
+                "refused": self.refused.to_json() if self.refused else None}
 
 
 def conflict_record(conflict: TopicConflict, bodies: Mapping[Hashable, str], commits: Mapping[str, str | None],
@@ -151,23 +164,25 @@ def _three_way(base: TreeEntry | None, ours: TreeEntry | None, theirs: TreeEntry
 
 
 def merge_commits(history: GitHistory, base: str | None, ours: str, theirs: str, *, remote_ref: str,
-                  options: MemoryOptions | None = None) -> tuple[str, dict[str, TreeEntry], dict[str, Any]]:
+                  options: MemoryOptions | None = None, states: tuple[RootAt, RootAt, RootAt] | None = None,
+                  ) -> tuple[str, dict[str, TreeEntry], dict[str, Any]]:
     """Merge ``theirs`` into ``ours`` (``base``: their merge base, None when unrelated) as a new commit.
 
+    Args:
+        states: the three commits' :meth:`~.history.GitHistory.root_at`, when the caller has them.
+
     Returns:
-        ``(merge commit id, its tree, {conflicts, topics, indexOverBudget})``; the working files are
-        not touched (see :func:`~.tree.checkout`).
+        ``(merge commit id, its tree, {conflicts, topics, indexOverBudget, index})``, ``index`` the merged
+        MEMORY.md; the working files are not touched (see :func:`~.tree.checkout`).
 
     Raises:
         MMError(E_PARSE): if a side's MEMORY.md is not mm v1.
         GitError: if git fails.
     """
     git = history.git
-    states = [history.root_at(c) for c in (base, ours, theirs)]
+    states = states or (history.root_at(base), history.root_at(ours), history.root_at(theirs))
     b, o, t = states
-    texts = read_blobs(git, [s.tree[INDEX_NAME].oid for s in states if INDEX_NAME in s.tree])
-    index_text = [texts[s.tree[INDEX_NAME].oid].decode("utf-8", "replace") if INDEX_NAME in s.tree else ""
-                  for s in states]
+    index_text = [state.index_text for state in states]
     notes = tuple({topic: s.note_oid(topic) for topic in s.topics() if s.note_oid(topic)} for s in states)
     merged = merge_index(index_text[0], index_text[1], index_text[2], notes=notes,  # type: ignore[arg-type]
                          memory_id=options.memory_id if options else None,
@@ -204,7 +219,8 @@ def merge_commits(history: GitHistory, base: str | None, ours: str, theirs: str,
     tree = write_tree(git, files)
     message = commit_message([], f"sync: merge {remote_ref}", topics)
     commit = commit_tree(git, tree, [ours, theirs], message, env=history.identity)
-    return commit, files, {"conflicts": conflicts, "topics": topics, "indexOverBudget": merged.over_budget}
+    return commit, files, {"conflicts": conflicts, "topics": topics, "indexOverBudget": merged.over_budget,
+                           "index": merged.text}
 
 
 def _rev(history: GitHistory, ref: str) -> str | None:
@@ -216,36 +232,71 @@ def _is_ancestor(history: GitHistory, older: str, newer: str) -> bool:
     return history.git.ok("merge-base", "--is-ancestor", older, newer)
 
 
-def _integrate(history: GitHistory, result: SyncResult, theirs: str, ref: str,
-               options: MemoryOptions | None) -> None:
-    """Bring ``theirs`` into the local branch ``ref`` (fast-forward or merge); fills ``result``."""
+def _integrate(history: GitHistory, result: SyncResult, theirs: str, ref: str, options: MemoryOptions | None,
+               refused: Refusal | None) -> None:
+    """Bring ``theirs`` into the local branch ``ref`` (fast-forward or merge); fills ``result``.
+
+    First :func:`~.contain.check_incoming` (only memory comes from a remote), then :func:`~.admit.hold`
+    (a remote cannot make the root unusable): a refused commit sets ``result.refused`` and nothing is
+    written. ``refused``: the previous sync's refusal; the same remote commit against the same HEAD
+    is not weighed again, and against a HEAD that moved it is weighed again (it may fit now) but its
+    topics are not returned as candidates again.
+    """
     git = history.git
     ours = history.head()
     if ours is not None and (ours == theirs or _is_ancestor(history, theirs, ours)):
         result.merged = "up-to-date"
         return
-    if ours is None or _is_ancestor(history, ours, theirs):
-        target, tree = theirs, history.root_at(theirs).tree
-        result.merged = "fast-forward"
-        topics = history.changed_topics(history.root_at(ours), history.root_at(theirs))
+    remote_ref = f"{result.remote}/{result.branch}"
+    if refused is not None and (refused.commit, refused.ours) == (theirs, ours):
+        result.refused = refused
+        return
+    forward = ours is None or _is_ancestor(history, ours, theirs)
+    if forward or ours is None:
+        base = ours
     else:
-        done = git.run("merge-base", ours, theirs, check=False)
-        base = done.stdout.decode().strip() or None
-        target, tree, info = merge_commits(history, base, ours, theirs, remote_ref=f"{result.remote}/{result.branch}",
-                                           options=options)
-        result.merged = "merge"
-        # A second round (the remote moved before our push) adds to the first round's report.
-        result.conflicts += info["conflicts"]
-        topics = info["topics"]
-        result.index_over_budget = info["indexOverBudget"]
-    result.topics = sorted(set(result.topics) | set(topics))
-    old_tree = read_tree_of(history, ours)
-    result.changed = sorted(set(result.changed) | set(checkout(git, old_tree, tree, target, ref, ours)))
+        base = git.run("merge-base", ours, theirs, check=False).stdout.decode().strip() or None
+    trees = [read_tree(git, commit) for commit in (base, ours, theirs)]
+    note_cap = options.detail_max_bytes if options else DEFAULT_DETAIL_MAX_BYTES
+    result.refused = check_incoming(git, theirs, incoming(*trees), remote_ref=remote_ref, ours=ours,
+                                    note_max_bytes=note_cap)
+    if result.refused is not None:
+        return
+    mine = history.root_at(base), history.root_at(ours)
+    try:
+        states = (*mine, history.root_at(theirs))
+    except MMError as error:  # the remote's MEMORY.md has a heading that is no topic: nothing can be taken
+        result.refused = Refusal(theirs, ours, remote_ref, "contain", f"its {INDEX_NAME} is not mm v1 "
+                                 f"({error.message})", paths=(INDEX_NAME,), count=1)
+        return
+    if forward or ours is None:
+        target, tree, text = theirs, trees[2], states[2].index_text
+        info: dict[str, Any] = {"conflicts": [], "topics": history.changed_topics(states[1], states[2])}
+    else:
+        target, tree, info = merge_commits(history, base, ours, theirs, remote_ref=remote_ref, options=options,
+                                           states=states)
+        text = info["index"]
+    caps = _caps(options, states[1].index_text)
+    held = hold(git, states, (states[1].index_text, text), caps=caps, remote_ref=remote_ref)
+    if held is not None:
+        result.refused, candidates = held
+        # this remote commit's topics were queued when it was first held back: weighed again, never queued twice
+        result.held = [] if refused is not None and refused.commit == theirs else candidates
+        return
+    result.merged = "fast-forward" if forward else "merge"
+    # A second round (the remote moved before our push) adds to the first round's report.
+    result.conflicts += info["conflicts"]
+    result.index_over_budget = bool(index_usage(text, *caps)["overBudget"])
+    result.topics = sorted(set(result.topics) | set(info["topics"]))
+    result.changed = sorted(set(result.changed) | set(checkout(git, trees[1], tree, target, ref, ours)))
 
 
-def read_tree_of(history: GitHistory, commit: str | None) -> dict[str, TreeEntry]:
-    """``commit``'s files (``{}`` for None)."""
-    return history.root_at(commit).tree if commit else {}
+def _caps(options: MemoryOptions | None, ours_index: str) -> tuple[int, int]:
+    """The root's index caps ``(lines, UTF-8 bytes)``: the options', else ours' ``mm-caps``, else mm v1's."""
+    if options is not None:
+        return options.index_lines, options.index_bytes
+    header = parse_index(ours_index, strict_files=False).header if ours_index else None
+    return (header and parse_caps(header.caps)) or (DEFAULT_INDEX_LINES, DEFAULT_INDEX_BYTES)
 
 
 def _fetch(history: GitHistory, remote: str, branch: str) -> str | None:
@@ -255,7 +306,7 @@ def _fetch(history: GitHistory, remote: str, branch: str) -> str | None:
         GitError: if the remote cannot be reached or refuses us.
     """
     tracking = f"refs/remotes/{remote}/{branch}"
-    done = history.git.run("fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}",
+    done = history.git.run(*FETCH_CHECKS, "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{branch}:{tracking}",
                            check=False, timeout_s=NETWORK_TIMEOUT_S, abortable=True)
     if done.returncode != 0:
         err = done.stderr.decode("utf-8", "replace")
@@ -267,8 +318,13 @@ def _fetch(history: GitHistory, remote: str, branch: str) -> str | None:
 
 def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: str | None = None,
          options: MemoryOptions | None = None, lock: Callable[[], AbstractContextManager[Any]] | None = None,
-         history: GitHistory | None = None, env: Mapping[str, str] | None = None) -> SyncResult:
+         history: GitHistory | None = None, env: Mapping[str, str] | None = None, refused: Refusal | None = None,
+         progress: Callable[[str, str], None] | None = None) -> SyncResult:
     """Commit the root's files, fetch ``remote``, merge by topic, push; return what happened.
+
+    A remote commit holding anything but memory, or whose merge would leave the root unusable, is
+    refused (``result.refused``, an ``error`` at the ``merge`` stage) and nothing is pushed: see
+    :func:`_integrate`.
 
     Args:
         root: a root prepared by :func:`~.repo.ensure_repo`.
@@ -279,6 +335,11 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
             root's :class:`~mmd.core.durable.WriteLock`; the daemon, which holds that lock, passes
             its own). The network steps run outside it.
         history, env: a :class:`GitHistory` to reuse, or the environment for a new one.
+        refused: the previous sync's ``result.refused``: that remote commit, against the same local HEAD,
+            is reported again without being weighed again (or its candidates queued again).
+        progress: called with each step as it starts, ``(stage, what)``: ``commit``, ``fetch``,
+            ``merge`` or ``push``, and for the network steps the remote and its address
+            (``origin (https://host/memory.git)``, any password in it left out).
 
     Returns:
         A :class:`SyncResult`; failures are in ``error``, never raised, except as below.
@@ -293,7 +354,9 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
     current = git.run("symbolic-ref", "--quiet", "--short", "HEAD", check=False).stdout.decode().strip() or None
     result = SyncResult(remote, branch or current)
     stage = "commit"
+    step = progress or (lambda stage, what: None)
     try:
+        step(stage, "")
         with locked():
             result.committed = history.commit([], "external edit", [])
         if current is None or (branch is not None and branch != current):
@@ -304,16 +367,23 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
         if remote not in git.out("remote").split():
             result.note = f"no remote {remote!r} is configured: revisions are committed locally only"
             return result
+        where = f"{remote} ({_address(git, remote)})"
         for _ in range(PUSH_ATTEMPTS):
             stage = "fetch"
+            step(stage, where)
             theirs = _fetch(history, remote, branch)
             result.fetched = True
             stage = "merge"
+            step(stage, "")
             with locked():
                 result.committed = history.commit([], "external edit", []) or result.committed
                 if theirs is not None:
-                    _integrate(history, result, theirs, f"refs/heads/{branch}", options)
+                    _integrate(history, result, theirs, f"refs/heads/{branch}", options, refused)
+            if result.refused is not None:
+                result.error = {"stage": stage, "message": result.refused.message}
+                break  # the remote holds a commit we did not take: a push would be refused
             stage = "push"
+            step(stage, where)
             done = git.run("push", "--quiet", remote, f"HEAD:refs/heads/{branch}", check=False,
                            timeout_s=NETWORK_TIMEOUT_S, abortable=True)
             if done.returncode == 0:
@@ -333,6 +403,12 @@ def sync(root: str | os.PathLike[str], *, remote: str = DEFAULT_REMOTE, branch: 
         result.head = history.head()
         _ahead_behind(history, result)
     return result
+
+
+def _address(git: Git, remote: str) -> str:
+    """``remote``'s fetch URL as a person may read it: a password (``https://me:token@host/…``) is left out."""
+    url = git.run("remote", "get-url", remote, check=False).stdout.decode("utf-8", "replace").strip() or "?"
+    return _USERINFO.sub(lambda m: m.group(1) + (m.group(2).partition(":")[0] + "@" if m.group(2) else ""), url)
 
 
 def _ahead_behind(history: GitHistory, result: SyncResult) -> None:

@@ -26,7 +26,8 @@ from mmd.core.paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
 
 from .runner import Git, GitError
 
-__all__ = ["ATTRIBUTES_LINES", "DRIVER_NAME", "IGNORE_LINES", "RepoInfo", "default_driver_command", "ensure_repo"]
+__all__ = ["ACCEPTED_FILES", "ATTRIBUTES_LINES", "DRIVER_NAME", "IGNORE_LINES", "RepoInfo", "default_driver_command",
+           "ensure_repo"]
 
 DRIVER_NAME = "mmd-index"
 """The merge driver's name in ``.gitattributes`` and ``.git/config`` (``merge.mmd-index.driver``)."""
@@ -36,6 +37,17 @@ IGNORE_LINES = (f"/{STATE_DIR}/", ".*.tmp")
 
 ATTRIBUTES_LINES = (f"/{INDEX_NAME} merge={DRIVER_NAME}", f"/{DETAIL_DIR}/*.md merge={DRIVER_NAME}")
 """What ``.gitattributes`` must hold: MEMORY.md and the notes go through the driver."""
+
+_IGNORE_HEADER = "# mmd: its own state and temp files"
+_ATTRIBUTES_HEADER = "# mmd: merge the memory by topic"
+
+ACCEPTED_FILES: dict[str, tuple[bytes, ...]] = {
+    ".gitignore": (("\n".join((_IGNORE_HEADER, *IGNORE_LINES)) + "\n").encode(),),
+    ".gitattributes": (("\n".join((_ATTRIBUTES_HEADER, *ATTRIBUTES_LINES)) + "\n").encode(),),
+}
+"""The versions of ``.gitignore`` and ``.gitattributes`` a remote may bring (byte for byte): those mmd writes
+in a new root, this version's and earlier ones'. Any other version (a rule that stops ignoring ``.mmd/``, an
+attribute naming another driver or filter) is refused with the commit holding it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +148,9 @@ def ensure_repo(root: str | os.PathLike[str], *, driver: Sequence[str] | None = 
             # Tracked before mmd managed the repository: untrack it (the files stay), never commit it again.
             git.run("rm", "-r", "--cached", "--quiet", "--", STATE_DIR)
             changed.append(STATE_DIR)
-        if _ensure_lines(path / ".gitignore", IGNORE_LINES, "# mmd: its own state and temp files"):
+        if _ensure_lines(path / ".gitignore", IGNORE_LINES, _IGNORE_HEADER):
             changed.append(".gitignore")
-        if _ensure_lines(path / ".gitattributes", ATTRIBUTES_LINES, "# mmd: merge the memory by topic"):
+        if _ensure_lines(path / ".gitattributes", ATTRIBUTES_LINES, _ATTRIBUTES_HEADER):
             changed.append(".gitattributes")
         command = " ".join(shlex.quote(part) for part in (driver or default_driver_command()))
         line = f"{command} %O %A %B %P"

@@ -6,27 +6,31 @@ user's index is never used for it), creating commits with ``commit-tree``, the
 author identity fallback, and :func:`checkout`, which moves the working files
 and the branch onto a new commit the way mmd writes: each file replaced
 atomically and durably (notes first, then MEMORY.md, then removals), so a
-reader never sees a torn note or conflict markers. Never does: merge
-decisions (:mod:`.merge`), or anything over the network.
+reader never sees a torn note or conflict markers. Checkout writes memory files
+only (:func:`~.layout.memory_kind`), each opened by descriptor from folders
+opened one by one without following a symlink (:mod:`mmd.core.rootfs`), as
+regular files of mode 0600 (a replaced file keeps its mode) whatever mode the tree gives. Never does: merge
+decisions (:mod:`.merge`), the checks of what a remote may write
+(:mod:`.contain`), or anything over the network.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from mmd.core.durable import atomic_write, remove_durably
-from mmd.core.paths import INDEX_NAME
+from mmd.core.errors import ErrorCode, MMError
+from mmd.core.rootfs import opened_folder, prepare_file, remove_in
 
+from .layout import memory_kind
 from .runner import Git
 
-__all__ = ["TreeEntry", "checkout", "commit_tree", "hash_blob", "identity_env", "read_blobs", "read_tree",
-           "write_tree"]
-
-_FILE_MODES = {"100644": 0o644, "100755": 0o755}
+__all__ = ["TreeEntry", "blob_sizes", "checkout", "commit_tree", "hash_blob", "identity_env", "read_blobs",
+           "read_tree", "write_tree"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +42,7 @@ class TreeEntry:
 
 
 def read_tree(git: Git, commit: str | None) -> dict[str, TreeEntry]:
-    """Every file of ``commit``'s tree, ``{root-relative POSIX path: TreeEntry}``; ``{}`` for None.
+    """Every file (and submodule) of ``commit``'s tree, ``{root-relative POSIX path: TreeEntry}``; ``{}`` for None.
 
     Raises:
         GitError: if ``commit`` is not a commit of the repository.
@@ -52,7 +56,7 @@ def read_tree(git: Git, commit: str | None) -> dict[str, TreeEntry]:
             continue
         meta, _, path = record.partition(b"\t")
         mode, kind, oid = meta.decode().split(" ")
-        if kind == "blob":
+        if kind in ("blob", "commit"):  # a file, a symlink, or a submodule (mode 160000, never written)
             out[path.decode("utf-8", "surrogateescape")] = TreeEntry(mode, oid)
     return out
 
@@ -78,6 +82,26 @@ def read_blobs(git: Git, oids: Iterable[str]) -> dict[str, bytes]:
         size = int(header[2])
         out[oid] = data[pos:pos + size]
         pos += size + 1
+    return out
+
+
+def blob_sizes(git: Git, oids: Iterable[str]) -> dict[str, int]:
+    """The sizes of the blobs ``oids`` in bytes, without reading their contents (``cat-file --batch-check``):
+    ``{oid: size}``, a missing object left out.
+
+    Raises:
+        GitError: if git fails.
+    """
+    wanted = sorted(set(oids))
+    if not wanted:
+        return {}
+    data = git.run("cat-file", "--batch-check", input="".join(f"{o}\n" for o in wanted).encode()).stdout
+    out: dict[str, int] = {}
+    for line in data.decode().splitlines():
+        oid, _, rest = line.partition(" ")
+        kind, _, size = rest.partition(" ")
+        if kind == "blob" and size.isdigit():
+            out[oid] = int(size)
     return out
 
 
@@ -122,15 +146,40 @@ def commit_tree(git: Git, tree: str, parents: Iterable[str], message: str,
     return git.run(*args, input=message.encode(), env=env).stdout.decode().strip()
 
 
-def _write_file(root: Path, rel: str, entry: TreeEntry, data: bytes) -> None:
-    path = root.joinpath(*rel.split("/"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if entry.mode == "120000":
-        if os.path.lexists(path):
-            os.unlink(path)
-        os.symlink(data.decode("utf-8", "surrogateescape"), path)
+def _write_file(root: Path, rel: str, data: bytes) -> None:
+    """Replace the memory file ``rel`` by ``data``, atomically and durably, through descriptors (no symlink
+    below the root is followed; a missing folder is made 0700). Raises MMError(E_IO)."""
+    parts = rel.split("/")
+    try:
+        with opened_folder(root, parts[:-1], create=True) as dfd:
+            prepared = prepare_file(dfd, parts[-1], data)
+            try:
+                prepared.commit()
+            finally:
+                prepared.discard()
+            os.fsync(dfd)
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"write {rel} failed: {_why(error)}", details=rel) from error
+
+
+def _remove_file(root: Path, rel: str) -> None:
+    """Remove the memory file ``rel`` (never a folder, never through a symlink). Raises MMError(E_IO)."""
+    parts = rel.split("/")
+    try:
+        with opened_folder(root, parts[:-1]) as dfd:
+            if remove_in(dfd, parts[-1]):
+                os.fsync(dfd)
+    except (FileNotFoundError, NotADirectoryError):
         return
-    atomic_write(path, data, _FILE_MODES.get(entry.mode, 0o644))
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise MMError(ErrorCode.E_IO, f"delete {rel} failed: {_why(error)}", details=rel) from error
+
+
+def _why(error: OSError) -> str:
+    if error.errno in (errno.ELOOP, errno.ENOTDIR):
+        return "a folder on its way is a symlink or a file (never followed)"
+    return error.strerror or str(error)
 
 
 def checkout(git: Git, old: Mapping[str, TreeEntry], new: Mapping[str, TreeEntry], commit: str,
@@ -139,6 +188,7 @@ def checkout(git: Git, old: Mapping[str, TreeEntry], new: Mapping[str, TreeEntry
 
     Files are replaced atomically and durably: changed notes and other files first, then
     MEMORY.md, then the removed files (as a delete does: the index no longer names them).
+    Every changed or removed path must be memory (:func:`~.layout.memory_kind`).
     The working files must hold ``old`` (the caller committed them first). ``ref`` moves only
     if it still points at ``old_commit`` (compare-and-swap), after the files are in place.
 
@@ -147,19 +197,21 @@ def checkout(git: Git, old: Mapping[str, TreeEntry], new: Mapping[str, TreeEntry
 
     Raises:
         GitError: if git fails (the files may then already hold ``new``: the next commit records them).
-        MMError(E_IO): if a file cannot be written.
+        MMError(E_INVALID): if a path to change is not memory (nothing is written then).
+        MMError(E_IO): if a file cannot be written, or its folder is reached through a symlink.
     """
     changed = sorted(p for p in new if old.get(p) != new[p])
     removed = sorted(p for p in old if p not in new)
-    blobs = read_blobs(git, (new[p].oid for p in changed if new[p].mode != "160000"))
-    ordered = [p for p in changed if p != INDEX_NAME] + [p for p in changed if p == INDEX_NAME]
+    strays = [p for p in (*changed, *removed) if memory_kind(p) is None]
+    if strays:  # :mod:`.contain` refused such a commit already: never write one, whatever the caller checked
+        raise MMError(ErrorCode.E_INVALID, f"checkout of {commit[:12]} would change {strays[0]!r}, which is not "
+                      "memory; nothing was written", details=strays[0])
+    blobs = read_blobs(git, (new[p].oid for p in changed))
+    ordered = sorted(changed, key=lambda p: memory_kind(p) == "index")  # notes (and the rest) first
     for rel in ordered:
-        if new[rel].mode != "160000":
-            _write_file(git.root, rel, new[rel], blobs[new[rel].oid])
+        _write_file(git.root, rel, blobs[new[rel].oid])
     for rel in removed:
-        path = git.root.joinpath(*rel.split("/"))
-        if os.path.lexists(path) and not path.is_dir():
-            remove_durably(path)
+        _remove_file(git.root, rel)
     git.run("read-tree", commit)
     git.run("update-index", "-q", "--refresh", check=False)
     git.run("update-ref", "-m", "mmd sync", ref, commit, *([old_commit] if old_commit else []))
