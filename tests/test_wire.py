@@ -124,6 +124,7 @@ def test_check_params_refuses_what_the_table_refuses() -> None:
 
 def test_the_daemon_binds_exactly_one_handler_per_method_and_checks_it_at_import() -> None:
     from mmd.daemon import methods as daemon_methods
+    from mmd.daemon.handling import bind
 
     assert set(daemon_methods._HANDLERS) == set(METHODS)
 
@@ -132,14 +133,14 @@ def test_the_daemon_binds_exactly_one_handler_per_method_and_checks_it_at_import
         def open(self, p: dict[str, Any]) -> None: ...
 
     with pytest.raises(TypeError, match="no handler for"):
-        daemon_methods._bind(Incomplete)
+        bind(Incomplete)
 
     class WrongKind(daemon_methods.Methods):
         @daemon_methods.handles(METHODS["memory.open"])
         async def open(self, p: dict[str, Any]) -> Any: ...  # type: ignore[override]
 
     with pytest.raises(TypeError, match="coroutine"):
-        daemon_methods._bind(WrongKind)
+        bind(WrongKind)
 
     extra = Method("memory.forget", {"topic": Param((str,), True)})
 
@@ -148,7 +149,7 @@ def test_the_daemon_binds_exactly_one_handler_per_method_and_checks_it_at_import
         def forget(self, p: dict[str, Any]) -> None: ...
 
     with pytest.raises(TypeError, match="not in"):
-        daemon_methods._bind(Unknown)
+        bind(Unknown)
 
 
 def test_the_client_derives_its_tables_from_the_wire() -> None:

@@ -198,19 +198,19 @@ class Methods(QueueMethods):
         if "topic" not in p:
             return self.index(p)
         topic = validate_topic(p["topic"])
-        _, snaps = self._snapshots(p)
+        scoped, snaps = self._snapshots(p)
         for root, snap in snaps:
             note = snap.note(topic)
             if note is not None:
-                return {**note.to_json(), "scope": root.scope}
+                return _scoped(note.to_json(), scoped, root)
         return None
 
     @handles(wire.MEMORY_LIST)
     def list(self, p: dict[str, Any]) -> dict[str, Any]:
         """``memory.list {sessionId?, project?}`` → ``{notes: [note JSON with scope, …]}``: the scope's own root's
         sorted by topic, then the user root's."""
-        _, snaps = self._snapshots(p)
-        return {"notes": [{**n.to_json(), "scope": root.scope} for root, snap in snaps
+        scoped, snaps = self._snapshots(p)
+        return {"notes": [_scoped(n.to_json(), scoped, root) for root, snap in snaps
                           for n in sorted(snap.notes, key=lambda n: n.topic)]}
 
     @handles(wire.MEMORY_SEARCH)
@@ -223,13 +223,15 @@ class Methods(QueueMethods):
         Raises:
             MMError(E_INVALID): for a blank query or a limit below 1.
         """
-        _, snaps = self._snapshots(p)
+        scoped, snaps = self._snapshots(p)
 
         def run() -> dict[str, Any]:
             found = [(root.scope, search_snapshot(snap, p["query"], mode=p.get("mode"), limit=p.get("limit"),
                                                   options=root.state.options,
                                                   fts5_available=root.state.fts5_available))
                      for root, snap in snaps]
+            if scoped.scope == USER:  # the user root alone: the core's result as it is
+                return found[0][1]
             return merge_searches(found, p.get("limit") or self.state.options.search_limit)
 
         return await asyncio.to_thread(run)
@@ -397,6 +399,12 @@ class Methods(QueueMethods):
         watcher, events, requests}``; ``queue`` counts candidates per status."""
         return {"version": __version__, "pid": os.getpid(), "root": str(self.state.options.root),
                 "revision": self.state.revision, "sessions": len(self.state.sessions), **self._status()}
+
+
+def _scoped(note: dict[str, Any], scoped: Scoped, root: Root) -> dict[str, Any]:
+    """A note's JSON, with the ``scope`` of the root holding it when the request is a project's (a user-root
+    request gets the note as mm v1 shapes it)."""
+    return note if scoped.scope == USER else {**note, "scope": root.scope}
 
 
 _HANDLERS = bind(Methods)
