@@ -133,7 +133,7 @@ def cmd_export(ctx: Ctx) -> int:
     ctx.need_root()
     text = _call(lambda: baseline_text(ctx.direct().options(), now=ctx.now,
                                        max_bytes=ctx.args.integer("--max-bytes")))
-    changed = _call(lambda: write_block(path, text))
+    changed = _call(lambda: write_block(path, text, home=ctx.env.get("HOME")))
     if ctx.json:
         ctx.print_json({"file": str(path), "changed": changed, "bytes": len(text.encode("utf-8"))})
     else:
