@@ -10,11 +10,16 @@ whole JSON is counted too. At the end it writes one last counter and the report
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 COUNTER = re.compile(rb'"counter": (\d+)')
 
@@ -43,6 +48,25 @@ def main(path: str, stop: str, report: str) -> None:
         time.sleep(0.003)
     with open(report, "w") as handle:
         json.dump({"writes": writes, "lost": lost, "broken": broken, "last": last}, handle)
+
+
+@contextlib.contextmanager
+def rewriting(path: Path, scratch: Path) -> Iterator[dict[str, Any]]:
+    """This program rewriting ``path`` while the block runs (started, and writing, before it begins); the dict
+    it yields holds the report once the block has ended."""
+    stop, report = scratch / "writer.stop", scratch / "writer.report.json"
+    before = path.read_bytes()
+    writer = subprocess.Popen([sys.executable, __file__, str(path), str(stop), str(report)])
+    result: dict[str, Any] = {}
+    try:
+        deadline = time.monotonic() + 30
+        while path.read_bytes() == before and time.monotonic() < deadline:
+            time.sleep(0.005)
+        yield result
+    finally:
+        stop.touch()
+        writer.wait(30)
+    result.update(json.loads(report.read_text()))
 
 
 if __name__ == "__main__":

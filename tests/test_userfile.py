@@ -6,11 +6,8 @@ Real files, a real FIFO, a real concurrent writer process.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,9 +15,9 @@ import pytest
 
 from mmd.core.errors import MMError
 from mmd.core.userfile import read_user_file, update_user_file
+from tests.concurrent_writer import rewriting
 
 pytestmark = pytest.mark.timeout(60)  # a FIFO that blocked would hang here: the limit bounds it
-WRITER = Path(__file__).resolve().parent / "concurrent_writer.py"
 
 
 def append(suffix: bytes):  # type: ignore[no-untyped-def]
@@ -149,21 +146,12 @@ def test_a_writer_rewriting_the_file_every_few_ms_loses_nothing(home: Path, tmp_
     path = home / "settings.json"
     original = b'{\n  "counter": 0,\n  "model": "opus"\n}\n'
     path.write_bytes(original)
-    stop, report = tmp_path / "stop", tmp_path / "report.json"
-    writer = subprocess.Popen([sys.executable, str(WRITER), str(path), str(stop), str(report)])
-    try:
-        deadline = time.monotonic() + 30
-        while b'"counter": 0,' in path.read_bytes() and time.monotonic() < deadline:
-            time.sleep(0.005)  # the writer has started
+    with rewriting(path, tmp_path) as result:
         for i in range(40):
             key = b'  "ours": %d,\n' % i
             update_user_file(path, lambda data, key=key: data.replace(b"{\n", b"{\n" + key, 1) if data else None,
                              home=home)
             update_user_file(path, lambda data, key=key: data.replace(key, b"") if data else None, home=home)
-    finally:
-        stop.touch()
-        writer.wait(30)
-    result = json.loads(report.read_text())
     assert result["writes"] > 5 and result["broken"] == 0
     assert result["lost"] == 0, f"{result['lost']} of the agent's {result['writes']} writes were lost"
     final = path.read_bytes()

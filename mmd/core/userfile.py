@@ -197,6 +197,8 @@ def read_user_file(path: str | os.PathLike[str], *, home: str | os.PathLike[str]
     """
     shown = Path(path)
     target = _target(shown, user_home(home))
+    if not target.parent.is_dir():
+        return UserFile(shown, target, None, None)
     dfd = _folder(target, shown)
     try:
         return _read_at(dfd, target.name, shown, target)

@@ -10,8 +10,9 @@
 - ``due [--within DAYS] [--json]``: notes whose review date has come.
 - ``export agents-md [--file PATH] [--max-bytes N]``: the index into the file's
   ``<!-- mm:begin -->`` block, every other byte kept.
-- ``hooks install|uninstall claude-code [--scope user|project] [--dry-run]``: the
-  SessionStart and UserPromptSubmit hooks in Claude Code's settings (:mod:`mmctl.hooks`).
+- ``hooks install|uninstall claude-code|codex [--scope user|project] [--dry-run]``: the
+  SessionStart and UserPromptSubmit hooks in Claude Code's settings or Codex's ``hooks.json``
+  (with its ``codex_hooks`` feature flag), every other byte kept (:mod:`mmctl.hooks`).
 """
 
 from __future__ import annotations
@@ -142,35 +143,76 @@ def cmd_export(ctx: Ctx) -> int:
 
 
 def cmd_hooks(ctx: Ctx) -> int:
-    """``hooks install|uninstall claude-code [--scope user|project] [--dry-run]``."""
+    """``hooks install|uninstall claude-code|codex [--scope user|project] [--dry-run]``."""
     from .. import hooks
 
     action = ctx.rest[0] if ctx.rest else None
-    if action not in ("install", "uninstall") or ctx.rest[1:] != ["claude-code"]:
+    if action not in ("install", "uninstall") or len(ctx.rest) != 2 or ctx.rest[1] not in hooks.AGENTS:
         from .parser import UsageError
 
-        raise UsageError("hooks needs an action and an agent: hooks install|uninstall claude-code")
+        raise UsageError("hooks needs an action and an agent: hooks install|uninstall claude-code|codex")
+    agent = hooks.AGENTS[ctx.rest[1]]
     scope = ctx.args.text("--scope") or "user"
-    path = hooks.settings_path(scope, ctx.env, Path.cwd())
+    home = ctx.env.get("HOME")
+    path = _call(lambda: hooks.settings_path(scope, ctx.env, Path.cwd(), agent))
     if action == "install":
         root = ctx.need_root()
-        change = _call(lambda: hooks.plan_install(path, hooks.hook_command(hooks.mmctl_command(), root)))
+        command = hooks.hook_command(hooks.mmctl_command(), root, agent)
+        changes = [_call(lambda: hooks.plan_install(path, command, agent, home=home))]
     else:
-        change = _call(lambda: hooks.plan_uninstall(path))
+        changes = [_call(lambda: hooks.plan_uninstall(path, agent, home=home))]
+    notes: list[str] = []
+    if agent is hooks.CODEX:
+        config = hooks.codex_config_path(ctx.env)
+        if action == "install" or not _codex_hooks_remain(ctx, hooks, changes[0], scope):
+            changes.append(_call(lambda: hooks.plan_flag(config, action == "install", home=home)))
+        else:
+            notes.append(f"kept codex_hooks on in {config}: other hooks in hooks.json need it")
     dry = ctx.args.flag("--dry-run")
     if not dry:
-        _call(lambda: hooks.apply(change))
+        for change in changes:
+            _call(lambda change=change: hooks.apply(change, home=home))
     if ctx.json:
-        ctx.print_json({"file": str(path), "scope": scope, "changed": change.changed and not dry, "dryRun": dry,
-                        "actions": change.actions, "backup": str(change.backup) if change.backup else None})
+        ctx.print_json({"file": str(path), "scope": scope, "agent": agent.name,
+                        "changed": any(c.changed for c in changes) and not dry, "dryRun": dry,
+                        "actions": [a for c in changes for a in c.actions] + notes,
+                        "backup": str(changes[0].backup) if changes[0].backup else None,
+                        "files": [{"file": str(c.path), "changed": c.changed and not dry, "actions": c.actions,
+                                   "backup": str(c.backup) if c.backup else None} for c in changes]})
         return EXIT_OK
-    if not change.changed:
+    if not any(c.changed for c in changes):
         ctx.write(f"{path}: already {'has' if action == 'install' else 'has none of'} the mmctl hooks; "
-                  "nothing to do\n")
+                  "nothing to do\n" + "".join(f"{n}\n" for n in notes))
         return EXIT_OK
-    lines = [f"{'(dry run) ' if dry else ''}{a}\n" for a in change.actions]
-    if change.backup is not None:
-        lines.append(f"{'would back' if dry else 'backed'} up the previous file to {change.backup}\n")
-    lines.append(f"{path}: {'dry run, nothing written' if dry else 'written'}\n")
-    ctx.write("".join(lines))
+    lines: list[str] = []
+    for change in (c for c in changes if c.changed):
+        lines += [f"{'(dry run) ' if dry else ''}{a}\n" for a in change.actions]
+        if change.backup is not None:
+            lines.append(f"{'would back' if dry else 'backed'} up the previous file to {change.backup}\n")
+        lines.append(f"{change.path}: {'dry run, nothing written' if dry else 'written'}\n")
+    ctx.write("".join(lines + [f"{n}\n" for n in notes]))
     return EXIT_OK
+
+
+def _codex_hooks_remain(ctx: Ctx, hooks: Any, change: Any, scope: str) -> bool:
+    """Whether a Codex hooks file (this one after the change, the other scope's as it is) still holds a hook,
+    so uninstall keeps the ``codex_hooks`` flag on (a file that cannot be read counts as holding one)."""
+    import json
+
+    from mmd.core.userfile import read_user_file
+
+    other = hooks.settings_path("project" if scope == "user" else "user", ctx.env, Path.cwd(), hooks.CODEX)
+    try:
+        contents = [change.after if change.changed else change.before,
+                    read_user_file(other, home=ctx.env.get("HOME")).data]
+    except MMError:
+        return True
+    for data in contents:
+        try:
+            value = json.loads(data) if data else {}
+        except ValueError:
+            return True
+        events = value.get("hooks") if isinstance(value, dict) else None
+        if isinstance(events, dict) and any(events.values()):
+            return True
+    return False
