@@ -165,6 +165,8 @@ def refuse_live_endpoint(path: Path) -> None:
         return
     try:
         credentials = peer_credentials(path)
+    except BlockingIOError:  # a listener that stopped accepting (SIGSTOPped) with a full backlog: alive
+        raise LockHeld(path, None) from None
     except OSError:
         return  # a socket file left by a daemon that died: binding replaces it
     raise LockHeld(path, credentials[0] if credentials else None)

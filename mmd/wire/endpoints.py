@@ -166,13 +166,15 @@ def peer_credentials(path: Path) -> tuple[int, int] | None:
     where the OS does not say (not Linux).
 
     Raises:
-        OSError: if nothing listens there.
+        OSError: if nothing listens there, or the listener's backlog is full (``BlockingIOError``: a process that
+            stopped accepting, never waited for).
     """
     import socket
     import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.setblocking(False)  # a listener that does not accept (stopped) and whose backlog is full: EAGAIN
         probe.connect(os.fspath(path))
         if option is None:
             return None
@@ -248,7 +250,8 @@ def listener_of(path: os.PathLike[str] | None, *, connect: bool = True) -> tuple
     """``(st_dev, st_ino)`` of the ipc socket at ``path`` while a process accepts connections on it, else None
     (no socket, or a daemon killed that left its file): a waiting request whose listener changed or went will
     never be answered. ``connect=False`` skips the ``connect`` (a ``stat`` only): what a request records as it
-    starts, on the hot path, to compare with later."""
+    starts, on the hot path, to compare with later. The ``connect`` never blocks: a listener whose backlog is
+    full (a daemon that stopped accepting, SIGSTOPped) is a listener still."""
     if path is None:
         return None
     try:
@@ -257,7 +260,11 @@ def listener_of(path: os.PathLike[str] | None, *, connect: bool = True) -> tuple
             import socket
 
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                probe.connect(os.fspath(path))
+                probe.setblocking(False)
+                try:
+                    probe.connect(os.fspath(path))
+                except BlockingIOError:
+                    pass  # its backlog is full: it is there, not accepting
     except OSError:
         return None
     return st.st_dev, st.st_ino

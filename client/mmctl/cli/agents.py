@@ -1,12 +1,14 @@
 """``mmctl inject``, ``due``, ``export agents-md`` and ``hooks``: memory reaching the agents (issue 14).
 
-- ``inject [--client KEY] [--max-bytes N] [--format text|json|claude-hook] [--json]``: the
-  injection for a client (the index once, then only what changed, nothing when nothing did),
-  printed, then committed once stdout took it; through the daemon when one owns the
-  root, else on the files (:mod:`mmctl.injection`). ``claude-hook`` reads Claude Code's hook
-  input on stdin (``session_id``: the client is ``claude-code:<session_id>``; a
-  ``SessionStart`` after ``clear`` or ``compact`` gives the index again) and prints
-  ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``, or nothing.
+- ``inject [--client KEY] [--max-bytes N] [--format text|json|claude-hook|codex-hook] [--json]``:
+  the injection for a client (the index once, then only what changed, nothing when nothing
+  did), printed, then committed once stdout took it; through the daemon when one owns the
+  root, else on the files (:mod:`mmctl.injection`). ``claude-hook`` and ``codex-hook`` read
+  the agent's hook input on stdin (``session_id``: the client is ``claude-code:<id>`` or
+  ``codex:<id>``; a ``SessionStart`` after ``clear`` or ``compact`` gives the index again) and
+  print ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``, or nothing; a hook
+  never holds a prompt: it answers within about 1 s, from the files when the daemon does not
+  (saying that memory may be stale), and always exits 0.
 - ``due [--within DAYS] [--json]``: notes whose review date has come.
 - ``export agents-md [--file PATH] [--max-bytes N]``: the index into the file's
   ``<!-- mm:begin -->`` block, every other byte kept.
@@ -45,7 +47,7 @@ def _call(what: Any) -> Any:
 
 def cmd_inject(ctx: Ctx) -> int:
     """``inject``: print the injection, then commit it (never when stdout could not take it)."""
-    from ..injection import hook_input, hook_output, plan
+    from ..injection import HOOK_AGENTS, plan
 
     given = ctx.args.text("--format")
     if ctx.json and given not in (None, "json"):
@@ -53,17 +55,16 @@ def cmd_inject(ctx: Ctx) -> int:
 
         raise UsageError(f"inject: --json and --format {given} name two outputs; give one")
     form = "json" if ctx.json else given or "text"
-    hook = _call(lambda: hook_input(ctx.stdin_bytes())) if form == "claude-hook" else None
-    client = ctx.args.text("--client") or (hook.client_key if hook is not None else DEFAULT_CLIENT)
+    if form in HOOK_AGENTS:
+        return _hook(ctx, form)
+    client = ctx.args.text("--client") or DEFAULT_CLIENT
     ctx.need_root()
     daemon = ctx.daemon()
     injection = _call(lambda: plan(client, daemon=daemon.client if daemon else None,
                                    options=lambda: ctx.direct().options(), now=ctx.now,
-                                   max_bytes=ctx.args.integer("--max-bytes"), reset=bool(hook and hook.reset)))
+                                   max_bytes=ctx.args.integer("--max-bytes")))
     result = injection.result
-    if hook is not None:
-        text = hook_output(hook.event, injection.text)
-    elif form == "json":
+    if form == "json":
         from .output import js_json
 
         text = js_json({k: result[k] for k in _JSON_KEYS}) + "\n"
@@ -74,6 +75,111 @@ def cmd_inject(ctx: Ctx) -> int:
     except (BrokenPipeError, OSError) as error:  # not delivered: the next call gives the same text again
         raise Failure(f"could not print the injection ({error}); nothing was committed") from None
     _call(injection.commit)
+    return EXIT_OK
+
+
+HOOK_BUDGET_S = 0.7
+"""How long a hook may take once ``mmctl`` has started, seconds (the interpreter's own start comes before, ~0.1 s):
+it never holds a prompt (the agent waits for it). A daemon that has not answered by then is left behind and
+the files answer."""
+PROBE_S = 0.25
+"""Of :data:`HOOK_BUDGET_S`, how long the hook asks the daemon's ``daemon.status`` before it counts as absent."""
+
+
+def _hook(ctx: Ctx, form: str) -> int:
+    """``inject --format claude-hook|codex-hook``: always exit 0 with a shape the agent accepts, within about 1 s.
+
+    Through the daemon when one answers in time, else on the files when their lock is free in time, else
+    from the files without the lock (:func:`mmctl.injection.stale_text`: memory may be stale). What cannot
+    be given at all (bad input, no root) is a ``systemMessage`` for the person, never context for the model.
+    """
+    import time
+
+    from ..errors import MmctlError
+    from ..injection import hook_input, hook_output, stale_text
+
+    deadline = time.monotonic() + HOOK_BUDGET_S
+
+    def left_ms() -> int:
+        return max(50, int((deadline - time.monotonic()) * 1000))
+
+    try:
+        hook = hook_input(ctx.stdin_bytes(), form)
+        root = ctx.need_root()
+        daemon, injection = _hook_plan(ctx, root, hook, left_ms)
+        if injection is None:
+            max_bytes = ctx.args.integer("--max-bytes")
+            text = stale_text(hook.event, ctx.direct().options(), now=ctx.now, max_bytes=max_bytes)
+            ctx.error(f"{root}: no answer from its daemon (or its lock) within {HOOK_BUDGET_S:g} s; "
+                      "answered from the files")
+            return _hook_print(ctx, hook_output(hook.event, text))
+    except MMError as error:
+        return _hook_fail(ctx, f"{error.code.value}: {error.message}")
+    except Failure as failure:
+        return _hook_fail(ctx, str(failure))
+    if not _hook_printed(ctx, hook_output(hook.event, injection.text)):
+        return EXIT_OK  # the agent went away: nothing committed, the next call gives the same text
+    try:
+        if daemon is not None:
+            daemon.client.timeout_ms = left_ms()
+        injection.commit()
+    except (MMError, MmctlError) as error:  # printed but not recorded: the next prompt repeats it, no harm
+        ctx.error(f"the injection was printed but not recorded ({error}); the next prompt gives it again")
+    return EXIT_OK
+
+
+def _hook_plan(ctx: Ctx, root: Path, hook: Any, left_ms: Any) -> tuple[Any, Any]:
+    """``(daemon or None, injection)`` of a hook, or ``(None, None)`` when neither the daemon nor the root's lock
+    answered in time (the files answer then, without the lock).
+
+    Raises:
+        MMError: what the files cannot give either (a bad option, a broken index); never ``E_IO`` (a lock held).
+    """
+    from ..backend import daemon_listening, find_daemon
+    from ..errors import MmctlError
+    from ..injection import plan
+    from ..pins import wants_daemon
+
+    client = ctx.args.text("--client") or hook.client_key
+    daemon = None
+    try:
+        if wants_daemon(ctx.env):
+            daemon = find_daemon(root, ctx.env, timeout_ms=min(int(PROBE_S * 1000), left_ms()))
+            if daemon is None and daemon_listening(root, ctx.env):
+                return None, None  # its daemon accepts but does not answer: it holds the lock
+        if daemon is not None:
+            daemon.client.timeout_ms = left_ms()
+        return daemon, plan(client, daemon=daemon.client if daemon else None, options=lambda: ctx.direct().options(),
+                            now=ctx.now, max_bytes=ctx.args.integer("--max-bytes"), reset=hook.reset,
+                            lock_wait_s=left_ms() / 1000)
+    except MMError as error:
+        if error.code.value != "E_IO":
+            raise
+    except MmctlError:
+        pass  # the daemon took too long: the files answer
+    return None, None
+
+
+def _hook_fail(ctx: Ctx, message: str) -> int:
+    """A hook that cannot inject: a warning for the person (``systemMessage``, and stderr), exit 0."""
+    from ..injection import hook_error
+
+    ctx.error(message)
+    return _hook_print(ctx, hook_error(message))
+
+
+def _hook_printed(ctx: Ctx, text: str) -> bool:
+    """Print a hook's output; whether stdout took it."""
+    try:
+        ctx.write(text)
+    except (BrokenPipeError, OSError):
+        return False
+    return True
+
+
+def _hook_print(ctx: Ctx, text: str) -> int:
+    """Print a hook's output and end it: exit 0 whatever happened (a hook's failure never reaches the model)."""
+    _hook_printed(ctx, text)
     return EXIT_OK
 
 
@@ -162,12 +268,9 @@ def cmd_hooks(ctx: Ctx) -> int:
     else:
         changes = [_call(lambda: hooks.plan_uninstall(path, agent, home=home))]
     notes: list[str] = []
-    if agent is hooks.CODEX:
+    if agent is hooks.CODEX:  # the flag line install added goes with uninstall (it says it is mmctl's)
         config = hooks.codex_config_path(ctx.env)
-        if action == "install" or not _codex_hooks_remain(ctx, hooks, changes[0], scope):
-            changes.append(_call(lambda: hooks.plan_flag(config, action == "install", home=home)))
-        else:
-            notes.append(f"kept codex_hooks on in {config}: other hooks in hooks.json need it")
+        changes.append(_call(lambda: hooks.plan_flag(config, action == "install", home=home)))
     dry = ctx.args.flag("--dry-run")
     if not dry:
         for change in changes:
@@ -192,27 +295,3 @@ def cmd_hooks(ctx: Ctx) -> int:
         lines.append(f"{change.path}: {'dry run, nothing written' if dry else 'written'}\n")
     ctx.write("".join(lines + [f"{n}\n" for n in notes]))
     return EXIT_OK
-
-
-def _codex_hooks_remain(ctx: Ctx, hooks: Any, change: Any, scope: str) -> bool:
-    """Whether a Codex hooks file (this one after the change, the other scope's as it is) still holds a hook,
-    so uninstall keeps the ``codex_hooks`` flag on (a file that cannot be read counts as holding one)."""
-    import json
-
-    from mmd.core.userfile import read_user_file
-
-    other = hooks.settings_path("project" if scope == "user" else "user", ctx.env, Path.cwd(), hooks.CODEX)
-    try:
-        contents = [change.after if change.changed else change.before,
-                    read_user_file(other, home=ctx.env.get("HOME")).data]
-    except MMError:
-        return True
-    for data in contents:
-        try:
-            value = json.loads(data) if data else {}
-        except ValueError:
-            return True
-        events = value.get("hooks") if isinstance(value, dict) else None
-        if isinstance(events, dict) and any(events.values()):
-            return True
-    return False
