@@ -114,9 +114,7 @@ class Target(Record):
     @classmethod
     def resolve(cls, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
                 pub_endpoint: str | None = None, env: Mapping[str, str] | None = None) -> Target:
-        """Endpoints given explicitly, else the root's daemon's (``--root``, the config file's, or mm v1 §2): derived
-        from ``env``, or recorded in the root by a daemon started with another ``$XDG_RUNTIME_DIR``
-        (:func:`mmd.wire.endpoints.discover`)."""
+        """Endpoints given explicitly, else found from the root (``--root``, config, mm v1 §2; ``discover``)."""
         environ = os.environ if env is None else env
         if endpoint is not None:
             return cls(endpoint, pub_endpoint or "", None if root is None else os.fspath(root))
