@@ -1,4 +1,5 @@
-"""The memory block of AGENTS.md / CLAUDE.md: every byte outside the markers kept (issue 14)."""
+"""The memory block of AGENTS.md / CLAUDE.md: every byte outside the markers kept (issue 14); markers in a fenced
+example are not ours, and the file is written only as a file a user names may be (issue 26)."""
 
 from __future__ import annotations
 
@@ -115,7 +116,7 @@ def test_a_symlinked_file_stays_a_link_and_its_target_is_updated(tmp_path: Path)
     target.write_bytes(HEAD)
     link = tmp_path / "CLAUDE.md"
     link.symlink_to("AGENTS.md")
-    write_block(link, "M")
+    write_block(link, "M", home=tmp_path)  # inside the home: followed
     assert link.is_symlink() and os.readlink(link) == "AGENTS.md"
     assert target.read_bytes() == HEAD + BEGIN + b"\nM\n" + END + b"\n"  # HEAD already ends in a blank line
 
@@ -124,3 +125,49 @@ def test_read_block() -> None:
     assert read_block(b"nothing here") is None
     assert read_block(b"a\r\n" + BEGIN + b"\r\none\r\ntwo\r\n" + END) == "one\ntwo"
     assert read_block(BEGIN + b"\n" + END) == ""
+
+
+FENCED = (b"# Memory in this repo\n\nThe block looks like this:\n\n```markdown\n" + BEGIN + b"\nexample\n" + END
+          + b"\n```\n\n~~~~\n" + BEGIN + b"\n~~~\nstill the example\n" + END + b"\n~~~~\n"
+          + b"Inline: `" + BEGIN + b"` starts it.\n")
+
+
+def test_markers_in_a_fenced_example_or_a_code_span_are_not_ours() -> None:
+    once = replace_block(FENCED, "M")
+    assert once == FENCED + b"\n" + BEGIN + b"\nM\n" + END + b"\n"  # appended; the examples untouched
+    twice = replace_block(once, "N")
+    assert twice == FENCED + b"\n" + BEGIN + b"\nN\n" + END + b"\n"
+    assert read_block(twice) == "N"
+    ours_first = BEGIN + b"\nold\n" + END + b"\n\n" + FENCED
+    assert replace_block(ours_first, "M") == BEGIN + b"\nM\n" + END + b"\n\n" + FENCED
+
+
+def test_a_file_ending_inside_an_open_fence_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "AGENTS.md"
+    path.write_bytes(b"# x\n\n```sh\nmake\n")
+    with pytest.raises(MMError, match="ends inside a code fence opened on line 3"):
+        write_block(path, "M")
+    assert path.read_bytes() == b"# x\n\n```sh\nmake\n"
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_a_read_only_file_and_a_symlink_out_of_the_home_are_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    fifo = home / "AGENTS.md"
+    os.mkfifo(fifo)
+    with pytest.raises(MMError, match="is a FIFO, not a regular file; nothing was written"):
+        write_block(fifo, "M", home=home)
+    locked = home / "CLAUDE.md"
+    locked.write_bytes(b"# mine\n")
+    os.chmod(locked, 0o444)
+    with pytest.raises(MMError, match=r"is read-only \(mode 0444\)"):
+        write_block(locked, "M", home=home)
+    assert locked.read_bytes() == b"# mine\n"
+    hostname = tmp_path / "hostname"
+    hostname.write_bytes(b"box\n")
+    link = home / "GEMINI.md"
+    link.symlink_to(hostname)
+    with pytest.raises(MMError, match=f"is a symlink to {hostname}, outside your home"):
+        write_block(link, "M", home=home)
+    assert hostname.read_bytes() == b"box\n"

@@ -171,3 +171,31 @@ def test_inject_and_due_go_through_the_daemon(mmd: Any) -> None:
     hook = run("inject", "--format", "claude-hook", stdin=json.dumps(START).encode())
     assert json.loads(hook.out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert not (mmd.root / ".mmd" / "inject").exists()  # the daemon kept the views, not files
+
+
+def test_export_refuses_a_symlink_out_of_the_home_a_fifo_and_a_read_only_file(mm: Any, tmp_path: Path) -> None:
+    mm("write", "alpha", "--content", "First.", "--summary", "The first")
+    outside = tmp_path.parent / f"{tmp_path.name}-hostname"  # HOME is tmp_path: this is outside it
+    outside.write_bytes(b"buildbox\n")
+    try:
+        link = tmp_path / "AGENTS.md"
+        link.symlink_to(outside)
+        refused = mm("export", "agents-md", "--file", str(link))
+        assert refused.code == 1 and f"is a symlink to {outside}, outside your home" in refused.err
+        assert outside.read_bytes() == b"buildbox\n"
+    finally:
+        outside.unlink()
+    fifo = tmp_path / "FIFO.md"
+    os.mkfifo(fifo)
+    assert "is a FIFO, not a regular file" in mm("export", "agents-md", "--file", str(fifo)).err
+    locked = tmp_path / "CLAUDE.md"
+    locked.write_bytes(b"# mine\n")
+    os.chmod(locked, 0o444)
+    assert "is read-only (mode 0444)" in mm("export", "agents-md", "--file", str(locked)).err
+    assert locked.read_bytes() == b"# mine\n"
+    dotfiles = tmp_path / "dotfiles" / "AGENTS.md"
+    dotfiles.parent.mkdir()
+    dotfiles.write_bytes(b"# shared\n")
+    (tmp_path / "GEMINI.md").symlink_to(dotfiles)  # inside the home: written through
+    assert mm("export", "agents-md", "--file", str(tmp_path / "GEMINI.md")).code == 0
+    assert b"- alpha: The first" in dotfiles.read_bytes() and (tmp_path / "GEMINI.md").is_symlink()

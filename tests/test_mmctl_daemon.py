@@ -290,5 +290,8 @@ def test_a_client_looking_in_another_runtime_folder_is_told_so_not_to_start_a_da
     elsewhere = tmp_path / "other-run"
     elsewhere.mkdir(mode=0o700)
     code, _, err = cli(mmd, "status", env={"XDG_RUNTIME_DIR": str(elsewhere)})
+    assert code == 0, err  # found from the root's record of its endpoints (issue 28)
+    (mmd.root / ".mmd" / "endpoints.json").unlink()  # a daemon that left no record
+    code, _, err = cli(mmd, "status", env={"XDG_RUNTIME_DIR": str(elsewhere)})
     assert code == 1 and f"pid {mmd.proc.pid} holds the root" in err and "another $XDG_RUNTIME_DIR" in err, err
     assert "start it with" not in err

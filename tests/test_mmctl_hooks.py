@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mmctl.hooks import BACKUP_SUFFIX, apply, hook_command, plan_install, plan_uninstall, settings_path
+from mmctl.hooks import BACKUP_SUFFIX, TIMEOUT_S, apply, hook_command, plan_install, plan_uninstall, settings_path
 
 from mmd.core.errors import MMError
 
@@ -53,7 +53,7 @@ def test_install_adds_exactly_two_hooks_and_keeps_everything_else(settings: Path
     assert (settings.parent / ("settings.json" + BACKUP_SUFFIX)).read_bytes() == FIXTURE.read_bytes()
     assert os.stat(settings).st_mode & 0o777 == 0o600
     assert [e for e, _ in ours(after)] == ["SessionStart", "UserPromptSubmit"]
-    assert all(h == {"type": "command", "command": COMMAND, "timeout": 30} for _, h in ours(after))
+    assert all(h == {"type": "command", "command": COMMAND, "timeout": TIMEOUT_S} for _, h in ours(after))
     session_start = [g for g in after["hooks"]["SessionStart"] if ours({"hooks": {"x": [g]}})]
     assert session_start[0]["matcher"] == "startup|resume|clear|compact"
     # everything that was there is still there, in the same order, the other hooks included
@@ -114,12 +114,14 @@ def test_a_malformed_settings_file_is_refused_and_left_alone(tmp_path: Path, tex
     assert path.read_text() == text and not (tmp_path / ("settings.json" + BACKUP_SUFFIX)).exists()
 
 
-def test_a_file_changed_between_plan_and_apply_is_not_clobbered(settings: Path) -> None:
+def test_a_file_changed_between_plan_and_apply_keeps_the_change_and_gets_the_hooks(settings: Path) -> None:
     change = plan_install(settings, COMMAND)
     settings.write_text(settings.read_text().replace('"model"', '"model" ', 1))
     edited = settings.read_bytes()
-    with pytest.raises(MMError, match="changed while"):
-        apply(change)
+    apply(change)  # the edit is made again on the file as it is now
+    after = settings.read_bytes()
+    assert b'"model" ' in after and len(ours(json.loads(after))) == 2
+    apply(plan_uninstall(settings))
     assert settings.read_bytes() == edited
 
 
@@ -139,10 +141,10 @@ def test_null_hooks_are_filled_and_a_symlinked_settings_file_is_written_through(
     link = tmp_path / ".claude" / "settings.json"
     link.parent.mkdir()
     link.symlink_to(dotfiles / "settings.json")
-    apply(plan_install(link, COMMAND))
+    apply(plan_install(link, COMMAND, home=str(tmp_path)), home=str(tmp_path))  # the link is inside the home
     assert link.is_symlink() and os.readlink(link) == str(dotfiles / "settings.json")
     written = json.loads((dotfiles / "settings.json").read_text())
     assert written["model"] == "opus" and len(ours(written)) == 2
     (dotfiles / "settings.json").write_text('{"hooks": {"SessionStart": null}}\n')
-    apply(plan_install(link, COMMAND))
+    apply(plan_install(link, COMMAND, home=str(tmp_path)), home=str(tmp_path))
     assert len(ours(json.loads(link.read_text()))) == 2

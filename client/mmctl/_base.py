@@ -19,7 +19,7 @@ from typing import Any
 from mmd.core.config_file import configured_root
 from mmd.core.record import Record
 from mmd.wire import methods as wire
-from mmd.wire.endpoints import check_peer, check_socket_folder, endpoints_for, ipc_path
+from mmd.wire.endpoints import check_peer, check_socket_folder, discover, ipc_path
 from mmd.wire.methods import METHODS, QUEUE_ACCEPT, QUEUE_LIST, SCOPE_PARAM, SESSION_PARAM
 from mmd.wire.protocol import DaemonCode
 
@@ -119,12 +119,12 @@ class Target(Record):
     @classmethod
     def resolve(cls, root: str | os.PathLike[str] | None = None, *, endpoint: str | None = None,
                 pub_endpoint: str | None = None, env: Mapping[str, str] | None = None) -> Target:
-        """Endpoints given explicitly, else derived from the root (``--root``, the config file's, or mm v1 §2)."""
+        """Endpoints given explicitly, else found from the root (``--root``, config, mm v1 §2; ``discover``)."""
         environ = os.environ if env is None else env
         if endpoint is not None:
             return cls(endpoint, pub_endpoint or "", None if root is None else os.fspath(root))
         resolved = configured_root(None if root is None else os.fspath(root), environ)
-        derived = endpoints_for(resolved, environ)
+        derived = discover(resolved, environ)
         return cls(derived.rpc, pub_endpoint or derived.pub, str(resolved))
 
 

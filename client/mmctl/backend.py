@@ -137,9 +137,9 @@ class Direct:
 def daemon_listening(root: Path, env: Mapping[str, str]) -> bool:
     """Whether a process accepts connections on the RPC socket of ``root``'s daemon (a ``connect``, no request);
     True for an endpoint that is no ``ipc://`` socket (nothing to check without a request)."""
-    from mmd.wire.endpoints import endpoints_for, ipc_path, listener_of
+    from mmd.wire.endpoints import discover, ipc_path, listener_of
 
-    path = ipc_path(endpoints_for(root, env).rpc)
+    path = ipc_path(discover(root, env).rpc)
     return path is None or listener_of(path) is not None
 
 
@@ -153,11 +153,12 @@ class Daemon:
 
 
 def find_daemon(root: Path, env: Mapping[str, str], timeout_ms: int = PROBE_TIMEOUT_MS) -> Daemon | None:
-    """The daemon owning ``root``, or None when its socket file is absent or nobody answers in ``timeout_ms``."""
-    from mmd.wire.endpoints import endpoints_for, ipc_path, listener_of  # a one-shot read never looks for it
+    """The daemon owning ``root``, or None when its socket file is absent or nobody answers in ``timeout_ms``; found
+    from ``env``'s ``$XDG_RUNTIME_DIR``, or from the record a daemon started with another one left in the root."""
+    from mmd.wire.endpoints import discover, ipc_path, listener_of  # a one-shot read never looks for it
     from mmd.wire.methods import DAEMON_STATUS
 
-    endpoints = endpoints_for(root, env)
+    endpoints = discover(root, env)
     path = ipc_path(endpoints.rpc)
     if path is not None and listener_of(path) is None:  # a crashed daemon leaves its socket file
         return None

@@ -9,11 +9,16 @@ under the root's ``.mmd/inject/`` folder, read and written while holding the
 root's write lock, as direct writes do. The two stores are separate: a client
 that switches between them gets one baseline more.
 
-Also here: the Claude Code hook's input (:func:`hook_input`) and output
-(:func:`hook_output`) shapes (https://code.claude.com/docs/en/hooks: JSON on
-stdin with ``session_id`` and ``hook_event_name``; context added by printing
-``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``), and the
-baseline text of ``mmctl export agents-md``.
+Also here: the hooks' input (:func:`hook_input`) and output (:func:`hook_output`,
+:func:`hook_error`) shapes, the same for Claude Code (https://code.claude.com/docs/en/hooks)
+and Codex (https://developers.openai.com/codex/hooks; ``codex-rs/hooks/schema/generated``):
+JSON on stdin with ``session_id`` and ``hook_event_name``; context added by printing
+``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``; nothing printed adds
+nothing; a ``systemMessage`` reaches the person, never the model. Codex refuses any other
+JSON, so nothing else is printed (``tests/fixtures/hook-schemas`` holds the published
+schemas the outputs are tested against). And the baseline text of ``mmctl export
+agents-md``, and the text a hook gives from the files when the daemon does not answer
+(:func:`stale_text`, saying once that memory may be stale).
 
 Owns: the offline view files and their TTL, the hook's client key. Never: renders
 text itself (:mod:`mmd.inject` does), or reads the environment (the caller passes it).
@@ -36,15 +41,21 @@ from mmd.core.errors import ErrorCode, MMError
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR
 
-__all__ = ["HOOK_EVENTS", "INJECT_DIR", "TTL_DAYS", "HookInput", "Injection", "baseline_text", "hook_input",
-           "hook_output", "plan", "plan_direct"]
+__all__ = ["HOOK_AGENTS", "HOOK_EVENTS", "INJECT_DIR", "STALE", "STALE_PROMPT", "TTL_DAYS", "HookInput", "Injection",
+           "baseline_text", "hook_error", "hook_input", "hook_output", "plan", "plan_direct", "stale_text"]
 
 INJECT_DIR = "inject"
 """The folder under ``<root>/.mmd/`` holding the views of clients injected without a daemon."""
 TTL_DAYS = 30
 """Days after its last commit that an offline client's view is ignored (the daemon's ``injectTtlDays`` default)."""
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit")
-"""The Claude Code hook events ``mmctl inject --format claude-hook`` answers."""
+"""The hook events ``mmctl inject --format claude-hook|codex-hook`` answers."""
+HOOK_AGENTS = {"claude-hook": ("claude-code", "Claude Code"), "codex-hook": ("codex", "Codex")}
+"""Each hook format's client-key prefix and agent name."""
+STALE = "Memory may be stale: mmd did not answer within 1 s, so this was read from its files."
+"""The line a ``SessionStart`` hook adds (once) when it answers from the files."""
+STALE_PROMPT = "Memory may be stale: mmd did not answer within 1 s; what changed in memory is not shown until it does."
+"""What a ``UserPromptSubmit`` hook says (alone) when the daemon does not answer."""
 _RESET_SOURCES = ("clear", "compact")
 """SessionStart sources after which the agent no longer holds what it was shown: it gets a baseline again."""
 
@@ -68,15 +79,16 @@ class Injection:
 
 
 def plan(client_key: str, *, daemon: Any | None, options: Callable[[], MemoryOptions], now: Clock,
-         max_bytes: int | None = None, reset: bool = False) -> Injection:
-    """The injection for ``client_key``: through ``daemon`` (a :class:`mmctl.Client`) when given, else on the files.
+         max_bytes: int | None = None, reset: bool = False, lock_wait_s: float | None = None) -> Injection:
+    """The injection for ``client_key``: through ``daemon`` (a :class:`mmctl.Client`) when given, else on the files
+    (waiting at most ``lock_wait_s`` seconds for the root's lock, default :data:`mmctl.backend.LOCK_WAIT_S`).
 
     Raises:
         RpcError / MmctlError: as the daemon answers (a bad client key or ``max_bytes`` is ``E_INVALID``).
         MMError(E_INVALID | E_IO | E_PARSE): on the files, as :func:`plan_direct`.
     """
     if daemon is None:
-        return plan_direct(options(), client_key, now=now, max_bytes=max_bytes, reset=reset)
+        return plan_direct(options(), client_key, now=now, max_bytes=max_bytes, reset=reset, lock_wait_s=lock_wait_s)
     result = daemon.inject(client_key, max_bytes=max_bytes, reset=reset)
     return Injection(result, lambda: daemon.injected(client_key, result["token"]))
 
@@ -102,7 +114,7 @@ def _read_view(path: Path, client_key: str, now: datetime) -> Any:
 
 
 def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_bytes: int | None = None,
-                reset: bool = False) -> Injection:
+                reset: bool = False, lock_wait_s: float | None = None) -> Injection:
     """The injection for ``client_key`` planned on the files; its view lives in ``<root>/.mmd/inject/``.
 
     The snapshot is read and the view loaded under the root's write lock; the
@@ -124,7 +136,7 @@ def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_byte
                                                    "creates it)")
     moment = now()
     path = _view_path(options.root, client_key)
-    with patient_lock(options.root):
+    with patient_lock(options.root, lock_wait_s):
         snapshot = load_snapshot(options, loaded_at=iso_ms(moment), engine="scan")
         view = None if reset else _read_view(path, client_key, moment)
     injection = plan_injection(view, snapshot, today=date.fromisoformat(iso_ms(moment)[:10]),
@@ -135,7 +147,7 @@ def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_byte
     def commit() -> None:
         data = {"client": client_key, "committedAt": iso_ms(now()), "token": token,
                 "view": injection.view.to_json()}
-        with patient_lock(options.root):
+        with patient_lock(options.root, lock_wait_s):
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 0o600)
         result["committed"] = True
@@ -152,24 +164,26 @@ def _check_key(client_key: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class HookInput:
-    """What Claude Code sends a command hook on stdin (the fields used here).
+    """What Claude Code or Codex sends a command hook on stdin (the fields used here).
 
     Attributes:
-        session_id: Claude Code's session id.
+        session_id: the agent's session id.
         event: ``hook_event_name`` (``SessionStart`` | ``UserPromptSubmit``).
         source: SessionStart's ``source`` (``startup`` | ``resume`` | ``clear`` | ``compact``), else ''.
+        form: ``claude-hook`` | ``codex-hook``.
         cwd: the agent's working folder (its project, ``docs/projects.md``), else ''.
     """
 
     session_id: str
     event: str
     source: str
+    form: str = "claude-hook"
     cwd: str = ""
 
     @property
     def client_key(self) -> str:
-        """The injection client of this Claude Code session: ``claude-code:<session_id>``."""
-        return f"claude-code:{self.session_id}"
+        """The injection client of this session: ``claude-code:<session_id>`` or ``codex:<session_id>``."""
+        return f"{HOOK_AGENTS[self.form][0]}:{self.session_id}"
 
     @property
     def reset(self) -> bool:
@@ -177,36 +191,58 @@ class HookInput:
         return self.event == "SessionStart" and self.source in _RESET_SOURCES
 
 
-def hook_input(data: bytes) -> HookInput:
-    """Parse a Claude Code hook's stdin.
+def hook_input(data: bytes, form: str = "claude-hook") -> HookInput:
+    """Parse a hook's stdin (``form``: ``claude-hook`` | ``codex-hook``).
 
     Raises:
         MMError(E_INVALID): if it is not a JSON object with a string ``session_id`` and a
             ``hook_event_name`` of :data:`HOOK_EVENTS`.
     """
+    agent = HOOK_AGENTS[form][1]
     try:
         value = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        raise MMError(ErrorCode.E_INVALID, "--format claude-hook reads Claude Code's hook input: a JSON object "
+        raise MMError(ErrorCode.E_INVALID, f"--format {form} reads {agent}'s hook input: a JSON object "
                                            "on stdin, got something else") from None
     if not isinstance(value, dict) or not isinstance(value.get("session_id"), str) or not value["session_id"]:
-        raise MMError(ErrorCode.E_INVALID, "the hook input on stdin has no session_id (is this run by a Claude "
-                                           "Code SessionStart or UserPromptSubmit hook?)")
+        raise MMError(ErrorCode.E_INVALID, f"the hook input on stdin has no session_id (is this run by a {agent} "
+                                           "SessionStart or UserPromptSubmit hook?)")
     event = value.get("hook_event_name")
     if event not in HOOK_EVENTS:
         raise MMError(ErrorCode.E_INVALID, f"hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event!r}")
     source, cwd = value.get("source"), value.get("cwd")
-    return HookInput(value["session_id"], event, source if isinstance(source, str) else "",
+    return HookInput(value["session_id"], event, source if isinstance(source, str) else "", form,
                      cwd if isinstance(cwd, str) and cwd.startswith("/") else "")
 
 
 def hook_output(event: str, text: str) -> str:
     """What the hook prints: ``{"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}``
-    plus a newline, or '' when there is nothing to add (Claude Code then adds nothing)."""
+    plus a newline, or '' when there is nothing to add (the agent then adds nothing). The same for both
+    agents: Codex validates the shape strictly (no other key, ``hookEventName`` set), Claude Code reads it."""
     if not text:
         return ""
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
                       ensure_ascii=False) + "\n"
+
+
+def hook_error(message: str) -> str:
+    """What a hook prints when it cannot inject: ``{"systemMessage": "mmctl: <message>"}`` plus a newline, shown to
+    the person as a warning by both agents, never added to the model's context (the hook still exits 0)."""
+    return json.dumps({"systemMessage": f"mmctl: {message}"}, ensure_ascii=False) + "\n"
+
+
+def stale_text(event: str, options: MemoryOptions, *, now: Clock, max_bytes: int | None = None) -> str:
+    """What a hook gives when the daemon does not answer: for ``SessionStart`` the baseline of the files with
+    :data:`STALE` as its last line, for a prompt :data:`STALE_PROMPT` alone. Takes no lock and commits no view
+    (the daemon keeps the session's view; it resumes when the daemon answers).
+
+    Raises:
+        MMError(E_INVALID | E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`baseline_text`.
+    """
+    if event != "SessionStart":
+        return STALE_PROMPT
+    budget = None if max_bytes is None else max(1, max_bytes - len(STALE.encode()) - 1)
+    return baseline_text(options, now=now, max_bytes=budget).rstrip("\n") + "\n" + STALE
 
 
 def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None = None) -> str:

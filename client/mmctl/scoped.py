@@ -25,13 +25,15 @@ __all__ = ["plan_scoped"]
 
 
 def plan_scoped(scope: Scope, client_key: str, *, daemon: Any | None, options: Callable[[Scope | None], MemoryOptions],
-                now: Clock, max_bytes: int | None = None, reset: bool = False) -> Injection:
+                now: Clock, max_bytes: int | None = None, reset: bool = False,
+                lock_wait_s: float | None = None) -> Injection:
     """The injection for ``client_key`` over ``scope``'s roots.
 
     Args:
         daemon: a :class:`mmctl.Client` of the home's daemon, or None (on the files).
         options: the memory options of the scope's own root (given ``scope``) or of the user root (given None).
         max_bytes: the whole text's budget, UTF-8 bytes (default :data:`mmd.inject.baseline.DEFAULT_MAX_BYTES`).
+        lock_wait_s: how long a part on the files waits for its root's lock (default :func:`~.injection.plan`'s).
 
     Raises:
         As :func:`~.injection.plan`, for any part.
@@ -42,14 +44,14 @@ def plan_scoped(scope: Scope, client_key: str, *, daemon: Any | None, options: C
     labels = [label for label, _ in scope.read_roots()]
     if not scope.is_project or labels == [USER] and scope.alone:
         return plan(client_key, daemon=daemon, options=lambda: options(None), now=now, max_bytes=max_bytes,
-                    reset=reset)
+                    reset=reset, lock_wait_s=lock_wait_s)
     budgets = budget_split(DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, len(labels))
     parts: list[tuple[str, Injection]] = []
     for label, budget in zip(labels, budgets, strict=True):
         of: Scope | None = scope if label != USER else None
         remote = None if daemon is None else _Scoped(daemon, scope.param if of is not None else USER)
         parts.append((label, plan(client_key, daemon=remote, options=_fixed(options, of), now=now,
-                                  max_bytes=budget, reset=reset)))
+                                  max_bytes=budget, reset=reset, lock_wait_s=lock_wait_s)))
     where = str(scope.project.top) if scope.project is not None else None
     result = join_injections([(label, injection.result) for label, injection in parts], where)
 

@@ -331,8 +331,10 @@ class Injector:
     def export_now(self) -> int:
         """Write the current baseline into every ``[export] files`` block (worker thread); how many changed.
 
-        A file that cannot be written (broken markers, a missing folder) is
-        logged and left as it was; the others are still written.
+        A file that cannot be written (broken markers, a missing folder) or that
+        may not be (a symlink out of the account's home, a FIFO, a read-only or
+        another user's file: :mod:`mmd.core.userfile`) is logged and left as it
+        was; the others are still written.
         """
         snapshot = self.state.current
         with self.views.lock:

@@ -3,7 +3,9 @@
 Owns: taking the root's lock at start (:func:`take_root_lock`: a daemon serving the root is refused at once, a
 short holder is waited for), binding the PUB and ROUTER sockets (:class:`Sockets`: only in a private folder,
 never over a socket a live daemon serves, ipc files user-only), binding again a socket whose file was removed
-while the daemon ran, removing the ipc files at shutdown, and the CURVE authenticator. Never: reads or answers
+while the daemon ran, recording the endpoints in ``<root>/.mmd/endpoints.json`` (0600: a client started with
+another ``$XDG_RUNTIME_DIR`` finds the daemon from the root, :func:`mmd.wire.endpoints.discover`), removing the
+ipc files and that record at shutdown, and the CURVE authenticator. Never: reads or answers
 requests (:mod:`.rpc`), publishes (:mod:`.events`), decides the order of startup (:mod:`.lifecycle`).
 """
 
@@ -18,8 +20,9 @@ from typing import Any
 
 import zmq
 
-from mmd.core.durable import LockHeld, WriteLock
-from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials
+from mmd.core.durable import LockHeld, WriteLock, atomic_write
+from mmd.core.errors import MMError
+from mmd.wire.endpoints import ensure_private_dir, ipc_path, peer_credentials, record_path
 
 from .config import Config
 
@@ -100,7 +103,23 @@ class Sockets:
             sock.close(linger=0)
             raise
         self.bound.append((endpoint, sock))
+        self._record()
         return sock
+
+    def _record(self) -> None:
+        """Record both endpoints in the root once both ipc sockets are bound (logged, never raised: a client in
+        the daemon's own environment finds it without)."""
+        import json
+
+        cfg = self.cfg
+        bound = {endpoint for endpoint, _ in self.bound}
+        if not {cfg.rpc_endpoint, cfg.pub_endpoint} <= bound or ipc_path(cfg.rpc_endpoint) is None:
+            return
+        data = json.dumps({"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint, "pid": os.getpid()}).encode()
+        try:
+            atomic_write(record_path(cfg.root), data, 0o600)
+        except MMError as error:
+            log.warning("endpoints.unrecorded root=%s error=%s", cfg.root, error.message)
 
     def rebind_lost(self) -> None:
         """Bind again each ipc socket whose file was removed (a ``/tmp`` cleaner, ``rm -rf`` of the runtime
@@ -120,11 +139,18 @@ class Sockets:
                           str(error))
 
     def remove_files(self) -> None:
-        """Remove the socket files of the bound ``ipc://`` endpoints (after the context terminated)."""
+        """Remove the socket files of the bound ``ipc://`` endpoints (after the context terminated), and the
+        endpoints' record when it is still this daemon's."""
+        import json
+
         for endpoint, _ in self.bound:
             path = ipc_path(endpoint)
             if path is not None:
                 path.unlink(missing_ok=True)
+        record = record_path(self.cfg.root)
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if json.loads(record.read_bytes()).get("pid") == os.getpid():
+                record.unlink()
 
 
 def start_authenticator(context: zmq.Context[zmq.Socket[bytes]], clients_dir: Path) -> Any:
@@ -165,6 +191,8 @@ def refuse_live_endpoint(path: Path) -> None:
         return
     try:
         credentials = peer_credentials(path)
+    except BlockingIOError:  # a listener that stopped accepting (SIGSTOPped) with a full backlog: alive
+        raise LockHeld(path, None) from None
     except OSError:
         return  # a socket file left by a daemon that died: binding replaces it
     raise LockHeld(path, credentials[0] if credentials else None)

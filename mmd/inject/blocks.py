@@ -11,20 +11,28 @@ The block is the text between the two marker lines::
 other byte of the file exactly as it was (CRLF files get CRLF inside the
 block). A file without a marker pair gets one appended at its end. A file
 whose markers are broken (a begin without an end, an end first, two begins)
-is refused: guessing could clobber a hand edit.
+is refused: guessing could clobber a hand edit. Markers inside a fenced code
+block (a line opening with three or more backticks or tildes, up to the line
+closing it) or inside a code span on their line are an example, not ours: they
+are left alone, and a file that ends inside an open fence is refused rather
+than given a block no later rewrite could find.
 
-Owns: finding the markers, rebuilding the bytes, the atomic write that keeps the file's mode.
-Never: renders the baseline (the caller passes the text), or writes when the bytes would not change.
+The file is the user's, not the root's: :func:`write_block` writes it through
+:func:`mmd.core.userfile.update_user_file` (a regular file of the user's, a symlink
+followed only inside the home, never a FIFO, read-only refused, atomic, a hand
+edit made meanwhile kept).
+
+Owns: finding the markers, rebuilding the bytes. Never: renders the baseline (the
+caller passes the text), or writes when the bytes would not change.
 """
 
 from __future__ import annotations
 
 import os
-import stat
-from pathlib import Path
+import re
 
-from mmd.core.durable import atomic_write
 from mmd.core.errors import ErrorCode, MMError
+from mmd.core.userfile import update_user_file
 
 __all__ = ["BEGIN_MARKER", "END_MARKER", "read_block", "replace_block", "write_block"]
 
@@ -32,24 +40,64 @@ BEGIN_MARKER = "<!-- mm:begin -->"
 END_MARKER = "<!-- mm:end -->"
 _BEGIN = BEGIN_MARKER.encode()
 _END = END_MARKER.encode()
-_RETRIES = 3
+_FENCE = re.compile(rb"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def _fences(data: bytes) -> tuple[list[tuple[int, int]], int | None]:
+    """The byte ranges of the fenced code blocks (CommonMark: an opening line of 3+ backticks or tildes up to a
+    closing line of the same character, at least as long, with nothing after it), and the line number of a
+    fence left open at the end (None when every fence closes)."""
+    spans: list[tuple[int, int]] = []
+    opened: tuple[int, bytes, int] | None = None  # (start, fence, line number)
+    at = 0
+    for number, line in enumerate(data.splitlines(keepends=True), 1):
+        match = _FENCE.match(line.rstrip(b"\r\n"))
+        if opened is None:
+            if match and not (match[1][:1] == b"`" and b"`" in match[2]):
+                opened = (at, match[1], number)
+        elif match and match[1][:1] == opened[1][:1] and len(match[1]) >= len(opened[1]) and not match[2].strip():
+            spans.append((opened[0], at + len(line)))
+            opened = None
+        at += len(line)
+    if opened is not None:
+        spans.append((opened[0], len(data)))
+    return spans, None if opened is None else opened[2]
+
+
+def _markers(data: bytes, marker: bytes, fences: list[tuple[int, int]]) -> list[int]:
+    """Where ``marker`` stands as ours: outside every fence and not inside a code span of its line."""
+    found, at = [], data.find(marker)
+    while at >= 0:
+        line_start = data.rfind(b"\n", 0, at) + 1
+        in_span = data.count(b"`", line_start, at) % 2 == 1
+        if not in_span and not any(start <= at < end for start, end in fences):
+            found.append(at)
+        at = data.find(marker, at + 1)
+    return found
 
 
 def _span(data: bytes, name: str) -> tuple[int, int] | None:
     """``(start of the begin marker, end of the end marker)``, or None when the file has neither.
 
     Raises:
-        MMError(E_INVALID): when only one marker is present, the end comes first, or either appears twice.
+        MMError(E_INVALID): when only one marker is present, the end comes first, either appears twice, or
+            (without markers) the file ends inside an open fence.
     """
-    begin, end = data.find(_BEGIN), data.find(_END)
-    if begin < 0 and end < 0:
+    fences, open_line = _fences(data)
+    begins, ends = _markers(data, _BEGIN, fences), _markers(data, _END, fences)
+    if not begins and not ends:
+        if open_line is not None:
+            raise MMError(ErrorCode.E_INVALID, f"{name} ends inside a code fence opened on line {open_line}; close "
+                                               "it so the memory block can be added after it (nothing was written)",
+                          details=name)
         return None
+    begin, end = (begins or [-1])[0], (ends or [-1])[0]
     problem = ""
     if begin < 0 or end < 0:
         problem = f"has {BEGIN_MARKER if begin >= 0 else END_MARKER} without its pair"
     elif end < begin:
         problem = f"has {END_MARKER} before {BEGIN_MARKER}"
-    elif data.find(_BEGIN, begin + 1) >= 0 or data.find(_END, end + 1) >= 0:
+    elif len(begins) > 1 or len(ends) > 1:
         problem = "has more than one memory block"
     if problem:
         raise MMError(ErrorCode.E_INVALID, f"{name} {problem}; fix the markers by hand (nothing was written)",
@@ -104,48 +152,25 @@ def read_block(data: bytes, *, name: str = "the file") -> str | None:
     return inner.replace("\r\n", "\n").strip("\n")
 
 
-def write_block(path: str | os.PathLike[str], text: str) -> bool:
+def write_block(path: str | os.PathLike[str], text: str, *, home: str | os.PathLike[str] | None = None) -> bool:
     """Put ``text`` into the memory block of the file at ``path``, atomically; create the file if missing.
 
-    A symlink is followed (CLAUDE.md → AGENTS.md stays a link; its target is
-    updated). The replacement is written to a temp file in the same folder,
-    given the file's permission bits, fsynced and renamed over it; nothing is
-    written when the bytes would not change. Just before the rename the file
-    is read again: if it changed meanwhile (a hand edit), the block is rebuilt
-    on the new bytes (up to 3 tries) so the edit is kept.
+    The file is written as :func:`mmd.core.userfile.update_user_file` writes a file a user named: a
+    symlink is followed only to the user's own regular file inside ``home`` (CLAUDE.md → AGENTS.md in a
+    dotfiles repository stays a link; its target is updated) and refused elsewhere, naming the target; a
+    FIFO, a device, another user's file or a read-only one is refused; the replacement keeps the file's
+    mode; a hand edit made meanwhile is kept (the block is rebuilt on the new bytes). A new file is 0644.
+
+    Args:
+        home: the user's home (``$HOME``); None: the account's.
 
     Returns:
         True if the file was written, False if it already held this block.
 
     Raises:
-        MMError(E_INVALID): broken markers (nothing written).
-        MMError(E_IO): the file cannot be read or written (it is then untouched),
-            or it kept changing under us.
+        MMError(E_INVALID): broken markers, or a file the rules above refuse (nothing written).
+        MMError(E_IO): the file cannot be read or written (it is then untouched), or it kept changing under us.
     """
-    target = Path(os.path.realpath(path))
-    for _ in range(_RETRIES):
-        data, mode = _read(target)
-        new = replace_block(data, text, name=str(path))
-        if new == data:
-            return False
-        if _read(target)[0] != data:
-            continue
-        atomic_write(target, new, 0o644 if mode is None else mode)
-        if mode is not None and stat.S_IMODE(target.stat().st_mode) != mode:
-            try:  # the temp file was created through the umask; restore the file's exact bits
-                os.chmod(target, mode)
-            except OSError as error:
-                raise MMError(ErrorCode.E_IO, f"chmod {target} failed: {error.strerror}") from error
-        return True
-    raise MMError(ErrorCode.E_IO, f"{path} kept changing while its memory block was written; try again")
-
-
-def _read(target: Path) -> tuple[bytes, int | None]:
-    """The file's bytes and permission bits; ``(b"", None)`` for a missing file."""
-    try:
-        with open(target, "rb") as handle:
-            return handle.read(), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
-    except FileNotFoundError:
-        return b"", None
-    except OSError as error:
-        raise MMError(ErrorCode.E_IO, f"read {target} failed: {error.strerror}") from error
+    name = str(path)
+    return update_user_file(path, lambda data: replace_block(data or b"", text, name=name), home=home,
+                            new_mode=0o644)

@@ -12,6 +12,14 @@ every folder above it is ours or root's and writable by nobody else (or sticky, 
 other user can plant, swap or read the sockets. The daemon binds only in a private folder
 (:func:`ensure_private_dir`); the client sends nothing before :func:`check_socket_folder` and
 :func:`check_peer` passed.
+
+Found from the root itself (issues 26, 28): a hook runs in the agent's environment, which may have
+another ``$XDG_RUNTIME_DIR`` than the daemon's, or none. So the daemon also records where it listens
+in ``<root>/.mmd/endpoints.json`` (0600), and :func:`discover` uses that record when the derived
+socket does not exist. The record is taken only as the socket folder is: a regular file (never
+a symlink) of ours or root's with no group or other bits, in a ``.mmd`` folder of ours or root's that
+nobody else can write, naming ``ipc://`` endpoints only; and the endpoint it names is still checked
+by :func:`check_peer` before anything is sent.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from pathlib import Path
 
 from mmd.core.record import Record
 
-__all__ = ["LIVENESS_MS", "Endpoints", "check_peer", "check_socket_folder", "endpoint_key", "endpoints_for",
-           "ensure_private_dir", "ipc_path", "listener_of", "peer_credentials", "peer_uid", "runtime_dir"]
+__all__ = ["LIVENESS_MS", "RECORD_NAME", "Endpoints", "check_peer", "check_socket_folder", "discover", "endpoint_key",
+           "endpoints_for", "ensure_private_dir", "ipc_path", "listener_of", "peer_credentials", "peer_uid",
+           "record_path", "recorded_endpoints", "runtime_dir"]
 
 KEY_HEX_DIGITS = 16
 """Length of ``<key>``, in hex digits (64 bits of the root's hash)."""
@@ -109,6 +118,60 @@ def endpoints_for(root: str | os.PathLike[str], env: Mapping[str, str]) -> Endpo
     return Endpoints(rpc=f"ipc://{folder}/{key}.rpc", pub=f"ipc://{folder}/{key}.pub", folder=folder)
 
 
+RECORD_NAME = "endpoints.json"
+"""The file under ``<root>/.mmd/`` where the daemon records its endpoints: ``{"rpc", "pub", "pid"}``."""
+
+
+def record_path(root: str | os.PathLike[str]) -> Path:
+    """``<root>/.mmd/endpoints.json``."""
+    return Path(root) / ".mmd" / RECORD_NAME
+
+
+def recorded_endpoints(root: str | os.PathLike[str]) -> Endpoints | None:
+    """The endpoints the root's daemon recorded, or None: no record, or one that fails the checks of the module
+    docstring (another user's, readable or writable by others, a symlink, in a folder others can write, not
+    ``ipc://``, not the shape written)."""
+    import json
+
+    path = record_path(root)
+    try:
+        folder = os.lstat(path.parent)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (not stat.S_ISDIR(folder.st_mode) or not _trusted(folder.st_uid) or stat.S_IMODE(folder.st_mode) & 0o022
+                or not stat.S_ISREG(st.st_mode) or not _trusted(st.st_uid) or stat.S_IMODE(st.st_mode) & 0o077
+                or st.st_size > 4096):
+            return None
+        value = json.loads(os.read(fd, 4096))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(value, dict):
+        return None
+    rpc, pub = value.get("rpc"), value.get("pub")
+    if not (isinstance(rpc, str) and isinstance(pub, str) and rpc.startswith("ipc://") and pub.startswith("ipc://")):
+        return None
+    return Endpoints(rpc=rpc, pub=pub, folder=Path(rpc[len("ipc://"):]).parent)
+
+
+def discover(root: str | os.PathLike[str], env: Mapping[str, str]) -> Endpoints:
+    """Where the daemon of ``root`` listens: the endpoints derived from ``env`` (:func:`endpoints_for`) when their
+    socket exists, else those the daemon recorded in the root (:func:`recorded_endpoints`) when theirs does, else
+    the derived ones. One ``stat`` when the environments agree."""
+    derived = endpoints_for(root, env)
+    path = ipc_path(derived.rpc)
+    if path is None or os.path.exists(path):
+        return derived
+    recorded = recorded_endpoints(root)
+    if recorded is not None and recorded.rpc != derived.rpc and os.path.exists(recorded.rpc[len("ipc://"):]):
+        return recorded
+    return derived
+
+
 def ipc_path(endpoint: str) -> Path | None:
     """The socket file of an ``ipc://`` endpoint, or None for other transports."""
     return Path(endpoint[len("ipc://"):]) if endpoint.startswith("ipc://") else None
@@ -166,13 +229,15 @@ def peer_credentials(path: Path) -> tuple[int, int] | None:
     where the OS does not say (not Linux).
 
     Raises:
-        OSError: if nothing listens there.
+        OSError: if nothing listens there, or the listener's backlog is full (``BlockingIOError``: a process that
+            stopped accepting, never waited for).
     """
     import socket
     import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.setblocking(False)  # a listener that does not accept (stopped) and whose backlog is full: EAGAIN
         probe.connect(os.fspath(path))
         if option is None:
             return None
@@ -248,7 +313,8 @@ def listener_of(path: os.PathLike[str] | None, *, connect: bool = True) -> tuple
     """``(st_dev, st_ino)`` of the ipc socket at ``path`` while a process accepts connections on it, else None
     (no socket, or a daemon killed that left its file): a waiting request whose listener changed or went will
     never be answered. ``connect=False`` skips the ``connect`` (a ``stat`` only): what a request records as it
-    starts, on the hot path, to compare with later."""
+    starts, on the hot path, to compare with later. The ``connect`` never blocks: a listener whose backlog is
+    full (a daemon that stopped accepting, SIGSTOPped) is a listener still."""
     if path is None:
         return None
     try:
@@ -257,7 +323,11 @@ def listener_of(path: os.PathLike[str] | None, *, connect: bool = True) -> tuple
             import socket
 
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                probe.connect(os.fspath(path))
+                probe.setblocking(False)
+                try:
+                    probe.connect(os.fspath(path))
+                except BlockingIOError:
+                    pass  # its backlog is full: it is there, not accepting
     except OSError:
         return None
     return st.st_dev, st.st_ino

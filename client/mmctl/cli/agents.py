@@ -1,17 +1,20 @@
 """``mmctl inject``, ``due``, ``export agents-md`` and ``hooks``: memory reaching the agents (issue 14).
 
-- ``inject [--client KEY] [--max-bytes N] [--format text|json|claude-hook] [--json]``: the
-  injection for a client (the index once, then only what changed, nothing when nothing did),
-  printed, then committed once stdout took it; through the daemon when one owns the
-  root, else on the files (:mod:`mmctl.injection`). ``claude-hook`` reads Claude Code's hook
-  input on stdin (``session_id``: the client is ``claude-code:<session_id>``; a
-  ``SessionStart`` after ``clear`` or ``compact`` gives the index again) and prints
-  ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``, or nothing.
+- ``inject [--client KEY] [--max-bytes N] [--format text|json|claude-hook|codex-hook] [--json]``:
+  the injection for a client (the index once, then only what changed, nothing when nothing
+  did), printed, then committed once stdout took it; through the daemon when one owns the
+  root, else on the files (:mod:`mmctl.injection`). ``claude-hook`` and ``codex-hook`` read
+  the agent's hook input on stdin (``session_id``: the client is ``claude-code:<id>`` or
+  ``codex:<id>``; a ``SessionStart`` after ``clear`` or ``compact`` gives the index again) and
+  print ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``, or nothing; a hook
+  never holds a prompt: it answers within about 1 s, from the files when the daemon does not
+  (saying that memory may be stale), and always exits 0.
 - ``due [--within DAYS] [--json]``: notes whose review date has come.
 - ``export agents-md [--file PATH] [--max-bytes N]``: the index into the file's
   ``<!-- mm:begin -->`` block, every other byte kept.
-- ``hooks install|uninstall claude-code [--scope user|project] [--dry-run]``: the
-  SessionStart and UserPromptSubmit hooks in Claude Code's settings (:mod:`mmctl.hooks`).
+- ``hooks install|uninstall claude-code|codex [--scope user|project] [--dry-run]``: the
+  SessionStart and UserPromptSubmit hooks in Claude Code's settings or Codex's ``hooks.json``
+  (with its ``codex_hooks`` feature flag), every other byte kept (:mod:`mmctl.hooks`).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def _call(what: Any) -> Any:
 
 def cmd_inject(ctx: Ctx) -> int:
     """``inject``: print the injection, then commit it (never when stdout could not take it)."""
-    from ..injection import hook_input, hook_output
+    from ..injection import HOOK_AGENTS
     from ..scoped import plan_scoped
 
     given = ctx.args.text("--format")
@@ -53,21 +56,17 @@ def cmd_inject(ctx: Ctx) -> int:
 
         raise UsageError(f"inject: --json and --format {given} name two outputs; give one")
     form = "json" if ctx.json else given or "text"
-    hook = _call(lambda: hook_input(ctx.stdin_bytes())) if form == "claude-hook" else None
-    client = ctx.args.text("--client") or (hook.client_key if hook is not None else DEFAULT_CLIENT)
-    if hook is not None and hook.cwd:  # the agent's folder names the project, whatever --root says
-        ctx.scope_for_session(hook.cwd)
+    if form in HOOK_AGENTS:
+        return _hook(ctx, form)
+    client = ctx.args.text("--client") or DEFAULT_CLIENT
     ctx.need_root()
     daemon = ctx.daemon()
     scope = ctx.scope()
     injection = _call(lambda: plan_scoped(scope, client, daemon=daemon.client if daemon else None,
                                           options=ctx.options_of, now=ctx.now,
-                                          max_bytes=ctx.args.integer("--max-bytes"),
-                                          reset=bool(hook and hook.reset)))
+                                          max_bytes=ctx.args.integer("--max-bytes")))
     result = injection.result
-    if hook is not None:
-        text = hook_output(hook.event, injection.text)
-    elif form == "json":
+    if form == "json":
         from .output import js_json
 
         text = js_json({k: result[k] for k in _JSON_KEYS}) + "\n"
@@ -78,6 +77,118 @@ def cmd_inject(ctx: Ctx) -> int:
     except (BrokenPipeError, OSError) as error:  # not delivered: the next call gives the same text again
         raise Failure(f"could not print the injection ({error}); nothing was committed") from None
     _call(injection.commit)
+    return EXIT_OK
+
+
+HOOK_BUDGET_S = 0.7
+"""How long a hook may take once ``mmctl`` has started, seconds (the interpreter's own start comes before, ~0.1 s):
+it never holds a prompt (the agent waits for it). A daemon that has not answered by then is left behind and
+the files answer."""
+PROBE_S = 0.25
+"""Of :data:`HOOK_BUDGET_S`, how long the hook asks the daemon's ``daemon.status`` before it counts as absent."""
+
+
+def _hook(ctx: Ctx, form: str) -> int:
+    """``inject --format claude-hook|codex-hook``: always exit 0 with a shape the agent accepts, within about 1 s.
+
+    Through the daemon when one answers in time, else on the files when their lock is free in time, else
+    from the files without the lock (:func:`mmctl.injection.stale_text`: memory may be stale). What cannot
+    be given at all (bad input, no root) is a ``systemMessage`` for the person, never context for the model.
+    """
+    import time
+
+    from ..errors import MmctlError
+    from ..injection import hook_input, hook_output, stale_text
+
+    deadline = time.monotonic() + HOOK_BUDGET_S
+
+    def left_ms() -> int:
+        return max(50, int((deadline - time.monotonic()) * 1000))
+
+    try:
+        hook = hook_input(ctx.stdin_bytes(), form)
+        if hook.cwd:  # the agent's folder names the project, whatever --root says (docs/projects.md)
+            ctx.scope_for_session(hook.cwd)
+        root = ctx.need_root()
+        daemon, injection = _hook_plan(ctx, hook, left_ms)
+        if injection is None:
+            max_bytes = ctx.args.integer("--max-bytes")
+            own = ctx.root() / "MEMORY.md"
+            text = stale_text(hook.event, ctx.options_of(ctx.scope() if own.is_file() else None), now=ctx.now,
+                              max_bytes=max_bytes)
+            ctx.error(f"{root}: no answer from its daemon (or its lock) within {HOOK_BUDGET_S:g} s; "
+                      "answered from the files")
+            return _hook_print(ctx, hook_output(hook.event, text))
+    except MMError as error:
+        return _hook_fail(ctx, f"{error.code.value}: {error.message}")
+    except Failure as failure:
+        return _hook_fail(ctx, str(failure))
+    if not _hook_printed(ctx, hook_output(hook.event, injection.text)):
+        return EXIT_OK  # the agent went away: nothing committed, the next call gives the same text
+    try:
+        if daemon is not None:
+            daemon.client.timeout_ms = left_ms()
+        injection.commit()
+    except (MMError, MmctlError) as error:  # printed but not recorded: the next prompt repeats it, no harm
+        ctx.error(f"the injection was printed but not recorded ({error}); the next prompt gives it again")
+    return EXIT_OK
+
+
+def _hook_plan(ctx: Ctx, hook: Any, left_ms: Any) -> tuple[Any, Any]:
+    """``(daemon or None, injection)`` of a hook over its scope's roots (the daemon found from the home), or
+    ``(None, None)`` when neither the daemon nor the roots' locks answered in time (the files answer then,
+    without the lock).
+
+    Raises:
+        MMError: what the files cannot give either (a bad option, a broken index); never ``E_IO`` (a lock held).
+    """
+    from ..backend import daemon_listening, find_daemon
+    from ..errors import MmctlError
+    from ..pins import wants_daemon
+    from ..scoped import plan_scoped
+
+    client = ctx.args.text("--client") or hook.client_key
+    scope, home = ctx.scope(), ctx.home()
+    daemon = None
+    try:
+        if wants_daemon(ctx.env):
+            daemon = find_daemon(home, ctx.env, timeout_ms=min(int(PROBE_S * 1000), left_ms()))
+            if daemon is None and daemon_listening(home, ctx.env):
+                return None, None  # its daemon accepts but does not answer: it holds the lock
+        if daemon is not None:
+            daemon.client.timeout_ms = left_ms()
+            daemon.client.project = scope.param
+        return daemon, plan_scoped(scope, client, daemon=daemon.client if daemon else None, options=ctx.options_of,
+                                   now=ctx.now, max_bytes=ctx.args.integer("--max-bytes"), reset=hook.reset,
+                                   lock_wait_s=left_ms() / 1000)
+    except MMError as error:
+        if error.code.value != "E_IO":
+            raise
+    except MmctlError:
+        pass  # the daemon took too long: the files answer
+    return None, None
+
+
+def _hook_fail(ctx: Ctx, message: str) -> int:
+    """A hook that cannot inject: a warning for the person (``systemMessage``, and stderr), exit 0."""
+    from ..injection import hook_error
+
+    ctx.error(message)
+    return _hook_print(ctx, hook_error(message))
+
+
+def _hook_printed(ctx: Ctx, text: str) -> bool:
+    """Print a hook's output; whether stdout took it."""
+    try:
+        ctx.write(text)
+    except (BrokenPipeError, OSError):
+        return False
+    return True
+
+
+def _hook_print(ctx: Ctx, text: str) -> int:
+    """Print a hook's output and end it: exit 0 whatever happened (a hook's failure never reaches the model)."""
+    _hook_printed(ctx, text)
     return EXIT_OK
 
 
@@ -138,7 +249,7 @@ def cmd_export(ctx: Ctx) -> int:
     ctx.need_root()
     text = _call(lambda: baseline_text(ctx.direct().options(), now=ctx.now,
                                        max_bytes=ctx.args.integer("--max-bytes")))
-    changed = _call(lambda: write_block(path, text))
+    changed = _call(lambda: write_block(path, text, home=ctx.env.get("HOME")))
     if ctx.json:
         ctx.print_json({"file": str(path), "changed": changed, "bytes": len(text.encode("utf-8"))})
     else:
@@ -147,35 +258,49 @@ def cmd_export(ctx: Ctx) -> int:
 
 
 def cmd_hooks(ctx: Ctx) -> int:
-    """``hooks install|uninstall claude-code [--scope user|project] [--dry-run]``."""
+    """``hooks install|uninstall claude-code|codex [--scope user|project] [--dry-run]``."""
     from .. import hooks
 
     action = ctx.rest[0] if ctx.rest else None
-    if action not in ("install", "uninstall") or ctx.rest[1:] != ["claude-code"]:
+    if action not in ("install", "uninstall") or len(ctx.rest) != 2 or ctx.rest[1] not in hooks.AGENTS:
         from .parser import UsageError
 
-        raise UsageError("hooks needs an action and an agent: hooks install|uninstall claude-code")
+        raise UsageError("hooks needs an action and an agent: hooks install|uninstall claude-code|codex")
+    agent = hooks.AGENTS[ctx.rest[1]]
     scope = ctx.args.text("--scope") or "user"
-    path = hooks.settings_path(scope, ctx.env, Path.cwd())
+    home = ctx.env.get("HOME")
+    path = _call(lambda: hooks.settings_path(scope, ctx.env, Path.cwd(), agent))
     if action == "install":
         root = ctx.need_root()
-        change = _call(lambda: hooks.plan_install(path, hooks.hook_command(hooks.mmctl_command(), root)))
+        command = hooks.hook_command(hooks.mmctl_command(), root, agent)
+        changes = [_call(lambda: hooks.plan_install(path, command, agent, home=home))]
     else:
-        change = _call(lambda: hooks.plan_uninstall(path))
+        changes = [_call(lambda: hooks.plan_uninstall(path, agent, home=home))]
+    notes: list[str] = []
+    if agent is hooks.CODEX:  # the flag line install added goes with uninstall (it says it is mmctl's)
+        config = hooks.codex_config_path(ctx.env)
+        changes.append(_call(lambda: hooks.plan_flag(config, action == "install", home=home)))
     dry = ctx.args.flag("--dry-run")
     if not dry:
-        _call(lambda: hooks.apply(change))
+        for change in changes:
+            _call(lambda change=change: hooks.apply(change, home=home))
     if ctx.json:
-        ctx.print_json({"file": str(path), "scope": scope, "changed": change.changed and not dry, "dryRun": dry,
-                        "actions": change.actions, "backup": str(change.backup) if change.backup else None})
+        ctx.print_json({"file": str(path), "scope": scope, "agent": agent.name,
+                        "changed": any(c.changed for c in changes) and not dry, "dryRun": dry,
+                        "actions": [a for c in changes for a in c.actions] + notes,
+                        "backup": str(changes[0].backup) if changes[0].backup else None,
+                        "files": [{"file": str(c.path), "changed": c.changed and not dry, "actions": c.actions,
+                                   "backup": str(c.backup) if c.backup else None} for c in changes]})
         return EXIT_OK
-    if not change.changed:
+    if not any(c.changed for c in changes):
         ctx.write(f"{path}: already {'has' if action == 'install' else 'has none of'} the mmctl hooks; "
-                  "nothing to do\n")
+                  "nothing to do\n" + "".join(f"{n}\n" for n in notes))
         return EXIT_OK
-    lines = [f"{'(dry run) ' if dry else ''}{a}\n" for a in change.actions]
-    if change.backup is not None:
-        lines.append(f"{'would back' if dry else 'backed'} up the previous file to {change.backup}\n")
-    lines.append(f"{path}: {'dry run, nothing written' if dry else 'written'}\n")
-    ctx.write("".join(lines))
+    lines: list[str] = []
+    for change in (c for c in changes if c.changed):
+        lines += [f"{'(dry run) ' if dry else ''}{a}\n" for a in change.actions]
+        if change.backup is not None:
+            lines.append(f"{'would back' if dry else 'backed'} up the previous file to {change.backup}\n")
+        lines.append(f"{change.path}: {'dry run, nothing written' if dry else 'written'}\n")
+    ctx.write("".join(lines + [f"{n}\n" for n in notes]))
     return EXIT_OK

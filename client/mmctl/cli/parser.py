@@ -223,8 +223,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("mcp", "mcp", "serve the MCP tools over stdio", options=(_LANG,), json=False),
     Command("inject", "agents", "what an agent should be told now: the index once, then only what changed",
             options=(Opt("--client", "KEY", "whose view (an agent session id; default: mmctl)", "key"), _MAX_BYTES,
-                     Opt("--format", "F", "text, json, or claude-hook (reads the hook's input on stdin)",
-                         choices=("text", "json", "claude-hook"))),
+                     Opt("--format", "F", "text, json, claude-hook or codex-hook (reads the hook's input on stdin)",
+                         choices=("text", "json", "claude-hook", "codex-hook"))),
             epilog="The text is printed, then committed: the next call says only what changed since.\n"
                    "--json is --format json: {mode, text, added, updated, removed, unchanged, reminded, bytes}."),
     Command("due", "agents", "notes whose review date has come (or comes within --within days)",
@@ -236,9 +236,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              _MAX_BYTES)),
     Command("hooks", "agents", "install or remove the hooks that inject memory into an agent",
             (Pos("action", "what to do", choices=("install", "uninstall")),
-             Pos("agent", "which agent", choices=("claude-code",))),
-            (Opt("--scope", "S", "user (~/.claude/settings.json) or project (./.claude/settings.json)",
-                 choices=("user", "project")),
+             Pos("agent", "which agent", choices=("claude-code", "codex"))),
+            (Opt("--scope", "S", "user (~/.claude/settings.json, ~/.codex/hooks.json) or project "
+                                 "(./.claude/settings.json, ./.codex/hooks.json)", choices=("user", "project")),
              Opt("--dry-run", None, "print what would change, write nothing", "switch"))),
     Command("completion", "completion", "print the shell completion script (topics complete from the index)",
             (Pos("shell", "the shell", choices=("bash", "zsh", "fish")),), json=False,

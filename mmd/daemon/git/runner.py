@@ -20,15 +20,15 @@ Errors::
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from ..children import kill_group
 
 __all__ = ["LOCAL_TIMEOUT_S", "NETWORK_TIMEOUT_S", "Git", "GitError", "GitMissing"]
 
@@ -138,7 +138,7 @@ class Git:
                 code = proc.wait(timeout=limit)
             except subprocess.TimeoutExpired:
                 # not reaped yet, so its process group's id cannot have been given to another group
-                _kill_group(proc)
+                kill_group(proc)
                 proc.wait()
                 err.seek(0)
                 raise GitError(args, -1, f"timed out after {limit:g} s: {_text(err.read())}") from None
@@ -159,7 +159,7 @@ class Git:
         with self._guard:
             running = [p for p in self._abortable if p.returncode is None]
             for proc in running:
-                _kill_group(proc)
+                kill_group(proc)
         return len(running)
 
     def out(self, *args: str, env: Mapping[str, str] | None = None) -> str:
@@ -174,12 +174,6 @@ class Git:
         """``git config --get key`` or None when unset."""
         done = self.run("config", "--get", key, check=False)
         return done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else None
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL ``proc``'s process group (it leads one: ``start_new_session``); gone already is fine."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _text(data: bytes | str | None) -> str:

@@ -3,8 +3,9 @@
 Owns: :class:`Extractor` — ``[candidates] command`` run in a worker thread
 (one at a time), with the session's utterances as one JSON object on stdin
 and candidates as one JSON object on stdout (``schema/extractor.schema.json``),
-within ``candidates.timeoutMs``, in a process group of its own that is killed whole when the run
-ends (:func:`run_command`: nothing it started outlives it). Its candidates (rule ``extractor``) go
+within ``candidates.timeoutMs``, under the supervisor of :mod:`mmd.daemon.children`, which ends
+everything the command started when its run ends, times out or the daemon stops (:func:`run_command`:
+nothing it started outlives it, a detached ``setsid`` helper included). Its candidates (rule ``extractor``) go
 through the same pipeline end as the built-in rules' (a note already holding
 the statement drops it, a proposal is made) and the same queue (dedupe,
 evidence, review). A session is run once (the ``extractors`` table of
@@ -20,13 +21,11 @@ blocks the ingestion thread.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import queue as queues
 import select
-import signal
 import subprocess
 import tempfile
 import threading
@@ -38,10 +37,12 @@ from mmd.candidates import Evidence, NewCandidate, Seen, make_candidate
 from mmd.candidates.score import MIN_SCORE
 from mmd.sources import SOURCES, Utterance
 
+from ..children import CANNOT_RUN, end_supervisor, supervised
 from ..queue import ReviewQueue
 from .harvest import SLICE_BYTES, SLICE_CHARS, AddedBatch
 
-__all__ = ["EXTRACTOR_KINDS", "MAX_CANDIDATES", "MAX_SESSION_CHARS", "Extractor", "ExtractorFailed", "run_command"]
+__all__ = ["EXTRACTOR_KINDS", "MAX_CANDIDATES", "MAX_SESSION_CHARS", "Extractor", "ExtractorFailed", "ExtractorStopped",
+           "run_command"]
 
 log = logging.getLogger("mmd.ingest")
 
@@ -57,6 +58,10 @@ _STDOUT_MAX = 4 * 1024 * 1024
 
 class ExtractorFailed(Exception):
     """One run went wrong (exit status, timeout, output); the message says how."""
+
+
+class ExtractorStopped(Exception):
+    """Raised by :func:`run_command` when the daemon stops during a run: the session is run again after a restart."""
 
 
 class Extractor:
@@ -84,6 +89,7 @@ class Extractor:
         self._now_iso = now_iso
         self._jobs: queues.Queue[tuple[str | None, str] | None] = queues.Queue()
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
         self.runs = self.failures = self.added = 0
         self.last_error: str | None = None
         self.last_run_at: str | None = None
@@ -99,7 +105,9 @@ class Extractor:
         self._thread.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Ask the worker to stop after the current run; wait up to ``timeout_s`` seconds (blocking)."""
+        """Stop the worker: a run under way is cut short (the command and all it started are ended, the session
+        is run again after a restart); wait up to ``timeout_s`` seconds (blocking)."""
+        self._stopping.set()
         self._jobs.put(None)
         if self._thread is not None:
             self._thread.join(timeout_s)
@@ -132,6 +140,10 @@ class Extractor:
             items = self._call(self._payload(session_id, path, utterances))
             candidates = self._candidates(items, utterances, session_id, path)
             ids = self.queue.add(candidates)
+        except ExtractorStopped:
+            log.info("extractor.stopped file=%s session=%s: the daemon is stopping; run again at the next start",
+                     path, session_id)
+            return []
         except ExtractorFailed as failure:
             self.last_error = str(failure)
             self.failures += 1
@@ -185,7 +197,7 @@ class Extractor:
 
     def _call(self, payload: bytes) -> list[Any]:
         """Run the command; the ``candidates`` list it printed."""
-        stdout = run_command(self.command, payload, self.timeout_s, _STDOUT_MAX)
+        stdout = run_command(self.command, payload, self.timeout_s, _STDOUT_MAX, self._stopping)
         try:
             out = json.loads(stdout)
         except (UnicodeDecodeError, ValueError):
@@ -247,39 +259,42 @@ def _is_slug(topic: str) -> bool:
     return len(topic) <= TOPIC_MAX_LENGTH and TOPIC_RE.fullmatch(topic) is not None
 
 
-def run_command(command: Sequence[str], payload: bytes, timeout_s: float, max_stdout: int) -> bytes:
+def run_command(command: Sequence[str], payload: bytes, timeout_s: float, max_stdout: int,
+                stop: threading.Event | None = None) -> bytes:
     """Run ``command`` (an argv, no shell) with ``payload`` on stdin; what it printed on stdout.
 
-    It runs in a process group of its own, and the whole group is killed when it ends, fails or runs
-    out of time: a helper it started (a model server, a ``sleep``) never outlives the run, and one
-    still holding stdout does not hold the run up once the command itself has exited. Stdout is read
-    as it comes and refused past ``max_stdout`` bytes (never held whole); stdin and stderr are
-    temporary files (only stderr's last line is kept, for the message).
+    It runs under the supervisor of :mod:`mmd.daemon.children`, in a session of its own: when it ends,
+    fails, runs out of time or ``stop`` is set, everything it started is ended, a helper that left its
+    process group with ``setsid`` included (on Linux; see that module for macOS), and one still holding
+    stdout does not hold the run up once the command itself has exited. Stdout is read as it comes and
+    refused past ``max_stdout`` bytes (never held whole); stdin and stderr are temporary files (only
+    stderr's last line is kept, for the message).
 
     Raises:
         ExtractorFailed: "timed out after N s", "exit status N: <stderr's last line>",
             "printed more than N bytes", "cannot run <program>: <why>".
+        ExtractorStopped: ``stop`` was set (the daemon is stopping) before the command ended.
     """
     deadline = time.monotonic() + timeout_s
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
         stdin.write(payload)
         stdin.seek(0)
         try:
-            proc = subprocess.Popen(list(command), stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
+            proc = subprocess.Popen(supervised(command), stdin=stdin, stdout=subprocess.PIPE, stderr=stderr,
                                     start_new_session=True)
         except OSError as error:
             raise ExtractorFailed(f"cannot run {command[0]}: {error.strerror or error}") from None
         assert proc.stdout is not None
         try:
-            out = _read_until_exit(proc, deadline, max_stdout, timeout_s)
+            out = _read_until_exit(proc, deadline, max_stdout, timeout_s, stop)
         finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            end_supervisor(proc)
             proc.stdout.close()
         if proc.returncode != 0:
             stderr.seek(max(0, stderr.seek(0, os.SEEK_END) - 4096))
             tail = stderr.read().decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            if proc.returncode == 127 and tail[0].startswith(CANNOT_RUN):
+                raise ExtractorFailed(tail[0][len(CANNOT_RUN) - len("cannot run "):])
             raise ExtractorFailed(f"exit status {proc.returncode}: {tail[0][:200]}")
         return out
 
@@ -293,7 +308,8 @@ def _exited(proc: subprocess.Popen[bytes]) -> bool:
     return proc.poll() is not None
 
 
-def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout: int, timeout_s: float) -> bytes:
+def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout: int, timeout_s: float,
+                     stop: threading.Event | None) -> bytes:
     """Stdout until EOF, or until the command has exited and nothing more is waiting in the pipe."""
     assert proc.stdout is not None
     fd, size = proc.stdout.fileno(), 0
@@ -302,6 +318,8 @@ def _read_until_exit(proc: subprocess.Popen[bytes], deadline: float, max_stdout:
         left = deadline - time.monotonic()
         if left <= 0:
             raise ExtractorFailed(f"timed out after {timeout_s:g} s")
+        if stop is not None and stop.is_set():
+            raise ExtractorStopped("the daemon is stopping")
         exited = _exited(proc)
         ready, _, _ = select.select([fd], [], [], 0 if exited else min(left, 0.2))
         if not ready:
