@@ -59,8 +59,8 @@ def hook(daemon: Any, cwd: Path, sid: str = "s-1") -> str:
     out, err = StringIO(), StringIO()
     stdin = BytesIO(json.dumps({"session_id": sid, "hook_event_name": "SessionStart", "source": "startup",
                                 "cwd": str(cwd)}).encode())
-    code = main(["inject", "--format", "claude-hook", "--root", str(daemon.root)], env=daemon.env, stdout=out,
-                stderr=err, stdin=stdin)
+    code = main(["inject", "--format", "claude-hook", "--root", str(daemon.root)],
+                env={**daemon.env, "MMCTL_HOOK_BUDGET_MS": "30000"}, stdout=out, stderr=err, stdin=stdin)
     assert (code, err.getvalue()) == (0, "")
     text = out.getvalue()
     return json.loads(text)["hookSpecificOutput"]["additionalContext"] if text else ""
@@ -188,3 +188,32 @@ def test_a_root_made_before_the_home_starts_serves_and_injects_as_the_user_root_
 
     with sqlite3.connect(root / ".mmd" / "state.db") as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+
+
+def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_others(
+        start_daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mmctl.cli.main import main
+
+    paths = a_home(tmp_path)
+    team = paths["api"] / ".mm"
+    monkeypatch.chdir(paths["api"])
+    assert main(["init", "--root", str(team)], env={**os.environ, "MMCTL_NO_DAEMON": "1"}) == 0
+    daemon = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
+    assert cli(daemon, "write", "review-rule", "--content", "two approvals before merge", root=False)[0] == 0
+    assert (team / "memories" / "review-rule.md").is_file()  # in the repository's .mm, not the home
+    assert not (daemon.root / "projects").exists()
+    # a teammate's note arriving with a git pull (the files replaced under the daemon): seen without a restart
+    import shutil
+
+    theirs = tmp_path / "theirs"
+    shutil.copytree(team, theirs, ignore=shutil.ignore_patterns(".mmd"))
+    assert main(["write", "oncall", "--content", "pager rotates on Mondays", "--root", str(theirs)],
+                env={**os.environ, "MMCTL_NO_DAEMON": "1"}) == 0
+    shutil.copy(theirs / "memories" / "oncall.md", team / "memories" / "oncall.md")
+    shutil.copy(theirs / "MEMORY.md", team / "MEMORY.md")
+    key = project_for(paths["api"]).key  # type: ignore[union-attr]
+    wait_until(lambda: call(daemon, "memory.read", {"topic": "oncall", "project": key}), what="the pulled note")
+    daemon.stop()
+    again = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
+    roots = {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
+    assert roots[key] == str(team)  # served from the start: the home remembers it

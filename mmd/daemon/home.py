@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mmd.candidates import NewCandidate
 from mmd.core.clock import Clock, system_clock
-from mmd.core.durable import WriteLock
+from mmd.core.durable import WriteLock, atomic_write
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.options import MemoryOptions
-from mmd.core.paths import STATE_DIR
+from mmd.core.paths import INDEX_NAME, STATE_DIR
 from mmd.core.projects import (
     PROJECTS_DIR,
     Project,
@@ -63,6 +64,8 @@ USER = "user"
 """The user root's scope (never a project key: keys end in ``-<8 hex>``)."""
 FOLDERS_CACHED = 1024
 """Most folders whose project :class:`ProposedScope` remembers."""
+OUTSIDE_FILE = "roots.json"
+"""``{key: path}`` of the project roots served outside the home (``<repo>/.mm``), in the user root's ``.mmd/``."""
 LOCK_WAIT_S = 10.0
 """How long opening a project root waits for its lock (a direct ``mmctl`` write holding it), seconds."""
 
@@ -115,6 +118,8 @@ class Root:
     lock: WriteLock
     project: dict[str, Any] = field(default_factory=dict)
     injector: Any = None
+    watcher: Any = None
+    """Its own root watcher, for a root outside the home (``<repo>/.mm``); None below the home."""
 
     @property
     def path(self) -> Path:
@@ -160,8 +165,21 @@ class Scoped:
         return (self.root,) if self.root is self.user else (self.root, self.user)
 
 
-async def _nothing(root: Root) -> None:
+def _nothing(root: Root) -> None:
     """The default :attr:`Home.opened`: nothing to wire."""
+
+
+def _inside(path: Path, home: Path) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(home)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 class Home:
@@ -177,9 +195,11 @@ class Home:
         self.user = user
         self._clock = clock
         self.roots: dict[str, Root] = {USER: user}
-        self.opened: Callable[[Root], Awaitable[None]] = _nothing
-        """Awaited with each project root once it is loaded (the daemon wires its injector, events and journal
-        there); the home only opens, locks and loads it."""
+        self.opened: Callable[[Root], None] = _nothing
+        """Called with each project root once it is loaded (the daemon wires its injector, events, journal and,
+        for a root outside the home, its watcher there); the home only opens, locks and loads it."""
+        self.outside: list[Root] = []
+        """The roots served that live outside the home (committed with a project: ``<repo>/.mm``)."""
         self._now_iso = now_iso
         self._opening: dict[str, asyncio.Future[Root]] = {}
         self.session_scopes: dict[str, str] = {}
@@ -203,6 +223,10 @@ class Home:
         """Open every project root of the home (``projects/<key>/MEMORY.md``); one that cannot be opened
         (held by another process, not mm v1) is logged and left out, the others are served."""
         found = await asyncio.to_thread(lambda: list(project_roots(self.home)))
+        for key, raw in _read_json(self.home / STATE_DIR / OUTSIDE_FILE).items():  # roots committed with a project
+            path = Path(str(raw))
+            if is_key(key) and (path / INDEX_NAME).is_file() and key not in dict(found):
+                found.append((key, path))
         for key, path in found:
             try:
                 await self._open(key, path, None, None)
@@ -250,49 +274,90 @@ class Home:
         future: asyncio.Future[Root] = asyncio.get_running_loop().create_future()
         self._opening[key] = future
         try:
-            root = await self._load(key, path, project, seen)
+            lock, options, info = await asyncio.to_thread(self._lock_and_prepare, key, path, project, seen,
+                                                          LOCK_WAIT_S)
+            try:
+                state = self._state(options, path, lock)
+                await asyncio.to_thread(state.store.ensure_root)
+                await state.load()
+            except BaseException:
+                lock.release()
+                raise
+            root = self._served(Root(key, state, lock, info))
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # retrieved: a waiter re-raises it, no "never retrieved" warning
             raise
         finally:
             del self._opening[key]
-        self.roots[key] = root
         future.set_result(root)
-        await self.opened(root)
-        log.info("project.opened key=%s root=%s revision=%d", key, path, root.state.revision)
         return root
 
-    async def _load(self, key: str, path: Path, project: Project | None, seen: Path | None) -> Root:
-        base = self.user.state.options
-
-        def lock_and_prepare() -> tuple[WriteLock, MemoryOptions, dict[str, Any]]:
-            make_folders(path)
-            lock = WriteLock(path, timeout_s=LOCK_WAIT_S)
-            lock.acquire()
-            try:
-                info = record_project(path, project, seen, self._now_iso()) if project is not None \
-                    else read_project_file(path)
-                return lock, project_options(base, path, key), info
-            except BaseException:
-                lock.release()
-                raise
-
-        lock, options, info = await asyncio.to_thread(lock_and_prepare)
+    def _open_now(self, key: str, path: Path, project: Project | None) -> Root | None:
+        """Open an existing project root at once, on the loop (a read found it on disk before any write made the
+        daemon open it: a root committed with its project, or one made by another tool); None when its lock is
+        held or it cannot be loaded (logged; the read sees the user root alone)."""
+        if key in self._opening:
+            return None
         try:
-            state = MemoryState(options, now=self._clock, fts5=self.user.state.fts5_available)
-            state.guard = RootGuard(path, lock.path)
-            await asyncio.to_thread(state.store.ensure_root)
-            await state.load()
+            lock, options, info = self._lock_and_prepare(key, path, project, None, 0.0)
+        except (MMError, OSError) as error:
+            log.warning("project.open_deferred key=%s root=%s error=%r", key, path, str(error))
+            return None
+        try:
+            state = self._state(options, path, lock)
+            state.load_now()
+        except (MMError, OSError) as error:
+            lock.release()
+            log.error("project.open_failed key=%s root=%s error=%r", key, path, str(error))
+            return None
+        return self._served(Root(key, state, lock, info))
+
+    def _lock_and_prepare(self, key: str, path: Path, project: Project | None, seen: Path | None,
+                          wait_s: float) -> tuple[WriteLock, MemoryOptions, dict[str, Any]]:
+        """Make the root's folder, take its lock (waiting ``wait_s`` seconds), record the project; blocking."""
+        make_folders(path)
+        lock = WriteLock(path, timeout_s=wait_s)
+        lock.acquire(blocking=wait_s > 0)
+        try:
+            info = record_project(path, project, seen, self._now_iso()) if project is not None \
+                else read_project_file(path)
+            return lock, project_options(self.user.state.options, path, key), info
         except BaseException:
             lock.release()
             raise
-        return Root(key, state, lock, info)
+
+    def _state(self, options: MemoryOptions, path: Path, lock: WriteLock) -> MemoryState:
+        state = MemoryState(options, now=self._clock, fts5=self.user.state.fts5_available)
+        state.guard = RootGuard(path, lock.path)
+        return state
+
+    def _served(self, root: Root) -> Root:
+        """Serve ``root`` from now on: wired by :attr:`opened`; a root outside the home (``<repo>/.mm``) is
+        remembered for the next start (``.mmd/roots.json``) and watched on its own."""
+        self.roots[root.scope] = root
+        if not _inside(root.path, self.home):
+            self._remember(root.scope, root.path)
+            self.outside.append(root)
+        self.opened(root)
+        log.info("project.opened key=%s root=%s revision=%d", root.scope, root.path, root.state.revision)
+        return root
+
+    def _remember(self, key: str, path: Path) -> None:
+        known = _read_json(self.home / STATE_DIR / OUTSIDE_FILE)
+        if known.get(key) != str(path):
+            try:
+                atomic_write(self.home / STATE_DIR / OUTSIDE_FILE,
+                             (json.dumps({**known, key: str(path)}, indent=1) + "\n").encode())
+            except OSError as error:  # a record for the next start; this one serves the root anyway
+                log.warning("project.remember_failed key=%s error=%r", key, str(error))
 
     async def stop(self) -> None:
         """At shutdown, once no request runs: the project roots' injectors finish their work, then their locks are
         released (the user root's are the daemon's own undo steps)."""
         for root in self.projects():
+            if root.watcher is not None:
+                await root.watcher.stop()
             if root.injector is not None:
                 await root.injector.stop()
             with contextlib.suppress(OSError, MMError):
@@ -321,6 +386,8 @@ class Home:
             raise DaemonError(ErrorCode.E_INVALID, "project must be a project key, an absolute path or 'user'")
         if is_key(raw):
             root = self.roots.get(raw)
+            if root is None and (self.home / PROJECTS_DIR / raw / INDEX_NAME).is_file():
+                root = self._open_now(raw, self.home / PROJECTS_DIR / raw, None)
             if root is None:
                 raise DaemonError(ErrorCode.E_INVALID, f"no project root {raw!r} in {self.home / PROJECTS_DIR} "
                                   "(mmctl project list shows the projects)", project=raw)
@@ -329,7 +396,12 @@ class Home:
             raise DaemonError(ErrorCode.E_INVALID, f"project {raw!r} is neither a project key nor an absolute path")
         project = project_for(raw, self.home, session=True)
         assert project is not None  # session=True: a folder is at least its own project
-        return Scoped(project.key, self.roots.get(project.key), project, self.user)
+        root = self.roots.get(project.key)
+        if root is None:
+            where = project_root(self.home, project)
+            if (where / INDEX_NAME).is_file():
+                root = self._open_now(project.key, where, project)
+        return Scoped(project.key, root, project, self.user)
 
     async def writable(self, p: dict[str, Any]) -> Root:
         """The root a write with params ``p`` goes to; a project's is created by its first write (and the folder
@@ -387,7 +459,7 @@ class Home:
         for key, changed in theirs.items():
             root = self.roots.get(key)
             if root is None:
-                if "MEMORY.md" in changed:
+                if INDEX_NAME in changed:
                     await self._open(key, self.home / PROJECTS_DIR / key, None, None)
                 continue
             last = await root.state.refresh(changed) or last

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import signal
@@ -243,13 +244,8 @@ class Daemon:
         jobs = Jobs(lambda: self.config, home, db, review, publisher, injector)
         state.on_change = jobs.on_change
 
-        async def project_opened(root: Root) -> None:  # a project root found at start or made by its first write
-            root.injector = Injector(root.state, db, publisher.publish, lambda: self.config.inject_ttl_days,
-                                     lambda: (), scope=root.scope, views=injector.views)
-            root.state.on_change = jobs.changed_in(root)
-            root.injector.revision_installed(root.state.current)
-
-        home.opened = project_opened
+        home.opened = functools.partial(_wire_project, home=home, db=db, publish=publisher.publish,
+                                        ttl_days=lambda: self.config.inject_ttl_days, views=injector.views, jobs=jobs)
         # 3. with --git: the repository (the revision mark raised to its history's); then the snapshot
         #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
         git = None
@@ -420,6 +416,19 @@ class Daemon:
         cancelled = drain.result() if drain.done() and not drain.cancelled() else len(rpc.tasks)
         if cancelled:
             log.warning("daemon.requests_cancelled count=%d", cancelled)
+
+
+def _wire_project(root: Root, *, home: Home, db: StateDB, publish: Callable[[str, dict[str, Any]], Any],
+                  ttl_days: Callable[[], int], views: Any, jobs: Jobs) -> None:
+    """A project root found at start, by a read or made by its first write (:attr:`.home.Home.opened`): its
+    injector (sharing the user root's injection rows), its revisions journaled and published, and for a root
+    outside the home (``<repo>/.mm``: the home's watch does not see it) a watcher of its own."""
+    root.injector = Injector(root.state, db, publish, ttl_days, lambda: (), scope=root.scope, views=views)
+    root.state.on_change = jobs.changed_in(root)
+    root.injector.revision_installed(root.state.current)
+    if root in home.outside:
+        root.watcher = Watcher(root.path, root.state.refresh)
+        asyncio.get_running_loop().create_task(root.watcher.start())
 
 
 def _tidy_root(root: Path) -> None:

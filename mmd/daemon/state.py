@@ -1,12 +1,10 @@
 """The daemon's memory state: the current revision, the sessions pinned to older ones, and what changed.
 
-A *revision* is an immutable :class:`~mmd.core.snapshot.Snapshot` numbered
-above the root's high-water mark (:mod:`mmd.core.revision_mark`: numbers grow
-for the life of the root, across restarts and direct-mode writes; the daemon
-reserves them in blocks of :data:`RESERVE`); a write, a delete, an external edit or a config reload makes the next
-one. Sessions pin the revision current at ``memory.open`` until they close,
-reload or expire. Session-less reads see the current revision, so a write is
-visible to them at once.
+A *revision* is an immutable :class:`~mmd.core.snapshot.Snapshot` numbered above the root's high-water mark
+(:mod:`mmd.core.revision_mark`: numbers grow for the life of the root, across restarts and direct-mode writes;
+the daemon reserves them in blocks of :data:`RESERVE`); a write, a delete, an external edit or a config reload
+makes the next one. Sessions pin the revision current at ``memory.open`` until they close, reload or expire.
+Session-less reads see the current revision, so a write is visible to them at once.
 
 Threading: the ``prepare_*`` methods do the disk work (the store's write, then
 the next :class:`~.revision.Revision`) without changing the state, so they run
@@ -254,11 +252,15 @@ class MemoryState:
             MMError: as :meth:`prepare_load`; the previous revision then stays current.
         """
         async with self.lock:
-            first = self._current is None
-            revision = await asyncio.to_thread(self.prepare_load)
-            self._install(revision, None, None if first else "config")
-            gc.freeze()
-            return revision
+            return self.load_now(await asyncio.to_thread(self.prepare_load))
+
+    def load_now(self, revision: Revision | None = None) -> Revision:
+        """Install ``revision`` (default: :meth:`prepare_load` now, blocking) as :meth:`load` does, the caller
+        holding :attr:`lock` or being the only one to see this state (a project root opened for a read)."""
+        first, revision = self._current is None, revision or self.prepare_load()
+        self._install(revision, None, None if first else "config")
+        gc.freeze()
+        return revision
 
     async def write(self, topic: Any, content: Any, *, if_revision: int | None = None,
                     session_id: str | None = None, tags: str | Sequence[str] | None = None,

@@ -10,6 +10,7 @@ This is the composition root of a CLI call: the only place that reads
   searches (testing aid: the vectors assume it is unavailable).
 - ``MMCTL_NO_DAEMON``: ``1`` never looks for a daemon (work on the files only).
 - ``MMCTL_DEBUG``: ``1`` prints the traceback of an internal error.
+- ``MMCTL_HOOK_BUDGET_MS``: how long a hook waits for its daemon (default 700 ms; a testing aid).
 
 Exit codes: 0 done; 1 the operation failed (``ok: false``, not found, a broken
 file, no daemon); 2 usage error. The reference exits 1 for usage errors too;

@@ -38,16 +38,24 @@ def cmd_status(ctx: Ctx) -> int:
     sources = ingest.get("sources") if isinstance(ingest, dict) else None
     if isinstance(ingest, dict) and isinstance(sources, list):
         status = {**status, "ingest": {k: v for k, v in ingest.items() if k != "sources"}}
+    roots = status.pop("roots", None) if isinstance(status, dict) else None
     rows = [(k, _git_line(v) if k == "git" else _readable(k, v)) for k, v in status.items()]
     room = terminal_width() - max((len(k) for k, _ in rows), default=0) - 2
     ctx.write(aligned([(k, v if k in _WHOLE else cut(v, room)) for k, v in rows]))
     for key, value in status.items():
         if isinstance(value, dict) and value.get("lastError") and key != "git":
             ctx.write(f"  {key}: last error: {value['lastError']}\n")
+    if isinstance(roots, list) and len(roots) > 1:  # the user root alone is the index row above
+        ctx.write("\nroots:\n" + roots_table(roots))
     if isinstance(sources, list) and sources:
         ctx.write("\nsources:\n" + sources_table(sources))
     for line in status_warnings(status):
         ctx.write(f"warning: {line}\n")
+    for r in roots or []:
+        if isinstance(r, dict) and r.get("overBudget") and r.get("scope") != "user":
+            ctx.write(f"warning: project root {r['scope']} is over its caps ({r['lines']}/{r['lineCap']} lines, "
+                      f"{r['bytes']}/{r['byteCap']} bytes): consolidate with `mmctl merge A B --into C --project "
+                      f"{r['scope']}` or delete a topic there\n")
     return EXIT_OK
 
 
@@ -132,6 +140,18 @@ def _backfill(b: Any) -> str:
     if b.get("done"):
         return f"{files} in {b.get('seconds') or 0:.1f} s"
     return f"{files}, {_size(b.get('bytes'))} of {_size(b.get('bytesTotal'))}"
+
+
+def roots_table(roots: list[Any]) -> str:
+    """``daemon.status`` ``roots`` as aligned rows: scope, notes, MEMORY.md lines and UTF-8 bytes against their
+    caps (``!`` when over them), the revision and the folder (docs/projects.md)."""
+    rows = [("root", "notes", "lines", "bytes", "revision", "folder")]
+    for r in roots:
+        if isinstance(r, dict):
+            over = "!" if r.get("overBudget") else ""
+            rows.append((str(r.get("scope")), str(r.get("entries")), f"{r.get('lines')}/{r.get('lineCap')}{over}",
+                         f"{r.get('bytes')}/{r.get('byteCap')}{over}", str(r.get("revision")), str(r.get("root"))))
+    return "\n".join("  " + line for line in table(rows, (52, 6, 10, 14, 9, None))) + "\n"
 
 
 def sources_table(sources: list[Any]) -> str:
