@@ -217,3 +217,22 @@ def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_
     again = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
     roots = {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
     assert roots[key] == str(team)  # served from the start: the home remembers it
+
+
+def test_more_roots_than_cached_injection_maps_each_inject_and_confirm(start_daemon, tmp_path: Path) -> None:
+    """Each root keeps its current map cached: with more roots than ``CACHED_MAPS`` an injection of the first
+    root again was an internal error (a KeyError of the evicted map)."""
+    from mmd.daemon.injectdb import CACHED_MAPS
+
+    daemon = start_daemon("--heartbeat-ms", "200", "--no-ingest")
+    folders = []
+    for n in range(CACHED_MAPS + 3):
+        folder = tmp_path / "work" / f"p{n}"
+        folder.mkdir(parents=True)
+        folders.append(str(folder))
+        assert call(daemon, "memory.write", {"topic": "fact", "content": f"fact {n}", "project": str(folder)})["ok"]
+    for _ in range(2):
+        for n, folder in enumerate(folders):
+            got = call(daemon, "memory.inject", {"client": f"c{n}", "project": folder, "reset": True})
+            assert got["mode"] == "baseline" and got["scope"] != "user"
+            assert call(daemon, "memory.injected", {"client": f"c{n}", "token": got["token"], "project": folder})["ok"]

@@ -198,6 +198,8 @@ class Home:
         self.opened: Callable[[Root], None] = _nothing
         """Called with each project root once it is loaded (the daemon wires its injector, events, journal and,
         for a root outside the home, its watcher there); the home only opens, locks and loads it."""
+        self.known: dict[str, Path] = {}
+        """``{key: folder}`` of the project roots found at start, opened or not yet (:meth:`warm`)."""
         self.outside: list[Root] = []
         """The roots served that live outside the home (committed with a project: ``<repo>/.mm``)."""
         self._now_iso = now_iso
@@ -219,19 +221,34 @@ class Home:
 
     # --- opening ---------------------------------------------------------------------------------
 
-    async def open_existing(self) -> None:
-        """Open every project root of the home (``projects/<key>/MEMORY.md``); one that cannot be opened
-        (held by another process, not mm v1) is logged and left out, the others are served."""
-        found = await asyncio.to_thread(lambda: list(project_roots(self.home)))
+    async def find_existing(self) -> None:
+        """Find every project root of the home (``projects/<key>/MEMORY.md``, and the committed ones it served
+        before): each is opened by :meth:`warm` once the daemon serves, or at once by the first request naming
+        it (the daemon's start does not wait for 20 roots of notes to load)."""
+        found = await asyncio.to_thread(lambda: dict(project_roots(self.home)))
         for key, raw in _read_json(self.home / STATE_DIR / OUTSIDE_FILE).items():  # roots committed with a project
             path = Path(str(raw))
-            if is_key(key) and (path / INDEX_NAME).is_file() and key not in dict(found):
-                found.append((key, path))
-        for key, path in found:
-            try:
-                await self._open(key, path, None, None)
-            except (MMError, OSError) as error:
-                log.error("project.open_failed key=%s root=%s error=%r", key, path, str(error))
+            if is_key(key) and (path / INDEX_NAME).is_file():
+                found.setdefault(key, path)
+        self.known.update(found)
+
+    def warm(self) -> None:
+        """Open the known project roots one by one on the loop, each in its own turn (about a millisecond per
+        note; requests are answered between two roots); one that cannot be opened is logged and left for the
+        first request naming it."""
+        waiting = [key for key in sorted(self.known) if key not in self.roots]
+        loop = asyncio.get_running_loop()
+
+        def next_one() -> None:
+            while waiting:
+                key = waiting.pop(0)
+                if key not in self.roots:
+                    self._open_now(key, self.known[key], None)
+                    break
+            if waiting:
+                loop.call_soon(next_one)
+
+        loop.call_soon(next_one)
 
     async def ensure(self, project: Project, seen: Path | None = None) -> Root:
         """The root of ``project``, created (``MEMORY.md``, ``memories/``) and opened when it is not served yet;
@@ -336,6 +353,7 @@ class Home:
         """Serve ``root`` from now on: wired by :attr:`opened`; a root outside the home (``<repo>/.mm``) is
         remembered for the next start (``.mmd/roots.json``) and watched on its own."""
         self.roots[root.scope] = root
+        self.known[root.scope] = root.path
         if not _inside(root.path, self.home):
             self._remember(root.scope, root.path)
             self.outside.append(root)
@@ -386,8 +404,9 @@ class Home:
             raise DaemonError(ErrorCode.E_INVALID, "project must be a project key, an absolute path or 'user'")
         if is_key(raw):
             root = self.roots.get(raw)
-            if root is None and (self.home / PROJECTS_DIR / raw / INDEX_NAME).is_file():
-                root = self._open_now(raw, self.home / PROJECTS_DIR / raw, None)
+            where = self.known.get(raw, self.home / PROJECTS_DIR / raw)
+            if root is None and (where / INDEX_NAME).is_file():
+                root = self._open_now(raw, where, None)
             if root is None:
                 raise DaemonError(ErrorCode.E_INVALID, f"no project root {raw!r} in {self.home / PROJECTS_DIR} "
                                   "(mmctl project list shows the projects)", project=raw)
@@ -398,7 +417,7 @@ class Home:
         assert project is not None  # session=True: a folder is at least its own project
         root = self.roots.get(project.key)
         if root is None:
-            where = project_root(self.home, project)
+            where = self.known.get(project.key) or project_root(self.home, project)
             if (where / INDEX_NAME).is_file():
                 root = self._open_now(project.key, where, project)
         return Scoped(project.key, root, project, self.user)

@@ -126,7 +126,7 @@ class Injector:
             return current[1], current[2], current[3]
         prep = prepare(snapshot)
         key = secrets.token_hex(8)
-        self.views.remember(key, prep.hashes)
+        self.views.remember(key, prep.hashes, current_of=self.scope)
         reviewed = tuple(e for e in prep.order if e.review_after is not None) if prep.reviews else ()
         self._prepared = (snapshot, prep, key, reviewed)
         return prep, key, reviewed

@@ -67,15 +67,22 @@ class InjectDB:
         self.lock = threading.Lock()
         self._maps: OrderedDict[str, Mapping[str, str]] = OrderedDict()
         self._stored: set[str] = set()
+        self._current: dict[str, str] = {}
+        """``{root scope: the key of its current revision's map}``: never evicted (each root of the home has one)."""
 
     # --- maps -------------------------------------------------------------------------------------
 
-    def remember(self, key: str, hashes: Mapping[str, str]) -> None:
-        """Cache ``hashes`` under ``key`` (not stored yet: :meth:`store_map` does that when a client needs it)."""
+    def remember(self, key: str, hashes: Mapping[str, str], current_of: str | None = None) -> None:
+        """Cache ``hashes`` under ``key`` (not stored yet: :meth:`store_map` does that when a client needs it);
+        ``current_of``: the scope of the root whose current revision this map is (kept cached however many roots
+        share these rows, beyond the :data:`CACHED_MAPS` older ones)."""
         self._maps[key] = hashes
         self._maps.move_to_end(key)
-        while len(self._maps) > CACHED_MAPS:
-            self._maps.popitem(last=False)
+        if current_of is not None:
+            self._current[current_of] = key
+        keep = set(self._current.values())
+        for old in [k for k in self._maps if k not in keep][:max(0, len(self._maps) - len(keep) - CACHED_MAPS)]:
+            del self._maps[old]
 
     def store_map(self, key: str, now_iso: str) -> None:
         """Write the cached map ``key`` to ``inject_views`` once (a no-op when it is there already).

@@ -254,7 +254,7 @@ class Daemon:
             await asyncio.to_thread(git.prepare)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
-        await home.open_existing()  # the project roots: each locked and loaded; released after the requests stopped
+        await home.find_existing()  # the project roots: opened once serving (home.warm), released after the requests
         undo.push_async_callback(home.stop)
         started_at = state.now_iso()
         if git is not None:
@@ -335,6 +335,7 @@ class Daemon:
                                home, extractor, git, web)
         # the first revision: prepared for injection, due topics announced, export blocks refreshed
         injector.revision_installed(state.current)
+        home.warm()
         jobs.inject_expire()
         self.notifier.ready(f"serving {cfg.root} at revision {state.revision}")
         log.info("daemon.ready pid=%d root=%s revision=%d rpc=%s pub=%s", os.getpid(), cfg.root,
