@@ -18,8 +18,8 @@ from __future__ import annotations
 from .dedupe import Seen, fresh
 from .identity import body_key, candidate_key
 from .model import Evidence, NewCandidate
-from .pipeline import candidates_from, make_candidate, proposed_topic
+from .pipeline import candidates_from, make_candidate, marks_from, proposed_topic
 from .rules import MM_V1, Rule, may_hold_candidates
 
 __all__ = ["MM_V1", "Evidence", "NewCandidate", "Rule", "Seen", "body_key", "candidate_key", "candidates_from",
-           "fresh", "make_candidate", "may_hold_candidates", "proposed_topic"]
+           "fresh", "make_candidate", "marks_from", "may_hold_candidates", "proposed_topic"]

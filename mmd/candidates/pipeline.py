@@ -38,7 +38,7 @@ from .signals import standing
 from .statements import MAX_STATEMENT, split, summary_line
 from .topics import proposal
 
-__all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "proposed_topic"]
+__all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "marks_from", "proposed_topic"]
 
 _NUMBERED = re.compile(r"(memo|summary)-\d+", re.ASCII)
 _TOPIC_WORDS = 6
@@ -196,6 +196,22 @@ def _text_candidates(u: Utterance, budget: int) -> list[NewCandidate]:
             c["overBudget"], u.session_id, pos.file, pos.seq, pos.uuid, kind_of_source, f"mm.{c['kind']}",
             MARKED_SCORE if pinned else _WEIGHT[c["kind"]], True, (Evidence.of(u, c["body"]),), "create", pinned))
     return out
+
+
+def marks_from(utterances: Iterable[Utterance], *, write_budget: int, seen: Seen | None = None) -> list[NewCandidate]:
+    """Only the candidates marked on purpose in agent utterances (every mm v1 §9 marker, ``mm: …`` lines), as
+    :func:`candidates_from` makes them, none of the rules' drafts: for the utterances of a session that lie outside
+    the window its rules look at, so no mark is ever dropped (issue 29 "Nothing dropped silently").
+
+    Args:
+        utterances: agent utterances (``text`` ones are skipped: :func:`candidates_from` digests them whole).
+        write_budget, seen: as for :func:`candidates_from`.
+    """
+    batch = _Batch(seen, write_budget)
+    for u in utterances:
+        if u.who != "text":
+            batch.marks(u)
+    return fresh(batch.out, seen) if batch.out and seen is not None else batch.out
 
 
 def candidates_from(utterances: Iterable[Utterance], *, write_budget: int, seen: Seen | None = None,

@@ -66,6 +66,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mmd.candidates.identity import same_particulars, shingles
 from mmd.candidates.signals import RULES, Kind, Rule, fire, possible, strength
 from mmd.candidates.statements import Statement, looks_pasted, marked, split, summarize
 from mmd.sources.base import Utterance
@@ -233,13 +234,16 @@ class _Session:
         self.who_factor = {"human": 1.0, "summary": tuning.summary, "assistant": tuning.assistant}
         self.drafts: list[Draft] = []
         self.words: list[set[str]] = []
+        self.said: list[frozenset[str]] = []
         self.by_utterance: dict[int, list[int]] = {}
 
     def add(self, rule: Rule, statement: Statement, body: str, utterance: Utterance, turn: int, weight: float) -> None:
-        """A draft for ``statement``, or one more sighting of a near-duplicate made before."""
+        """A draft for ``statement``, or one more sighting of a near-duplicate made before (never one that differs
+        in a number, a version, a path or a name: :func:`~mmd.candidates.identity.same_particulars`)."""
         words = _key_words(statement.text)
+        said = shingles(statement.text)
         for i, other in enumerate(self.words):
-            if _similar(words, other):
+            if _similar(words, other) and same_particulars(said, self.said[i]):
                 draft = self.drafts[i]
                 if any(_replayed(e, utterance) for e in draft.evidence):
                     return  # a resumed session's replay of a record already drafted: no new sighting
@@ -251,6 +255,7 @@ class _Session:
                 draft.score = max(draft.score, self._base(rule, utterance, weight)) + (0.15 if draft.seen <= 4 else 0.0)
                 return
         self.words.append(words)
+        self.said.append(said)
         self.by_utterance.setdefault(turn, []).append(len(self.drafts))
         self.drafts.append(Draft(rule.name, rule.kind, self._base(rule, utterance, weight), False,
                                  summarize(statement.text), body, [utterance]))
