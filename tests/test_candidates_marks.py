@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mmd.candidates import candidates_from
+from mmd.candidates import NewCandidate, candidates_from
 from mmd.candidates.identity import near_duplicate, shingles
+from mmd.candidates.model import Evidence
 from mmd.daemon.ingest import IngestHealth
 from mmd.daemon.ingest.candidacy import CONTEXT_CHARS
 from mmd.daemon.ingest.harvest import SLICE_CHARS, AddedBatch, Harvester, TrackedLog
@@ -63,13 +64,6 @@ def test_a_mark_at_the_first_line_of_a_900_kb_session_read_in_one_go_is_a_candid
     assert mark["body"] == "the nightly export job writes to the archive bucket, never to prod."
     assert mark["visible"] and mark["pinned"] and mark["status"] == "pending"
     assert any("ingest.outside_window" in r.getMessage() and "marks=1" in r.getMessage() for r in caplog.records)
-
-
-def test_without_the_mark_the_window_is_what_the_rules_read() -> None:
-    # the control: the same start, unmarked, is out of the rules' window, so the mark alone is what was found there
-    first = Utterance("human", "the nightly export job writes to the archive bucket, never to prod.", "test", "s",
-                      None, None, Position("/l", seq=1))
-    assert [c.body for c in candidates_from([first], write_budget=4000)]  # a rule would draft it inside the window
 
 
 SERVICES = [f"mm: service number {n} in our main lab at the far east end of the old hall by the red door uses port "
@@ -136,3 +130,21 @@ def test_a_session_never_merges_two_rules_that_differ_in_a_number() -> None:
                          "test", "s", None, None, Position("/l", seq=n)) for n in (4, 6)]
     got = candidates_from(prompts, write_budget=4000)
     assert sorted(c.body for c in got) == sorted(u.text for u in prompts) and all(c.visible for c in got)
+
+
+def _person(text: str, session: str) -> NewCandidate:
+    ev = Evidence("dsh", session, "/home/test/marks", f"/logs/{session}.jsonl",
+                  {"file": f"/logs/{session}.jsonl", "line": 1}, "2026-12-01T10:00:00Z", "human", text)
+    return NewCandidate("fact", "t", text, text, len(text), False, session, ev.file, None, None, "user",
+                        "human-notice", 0.9, True, (ev,))
+
+
+def test_the_person_saying_it_in_other_words_merges_but_never_across_other_numbers(tmp_path: Path) -> None:
+    db = StateDB(tmp_path / "root")
+    db.open()
+    queue = ReviewQueue(db, lambda: "2026-12-01T00:00:00.000Z")
+    queue.add([_person("fyi the billing export service listens on port 8003 inside the staging cluster", "s1")])
+    queue.add([_person("btw in staging the billing export service is listening on port 8003 now", "s2")])
+    queue.add([_person("btw in staging the billing export service is listening on port 8004 now", "s3")])
+    got = queue.list("all", limit=10, offset=0)[0]
+    assert sorted((c["seen"], c["body"][-8:]) for c in got) == [(1, "8004 now"), (2, " cluster")]

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 
 __all__ = ["NEAR_DUPLICATE", "Shingles", "body_key", "candidate_key", "contained", "near_duplicate", "norm_key",
-           "normalized", "same_particulars", "shingles"]
+           "normalized", "same_numbers", "same_particulars", "shingles"]
 
 NEAR_DUPLICATE = 0.8
 """Jaccard similarity of :func:`shingles` at or above which two statements are one."""
@@ -114,6 +114,13 @@ def same_particulars(a: frozenset[str], b: frozenset[str]) -> bool:
     a version, a port, a path or a name): sets without :attr:`Shingles.particular` have none."""
     either = getattr(a, "particular", frozenset()) | getattr(b, "particular", frozenset())
     return not either or either.isdisjoint(a ^ b)
+
+
+def same_numbers(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two :func:`shingles` sets hold the same numbers (their words with a digit: numbers, versions, ports),
+    or one of them holds none: the test for statements said in other words, whose names and paths may differ."""
+    x, y = ({w for w in s if any(c.isdigit() for c in w)} for s in (a, b))
+    return not x or not y or x == y
 
 
 def near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
