@@ -43,8 +43,8 @@ def test_agent_utterances_carry_their_provenance_and_topics_are_proposed_from_th
                            said("assistant", "no markers here", seq=8),
                            said("summary", "Conclusion: the retry path regenerates keys", seq=9)], write_budget=4000)
     assert [(c.kind, c.topic, c.source_kind, c.seq, c.message_id, c.session_id, c.file) for c in got] == [
-        ("explicit", "run-tests-make-test-fast", "user", 7, "m7", "s-1", "/logs/a.jsonl"),
-        ("summary", "retry-path-regenerates-keys", "compaction", 9, "m9", "s-1", "/logs/a.jsonl")]
+        ("explicit", "testing", "user", 7, "m7", "s-1", "/logs/a.jsonl"),  # a note of its kind, grown by accepts
+        ("summary", "retry-path", "compaction", 9, "m9", "s-1", "/logs/a.jsonl")]
 
 
 def test_every_conclusion_is_visible_and_one_worded_as_a_rule_ranks_higher() -> None:

@@ -197,7 +197,7 @@ def test_a_marked_line_is_left_to_the_marker_rules_and_is_no_neighbours_context(
                           "hard-delete.\nREMEMBER: never edit migration files by hand", 1)
     drafts = select([prompt])
     assert [d.rule for d in drafts] == ["human-we-use"]  # the REMEMBER line is pinned by the pipeline
-    assert "REMEMBER" not in drafts[0].body and drafts[0].body.startswith("Yes: soft delete it.")
+    assert "REMEMBER" not in drafts[0].body and drafts[0].body.startswith("Soft delete it.")  # "Yes:" trimmed
 
 
 def test_a_labelled_lesson_and_a_choice_with_its_purpose_from_the_assistant() -> None:

@@ -110,7 +110,7 @@ def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str,
     if topic is not None:  # an mm://…/<topic> the person named wins: appended to when that note exists
         chosen = {"action": "append" if any(s.topic == topic for s in seen.subjects) else "create", "topic": topic}
     else:
-        chosen = proposal(f"{summary} {cut}", seen.subjects, taken=taken)
+        chosen = proposal(f"{summary} {cut}", seen.subjects, taken=taken, kind=kind)
     return NewCandidate(
         kind, chosen["topic"], summary_line(summary or cut), cut, len(cut), over, first.session_id, first.file,
         first.position.get("seq"), first.position.get("uuid"), SOURCE_KINDS.get(first.who, first.who), rule,

@@ -64,11 +64,22 @@ import math
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mmd.candidates.identity import same_particulars, shingles
+from mmd.candidates.noise import cues
 from mmd.candidates.signals import RULES, Kind, Rule, fire, possible, strength
-from mmd.candidates.statements import Statement, looks_pasted, marked, split, summarize
+from mmd.candidates.statements import (
+    MAX_STATEMENT,
+    Statement,
+    introduced,
+    looks_pasted,
+    marked,
+    memory,
+    split,
+    summarize,
+    trimmed,
+)
 from mmd.sources.base import Utterance
 
 __all__ = ["DEFAULT_TUNING", "MIN_SCORE", "WHO_FACTOR", "Draft", "Tuning", "budget", "select", "shown"]
@@ -86,7 +97,6 @@ _DISPROVED = re.compile(
     r"(?:disproves?|rules? out|contrary to) (?:my|the|what i)|that (?:theory|hypothesis) (?:is|was) wrong)\b",
     re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]{3,}|[\u4e00-\u9fff]{2}")
-_CONTEXT = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +113,8 @@ class Tuning:
         same_turn: a second draft of one utterance ranks ×this (a third ×this², …).
         sure: the budget grows to show every draft scoring at least this (up to ``budget_max``):
             a short session dense with rules shows them all.
+        noise: a draft's score is multiplied by this once per noise cue its statement shows
+            (:func:`~mmd.candidates.noise.cues`: a bullet of a long reply, a question, a task instruction …).
     """
 
     assistant: float = 0.7
@@ -113,6 +125,7 @@ class Tuning:
     budget_max: int = 8
     same_turn: float = 0.6
     sure: float = 0.8
+    noise: float = 1.0
 
 
 DEFAULT_TUNING = Tuning()
@@ -138,6 +151,7 @@ class Draft:
         body: the statement, at most 500 code points.
         evidence: every utterance it was seen in, in log order (repetitions add to it).
         seen: how many times it was said (``len(evidence)`` unless merged from the same utterance).
+        noise: the noise cues its statement showed when first said (:func:`~mmd.candidates.noise.cues`).
     """
 
     rule: str
@@ -148,6 +162,7 @@ class Draft:
     body: str
     evidence: list[Utterance] = field(default_factory=list)
     seen: int = 1
+    noise: tuple[str, ...] = ()
 
 
 def _key_words(text: str) -> set[str]:
@@ -178,35 +193,6 @@ def _similar(a: set[str], b: set[str]) -> bool:
     return bool(a) and bool(b) and len(a & b) / len(a | b) >= 0.8
 
 
-_STANDS_ALONE = re.compile(r"(?:do not|don['’]t|never|always|please (?:do not|don['’]t|never|always))\b",
-                           re.IGNORECASE)
-"""A sentence opening as a rule of its own ("Do not create any PR without my approval.") needs no neighbour."""
-_ALONE_WORDS = 6
-
-
-def _with_context(statement: Statement, statements: Sequence[Statement]) -> str:
-    """The statement with the sentences next to it in its paragraph, while within _CONTEXT code points.
-
-    A sentence alone often leans on its neighbour ("don't write X. only change Y."); a bullet
-    stands alone.
-    """
-    text = statement.text
-    if statement.bullet or _STANDS_ALONE.match(text) and len(text.split()) >= _ALONE_WORDS:
-        return text
-    same = [s for s in statements if s.paragraph == statement.paragraph and not s.bullet]
-    at = next(i for i, s in enumerate(same) if s.index == statement.index)
-    before, after = at - 1, at + 1
-    while True:
-        if after < len(same) and len(text) + len(same[after].text) < _CONTEXT:
-            text = f"{text} {same[after].text}"
-            after += 1
-        elif before >= 0 and len(text) + len(same[before].text) < _CONTEXT:
-            text = f"{same[before].text} {text}"
-            before -= 1
-        else:
-            return text
-
-
 def budget(utterances: Sequence[Utterance], tuning: Tuning = DEFAULT_TUNING, ranked: Sequence[Draft] = ()) -> int:
     """The visible budget of one session: about 5, scaled by its size.
 
@@ -232,12 +218,14 @@ class _Session:
         self.utterances = utterances
         self.rules = rules
         self.who_factor = {"human": 1.0, "summary": tuning.summary, "assistant": tuning.assistant}
+        self.noise = tuning.noise
         self.drafts: list[Draft] = []
         self.words: list[set[str]] = []
         self.said: list[frozenset[str]] = []
         self.by_utterance: dict[int, list[int]] = {}
 
-    def add(self, rule: Rule, statement: Statement, body: str, utterance: Utterance, turn: int, weight: float) -> None:
+    def add(self, rule: Rule, statement: Statement, body: str, utterance: Utterance, turn: int, weight: float,
+            noise: tuple[str, ...] = ()) -> None:
         """A draft for ``statement``, or one more sighting of a near-duplicate made before (never one that differs
         in a number, a version, a path or a name: :func:`~mmd.candidates.identity.same_particulars`)."""
         words = _key_words(statement.text)
@@ -258,7 +246,7 @@ class _Session:
         self.said.append(said)
         self.by_utterance.setdefault(turn, []).append(len(self.drafts))
         self.drafts.append(Draft(rule.name, rule.kind, self._base(rule, utterance, weight), False,
-                                 summarize(statement.text), body, [utterance]))
+                                 summarize(trimmed(statement.text)), body, [utterance], noise=noise))
 
     def _base(self, rule: Rule, utterance: Utterance, weight: float) -> float:
         return rule.weight * self.who_factor.get(utterance.who, 0.5) * weight
@@ -276,10 +264,16 @@ class _Session:
             for statement in statements:
                 if marked(statement.text):
                     continue  # a marked line is pinned by the marker rules (pipeline), not drafted here
+                items = introduced(statement, statements)
+                if items:  # "The representations differ:" is read with the list it introduces
+                    said = " ".join([statement.text, *(item.text for item in items)])
+                    statement = replace(statement, text=summarize(said, MAX_STATEMENT))
                 rule = fire(statement, utterance.who, self.rules)
                 if rule is not None:
-                    weight = strength(statement, utterance.who, self.rules)
-                    self.add(rule, statement, _with_context(statement, statements), utterance, turn, weight)
+                    noise = cues(statement, utterance.who, len(statements))
+                    weight = strength(statement, utterance.who, self.rules) * self.noise ** len(noise)
+                    body = memory(statements[statement.index], statements)
+                    self.add(rule, statement, body, utterance, turn, weight, noise)
 
     def _disproved(self) -> None:
         """An assistant finding the session later calls wrong ("that wasn't the cause") sinks."""
