@@ -134,10 +134,12 @@ def _print(label: str, rows: Sequence[tuple[int, int, int, int]], floor: tuple[f
     print(f"{label:30} sessions {len(rows):2}  precision {p:.3f}  recall {r:.3f}  candidates/session {per:.1f}{beside}")
 
 
-GRID_SCORING: dict[str, tuple[float, ...]] = {"assistant": (0.55, 0.7, 0.85), "same_turn": (0.6, 0.8), "noise": (1.0, 0.8, 0.65, 0.5)}
+GRID_SCORING: dict[str, tuple[float, ...]] = {"assistant": (0.55, 0.7, 0.85), "same_turn": (0.6, 0.8),
+                                              "noise": (1.0, 0.8, 0.65, 0.5)}
 """Parameters that change the ranking: select() runs once a combination."""
-GRID_SHOWING: dict[str, tuple[float, ...]] = {"min_score": (0.4, 0.5, 0.6), "budget_base": (1.0, 1.5, 2.0), "budget_slope": (0.5, 0.75, 1.0),
-                "budget_max": (4, 6, 8), "sure": (math.inf, 0.9, 0.8)}
+GRID_SHOWING: dict[str, tuple[float, ...]] = {"min_score": (0.4, 0.5, 0.6), "budget_base": (1.0, 1.5, 2.0),
+                                              "budget_slope": (0.5, 0.75, 1.0), "budget_max": (4, 6, 8),
+                                              "sure": (math.inf, 0.9, 0.8)}
 """Parameters that only cut the ranking."""
 
 

@@ -3,7 +3,8 @@
 Owns: :data:`CUES` (the cue names, in order) and :func:`cues` (the cues one statement shows). Issue 30 "Fewer,
 better rule drafts": a learned filter measured on sessions no one tuned on found these predictive of noise — a list
 bullet inside a long reply of many statements, a digit-heavy line, a bullet under a section heading, a question,
-the agent announcing its next step, a short instruction for the task at hand — and a review of the queue added bug
+the agent announcing its next step, an instruction for the task at hand (a request shaped so — "let's …",
+"make it so …", "can you …" — at any length, a plain imperative when short) — and a review of the queue added bug
 status ("the filter buttons don't work", "still seeing it") and the agent narrating what it just did ("Reduced the
 padding …", "I'm adding chart styles now …"). :mod:`mmd.candidates.score` multiplies a draft's score by
 :attr:`~mmd.candidates.score.Tuning.noise` once per cue (one factor for all of them: ``bench/queue_quality.py``
@@ -51,13 +52,18 @@ _TASK_VERB = (r"(?:add|fix|make|get|put|run|try|change|update|remove|delete|move
               r"stop|restart|bump|upgrade|split|combine|rewrite|improve|look|find|search|read|save|render|generate|"
               r"send|review|continue|proceed|undo|redo|finish|wrap|ship|publish|release|draft|prepare|investigate|"
               r"debug|explain|tell|summarize|list)")
-# "ok lets get a pr up for this", "make it so i can drag and drop the pieces", "can you rename it", "I'd like you to"
-_INSTRUCTION = re.compile(
-    rf"^(?:{_FILLER}[,.!:—–-]*\s+)*(?:{_TASK_VERB}\b|let'?s\b|lets\b|please\b|pls\b|can you\b|could you\b|"
-    r"would you\b|i(?:'d| would)? (?:like|want|need) you to\b|make it so\b)|\bmake it so\b|\bfor (?:this|that|now)\W*$",
-    re.IGNORECASE)
-_STANDING = re.compile(r"\b(?:always|never|must|don'?t|do not|from now on|every time|in (?:the )?future|going forward|"
-                       r"whenever|instead)\b|以后|不要|务必|必须|一律|永远|不能|别再|千万|绝不", re.IGNORECASE)
+# "ok lets get a pr up for this", "make it so i can drag and drop the pieces", "can you rename it", "I'd like you to":
+# a request shaped so is one at any length; a plain imperative ("rename this dump …") only when short
+_REQUEST = re.compile(
+    rf"^(?:{_FILLER}[,.!:—–-]*\s+)*(?:let'?s\b|lets\b|please\b|pls\b|can you\b|could you\b|would you\b|"
+    r"i(?:'d| would)? (?:like|want|need) you to\b|make it so\b|now,? (?:i (?:want|need|'d like)|make|add|let'?s)\b)|"
+    r"\bmake it so\b", re.IGNORECASE)
+_INSTRUCTION = re.compile(rf"^(?:{_FILLER}[,.!:—–-]*\s+)*{_TASK_VERB}\b|\bfor (?:this|that|now)\W*$", re.IGNORECASE)
+# worded as a rule for good: "always", "never", "must", "from now on" …, and "don't" telling someone what not to do
+# (opening a clause, or after "you", "we", "please" …; "the buttons don't work" describes)
+_STANDING = re.compile(r"\b(?:always|never|must|from now on|every time|in (?:the )?future|going forward|whenever|"
+                       r"instead)\b|(?:^|[,;:.!?] |\b(?:you|we|please|just|and|but|so|then|also) )(?:don'?t|do not)\b|"
+                       r"以后|不要|务必|必须|一律|永远|不能|别再|千万|绝不", re.IGNORECASE)
 # the state of the task at hand: "the filter buttons at the top don't work", "no, i'm still seeing this happen"
 _BUG_STATUS = re.compile(
     r"\bstill\b.{0,40}\b(?:not|n'?t|broken|fail\w*|happen\w*|seeing|getting|there|wrong|same|show\w*|crash\w*)\b|"
@@ -104,7 +110,8 @@ def cues(statement: Statement, who: str, statements: int) -> tuple[str, ...]:
     if who == "assistant" and _NEXT_STEP.search(text):
         found.append("next-step")
     standing = bool(_STANDING.search(text))
-    if who == "human" and not standing and len(text.split()) <= SHORT_INSTRUCTION and _INSTRUCTION.search(text):
+    if who == "human" and not standing and (_REQUEST.search(text) or len(text.split()) <= SHORT_INSTRUCTION
+                                            and _INSTRUCTION.search(text)):
         found.append("task-instruction")
     if not standing and (_BUG_STATUS.search(text) or who == "human" and _HUMAN_BROKEN.search(text)):
         found.append("bug-status")

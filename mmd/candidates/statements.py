@@ -152,6 +152,9 @@ _COMPLETES = re.compile(r"^(?:because|otherwise|so|that's why|this is why|this m
                         re.IGNORECASE)
 
 
+# what the agent says of its own work between statements: never part of a memory ("Let me check …", "Sorry …")
+_ASIDE = re.compile(r"^(?:let me|let's|i'll|i will|i'm going to|now,? (?:let me|i'll)|next,? i|waiting|sorry|"
+                    r"thanks|perfect|done|great|ok(?:ay)?)\b", re.IGNORECASE)
 _STANDS_ALONE = re.compile(r"(?:do not|don't|never|always|please (?:do not|don't|never|always))\b", re.IGNORECASE)
 """A sentence opening as a rule of its own ("Do not create any PR without my approval.") needs no neighbour."""
 _ALONE_WORDS = 6
@@ -164,12 +167,14 @@ def memory(statement: Statement, statements: list[Statement]) -> str:
     is itself; a sentence of a short paragraph (at most :data:`PARAGRAPH` code points) is the paragraph;
     a sentence of a longer one is itself with the sentences it leans on, within :data:`LEANING` code points (one
     opening "This …", "So …", "Because …" takes the one before; one the next completes, "… Otherwise …", takes the
-    next), never the rest of the paragraph. A last sentence ending in ``:`` keeps the list it introduces (one
-    ``- item`` a line, whole items within :data:`MAX_STATEMENT` code points).
+    next), never the rest of the paragraph; an aside of the agent's ("Let me check …", "Sorry …") is never taken.
+    A last sentence ending in ``:`` keeps the list it introduces (one ``- item`` a line, whole items within
+    :data:`MAX_STATEMENT` code points).
     """
     if statement.bullet or _STANDS_ALONE.match(statement.text) and len(statement.text.split()) >= _ALONE_WORDS:
         return _with_list(trimmed(statement.text), statement, statements)
-    same = [s for s in statements if s.paragraph == statement.paragraph and not s.bullet]
+    same = [s for s in statements if s.paragraph == statement.paragraph and not s.bullet
+            and (s.index == statement.index or not _ASIDE.match(s.text))]
     at = next(i for i, s in enumerate(same) if s.index == statement.index)
     first, last = at, at
     if sum(len(s.text) + 1 for s in same) - 1 <= PARAGRAPH:

@@ -185,9 +185,9 @@ def topic_name(text: str, *, limit: int = TOPIC_SLUG_MAX, taken: Collection[str]
             raw = raw[1:]
         if raw and raw[0] in _IMPERATIVE:  # an imperative ("need to commit the files"): what it acts on
             raw = list(itertools.dropwhile(lambda w: w in _PREPOSITION or w in _IMPERATIVE, raw[1:]))
-        span = raw[:1] + list(itertools.takewhile(
-            lambda w: w not in _VERB and w not in _PREPOSITION and not _VERB_ENDING.search(w), raw[1:]))
-        span = [] if span[:1] and (span[0] in _VERB or span[0] in _PREPOSITION) else span
+        span = _subject(raw)
+        if len(span) == 1 and raw[1:2] and raw[1] in _PREPOSITION:  # "adhere to the skill": a verb, then its object
+            span = _subject(list(itertools.dropwhile(lambda w: w in _PREPOSITION, raw[1:])))
         words = [w for w in _slug_words(" ".join(span)) if w not in _PREPOSITION][:_NAME_WORDS]
     name = "-".join(_fit(words, limit, _NAME_WORDS))
     if not name or all(w.isdigit() for w in name.split("-")):
@@ -195,6 +195,14 @@ def topic_name(text: str, *, limit: int = TOPIC_SLUG_MAX, taken: Collection[str]
     if name not in taken:
         return name
     return topic_slug(text, limit=limit, taken=taken)
+
+
+def _subject(raw: list[str]) -> list[str]:
+    """The words of ``raw`` before its first verb or preposition (the first word is taken unless it is one)."""
+    if not raw or raw[0] in _VERB or raw[0] in _PREPOSITION:
+        return []
+    return raw[:1] + list(itertools.takewhile(
+        lambda w: w not in _VERB and w not in _PREPOSITION and not _VERB_ENDING.search(w), raw[1:]))
 
 
 @dataclass(frozen=True, slots=True)
