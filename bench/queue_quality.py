@@ -50,7 +50,7 @@ do not have"). ``--extra-from CLONES`` first writes them under ROOT from git clo
 
 With ``--extra ROOT`` it then measures all 51 labelled sessions (the 18 and the 33), cross-validated by repository
 (``bench/queue_cv.py``: phrases; with ``--cv`` the tuning too): issue 30's estimate, target precision ≥ 0.45 at
-recall ≥ 0.40, with candidates per session.
+recall ≥ 0.40, with candidates per session (``docs/candidates.md`` keeps the figures).
 
 ``--dsh``: lists the drafts of the DSH sessions (``../shared/sessions``, read by
 ``mmd.sources.dsh``) to be read and judged; there is no gold file beside them.

@@ -4,8 +4,9 @@ Owns: the candidate shape the review queue stores (:mod:`.model`), the mm v1
 marker rules with names and weights (:mod:`.rules`; the marker words
 themselves are written once, in :mod:`mmd.core.digest`), candidate identity
 (:mod:`.identity`), dropping what the caller has already seen
-(:mod:`.dedupe`) and the pipeline from utterances to candidates
-(:mod:`.pipeline`).
+(:mod:`.dedupe`), the noise cues that lower a draft (:mod:`.noise`), where
+a candidate proposes to go (:mod:`.topics`) and the pipeline from
+utterances to candidates (:mod:`.pipeline`).
 
 Arrows: ``mmd.candidates`` → the standard library, :mod:`mmd.core` and
 :mod:`mmd.sources.base` only, so ``mmctl`` may import it. Never: reads logs
