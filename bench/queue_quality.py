@@ -48,6 +48,10 @@ random, 40 items, labelled after those rules were frozen, never tuned on: the ne
 do not have"). ``--extra-from CLONES`` first writes them under ROOT from git clones ``CLONES/<owner>/<name>``
 (the third set's commit is a branch, ``entire/checkpoints/v1``: fetch it too).
 
+With ``--extra ROOT`` it then measures all 51 labelled sessions (the 18 and the 33), cross-validated by repository
+(``bench/queue_cv.py``: phrases; with ``--cv`` the tuning too): issue 30's estimate, target precision ≥ 0.45 at
+recall ≥ 0.40, with candidates per session (``docs/candidates.md`` keeps the figures).
+
 ``--dsh``: lists the drafts of the DSH sessions (``../shared/sessions``, read by
 ``mmd.sources.dsh``) to be read and judged; there is no gold file beside them.
 
@@ -76,6 +80,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+
+from queue_cv import labelled, report  # noqa: E402
 
 from mmd.candidates.score import DEFAULT_TUNING, Draft, Tuning, budget, select, shown  # noqa: E402
 from mmd.candidates.signals import RULES, Rule, phrases, without  # noqa: E402
@@ -455,6 +463,7 @@ def _also(args: argparse.Namespace) -> None:
             print(f"sessions-other: no labels.json under {args.other}, skipped")
     if args.extra is not None:
         extra(args.extra, args.show)
+        report(labelled(args.root, args.extra, read_session, _files), matches, params=args.cv)
     if args.dsh is not None:
         if args.dsh.is_dir():
             dsh(args.dsh)

@@ -43,7 +43,7 @@ def test_a_note_on_the_same_subject_is_proposed_for_an_append() -> None:
     notes = [NoteSubject.of("deploy", ["staging", "vpn"], "Staging deploys go through the bastion host."),
              NoteSubject.of("billing", ["stripe"], "Invoices go out monthly.")]
     assert proposal("Staging deploys need the VPN first", notes) == {"action": "append", "topic": "deploy"}
-    assert proposal("The cafeteria opens at nine", notes) == {"action": "create", "topic": "cafeteria-opens-nine"}
+    assert proposal("The cafeteria opens at nine", notes) == {"action": "create", "topic": "cafeteria"}
     assert proposal("x", [], fallback="conventions") == {"action": "create", "topic": "conventions"}
 
 
@@ -54,8 +54,8 @@ def test_marks_are_pinned_headings_never_count_and_a_note_already_holding_it_dro
         said("assistant", "## Plan\n\n### 1. Schema\n\nremember: the staging DB is read-only.", 2),
         said("human", "mm://local/conventions Commit messages are in English.", 3)], write_budget=4000, seen=seen)
     assert [(c.body, c.rule, c.pinned, c.visible, c.topic) for c in got] == [
-        ("invoices go out monthly.", "mm.explicit", True, True, "invoices-go-out-monthly"),
-        ("the staging DB is read-only.", "mm.explicit", True, True, "staging-db-read-only"),
+        ("invoices go out monthly.", "mm.explicit", True, True, "invoices"),
+        ("the staging DB is read-only.", "mm.explicit", True, True, "deploy"),  # staging: the deploy note
         ("Commit messages are in English.", "mm.uri", True, True, "conventions")]
     (first,) = [c for c in got if c.body.startswith("invoices")]
     assert [e.to_json() for e in first.evidence] == [{

@@ -43,17 +43,19 @@ def test_agent_utterances_carry_their_provenance_and_topics_are_proposed_from_th
                            said("assistant", "no markers here", seq=8),
                            said("summary", "Conclusion: the retry path regenerates keys", seq=9)], write_budget=4000)
     assert [(c.kind, c.topic, c.source_kind, c.seq, c.message_id, c.session_id, c.file) for c in got] == [
-        ("explicit", "run-tests-make-test-fast", "user", 7, "m7", "s-1", "/logs/a.jsonl"),
-        ("summary", "retry-path-regenerates-keys", "compaction", 9, "m9", "s-1", "/logs/a.jsonl")]
+        ("explicit", "testing", "user", 7, "m7", "s-1", "/logs/a.jsonl"),  # a note of its kind, grown by accepts
+        ("summary", "retry-path", "compaction", 9, "m9", "s-1", "/logs/a.jsonl")]
 
 
-def test_a_conclusion_worded_as_a_rule_is_visible_and_a_plain_one_hidden() -> None:
+def test_every_conclusion_is_visible_and_one_worded_as_a_rule_ranks_higher() -> None:
+    # mm v1 §9 makes each marker line a candidate: held-back DSH logs lost their plain 结论： and Conclusion: lines
     got = candidates_from([said("assistant", "Conclusion: the capture suite passes again after the rebase.", seq=1),
                            said("assistant", "结论：幂等键必须由商户编号和请求编号派生，不能随机生成。", seq=2),
                            said("assistant", "Conclusion: refund keys must be derived from the merchant id.", seq=3)],
                           write_budget=4000)
-    visible = {c.seq: c.visible for c in got}
-    assert visible == {1: False, 2: True, 3: True}, got
+    assert {c.seq: c.visible for c in got} == {1: True, 2: True, 3: True}, got
+    score = {c.seq: c.score for c in got}
+    assert score[2] > score[1] < score[3]
 
 
 def test_text_utterances_are_digested_as_the_reference_digests_a_source() -> None:

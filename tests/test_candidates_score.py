@@ -36,10 +36,12 @@ def test_the_budget_hides_the_rest_but_keeps_them() -> None:
     prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
     drafts = select(prompts)
     assert len(drafts) == 30
-    assert budget(prompts) == 7  # 2 + sqrt(30), rounded
-    # all 30 score at least Tuning.sure: the budget grows to its cap of 8, the rest stay hidden
-    assert sum(d.visible for d in drafts) == budget(prompts, DEFAULT_TUNING, drafts) == 8
-    assert sum(d.visible for d in select(prompts, tuning=Tuning(sure=5.0))) == 7
+    assert budget(prompts) == 6  # 1.5 + sqrt(30), rounded to 7, capped to 6
+    assert budget(prompts, Tuning(budget_max=8)) == 7
+    # all 30 score at least Tuning.sure: the budget grows to its cap, the rest stay hidden
+    assert sum(d.visible for d in drafts) == budget(prompts, DEFAULT_TUNING, drafts) == 6
+    assert sum(d.visible for d in select(prompts, tuning=Tuning(budget_max=8))) == 8
+    assert sum(d.visible for d in select(prompts, tuning=Tuning(sure=5.0, budget_max=8))) == 7
     assert [d.visible for d in select(prompts, per_session=2)].count(True) == 2
     assert not any(d.visible for d in select(prompts, per_session=0))
 
@@ -61,8 +63,8 @@ def test_a_budget_filled_by_the_person_still_shows_the_best_assistant_finding() 
 def test_a_long_agentic_run_after_few_prompts_has_a_larger_budget() -> None:
     prompts = [say("human", "port the exporter to the new schema", 1), say("human", "go on", 2)]
     replies = [say("assistant", f"Step {i} of the port is done.", 3 + i) for i in range(100)]
-    assert budget(prompts) == 3  # 2 + sqrt(2)
-    assert budget(prompts + replies) == 7  # 2 + sqrt(2 + 100 / 4)
+    assert budget(prompts) == 3  # 1.5 + sqrt(2), rounded
+    assert budget(prompts + replies) == 6  # 1.5 + sqrt(2 + 100 / 4), capped to 6
 
 
 def test_a_repeated_rule_is_one_draft_seen_twice_and_ranks_higher() -> None:
@@ -163,12 +165,12 @@ def test_the_budget_grows_to_show_every_sure_draft() -> None:
     rules = ("never touch the parser cache without asking. always run the schema check first. "
              "don't commit the generated files. never push to the release branch. always sign the tags.")
     prompt = [say("human", rules, 1)]
-    assert budget(prompt) == 3  # 2 + sqrt(1)
+    assert budget(prompt) == 2  # 1.5 + sqrt(1), rounded half to even
     drafts = select(prompt, tuning=Tuning(sure=0.8))
     assert len(drafts) == 5 and all(d.score >= 0.8 for d in drafts)
     assert budget(prompt, Tuning(sure=0.8), drafts) == 5 and all(d.visible for d in drafts)
     assert budget(prompt, Tuning(sure=0.8, budget_max=4), drafts) == 4
-    assert sum(d.visible for d in select(prompt, tuning=Tuning(sure=5.0))) == 3
+    assert sum(d.visible for d in select(prompt, tuning=Tuning(sure=5.0))) == 2
 
 
 def test_the_tuning_weighs_the_assistant() -> None:
@@ -197,7 +199,7 @@ def test_a_marked_line_is_left_to_the_marker_rules_and_is_no_neighbours_context(
                           "hard-delete.\nREMEMBER: never edit migration files by hand", 1)
     drafts = select([prompt])
     assert [d.rule for d in drafts] == ["human-we-use"]  # the REMEMBER line is pinned by the pipeline
-    assert "REMEMBER" not in drafts[0].body and drafts[0].body.startswith("Yes: soft delete it.")
+    assert "REMEMBER" not in drafts[0].body and drafts[0].body.startswith("Soft delete it.")  # "Yes:" trimmed
 
 
 def test_a_labelled_lesson_and_a_choice_with_its_purpose_from_the_assistant() -> None:

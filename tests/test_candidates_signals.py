@@ -212,3 +212,13 @@ def test_the_future_as_a_time_not_as_a_noun_is_a_standing_rule() -> None:
     assert rule_of("In the future, run the linter before you commit anything.", "human") == "human-from-now-on"
     assert rule_of("please keep the old flags working in the future", "human") == "human-from-now-on"
     assert rule_of("these tables need to exist in the future state of the schema", "human") != "human-from-now-on"
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("Local Postgres is the docker compose one on port 5433, not the default", "human-environment"),
+    ("the api answers at localhost:8080 when the compose stack is up", "human-environment"),
+    ("tests need DATABASE_URL=postgres://app@db/app set in the shell", "human-environment"),
+    ("the report on the numbers looks plain and fine to me", None),  # "port" inside a word, no variable set
+])
+def test_where_things_are_is_an_environment_fact(text: str, rule: str | None) -> None:
+    assert rule_of(text, "human") == rule

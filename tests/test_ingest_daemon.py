@@ -90,7 +90,7 @@ async def test_appended_lines_reach_the_queue_and_a_torn_tail_waits_for_its_newl
         _, event = await sub.wait_for(lambda t, p: t == "queue/added")
         assert event["sessionId"] == "session-3f9c2a71-5b8e-4d0a-9c61-2e7f4b8d1a05" and event["source"] == str(log)
         (new,) = [call(daemon, "queue.get", {"id": i}) for i in event["ids"]]
-        assert (new["kind"], new["topic"], new["body"]) == ("explicit", "rotate-stripe-webhook-secret-every",
+        assert (new["kind"], new["topic"], new["body"]) == ("explicit", "rotate-stripe-webhook-secret",
                                                             "rotate the Stripe webhook secret every 90 days.")
         assert new["source"] == {"sessionId": event["sessionId"], "file": str(log), "seq": 83,
                                  "messageId": "m-append", "kind": "user"}

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -28,8 +29,11 @@ from .test_ingest_helpers import backfilled, copy_samples
 
 @pytest.fixture
 def queued(start_daemon, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A daemon whose review queue holds the samples' candidates."""
+    """A daemon whose review queue holds the samples' candidates and a session's hidden ones (the samples' are all
+    marked on purpose, so all visible: issue 30)."""
     copy_samples(tmp_path / "sessions")
+    shutil.copytree(Path(__file__).parent / "fixtures" / "dsh-budget", tmp_path / "sessions", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("README.md"))
     daemon = start_daemon("--heartbeat-ms", "200")
     deadline = time.monotonic() + 20
     with Client(daemon.root, env=daemon.env) as client:

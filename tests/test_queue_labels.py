@@ -5,7 +5,9 @@ visibly without it), in a real daemon whose fake ``HOME`` holds them as ``.claud
 - the two standing rules repeated across sessions and agents are one candidate each, ``seen`` = 2, two evidence
   entries; a compaction or a resumed session's replay restating a memory adds no candidate (each labelled memory
   is matched by at most one candidate);
-- every labelled memory a visible candidate, no visible noise item (the test prints which are not, which are).
+- every labelled memory a candidate, visible but for at most :data:`HIDDEN_MAX` the session's budget hides (issue
+  30 lowered it: showing fewer raised precision on sessions no one tuned on), no visible noise item but an mm v1 §9
+  marker line (issue 30: the spec makes each one a visible candidate); the test prints which are not, which are.
 
 Matching (a memory's quote to a candidate): the normalized quote inside the candidate's body or the other way
 round, or a sentence of the body (20+ characters) inside the quote.
@@ -25,6 +27,9 @@ from mmd.candidates.identity import normalized
 from tests.conftest import shared_path
 from tests.test_ingest_helpers import backfilled, candidates, wait_until
 
+HIDDEN_MAX = 3
+"""Labelled memories (of 24) the sessions' budgets may hide: a short session dense with the person's rules shows its
+five surest, and a summary bullet or a port said after them waits (2 with the budget of issue 30)."""
 REPEATED = (("CA-1", "CX2-1"), ("CB1-1", "CX1-1"))
 """The standing rules said again in another session, by another agent, in other words (LABELS.md)."""
 
@@ -74,11 +79,16 @@ def test_rules_repeated_across_sessions_are_one_candidate_each_seen_twice(queued
 def test_every_labelled_memory_is_visible_and_no_visible_noise_is(queued) -> None:  # type: ignore[no-untyped-def]
     labels, got = queued
     visible = [c for c in got if c["visible"]]
-    missing = [m["id"] for m in memories(labels).values()
-               if not any(matches(m["quote"], c["body"]) or any(matches(m["quote"], e["quote"]) for e in c["evidence"])
-                          for c in visible)]
+
+    def unmatched(among: list[dict[str, Any]]) -> list[str]:
+        return [m["id"] for m in memories(labels).values()
+                if not any(matches(m["quote"], c["body"]) or any(matches(m["quote"], e["quote"]) for e in c["evidence"])
+                           for c in among)]
+
+    missing, lost = unmatched(visible), unmatched(got)
     noise = [n["id"] for f in labels["files"] for n in f["noise"] if n["visible_to_correct_reader"]
-             and len(normalized(n["quote"]).split()) >= 2 and any(matches(n["quote"], c["body"]) for c in visible)]
+             and len(normalized(n["quote"]).split()) >= 2
+             and any(matches(n["quote"], c["body"]) for c in visible if c["rule"] != "mm.summary")]
     print(f"sessions-other: {len(got)} candidates, {len(visible)} visible; memories not visible: {missing}; "
           f"visible noise: {noise}")
-    assert missing == [] and noise == []
+    assert lost == [] and len(missing) <= HIDDEN_MAX and noise == []

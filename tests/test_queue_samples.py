@@ -5,7 +5,9 @@ Both lines the user marked with ``mm:`` are visible candidates, no bullet of a t
 compaction bullets that restate a marked statement are merged into it (the four duplicates a reviewer saw before
 issue 13 are one candidate each), and what a reviewer keeps
 (``tests/fixtures/ingest/samples_reviewed.json``, labelled by hand) makes a precision of at least 0.7 among the
-visible candidates.
+visible candidates the rules chose. Every mm v1 §9 marker line is visible whatever a reviewer thinks of it (issue 30:
+the spec makes each a candidate), so the agent's plain ``Summary:`` / ``Conclusion:`` / ``总结：`` lines are counted
+apart.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ def test_the_samples_queue_is_worth_reading(start_daemon, tmp_path: Path) -> Non
     got = candidates(daemon, "all")
     labels = [label_of(c) for c in got]
     assert len(got) == len(REVIEWED["candidates"])  # every label matched once: nothing unreviewed
-    visible = [(c, label) for c, label in zip(got, labels, strict=True) if c["visible"]]
+    assert all(c["visible"] for c in got if c["rule"].startswith("mm."))  # every marker line
+    visible = [(c, label) for c, label in zip(got, labels, strict=True) if c["visible"] and c["rule"] != "mm.summary"]
     kept = sum(1 for _, label in visible if label["keep"])
     precision = kept / len(visible)
-    print(f"samples: {len(got)} candidates, {len(visible)} visible, {kept} kept: precision {precision:.2f} "
-          f"(floor {PRECISION_FLOOR})")
+    print(f"samples: {len(got)} candidates, {len(visible)} visible but summary markers, {kept} kept: precision "
+          f"{precision:.2f} (floor {PRECISION_FLOOR})")
     assert precision >= PRECISION_FLOOR
     bodies = {c["body"]: c for c in got}
     for marked in REVIEWED["markedByTheUser"]:

@@ -38,22 +38,27 @@ from .signals import standing
 from .statements import MAX_STATEMENT, split, summary_line
 from .topics import proposal
 
-__all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "proposed_topic"]
+__all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "marks_from", "proposed_topic"]
 
 _NUMBERED = re.compile(r"(memo|summary)-\d+", re.ASCII)
 _TOPIC_WORDS = 6
-_MM_LINE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?mm:[ \t]+(\S.*)$", re.MULTILINE | re.IGNORECASE)
+# "mm: …" opening a line (a bullet's too) or a sentence ("Great. mm: the close job runs at 02:00.")
+_MM_LINE = re.compile(r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?。！？][ \t]))mm:[ \t]+(\S.*)$",
+                      re.MULTILINE | re.IGNORECASE)
+# mm v1 §9 names REMEMBER without a colon too ("REMEMBER the bucket is eu-west-1", "remember that …"): the
+# reference's rule wants the colon, so such a line would be neither drafted (it is marked) nor marked
+_REMEMBER_LINE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?remember\b[ \t]*[,–—-]?[ \t]*(?:that[ \t]+)?(\S.*)$",
+                            re.MULTILINE | re.IGNORECASE)
+_EMPHASIS_LEFT = re.compile(r"^[*_]+[ \t]*")
+"""What ``**Conclusion:** the cause …`` leaves before the body: the bold's closing stars."""
 _PINNED_KINDS = ("uri", "explicit")
 _HEADING_LINE = re.compile(r"^[ \t]*#{2,}[ \t].*$", re.MULTILINE)
 _WEIGHT = {r.kind: r.weight for r in MM_V1}
 MARKED_SCORE = 2.0
 """Score of a candidate marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): above any rule's."""
-_MARKER_MIN_SCORE = 0.5
-"""An unpinned marker line (``Summary:``, ``Conclusion:`` …) is visible from this score: a plain one said by the
-assistant (0.42) is hidden, one worded as a rule (0.62) shown. Not :data:`~mmd.candidates.score.MIN_SCORE`, which
-``bench/queue_quality.py`` sets for our own rules' drafts and which does not measure marker lines."""
 _WORDED_AS_RULE = 0.2
-"""Added to a ``Summary:`` / ``Conclusion:`` / ``结论：`` line worded as a standing rule ("must", "必须" …)."""
+"""Added to a ``Summary:`` / ``Conclusion:`` / ``结论：`` line worded as a standing rule ("must", "必须" …): every
+marker line is visible (mm v1 §9 makes each a candidate; 1 of the 51 labelled real sessions has one), this ranks."""
 
 
 def proposed_topic(kind: str, topic: str, body: str) -> str:
@@ -105,7 +110,7 @@ def make_candidate(seen: Seen, *, kind: str, rule: str, body: str, summary: str,
     if topic is not None:  # an mm://…/<topic> the person named wins: appended to when that note exists
         chosen = {"action": "append" if any(s.topic == topic for s in seen.subjects) else "create", "topic": topic}
     else:
-        chosen = proposal(f"{summary} {cut}", seen.subjects, taken=taken)
+        chosen = proposal(f"{summary} {cut}", seen.subjects, taken=taken, kind=kind)
     return NewCandidate(
         kind, chosen["topic"], summary_line(summary or cut), cut, len(cut), over, first.session_id, first.file,
         first.position.get("seq"), first.position.get("uuid"), SOURCE_KINDS.get(first.who, first.who), rule,
@@ -136,23 +141,28 @@ class _Batch:
                 self.topics.setdefault(made.topic, norm)
 
     def marks(self, u: Utterance) -> None:
-        """The mm v1 markers (no headings) and ``mm: …`` lines of one agent utterance: pinned or scored."""
+        """The mm v1 markers (no headings), ``mm: …`` and ``REMEMBER …`` lines of one agent utterance, every one
+        visible: ``mm:`` / ``MEMO:`` / ``REMEMBER`` / ``记忆：`` / ``记住：`` pinned, ``Summary:`` / ``Conclusion:`` /
+        ``总结：`` / ``结论：`` scored."""
         found: list[Found] = []
         if may_hold_candidates(u.text):
             # headings are never candidates here, and must not swallow the marker lines under them
             text = _HEADING_LINE.sub("", u.text)
             found = [c for c in apply(text, 1_000_000) if c["kind"] != "heading"]
         said = {normalized(c["body"]) for c in found}
-        for m in _MM_LINE.finditer(u.text):
-            if normalized(m.group(1)) not in said:
-                found.append({"kind": "explicit", "topic": "", "summary": m.group(1), "body": m.group(1)})
+        for line in (*_MM_LINE.finditer(u.text), *_REMEMBER_LINE.finditer(u.text)):
+            body = line.group(1)
+            if normalized(body) not in said and not body.rstrip().endswith("?"):
+                said.add(normalized(body))
+                found.append({"kind": "explicit", "topic": "", "summary": body, "body": body})
         for c in found:
+            body = _EMPHASIS_LEFT.sub("", c["body"]) or c["body"]
             pinned = c["kind"] in _PINNED_KINDS
             score = MARKED_SCORE if pinned else _WEIGHT["summary"] * WHO_FACTOR.get(u.who, 0.5) + \
-                (_WORDED_AS_RULE if standing(c["body"]) else 0.0)
-            self.marked.append(shingles(c["body"]))
-            self.make(kind=c["kind"], rule=f"mm.{c['kind']}", body=c["body"], summary=c["summary"], score=score,
-                      visible=score >= _MARKER_MIN_SCORE, evidence=[Evidence.of(u, c["body"])],
+                (_WORDED_AS_RULE if standing(body) else 0.0)
+            self.marked.append(shingles(body))
+            self.make(kind=c["kind"], rule=f"mm.{c['kind']}", body=body, summary=_EMPHASIS_LEFT.sub("", c["summary"]),
+                      score=score, visible=True, evidence=[Evidence.of(u, body)],
                       topic=c["topic"] if c["kind"] == "uri" else None, pinned=pinned)
 
     def draft(self, d: Draft) -> None:
@@ -196,6 +206,22 @@ def _text_candidates(u: Utterance, budget: int) -> list[NewCandidate]:
             c["overBudget"], u.session_id, pos.file, pos.seq, pos.uuid, kind_of_source, f"mm.{c['kind']}",
             MARKED_SCORE if pinned else _WEIGHT[c["kind"]], True, (Evidence.of(u, c["body"]),), "create", pinned))
     return out
+
+
+def marks_from(utterances: Iterable[Utterance], *, write_budget: int, seen: Seen | None = None) -> list[NewCandidate]:
+    """Only the candidates marked on purpose in agent utterances (every mm v1 §9 marker, ``mm: …`` lines), as
+    :func:`candidates_from` makes them, none of the rules' drafts: for the utterances of a session that lie outside
+    the window its rules look at, so no mark is ever dropped (issue 29 "Nothing dropped silently").
+
+    Args:
+        utterances: agent utterances (``text`` ones are skipped: :func:`candidates_from` digests them whole).
+        write_budget, seen: as for :func:`candidates_from`.
+    """
+    batch = _Batch(seen, write_budget)
+    for u in utterances:
+        if u.who != "text":
+            batch.marks(u)
+    return fresh(batch.out, seen) if batch.out and seen is not None else batch.out
 
 
 def candidates_from(utterances: Iterable[Utterance], *, write_budget: int, seen: Seen | None = None,

@@ -141,9 +141,11 @@ RULES: tuple[Rule, ...] = (
         r"\blet'?s\b", r"\bi think (?:we|let'?s|it)\b", r"\bmake it so\b", r"\bit (?:should|would) (?:only|be|not)\b",
         r"\bshould (?:be|not|only|have|use|run)\b", r"\bonly (?:for|when|if|in)\b", r"\bif (?:the|a|it)\b",
         r"\bremove\b", r"\brename\b", r"我们(?:用|使用|要)")),
+    # where things are: a path, a port, a local address, an environment variable set ("DATABASE_URL=…")
     Rule("human-environment", "environment", 0.75, ("human",), _rx(
         r"\byou (?:have|can use|'?ll find)\b", r"\b(?:lives|located|installed|is) (?:in|at|under) [~/.]",
-        r"(?:^|\s)(?:~|/tmp|/usr|/opt|/home|\.\w*venv)\S*")),
+        r"(?:^|\s)(?:~|/tmp|/usr|/opt|/home|\.\w*venv)\S*", r"\bon port \d{2,5}\b", r"\blocalhost:\d{2,5}\b",
+        r"\b[a-z0-9]+(?:_url=|_uri=|_host=|_port=|_path=|_dir=|_home=|_env=|_root=|_bin=)\S")),
     # --- the assistant's findings ---------------------------------------------------------------
     # "Pitfall I hit: …", "One thing to know: …", "Gotcha: …": the assistant flags a lesson itself
     # a lesson the assistant labels as one ("Pitfall I hit: …", "踩到一个坑：…") is nearly a marker

@@ -4,8 +4,10 @@ Owns: :func:`split` (utterance text -> :class:`Statement` list: a sentence, a bu
 inline enumeration ("1) … 2) …"), at most :data:`MAX_STATEMENT` code points, each with the markdown
 section it sits under),
 :func:`summarize` (a short summary cut at a word with ``…``), :func:`summary_line` (a candidate's
-summary, markdown bold dropped) and :func:`looks_pasted` (a pasted
-plan, spec or log in a human prompt).
+summary, markdown bold dropped), :func:`looks_pasted` (a pasted plan, spec or log in a human prompt), and what a
+candidate's body is: :func:`trimmed` (the statement without its spoken filler: "ok", "I think", "So,", "Great —"),
+:func:`introduced` (the list a statement ending in ``:`` introduces) and :func:`memory` (both: the text an accepted
+candidate writes, issue 30 "A candidate is a memory").
 
 Never: decides whether a statement is worth remembering (:mod:`mmd.candidates.signals` does),
 returns a markdown heading, a code block, a table row or tool-output-like lines as a statement,
@@ -17,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_STATEMENT", "MAX_SUMMARY", "Statement", "looks_pasted", "marked", "split", "summarize",
-           "summary_line"]
+__all__ = ["LEANING", "MAX_STATEMENT", "MAX_SUMMARY", "PARAGRAPH", "Statement", "introduced", "looks_pasted", "marked",
+           "memory", "split", "summarize", "summary_line", "trimmed"]
 
 MAX_STATEMENT = 500
 """Longest statement, in code points (issue 13 "one statement a candidate")."""
@@ -100,6 +102,103 @@ def summary_line(text: str, limit: int = MAX_SUMMARY) -> str:
     """A candidate's summary: ``text`` without markdown bold markers (``**Root cause:**`` reads
     ``Root cause:``; code in backticks stays), cut as :func:`summarize` cuts. The body keeps its markdown."""
     return summarize(_BOLD.sub(r"\1", text), limit)
+
+
+# spoken filler before what is said: "ok", "So,", "I think", "Great —", "Good catch —", "Note:" (repeated: "ok so i
+# think"); a label that says what the statement is ("Root cause:", "Pitfall:") is kept
+_FILLER = re.compile(
+    r"^(?:(?:(?:good|great|nice|fair) (?:catch|point|question|call|thinking)|you'?re (?:absolutely |totally )?right|"
+    r"ok(?:ay)?|so|well|yes|yeah|yep|alright|all right|right|great|good|cool|nice|perfect|awesome|excellent|"
+    r"sure|thanks|thank you|hmm+|oh|ah|also|and|but|actually|anyway|basically|honestly|btw|by the way|fyi|"
+    r"note(?: that)?|heads[- ]up|update|i think|i guess|i believe|i feel like|i mean|to be honest|in fact|just)"
+    r"\b[\s,.!:;…—–-]*)+", re.IGNORECASE)
+
+
+def trimmed(text: str) -> str:
+    """``text`` without the spoken filler it opens with ("ok", "So,", "I think", "Great —", "Good catch —", "Also",
+    "Note:" …, several in a row), its first letter capitalized; ``text`` itself when fewer than three words would
+    be left."""
+    cut = _FILLER.match(text)
+    if cut is None or not cut.group(0):
+        return text
+    rest = text[cut.end():].lstrip()
+    if len(rest.split()) < 3:
+        return text
+    return rest[:1].upper() + rest[1:]
+
+
+def introduced(statement: Statement, statements: list[Statement]) -> list[Statement]:
+    """The list items a statement ending in ``:`` introduces: the bullets right after it (the same paragraph or
+    the next), in order; ``[]`` for any other statement."""
+    if not statement.text.endswith(":") or statement.bullet:
+        return []
+    out: list[Statement] = []
+    for s in statements[statement.index + 1:]:
+        if not s.bullet or s.paragraph > statement.paragraph + 1 or out and s.paragraph != out[0].paragraph:
+            break
+        out.append(s)
+    return out
+
+
+PARAGRAPH = 250
+"""A paragraph of at most this many code points (two or three sentences a person typed) is one statement."""
+LEANING = 300
+"""Most code points of a sentence with the sentences it leans on (:func:`memory`)."""
+# a sentence that cannot stand alone: it points back ("This is why …", "So …") or the next one completes it
+_POINTS_BACK = re.compile(r"^(?:this|that|these|those|it|its|it's|they|their|so|then|otherwise|which|also|but|and|"
+                          r"because|hence|thus|therefore|that's|here|there|such|both|either|instead)\b", re.IGNORECASE)
+_COMPLETES = re.compile(r"^(?:because|otherwise|so|that's why|this is why|this means|which|since|as a result|"
+                        r"that way|this way|it|this|that|they|these|those|its|it's|instead|but|also|and)\b",
+                        re.IGNORECASE)
+
+
+# what the agent says of its own work between statements: never part of a memory ("Let me check …", "Sorry …")
+_ASIDE = re.compile(r"^(?:let me|let's|i'll|i will|i'm going to|now,? (?:let me|i'll)|next,? i|waiting|sorry|"
+                    r"thanks|perfect|done|great|ok(?:ay)?)\b", re.IGNORECASE)
+_STANDS_ALONE = re.compile(r"(?:do not|don't|never|always|please (?:do not|don't|never|always))\b", re.IGNORECASE)
+"""A sentence opening as a rule of its own ("Do not create any PR without my approval.") needs no neighbour."""
+_ALONE_WORDS = 6
+
+
+def memory(statement: Statement, statements: list[Statement]) -> str:
+    """What a candidate of ``statement`` writes (issue 30 "A candidate is a memory"), :func:`trimmed` of filler.
+
+    A bullet, and a sentence opening as a rule of its own ("Do not …", "Never …", "Always …", six words or more),
+    is itself; a sentence of a short paragraph (at most :data:`PARAGRAPH` code points) is the paragraph;
+    a sentence of a longer one is itself with the sentences it leans on, within :data:`LEANING` code points (one
+    opening "This …", "So …", "Because …" takes the one before; one the next completes, "… Otherwise …", takes the
+    next), never the rest of the paragraph; an aside of the agent's ("Let me check …", "Sorry …") is never taken.
+    A last sentence ending in ``:`` keeps the list it introduces (one ``- item`` a line, whole items within
+    :data:`MAX_STATEMENT` code points).
+    """
+    if statement.bullet or _STANDS_ALONE.match(statement.text) and len(statement.text.split()) >= _ALONE_WORDS:
+        return _with_list(trimmed(statement.text), statement, statements)
+    same = [s for s in statements if s.paragraph == statement.paragraph and not s.bullet
+            and (s.index == statement.index or not _ASIDE.match(s.text))]
+    at = next(i for i, s in enumerate(same) if s.index == statement.index)
+    first, last = at, at
+    if sum(len(s.text) + 1 for s in same) - 1 <= PARAGRAPH:
+        first, last = 0, len(same) - 1
+    else:
+        size = len(statement.text)
+        while first > 0 and _POINTS_BACK.match(same[first].text) and size + len(same[first - 1].text) < LEANING:
+            first -= 1
+            size += len(same[first].text) + 1
+        while last + 1 < len(same) and _COMPLETES.match(same[last + 1].text) and \
+                size + len(same[last + 1].text) < LEANING:
+            last += 1
+            size += len(same[last].text) + 1
+    return _with_list(trimmed(" ".join(s.text for s in same[first:last + 1])), same[last], statements)
+
+
+def _with_list(text: str, last: Statement, statements: list[Statement]) -> str:
+    """``text`` with the list ``last`` introduces, one ``- item`` a line, whole items within :data:`MAX_STATEMENT`."""
+    for item in introduced(last, statements):
+        line = f"\n- {item.text}"
+        if len(text) + len(line) > MAX_STATEMENT:
+            break
+        text += line
+    return text
 
 
 def marked(text: str) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from mmd.candidates.identity import NEAR_DUPLICATE, near_duplicate, shingles
+from mmd.candidates.identity import NEAR_DUPLICATE, near_duplicate, same_numbers, shingles
 from mmd.candidates.topics import subject_words
 
 __all__ = ["COMMON_FLOOR", "COMMON_SHARE", "SAME_IDEA_OVERLAP", "STATEMENT_WORDS", "StatementIndex", "same_idea"]
@@ -86,11 +86,14 @@ class StatementIndex:
     def restated(self, body: str, statement: str | None = None) -> list[int]:
         """Ids of the candidates that say what ``body`` says in other words (:func:`same_idea`), ascending; with
         ``statement``, only those whose own statement shares at least :data:`STATEMENT_WORDS` content words with
-        it (a shared context alone never makes two statements one)."""
+        it (a shared context alone never makes two statements one); never one whose statement holds other numbers
+        (:func:`~mmd.candidates.identity.same_numbers`: "port 8003" is not "port 8004" in other words)."""
         content = subject_words(body)
         if len(content) < SAME_IDEA_WORDS:
             return []
         said = subject_words(statement) if statement is not None else None
+        own = shingles(body if statement is None else statement)
         return sorted(cid for cid in self._gather(content, SAME_IDEA_WORDS)
                       if same_idea(content, self._words[cid][1])
-                      and (said is None or len(said & self._words[cid][2]) >= STATEMENT_WORDS))
+                      and (said is None or len(said & self._words[cid][2]) >= STATEMENT_WORDS)
+                      and same_numbers(own, self._words[cid][0]))

@@ -6,7 +6,9 @@ utterances (kept in memory, bounded: the newest :data:`CONTEXT_UTTERANCES`
 and :data:`CONTEXT_CHARS` of a session, :data:`CONTEXT_SESSIONS` sessions), so a session's visible budget and the
 signals across turns (a correction acknowledged, a fact carried into a
 summary) see the whole session while candidates still reach the queue as the
-log is read. Later slices may re-rank what earlier ones queued (the queue
+log is read; the marks made on purpose (``mm:``, ``MEMO:``, ``记住：`` …) are found
+in every utterance, the window's or not (issue 29: a long session read in one go
+lost the marks of its start). Later slices may re-rank what earlier ones queued (the queue
 merges by statement), never hold a candidate back. Also
 :func:`seen_of_snapshot`: the notes as :class:`mmd.candidates.Seen` (texts for
 containment, subjects for append proposals).
@@ -16,17 +18,20 @@ Never: reads files, writes the queue, or names a log format.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from mmd.candidates import NewCandidate, Seen, candidates_from
+from mmd.candidates import NewCandidate, Seen, candidates_from, marks_from
 from mmd.core.snapshot import Snapshot
 from mmd.sources import Utterance
 
 __all__ = ["CONTEXT_CHARS", "CONTEXT_SESSIONS", "CONTEXT_UTTERANCES", "Candidacy", "seen_of_snapshot"]
 
+log = logging.getLogger("mmd.ingest")
+
 CONTEXT_UTTERANCES = 4000
-"""Most utterances of one session kept in view (the newest)."""
+"""Most utterances of one session kept in view (the newest) for the rules; marks are found in every utterance."""
 CONTEXT_CHARS = 400_000
 """Most utterance text (code points) of one session kept in view (the newest): a slice's pipeline run stays
 near a quarter of a second however long the session grows."""
@@ -77,7 +82,8 @@ class Candidacy:
 
     def run(self, utterances: Sequence[Utterance], *, write_budget: int, restarted: bool = False) -> list[NewCandidate]:
         """The candidates to queue for one slice: every candidate touching the new utterances, and the
-        visible ones of their sessions (re-ranked with the whole session in view).
+        visible ones of their sessions (re-ranked with the session's window in view), and every marked line of
+        the new utterances that fell outside the window (logged as ``ingest.outside_window``).
 
         Args:
             utterances: the slice's utterances, in log order.
@@ -99,6 +105,13 @@ class Candidacy:
                 self._context[key] = before
                 continue
             context = _newest(before + new)
+            kept = {id(u) for u in context}
+            outside = [u for u in new if id(u) not in kept]
+            if outside:  # the rules look at a window, the marks at everything
+                marked = marks_from(outside, write_budget=write_budget, seen=seen)
+                log.info("ingest.outside_window session=%s utterances=%d chars=%d marks=%d", key, len(outside),
+                         sum(len(u.text) for u in outside), len(marked))
+                out.extend(marked)
             self._context[key] = context
             self._context.move_to_end(key)
             fresh = {id(u) for u in new}

@@ -1,0 +1,71 @@
+"""Noise cues (issue 30 "Fewer, better rule drafts"): each cue names the shape it is for and no other, a
+statement worded as a standing rule is never a task instruction or bug status, and each cue lowers a draft by
+Tuning.noise (1.0: no effect)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmd.candidates.noise import CUES, LONG_REPLY, cues
+from mmd.candidates.score import Tuning, select
+from mmd.candidates.statements import split
+from mmd.sources import Position, Utterance
+
+
+def _cues(text: str, who: str = "human") -> tuple[str, ...]:
+    statements = split(text)
+    return cues(statements[-1], who, len(statements))
+
+
+LONG = "\n".join(f"Sentence {i} of the report says little." for i in range(LONG_REPLY)) + \
+    "\n\n- the parser keeps its cache per file"
+
+CASES = [  # (cue, said by, a text showing it, a text of the same kind that does not)
+    ("list-in-long-reply", "assistant", LONG, "Two notes.\n\n- the parser keeps its cache per file"),
+    ("bullet-under-heading", "assistant", "## Changes\n- the parser keeps its cache per file",
+     "- the parser keeps its cache per file"),
+    ("digit-heavy", "assistant", "Run 4812 took 93.4 s, 17 of 220 cases failed at 03:14",
+     "The parser keeps its cache."),
+    ("question", "human", "can we rename the clean files to cleanup too", "we renamed the clean files to cleanup"),
+    ("question", "assistant", "Should the parser keep its cache per file?", "The parser keeps its cache per file."),
+    ("next-step", "assistant", "Now updating the test expectations for the parser", "The parser keeps its cache."),
+    ("next-step", "assistant", "I'm adding chart styles now so it appears as a top panel",
+     "The chart styles live in the top panel's stylesheet."),
+    ("task-instruction", "human", "ok lets get a pr up for this", "we keep one pr per change in this repository"),
+    ("task-instruction", "human", "make it so i can drag and drop the pieces", "the pieces can be dragged and dropped"),
+    ("task-instruction", "human", "Now, make it so that during drag and drop the piece itself follows the movement of "
+                                  "the mouse and not just an icon of it", "the piece follows the mouse when dragged"),
+    ("bug-status", "human", "the filter buttons at the top don't work", "the filter buttons sit at the top"),
+    ("bug-status", "human", "no, i'm still seeing this happen", "this happens when the cache is cold"),
+    ("narration", "assistant", "Reduced the search input's right padding from pr-24 to pr-16",
+     "The search input's right padding is pr-16."),
+    ("narration", "assistant", "I've updated the parser so it keeps its cache", "The parser keeps its cache per file."),
+]
+
+
+@pytest.mark.parametrize(("cue", "who", "shows", "does_not"), CASES)
+def test_each_cue_fires_on_its_shape_and_not_on_a_plain_statement(cue: str, who: str, shows: str,
+                                                                  does_not: str) -> None:
+    assert cue in _cues(shows, who), (shows, _cues(shows, who))
+    assert cue not in _cues(does_not, who), (does_not, _cues(does_not, who))
+
+
+def test_every_cue_has_a_case() -> None:
+    assert {c for c, *_ in CASES} == set(CUES)
+
+
+def test_a_standing_rule_is_never_a_task_instruction_or_bug_status() -> None:
+    assert _cues("make sure you never push to main directly") == ()
+    assert _cues("don't use playwright to browse the web, it doesn't work here") == ()
+    assert "bug-status" not in _cues("if it works better the first document can be a folder")
+
+
+def test_a_cue_lowers_the_draft_by_the_noise_factor_and_one_factor_changes_nothing() -> None:
+    def draft(text: str, noise: float) -> float:
+        return select([Utterance("human", text, "test", "s", None, None, Position("/l", seq=1))],
+                      tuning=Tuning(noise=noise))[0].score
+
+    plain = "we should keep one pull request per change in this repository"
+    asked = "can we keep one pull request per change in this repository"
+    assert draft(plain, 1.0) == draft(plain, 0.5)  # no cue: the factor does nothing
+    assert draft(asked, 0.5) == pytest.approx(draft(asked, 1.0) * 0.5)
