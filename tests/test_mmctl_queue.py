@@ -188,9 +188,10 @@ async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # ty
             again = await session.call_tool("mem_queue_reject", {"id": str(first["id"])})
             assert again.is_error and "already accepted" in again.content[0].text  # type: ignore[union-attr]
             everything = await session.call_tool("mem_queue_list", {"all": True, "limit": 100})
-            rest = [c for c in everything.structured_content["candidates"]  # type: ignore[index]
-                    if c["status"] == "pending" and c["scope"] == first["scope"]]
-            assert any(not c["visible"] for c in rest) and "seen" in everything.content[0].text  # type: ignore
+            pending = [c for c in everything.structured_content["candidates"]  # type: ignore[index]
+                       if c["status"] == "pending"]
+            assert any(not c["visible"] for c in pending) and "seen" in everything.content[0].text  # type: ignore
+            rest = [c for c in pending if c["scope"] == first["scope"]]  # appended within its root
             appended = await session.call_tool("mem_queue_accept", {"id": str(rest[0]["id"]), "into": "via-mcp"})
             assert f"updated mm://{first['scope']}/via-mcp" in appended.content[0].text  # type: ignore[union-attr]
 

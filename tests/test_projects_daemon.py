@@ -212,7 +212,8 @@ def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_
     shutil.copy(theirs / "memories" / "oncall.md", team / "memories" / "oncall.md")
     shutil.copy(theirs / "MEMORY.md", team / "MEMORY.md")
     key = project_for(paths["api"]).key  # type: ignore[union-attr]
-    wait_until(lambda: call(daemon, "memory.read", {"topic": "oncall", "project": key}), what="the pulled note")
+    wait_until(lambda: call(daemon, "memory.read", {"topic": "oncall", "project": key}), timeout_s=60,
+               what="the pulled note")
     daemon.stop()
     again = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
     roots = {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
