@@ -171,10 +171,9 @@ def test_the_queue_heading_says_how_many_are_shown_and_how_many_the_budget_hides
     """A fresh user read "Review queue 180 pending" over a page of 52 as a contradiction."""
     import re
 
-    import jinja2
+    from mmd.daemon.web.app import templates
 
-    folder = Path(__file__).resolve().parents[1] / "mmd" / "daemon" / "web" / "templates"
-    template = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), autoescape=True).get_template("queue.html")
+    template = templates(lambda: "local").get_template("queue.html")
     values = {"groups": [], "groupings": [], "offset": 0, "page_size": 100}
 
     def heading(**more: object) -> str:

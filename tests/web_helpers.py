@@ -2,7 +2,9 @@
 
 The fixture logs (``tests/fixtures/web/sessions``) hold ten ``mm:`` prompts in two
 projects; ``big-notes`` (361 code points) goes over budget once :func:`tighten_budget` lowered the
-default write budget to 100 (a SIGHUP reload), the others stay within it.
+default write budget to 100 (a SIGHUP reload), the others stay within it. ``tests/fixtures/web/dense``
+holds one session of seventeen marked statements as long as real ones (120–480 code points, inline
+markdown, one with a ``javascript:`` link and a ``<script>`` tag): :data:`DENSE`.
 This module holds no tests of its own.
 """
 
@@ -19,16 +21,21 @@ from tests.test_daemon_helpers import DaemonProcess
 from tests.test_ingest_helpers import backfilled, call, candidates, wait_until
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "web" / "sessions"
+DENSE = Path(__file__).resolve().parent / "fixtures" / "web" / "dense"
+DENSE_COUNT = 17
+"""Candidates the dense fixture makes."""
 EXPECTED_TOPICS = {"deploy-region", "test-command", "db-migrations", "code-style", "release-day", "big-notes",
                    "api-auth", "api-errors", "api-paging", "api-rate"}
 
 
-def start_web_daemon(start_daemon: Any, tmp_path: Path, *extra: str) -> tuple[DaemonProcess, str]:
-    """A daemon on a copy of the fixture logs with ``--http 127.0.0.1:0``: ``(daemon, token url)``."""
-    shutil.copytree(FIXTURE, tmp_path / "sessions")
+def start_web_daemon(start_daemon: Any, tmp_path: Path, *extra: str, fixture: Path = FIXTURE,
+                     expected: int = len(EXPECTED_TOPICS)) -> tuple[DaemonProcess, str]:
+    """A daemon on a copy of the fixture logs with ``--http 127.0.0.1:0``: ``(daemon, token url)``, once its
+    ``expected`` candidates are in the queue."""
+    shutil.copytree(fixture, tmp_path / "sessions")
     daemon = start_daemon("--http", "127.0.0.1:0", *extra)
     backfilled(daemon)
-    wait_until(lambda: len(candidates(daemon, "pending")) == len(EXPECTED_TOPICS), what="the fixture candidates")
+    wait_until(lambda: len(candidates(daemon, "pending")) == expected, what="the fixture candidates")
     url = call(daemon, "daemon.status")["http"]["url"]
     return daemon, str(url)
 
