@@ -189,9 +189,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                                 Opt("--agent", "A", "only candidates from this agent (dsh, claude-code, codex, other, "
                                     "git)", choices=AGENTS),
                                 Opt("--min-score", "N", "only candidates scoring at least N", "int")), json=False,
-            epilog="Keys: a accept, e edit in $EDITOR then accept, i accept into an existing topic, r reject "
-                   "(a reason may follow),\ns skip, u undo the last decision (an accepted note is deleted or "
-                   "restored), q quit."),
+            epilog="Keys: j next (s skips too), k previous, a accept, e edit in $EDITOR then accept, i accept into "
+                   "an\nexisting topic, r reject (a reason may follow), u undo the last decision (an accepted note "
+                   "is\ndeleted or restored), q quit: the review page's j/k/a/r/e and more."),
     Command("ui", "ui", "open the daemon's review page in the browser (needs `mmd --http`)",
             options=(Opt("--print", None, "print the page's URL (with its token) instead of opening it", "switch"),),
             json=False),
