@@ -19,10 +19,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
-
-if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterable
+    from typing import Any, NoReturn
 
 __all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments",
            "parse_args", "render_help", "usage_line"]
@@ -301,7 +300,9 @@ def _builder() -> type[argparse.ArgumentParser]:
 
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
-            raise UsageError(_reworded(self.prog, message), " ".join(self.format_usage().split()))
+            from .suggest import reworded  # loaded only for a refusal
+
+            raise UsageError(reworded(self.prog, message), " ".join(self.format_usage().split()))
 
         def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
             raise Shown(message or "")
@@ -312,16 +313,10 @@ def _builder() -> type[argparse.ArgumentParser]:
     return Parser
 
 
-def _reworded(prog: str, message: str) -> str:
-    """argparse's message, naming the command; ``unrecognized arguments`` split into options and arguments."""
-    if message.startswith("unrecognized arguments: "):
-        words = message.split(": ", 1)[1].split(" ")
-        options = [w for w in words if w.startswith("-") and len(w) > 1]
-        extra = [w for w in words if w not in options]
-        parts = ([f"unknown option {', '.join(options)}"] if options else []) + \
-            ([f"unexpected argument {', '.join(repr(w) for w in extra)}"] if extra else [])
-        message = "; ".join(parts)
-    return f"{prog.split(' ', 1)[-1]}: {message}"
+def _meant(word: str, words: Iterable[str]) -> str:
+    from .suggest import did_you_mean  # loaded only for a mistyped word
+
+    return did_you_mean(word, words)
 
 
 def command_parser(command: Command) -> argparse.ArgumentParser:
@@ -384,12 +379,14 @@ def parse_args(argv: list[str]) -> Args:
         known = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT, JSON)} | {"-h", "--help"}
         unknown = [w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in known]
         if unknown:
-            raise UsageError(f"unknown option {unknown[0]}", f"usage: {PROG} COMMAND [ARGS] | {PROG} --version")
+            raise UsageError(f"unknown option {unknown[0]}{_meant(unknown[0].split('=')[0], known | {'--version'})}",
+                             f"usage: {PROG} COMMAND [ARGS] | {PROG} --version")
         raise Shown(render_help())
     name = argv[at]
     command = COMMANDS.get(name)
     if command is None:
-        raise UsageError(f"unknown command: {name}", f"usage: {PROG} COMMAND [ARGS]; commands: {', '.join(COMMANDS)}")
+        raise UsageError(f"unknown command: {name}{_meant(name, COMMANDS)}",
+                         f"usage: {PROG} COMMAND [ARGS]; commands: {', '.join(COMMANDS)}")
     rest = argv[:at] + argv[at + 1:]
     if command.name == "queue" and {"-h", "--help"} & set(rest):
         _action_help(command.name, rest)
@@ -493,6 +490,6 @@ def _help(topic: str | None) -> NoReturn:
         raise Shown(render_help())
     command = COMMANDS.get(topic)
     if command is None:
-        raise UsageError(f"help: unknown command {topic!r}", f"usage: {PROG} help [COMMAND]; commands: "
-                                                             f"{', '.join(COMMANDS)}")
+        raise UsageError(f"help: unknown command {topic!r}{_meant(topic, COMMANDS)}",
+                         f"usage: {PROG} help [COMMAND]; commands: {', '.join(COMMANDS)}")
     raise Shown(command_parser(command).format_help())
