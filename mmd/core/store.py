@@ -26,17 +26,7 @@ from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel
-from .rootfs import (
-    PreparedFile,
-    make_folders,
-    note_parts,
-    note_problem,
-    opened_folder,
-    prepare_file,
-    read_index_bytes,
-    remove_in,
-    sync_together,
-)
+from .rootfs import make_folders, note_parts, note_problem, opened_folder, read_index_bytes, remove_in, replace_together
 from .snapshot import parse_index_text, read_note_sized
 from .text import (
     byte_length,
@@ -130,46 +120,12 @@ class MemoryStore:
         self._state = state
 
     def _write_files(self, notes: dict[str, bytes], state: IndexState) -> None:
-        """Write the notes ``memories/<name>`` and MEMORY.md all or nothing, as the caller sees it (issues 11, 17).
-
-        Every temp file is written, then fsynced, before any is renamed; the notes are
-        renamed first (a crash between leaves old entries pointing at new bodies or
-        an orphan note, never an entry without its note, and every file whole); if a
-        rename fails, the notes already renamed are put back (new ones removed). One
-        index rewrite and one fsync of each folder serve the whole batch.
+        """Write the notes ``memories/<name>`` and MEMORY.md all or nothing (:func:`.rootfs.replace_together`).
 
         Raises:
             MMError(E_IO): if any step fails (ENOSPC included); every file is then as before.
         """
-        first = next(iter(notes))
-        try:
-            with opened_folder(self.root, ()) as root_fd, opened_folder(self.root, (DETAIL_DIR,),
-                                                                        create=True) as note_fd:
-                prepared: list[PreparedFile] = []
-                grouped = len(notes) > 1  # write every temp file, then sync them all: fewer journal commits
-                try:
-                    for name, data in notes.items():
-                        prepared.append(prepare_file(note_fd, name, data, keep_previous=True, sync=not grouped))
-                    index_file = prepare_file(root_fd, INDEX_NAME, state.data, sync=not grouped)
-                    try:
-                        if grouped:
-                            sync_together([temp.sync for temp in (*prepared, index_file)])
-                        for note_file in prepared:
-                            note_file.commit()
-                        index_file.commit()
-                    except OSError:
-                        for note_file in reversed(prepared):
-                            note_file.restore()
-                        raise
-                    finally:
-                        index_file.discard()
-                finally:
-                    for note_file in prepared:
-                        note_file.discard()
-                sync_together([lambda: os.fsync(note_fd), lambda: os.fsync(root_fd)], at_once=grouped)
-        except OSError as error:
-            raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{first} failed: {error.strerror or error}",
-                          details=f"{DETAIL_DIR}/{first}") from error
+        replace_together(self.root, notes, state.data)
         self._state = state
 
     def ensure_root(self) -> None:
