@@ -223,20 +223,10 @@ def test_the_queue_updates_live_after_a_decision_made_elsewhere(start_daemon, tm
 
 def test_an_append_proposal_with_its_evidence_is_accepted_into_its_note(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                         page: Any) -> None:
-    from tests.test_ingest_helpers import candidates, user_message, wait_until
+    from tests.web_helpers import append_proposal
 
     daemon, url = start_web_daemon(start_daemon, tmp_path)
-    assert call(daemon, "memory.write", {"topic": "deploy", "content": "Staging deploys go through the bastion.",
-                                         "tags": "staging", "summary": "how staging deploys work"})["ok"]
-    folder = tmp_path / "sessions" / "--home-dev-shop--" / "s-web-3"
-    folder.mkdir()
-    header = (b'{"type":"session","version":4,"id":"s-web-3","createdAt":1790787873424,"isSeeded":false,'
-              b'"delegationDepth":0}\n')
-    (folder / "session.v4.jsonl").write_bytes(
-        header + user_message(1, "REMEMBER: staging deploys need the VPN token from the team vault.", "m1"))
-    cand = wait_until(lambda: next((c for c in candidates(daemon, "pending")
-                                    if c.get("proposal", {}).get("action") == "append"), None),
-                      what="the append proposal")
+    cand = append_proposal(daemon, tmp_path / "sessions", "s-web-3")
     page.goto(url)
     card = page.locator(f"#cand-{cand['id']}")
     assert card.locator(".proposal").inner_text() == "append to" and card.locator(".topic").inner_text() == "deploy"

@@ -40,6 +40,24 @@ def start_web_daemon(start_daemon: Any, tmp_path: Path, *extra: str, fixture: Pa
     return daemon, str(url)
 
 
+def append_proposal(daemon: DaemonProcess, sessions: Path, session_id: str) -> dict[str, Any]:
+    """The candidate proposing to append to the note ``deploy`` (written first, as "how staging deploys work"),
+    made by a new session ``session_id`` of the shop project saying a REMEMBER about staging deploys."""
+    from tests.test_ingest_helpers import user_message
+
+    assert call(daemon, "memory.write", {"topic": "deploy", "content": "Staging deploys go through the bastion.",
+                                         "tags": "staging", "summary": "how staging deploys work"})["ok"]
+    folder = sessions / "--home-dev-shop--" / session_id
+    folder.mkdir()
+    header = (f'{{"type":"session","version":4,"id":"{session_id}","createdAt":1790787873424,"isSeeded":false,'
+              '"delegationDepth":0}\n').encode()
+    (folder / "session.v4.jsonl").write_bytes(
+        header + user_message(1, "REMEMBER: staging deploys need the VPN token from the team vault.", "m1"))
+    return dict(wait_until(lambda: next((c for c in candidates(daemon, "pending")
+                                         if c.get("proposal", {}).get("action") == "append"), None),
+                           what="the append proposal"))
+
+
 def tighten_budget(daemon: DaemonProcess, budget: int = 100) -> None:
     """Lower the default write budget through the config file and a SIGHUP; returns once reloaded."""
     import signal

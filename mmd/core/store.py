@@ -366,6 +366,48 @@ class MemoryStore:
         return {"ok": True, "topic": into, "uri": uri_for(o.memory_id, into),
                 "action": "updated" if into in by_topic else "created", "merged": others, "usage": usage}
 
+    def rename(self, old: str, new: str) -> dict[str, Any]:
+        """Rename the topic ``old`` to ``new`` (issue 30) in one write of the index: NEW's note (meta lines
+        included) and entry, the other notes and entries linking to OLD (:mod:`.rename`); then OLD's file goes.
+
+        Budgets are the write's: each note written must fit the file cap, and the index its caps unless the
+        rename shrinks it. A note that cannot be read keeps its links (it is not rewritten).
+
+        Returns:
+            ``{ok: True, topic: new, uri, from: old, linked: [topics], usage}`` or the write's
+            ``{ok: False, code, message, reason, usage, topic}`` (then nothing changed).
+
+        Raises:
+            MMError(E_INVALID): for a topic that is not a slug, OLD without a note, NEW with one, OLD equal to NEW.
+            MMError(E_CONFLICT): for a NEW that differs only by case from a topic there is.
+            MMError(E_PARSE | E_IO): as :meth:`write`; a crash leaves an orphan note, never a lost entry.
+        """
+        from .rename import live_body, plan_rename
+
+        old, new = validate_topic(old), validate_topic(new)
+        o = self.options
+        with self._lock():
+            state = self.live_state()
+            plan = plan_rename(state.entries, old, new, lambda entry: live_body(self.root, entry),
+                               memory_id=o.memory_id, now=self._now_iso())
+            after = state
+            for topic, entry in plan.entries:
+                after = self._next_state(after, topic, entry)
+            usage = self._write_usage(plan.body_chars, plan.write_budget, len(plan.notes[f"{new}.md"]), after.usage)
+            big = next((name for name, data in plan.notes.items() if len(data) > o.detail_max_bytes), None)
+            if big is not None:
+                return _failure(new, BudgetCode.E_FILE_BUDGET_EXCEEDED, f"{DETAIL_DIR}/{big} would exceed its byte cap "
+                                "with the new name; condense it first (see usage)", usage)
+            shrinks = after.usage["lines"] < state.usage["lines"] or after.usage["bytes"] < state.usage["bytes"]
+            if after.usage["overBudget"] and not shrinks:
+                return _failure(new, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
+                                "the MEMORY.md index would exceed its hard limit with the new name", usage)
+            self._write_files(plan.notes, after)
+            if plan.removed != detail_rel(new):
+                self._remove_note(plan.removed)
+        return {"ok": True, "topic": new, "uri": uri_for(o.memory_id, new), "from": old, "linked": plan.linked,
+                "usage": usage}
+
     def _review_date(self, value: object) -> str:
         """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""
         if value == "":

@@ -94,8 +94,8 @@ class Jobs:
         """With ``--git``: told of each revision (its commit)."""
 
     def on_change(self, revision: Revision, cause: str) -> None:
-        """A new revision (``cause``: ``write`` | ``delete`` | ``merge`` | ``external`` | ``config``): journal it,
-        publish it."""
+        """A new revision (``cause``: ``write`` | ``delete`` | ``merge`` | ``rename`` | ``external`` | ``config``):
+        journal it, publish it."""
         log.info("memory.changed revision=%d cause=%s added=%d updated=%d removed=%d", revision.snapshot.revision,
                  cause, len(revision.added), len(revision.updated), len(revision.removed))
         change = {"revision": revision.snapshot.revision, "cause": cause, "added": revision.added,

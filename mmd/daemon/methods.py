@@ -289,6 +289,21 @@ class Methods:
         return await self.state.merge(p["topics"], p["into"], summary=p.get("summary"),
                                       if_revision=p.get("ifRevision"), session_id=sid)
 
+    @handles(wire.MEMORY_RENAME)
+    async def rename(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.rename {topic, to, ifRevision?, sessionId?}`` → ``{ok, topic, uri, from, linked, proposals, usage,
+        revision}`` or a budget failure ``{ok: false, code, …}``: the note, its index entry, the links to it from
+        other notes and the pending candidates' proposals follow the new name, one revision (issue 30).
+
+        Raises:
+            DaemonError(E_CONFLICT | E_NO_SESSION | E_UNAVAILABLE), MMError(E_INVALID | E_CONFLICT | E_PARSE |
+            E_IO): as :meth:`.review.Review.rename` (a NEW with a note, or not a slug: refused, nothing changed).
+        """
+        sid = p.get("sessionId")
+        if sid is not None:
+            self.state.session(sid)
+        return await self.review.rename(p["topic"], p["to"], if_revision=p.get("ifRevision"), session_id=sid)
+
     @handles(wire.QUEUE_LIST)
     async def queue_list(self, p: dict[str, Any]) -> QueueListResult:
         """``queue.list {status?, limit?, offset?, all?, minScore?, project?, agent?, session?}`` → ``{candidates,

@@ -364,6 +364,19 @@ class ReviewQueue:
         self.refresh_counts()
         return self.get(candidate_id)
 
+    def rename_topic(self, old: str, new: str) -> int:
+        """Pending candidates proposing the topic ``old`` (to create it or append to it) propose ``new`` instead:
+        the note was renamed (``memory.rename``). Journaled as ``queue.rename``; returns how many followed."""
+        conn = self.db.conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            moved = conn.execute("UPDATE candidates SET topic = ? WHERE status = 'pending' AND topic = ?",
+                                 (new, old)).rowcount
+            if moved:
+                conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.rename', NULL,"
+                             " ?)", (self._now_iso(), json.dumps({"from": old, "to": new, "candidates": moved})))
+        return int(moved)
+
     def last_acceptance(self, candidate_id: int) -> dict[str, Any]:
         """The ``written`` detail the candidate's last ``queue.accept`` journal row kept (``{}`` when none)."""
         row = self.db.conn().execute(

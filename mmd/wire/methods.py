@@ -41,6 +41,7 @@ __all__ = [
     "MEMORY_OPEN",
     "MEMORY_READ",
     "MEMORY_RELOAD",
+    "MEMORY_RENAME",
     "MEMORY_RESTORE",
     "MEMORY_REVERT",
     "MEMORY_SEARCH",
@@ -127,6 +128,8 @@ MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR
 MEMORY_NUDGE = Method("memory.nudge", _SESSION, idempotent=True, inline=True)
 MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": Param(_STR, True),
                                        "summary": Param(_STR), "ifRevision": Param(_INT), **_SESSION})
+MEMORY_RENAME = Method("memory.rename", {"topic": Param(_STR, True), "to": Param(_STR, True),
+                                         "ifRevision": Param(_INT), **_SESSION})
 QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
                                    "all": Param(_BOOL), "minScore": Param(_NUM), "project": Param(_STR),
                                    "agent": Param(_STR), "session": Param(_STR)}, idempotent=True)
@@ -151,9 +154,9 @@ MEMORY_SYNC = Method("memory.sync", idempotent=True)
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
-    MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT,
-    QUEUE_REJECT, QUEUE_UNDO, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE, MEMORY_LOG, MEMORY_DIFF,
-    MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC)}
+    MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_RENAME, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET,
+    QUEUE_ACCEPT, QUEUE_REJECT, QUEUE_UNDO, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE, MEMORY_LOG,
+    MEMORY_DIFF, MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", float: "a number"}

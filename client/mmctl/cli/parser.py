@@ -140,6 +140,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),
              Opt("--summary", "S", "the joined note's index summary (default: the --into note's, else the first's)")),
             epilog="Example: mmctl merge deploy-vpn deploy-staging --into deploy"),
+    Command("rename", "rename", "rename a topic in one revision: its note, index entry, links from other notes and "
+            "the queue's proposals follow", (Pos("topic", "the topic"), Pos("new", "its new name")),
+            epilog="Refused, nothing changed, when the new name has a note or is not a slug."),
     Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
     Command("status", "status", "the daemon's state (needs the daemon)",
             epilog="The revision only grows: the daemon reserves numbers in blocks of 1000, so a restart skips\n"
