@@ -143,7 +143,10 @@ def print_page(label: str, times: list[float], body: bytes) -> None:
     p95 = times[int(0.95 * (len(times) - 1))]
     print(f"  {label + ' p50 ms':<40}{statistics.median(times):10.1f}    {'≤ ' + str(PAGE_MS):>10}")
     print(f"  {label + ' p95 ms':<40}{p95:10.1f}    {'≤ ' + str(PAGE_MS):>10}")
-    per100 = len(body) / 1000 * (100 / cards) if cards else 0.0
+    if not cards:  # a candidate's page: its size, no card target
+        print(f"  {label + ' kB':<40}{len(body) / 1000:10.1f}")
+        return
+    per100 = len(body) / 1000 * (100 / cards)
     print(f"  {label + ' kB (' + str(cards) + ' cards)':<40}{len(body) / 1000:10.1f}    "
           f"{'≤ ' + str(PAGE_KB * cards // 100):>10}   ({per100:.1f} kB per 100 cards)")
 
