@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from mmd.core import Memory, MemoryOptions
-from mmd.core import store as store_module
+from mmd.core import Memory, MemoryOptions, rootfs  # rootfs: the all-or-nothing replacement
 from mmd.core.errors import ErrorCode
 from mmd.core.paths import INDEX_NAME
 from mmd.core.store import MemoryStore
@@ -45,9 +44,9 @@ def test_a_group_rewrites_the_index_once_and_fsyncs_each_file_once(tmp_path: Pat
     store = _store(tmp_path)
     fsyncs: list[int] = []
     prepared: list[str] = []
-    real_fsync, real_prepare = os.fsync, store_module.prepare_file
+    real_fsync, real_prepare = os.fsync, rootfs.prepare_file
     monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
-    monkeypatch.setattr(store_module, "prepare_file",
+    monkeypatch.setattr(rootfs, "prepare_file",
                         lambda dfd, name, data, **kw: (prepared.append(name), real_prepare(dfd, name, data, **kw))[1])
     open_fds = len(os.listdir("/proc/self/fd"))
     done = store.write_many([(f"t{k}", f"body {k}", {}) for k in range(5)])
@@ -95,14 +94,14 @@ def test_a_group_that_cannot_be_written_is_retried_write_by_write(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     store = _store(tmp_path)
     store.write("b", "old body of b")
-    real_prepare = store_module.prepare_file
+    real_prepare = rootfs.prepare_file
 
     def failing(dfd: int, name: str, data: bytes, **kw: Any) -> Any:
         if name == "b.md":
             raise OSError(28, "No space left on device")
         return real_prepare(dfd, name, data, **kw)
 
-    monkeypatch.setattr(store_module, "prepare_file", failing)
+    monkeypatch.setattr(rootfs, "prepare_file", failing)
     open_fds = len(os.listdir("/proc/self/fd"))
     done = store.write_many([("a", "new a", {}), ("b", "new b", {}), ("c", "new c", {})])
     assert len(os.listdir("/proc/self/fd")) == open_fds  # the group's temp files, kept open for the fsync, closed

@@ -34,7 +34,7 @@ def test_review_accepts_edits_rejects_undoes_and_quits(start_daemon, tmp_path: P
                                            "--root", str(daemon.root)], env=env, encoding="utf-8", timeout=20)
     try:
         def at(topic: str, where: str = r"\d+/\d+") -> None:
-            child.expect(rf"\[{where}\] #\d+ {topic} ")
+            child.expect(rf"\[{where}\] #\d+ {topic}\s")
             child.expect_exact("[q]uit > ")
 
         at("api-auth", "1/4")
@@ -141,7 +141,7 @@ def test_review_takes_the_candidates_that_came_in_meanwhile(start_daemon, tmp_pa
         for _ in range(3):
             child.expect_exact("[q]uit > ")
             child.send("s")
-        child.expect(r"\] #\d+ api-rate ")
+        child.expect(r"\] #\d+ api-rate\s")
         log = next((tmp_path / "sessions" / "--home-dev-api--").rglob("session.v4.jsonl"))
         with open(log, "ab") as f:
             f.write(user_message(50, "mm:api-versioning the version goes in the path, /v2/", "m50"))
@@ -150,7 +150,7 @@ def test_review_takes_the_candidates_that_came_in_meanwhile(start_daemon, tmp_pa
         child.expect_exact("[q]uit > ")
         child.send("s")
         child.expect_exact("1 new candidate(s) came in meanwhile")
-        child.expect(r"\] #\d+ api-versioning ")
+        child.expect(r"\] #\d+ api-versioning\s")
         child.expect_exact("[q]uit > ")
         child.send("a")
         child.expect("accepted #\\d+ as api-versioning")
@@ -160,3 +160,45 @@ def test_review_takes_the_candidates_that_came_in_meanwhile(start_daemon, tmp_pa
         child.close()
     assert "api-versioning.md" in note_files(daemon)
     assert queue_rows(daemon)["api-versioning"] == ("accepted", None, "api-versioning")
+
+
+def test_review_wraps_at_words_shows_each_body_once_and_takes_the_pages_keys(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_ingest_helpers import call
+    from tests.web_helpers import DENSE, DENSE_COUNT
+
+    daemon, _ = start_web_daemon(start_daemon, tmp_path, fixture=DENSE, expected=DENSE_COUNT)
+    ranked = call(daemon, "queue.list", {"limit": 100})["candidates"]
+    longest = max(ranked, key=lambda c: len(c["body"]))
+    at = ranked.index(longest) + 1
+    child = pexpect.spawn(sys.executable, ["-m", "mmctl", "review", "--root", str(daemon.root)],
+                          env={**daemon.env, "NO_COLOR": "1", "COLUMNS": "60"}, encoding="utf-8", timeout=20,
+                          dimensions=(40, 60))
+    try:
+        child.expect_exact("[q]uit > ")
+        for _ in range(at - 1):
+            child.send("j")
+            child.expect_exact("[q]uit > ")
+        child.send("j")
+        child.expect_exact("[q]uit > ")
+        child.send("k")  # back to the longest one: shown again whole
+        child.expect(rf"\[{at}/{DENSE_COUNT}\] #{longest['id']} ")
+        child.expect_exact("[q]uit > ")
+        shown = child.before
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    lines = [line.rstrip() for line in (shown or "").replace("\r", "").split("\n")]
+    where = next(i for i, line in enumerate(lines) if line.startswith("  > "))
+    assert lines[0] == longest["topic"]  # the heading's end (after "[at/total] #id ")
+    first = next(i for i, line in enumerate(lines) if line.startswith("  " + longest["body"][:12]))
+    meta = " ".join(line.strip() for line in lines[1:first])  # kind, project, score… wrapped as well
+    proposed = "append to it" if longest["proposal"]["action"] == "append" else "a new note"
+    assert meta.startswith("explicit · /home/dev/chess · score") and meta.endswith(proposed), meta
+    body_lines = lines[first:where]
+    assert all(len(line) <= 60 for line in lines), [line for line in lines if len(line) > 60]
+    assert " ".join(line.strip() for line in body_lines) == longest["body"]  # whole words, nothing lost
+    assert len(body_lines) > 5  # wrapped, not one long line
+    text = " ".join(line.strip() for line in lines)
+    assert text.count(longest["body"][:40]) == 1  # the body once: the quote (the same words) is not shown again
+    assert any(line.startswith("  > human · dsh") for line in lines)  # where it was said, one line

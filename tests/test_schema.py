@@ -313,6 +313,11 @@ def _memory_methods(wire: Wire, tmp_path: Path) -> None:
     assert wire.result("memory.merge", {"topics": ["deploy"], "into": "deploy-all", "ifRevision": merged["revision"],
                                         })["action"] == "created"
     wire.result("memory.merge", {"topics": ["deploy-all"], "into": "deploy"})
+    renamed = wire.result("memory.rename", {"topic": "deploy", "to": "deploys"})
+    assert renamed["ok"] is True and renamed["from"] == "deploy" and "pendingWrites" not in renamed
+    assert wire.result("memory.rename", {"topic": "deploys", "to": "deploy"})["topic"] == "deploy"
+    wire.error("memory.rename", {"topic": "deploy", "to": "not a slug"}, "E_INVALID", schema_refuses=True)
+    wire.error("memory.rename", {"topic": "deploy", "to": "oncall"}, "E_INVALID")  # has a note: refused
     deleted = wire.result("memory.delete", {"topic": "oncall", "sessionId": sid})
     assert deleted["removed"] is True and deleted["pendingWrites"] == 2
     assert wire.result("memory.delete", {"topic": "never-was"})["removed"] is False

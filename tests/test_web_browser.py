@@ -64,29 +64,35 @@ def flash_texts(page: Any) -> list[str]:
     return [str(t) for t in page.locator("#flash li").all_inner_texts()]
 
 
+def edit_page(page: Any, cand: dict[str, Any]) -> None:
+    """Open the candidate's page from its card (its Edit link) and wait for its form."""
+    page.locator(f"#cand-{cand['id']} a.do-edit").click()
+    page.wait_for_selector("#edit textarea[name=body]")
+
+
 def test_accept_with_an_edited_topic(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
     daemon, url = start_web_daemon(start_daemon, tmp_path)
     cand = by_topic(daemon)["deploy-region"]
     page.goto(url)
     assert page.locator("article.candidate").count() == len(EXPECTED_TOPICS)
     shot(page, "queue-view")
-    card = page.locator(f"#cand-{cand['id']}")
-    card.locator("details.accept summary").click()
-    card.locator("input[name=topic]").fill("deploy-eu")
-    card.locator("input[name=tags]").fill("ops, cloud")
-    card.locator("button.do-accept").click()
+    edit_page(page, cand)
+    page.locator("#edit input[name=topic]").fill("deploy-eu")
+    page.locator("#edit input[name=tags]").fill("ops, cloud")
+    page.locator("#edit button.do-accept").click()
     assert any("accepted as deploy-eu" in t for t in flash_texts(page))
     assert page.locator(f"#cand-{cand['id']}").count() == 0
     other = by_topic(daemon)["test-command"]  # onto the note just written: refused in the page's words
-    card = page.locator(f"#cand-{other['id']}")
-    card.locator("details.accept summary").click()
-    card.locator("input[name=topic]").fill("deploy-eu")
-    card.locator("button.do-accept").click()
-    said = " ".join(flash_texts(page))
+    edit_page(page, other)
+    page.locator("#edit input[name=topic]").fill("deploy-eu")
+    page.locator("#edit button.do-accept").click()
+    page.wait_for_selector("#problem")
+    said = page.locator("#problem").inner_text()
     assert "deploy-eu already has a note" in said and "replace: true" not in said, said
+    assert page.locator("#edit input[name=topic]").input_value() == "deploy-eu"  # the form as sent, to fix
     files = note_files(daemon)
     assert "deploy-eu.md" in files and "eu-west-1" in files["deploy-eu.md"] and "deploy-region.md" not in files
-    assert call(daemon, "memory.read", {"topic": "deploy-eu"})["tags"] == ["ops", "cloud"]
+    assert call(daemon, "memory.read", {"topic": "deploy-eu", "project": cand["scope"]})["tags"] == ["ops", "cloud"]
     rows = queue_rows(daemon)
     assert rows["deploy-region"] == ("accepted", None, "deploy-eu")
     assert sum(1 for r in rows.values() if r[0] == "pending") == len(EXPECTED_TOPICS) - 1
@@ -94,28 +100,22 @@ def test_accept_with_an_edited_topic(start_daemon, tmp_path: Path, page: Any) ->
 
 def test_accept_into_an_existing_topic(start_daemon, tmp_path: Path, page: Any) -> None:  # type: ignore[no-untyped-def]
     daemon, url = start_web_daemon(start_daemon, tmp_path)
-    assert call(daemon, "memory.write", {"topic": "testing", "content": "CI runs on every push.",
-                                         "summary": "how we test"})["ok"]
     cand = by_topic(daemon)["test-command"]
+    folder = cand["evidence"][0]["project"]  # the note goes in the root of the project it was said in
+    assert call(daemon, "memory.write", {"topic": "testing", "content": "CI runs on every push.",
+                                         "summary": "how we test", "project": folder})["ok"]
     page.goto(url)
-    card = page.locator(f"#cand-{cand['id']}")
-    # no note is chosen until one is picked: the browser does not send the form, and a form sent anyway is
-    # refused by the daemon; nothing is accepted or written either way
-    assert card.locator("select[name=into]").input_value() == ""
-    card.locator("button.do-into").click()
-    assert card.locator("select[name=into]").evaluate("s => !s.validity.valid")
-    card.locator("select[name=into]").evaluate("s => s.removeAttribute('required')")
-    card.locator("button.do-into").click()
-    assert any("choose the note to append to" in t for t in flash_texts(page)), flash_texts(page)
-    assert queue_rows(daemon)["test-command"][0] == "pending" and "test-command.md" not in note_files(daemon)
-    card = page.locator(f"#cand-{cand['id']}")
-    card.locator("select[name=into]").select_option("testing")
-    card.locator("button.do-into").click()
+    edit_page(page, cand)
+    # no note is chosen until one is picked: the form starts on a new note under the candidate's topic
+    assert page.locator("#edit select[name=into]").input_value() == ""
+    page.locator("#edit select[name=into]").select_option("testing")
+    assert "characters once appended to testing" in page.locator("#count").inner_text()
+    page.locator("#edit button.do-accept").click()
     assert any("appended to testing" in t for t in flash_texts(page))
     text = note_files(daemon)["testing.md"]
     assert "CI runs on every push." in text and "make check" in text
     assert "test-command.md" not in note_files(daemon)
-    assert "how we test" in (daemon.root / "MEMORY.md").read_text()
+    assert "how we test" in (daemon.root / "projects" / cand["scope"] / "MEMORY.md").read_text()
     assert queue_rows(daemon)["test-command"] == ("accepted", None, "testing")
 
 
@@ -123,9 +123,9 @@ def test_reject_with_a_reason(start_daemon, tmp_path: Path, page: Any) -> None: 
     daemon, url = start_web_daemon(start_daemon, tmp_path)
     cand = by_topic(daemon)["code-style"]
     page.goto(url)
-    card = page.locator(f"#cand-{cand['id']}")
-    card.locator(".reject-form input[name=reason]").fill("the linter says it already")
-    card.locator("button.do-reject").click()
+    edit_page(page, cand)
+    page.locator("#edit input[name=reason]").fill("the linter says it already")
+    page.locator("#edit button.do-reject").click()
     assert any(f"#{cand['id']} rejected" in t for t in flash_texts(page))
     assert queue_rows(daemon)["code-style"] == ("rejected", "the linter says it already", None)
     assert note_files(daemon) == {}
@@ -224,27 +224,19 @@ def test_the_queue_updates_live_after_a_decision_made_elsewhere(start_daemon, tm
 
 def test_an_append_proposal_with_its_evidence_is_accepted_into_its_note(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                         page: Any) -> None:
-    from tests.test_ingest_helpers import candidates, user_message, wait_until
+    from tests.web_helpers import append_proposal
 
     daemon, url = start_web_daemon(start_daemon, tmp_path)
-    assert call(daemon, "memory.write", {"topic": "deploy", "content": "Staging deploys go through the bastion.",
-                                         "tags": "staging", "summary": "how staging deploys work"})["ok"]
-    folder = tmp_path / "sessions" / "--home-dev-shop--" / "s-web-3"
-    folder.mkdir()
-    header = (b'{"type":"session","version":4,"id":"s-web-3","createdAt":1790787873424,"isSeeded":false,'
-              b'"delegationDepth":0}\n')
-    (folder / "session.v4.jsonl").write_bytes(
-        header + user_message(1, "REMEMBER: staging deploys need the VPN token from the team vault.", "m1"))
-    cand = wait_until(lambda: next((c for c in candidates(daemon, "pending")
-                                    if c.get("proposal", {}).get("action") == "append"), None),
-                      what="the append proposal")
+    cand = append_proposal(daemon, tmp_path / "sessions", "s-web-3")
     page.goto(url)
     card = page.locator(f"#cand-{cand['id']}")
-    assert "Proposal: append to deploy" in " ".join(card.locator(".proposal").inner_text().split())
-    assert "VPN token from the team vault" in card.locator(".evidence q").first.inner_text()
+    assert card.locator(".proposal").inner_text() == "append to" and card.locator(".topic").inner_text() == "deploy"
+    assert card.locator(".md").inner_text() == "staging deploys need the VPN token from the team vault."
+    assert card.locator(".from q").count() == 0  # the quote says the body again: not shown twice
     assert card.locator(".score").inner_text() == f"{cand['score']:.2f}"
     assert card.locator(".seen").inner_text() == str(cand["seen"])
-    card.locator("button.do-append").click()
+    assert card.locator("button.do-accept").inner_text() == "Append"
+    card.locator("button.do-accept").click()
     assert any("appended to deploy" in t for t in flash_texts(page))
     note = call(daemon, "memory.read", {"topic": "deploy"})
     assert note["body"] == ("Staging deploys go through the bastion.\n\n"
@@ -286,7 +278,7 @@ def test_a_sessions_hidden_candidates_open_from_its_group(start_daemon, tmp_path
     group.locator("a.session-all").click()
     page.wait_for_selector(f"#cand-{hidden[0]['id']}")
     assert "session s-web-4: 6 pending, hidden ones too" in " ".join(page.locator("h1").inner_text().split())
-    assert {int(x) for x in page.locator("article.candidate").evaluate_all("els => els.map(e => e.dataset.id)")} \
+    assert {int(x) for x in page.locator("article.candidate").evaluate_all("els => els.map(e => e.id.slice(5))")} \
         == {c["id"] for c in mine}
     page.locator("#whole-queue").click()
     page.wait_for_selector("select#group")

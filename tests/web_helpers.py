@@ -2,7 +2,9 @@
 
 The fixture logs (``tests/fixtures/web/sessions``) hold ten ``mm:`` prompts in two
 projects; ``big-notes`` (361 code points) goes over budget once :func:`tighten_budget` lowered the
-default write budget to 100 (a SIGHUP reload), the others stay within it.
+default write budget to 100 (a SIGHUP reload), the others stay within it. ``tests/fixtures/web/dense``
+holds one session of seventeen marked statements as long as real ones (120–480 code points, inline
+markdown, one with a ``javascript:`` link and a ``<script>`` tag): :data:`DENSE`.
 This module holds no tests of its own.
 """
 
@@ -19,18 +21,41 @@ from tests.test_daemon_helpers import DaemonProcess
 from tests.test_ingest_helpers import backfilled, call, candidates, wait_until
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "web" / "sessions"
+DENSE = Path(__file__).resolve().parent / "fixtures" / "web" / "dense"
+DENSE_COUNT = 18
+"""Candidates the dense fixture makes."""
 EXPECTED_TOPICS = {"deploy-region", "test-command", "db-migrations", "code-style", "release-day", "big-notes",
                    "api-auth", "api-errors", "api-paging", "api-rate"}
 
 
-def start_web_daemon(start_daemon: Any, tmp_path: Path, *extra: str) -> tuple[DaemonProcess, str]:
-    """A daemon on a copy of the fixture logs with ``--http 127.0.0.1:0``: ``(daemon, token url)``."""
-    shutil.copytree(FIXTURE, tmp_path / "sessions")
+def start_web_daemon(start_daemon: Any, tmp_path: Path, *extra: str, fixture: Path = FIXTURE,
+                     expected: int = len(EXPECTED_TOPICS)) -> tuple[DaemonProcess, str]:
+    """A daemon on a copy of the fixture logs with ``--http 127.0.0.1:0``: ``(daemon, token url)``, once its
+    ``expected`` candidates are in the queue."""
+    shutil.copytree(fixture, tmp_path / "sessions")
     daemon = start_daemon("--http", "127.0.0.1:0", *extra)
     backfilled(daemon)
-    wait_until(lambda: len(candidates(daemon, "pending")) == len(EXPECTED_TOPICS), what="the fixture candidates")
+    wait_until(lambda: len(candidates(daemon, "pending")) == expected, what="the fixture candidates")
     url = call(daemon, "daemon.status")["http"]["url"]
     return daemon, str(url)
+
+
+def append_proposal(daemon: DaemonProcess, sessions: Path, session_id: str) -> dict[str, Any]:
+    """The candidate proposing to append to the note ``deploy`` (written first, as "how staging deploys work"),
+    made by a new session ``session_id`` of the shop project saying a REMEMBER about staging deploys."""
+    from tests.test_ingest_helpers import user_message
+
+    assert call(daemon, "memory.write", {"topic": "deploy", "content": "Staging deploys go through the bastion.",
+                                         "tags": "staging", "summary": "how staging deploys work"})["ok"]
+    folder = sessions / "--home-dev-shop--" / session_id
+    folder.mkdir()
+    header = (f'{{"type":"session","version":4,"id":"{session_id}","createdAt":1790787873424,"isSeeded":false,'
+              '"delegationDepth":0}\n').encode()
+    (folder / "session.v4.jsonl").write_bytes(
+        header + user_message(1, "REMEMBER: staging deploys need the VPN token from the team vault.", "m1"))
+    return dict(wait_until(lambda: next((c for c in candidates(daemon, "pending")
+                                         if c.get("proposal", {}).get("action") == "append"), None),
+                           what="the append proposal"))
 
 
 def tighten_budget(daemon: DaemonProcess, budget: int = 100) -> None:

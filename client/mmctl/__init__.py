@@ -18,7 +18,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # type checkers see the real classes; at run time they load on first use
     from typing import Any
 
-    from ._base import Curve
     from .aclient import AsyncClient, AsyncSession, AsyncSubscription
     from .client import Client, Session, Subscription
     from .errors import (
@@ -32,6 +31,7 @@ if TYPE_CHECKING:  # type checkers see the real classes; at run time they load o
         UnsafeEndpoint,
     )
     from .events import Event
+    from .transport import Curve
 
 __all__ = [
     "AsyncClient",
@@ -54,7 +54,8 @@ __all__ = [
 
 _WHERE = {
     "AsyncClient": "aclient", "AsyncSession": "aclient", "AsyncSubscription": "aclient", "Client": "client",
-    "Session": "client", "Subscription": "client", "Event": "events", "Curve": "_base", **{name: "errors" for name in (
+    "Session": "client", "Subscription": "client", "Event": "events", "Curve": "transport",
+    **{name: "errors" for name in (
         "BudgetError", "ConflictError", "DaemonUnavailable", "MmctlError", "NoSessionError", "RequestTimeout",
         "RpcError", "UnsafeEndpoint")},
 }

@@ -27,7 +27,7 @@ from ._queue import QueueMethods
 from .errors import BudgetError, UnsafeEndpoint, error_from_rpc
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "IDEMPOTENT", "RESTART_RETRY_S", "SCOPED_METHODS", "SESSION_METHODS", "Attempt",
-           "Curve", "EndpointCheck", "Methods", "SessionMethods", "Target", "answers", "decode_reply", "encode_request",
+           "EndpointCheck", "Methods", "SessionMethods", "Target", "answers", "decode_reply", "encode_request",
            "refused_while_stopping", "start_hint"]
 
 DEFAULT_TIMEOUT_MS = 5000
@@ -44,64 +44,6 @@ SCOPED_METHODS = frozenset(name for name, method in METHODS.items()
 list, or moves an accepted candidate: only when asked for)."""
 
 Post = Callable[[Any], Any] | None
-
-
-class Curve(Record):
-    """ZeroMQ CURVE keys for a ``tcp://`` daemon (DESIGN.md: tcp only with CURVE); all Z85 ``bytes``.
-
-    Attributes:
-        server_public: the daemon's public key.
-        public, secret: this client's key pair; its public certificate must be in the daemon's
-            ``curveClientKeysDir``.
-    """
-
-    __slots__ = ("server_public", "public", "secret")
-
-    def __init__(self, server_public: bytes, public: bytes, secret: bytes) -> None:
-        self.server_public, self.public, self.secret = server_public, public, secret
-
-    @classmethod
-    def from_files(cls, server_certificate: str | os.PathLike[str],
-                   client_certificate: str | os.PathLike[str]) -> Curve:
-        """Keys from ``zmq.auth`` certificate files: the daemon's public one and this client's secret one.
-
-        Raises:
-            ValueError: if the client certificate holds no secret key. OSError: if a file cannot be read.
-        """
-        import zmq.auth
-
-        server_public, _ = zmq.auth.load_certificate(os.fspath(server_certificate))
-        public, secret = zmq.auth.load_certificate(os.fspath(client_certificate))
-        if secret is None:
-            raise ValueError(f"{os.fspath(client_certificate)} holds no secret key")
-        return cls(server_public, public, secret)
-
-    def apply(self, sock: Any) -> None:
-        """Make ``sock`` (not yet connected) a CURVE client of the daemon."""
-        sock.curve_serverkey = self.server_public
-        sock.curve_publickey = self.public
-        sock.curve_secretkey = self.secret
-
-
-def connect(sock: Any, endpoint: str, curve: Curve | None) -> Any:
-    """Set up a client socket (DEALER or SUB; pyzmq sync or asyncio) and connect it to ``endpoint``.
-
-    No linger on close, a 50 ms reconnect interval (a restarted daemon is found at once),
-    CURVE when given; a DEALER also queues only to a connected peer (``IMMEDIATE``) and a
-    SUB takes every topic (filtering happens in the client, so ``seq`` gaps mean lost events).
-    """
-    import zmq
-
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.RECONNECT_IVL, 50)
-    if sock.type == zmq.DEALER:
-        sock.setsockopt(zmq.IMMEDIATE, 1)
-    elif sock.type == zmq.SUB:
-        sock.setsockopt(zmq.SUBSCRIBE, b"")
-    if curve is not None:
-        curve.apply(sock)
-    sock.connect(endpoint)
-    return sock
 
 
 class Target(Record):
@@ -376,7 +318,7 @@ class Methods(QueueMethods):
                topic_hint: str | None = None) -> Any:
         """``memory.digest`` → candidates ``{source, sourceKind, candidates, usage, note}``; never writes."""
         return self._call(wire.MEMORY_DIGEST.name, {"text": text, "file": file, "maxItems": max_items,
-                                            "topicHint": topic_hint})
+                                                    "topicHint": topic_hint})
 
     def nudge(self, *, session_id: str | None = None) -> Any:
         """``memory.nudge`` → ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``."""
@@ -430,6 +372,18 @@ class Methods(QueueMethods):
         """
         return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "summary": summary,
                                                    "ifRevision": if_revision, "sessionId": session_id})
+
+    def rename(self, topic: str, to: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
+        """``memory.rename`` → ``{ok, topic, uri, from, linked, proposals, usage, revision}``: ``topic`` renamed
+        ``to`` in one revision, the links to it in other notes and the queue's proposals following; a budget
+        refusal (a note past its byte cap, the index past its caps) is ``{ok: false, code, …}``.
+
+        Raises:
+            RpcError(E_INVALID): ``to`` has a note or is not a slug, ``topic`` has none (nothing changed).
+            ConflictError: ``to`` differs from a topic only by case, or ``if_revision`` is not current.
+        """
+        return self._call(wire.MEMORY_RENAME.name, {"topic": topic, "to": to, "ifRevision": if_revision,
+                                                    "sessionId": session_id})
 
 
 class SessionMethods(Methods):

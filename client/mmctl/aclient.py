@@ -25,20 +25,19 @@ from mmd.wire.methods import MEMORY_CLOSE, MEMORY_OPEN, SESSION_PARAM
 from ._base import (
     DEFAULT_TIMEOUT_MS,
     Attempt,
-    Curve,
     EndpointCheck,
     Methods,
     Post,
     SessionMethods,
     Target,
     answers,
-    connect,
     decode_reply,
     encode_request,
     start_hint,
 )
 from .errors import DaemonUnavailable, NoSessionError, RequestTimeout
 from .events import Event, SeqTracker, decode_event
+from .transport import Curve, connect
 
 __all__ = ["AsyncClient", "AsyncSession", "AsyncSubscription"]
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["budget_lines", "candidates", "cut", "table", "terminal_width"]
+__all__ = ["budget_lines", "candidates", "columns", "cut", "table", "terminal_width", "wrap"]
 
 
 def budget_lines(report: dict[str, Any]) -> list[str]:
@@ -53,6 +53,53 @@ def cut(text: Any, width: int) -> str:
     """``text`` on one line (line breaks become spaces), cut to ``width`` code points with ``…`` when longer."""
     one = " ".join(str(text).split())
     return one if len(one) <= width else one[:max(0, width - 1)] + "…"
+
+
+def columns(text: str) -> int:
+    """The columns ``text`` takes on a terminal: 2 for a wide character (CJK, fullwidth), 0 for a combining mark."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def wrap(text: Any, width: int, indent: str = "") -> list[str]:
+    """``text`` as lines of at most ``width`` columns (:func:`columns`), each line of it wrapped at spaces, each
+    starting with ``indent``; a list item's lines hang under its text. A word wider than the room is split
+    (a CJK sentence, written without spaces, wraps at the column). Blank lines stay; nothing is dropped."""
+    import re
+
+    out: list[str] = []
+    for line in str(text).splitlines() or [""]:
+        lead = re.match(r"\s*(?:[-*+•]\s+|\d{1,3}[.)]\s+)?", line)
+        head = lead.group(0) if lead else ""
+        hang = indent + " " * columns(head)
+        room = max(8, width - columns(hang))
+        current, used = indent + head, columns(indent + head)
+        start = len(current)
+        for word in line[len(head):].split():
+            for piece in _pieces(word, room):
+                need = columns(piece) + (1 if len(current) > start else 0)
+                if len(current) > start and used + need > width:
+                    out.append(current)
+                    current, used, start = hang, columns(hang), len(hang)
+                    need = columns(piece)
+                current += (" " if len(current) > start else "") + piece
+                used += need
+        out.append(current.rstrip() if current.strip() else "")
+    return out
+
+
+def _pieces(word: str, room: int) -> list[str]:
+    """``word`` split into pieces of at most ``room`` columns (itself when it fits)."""
+    if columns(word) <= room:
+        return [word]
+    pieces, piece = [], ""
+    for ch in word:
+        if piece and columns(piece + ch) > room:
+            pieces.append(piece)
+            piece = ""
+        piece += ch
+    return [*pieces, piece] if piece else pieces
 
 
 def table(rows: list[tuple[Any, ...]], caps: tuple[int | None, ...], width: int | None = None) -> list[str]:

@@ -42,6 +42,7 @@ __all__ = [
     "read_index_bytes",
     "read_note_bytes",
     "remove_in",
+    "replace_together",
     "sync_together",
     "temp_name",
 ]
@@ -411,3 +412,46 @@ def opened_folder(root: Path, parts: list[str] | tuple[str, ...], *, create: boo
         yield fd
     finally:
         os.close(fd)
+
+
+def replace_together(root: Path, notes: dict[str, bytes], index: bytes) -> None:
+    """Replace the notes ``memories/<name>`` (``notes``: ``{name: bytes}``, at least one) and MEMORY.md
+    (``index``) all or nothing, as a reader sees it (issues 11, 17).
+
+    Every temp file is written, then fsynced, before any is renamed; the notes are
+    renamed first (a crash between leaves old entries pointing at new bodies or
+    an orphan note, never an entry without its note, and every file whole); if a
+    rename fails, the notes already renamed are put back (new ones removed). One
+    index rewrite and one fsync of each folder serve the whole batch.
+
+    Raises:
+        MMError(E_IO): if any step fails (ENOSPC included); every file is then as before.
+    """
+    first = next(iter(notes))
+    try:
+        with opened_folder(root, ()) as root_fd, opened_folder(root, (DETAIL_DIR,), create=True) as note_fd:
+            prepared: list[PreparedFile] = []
+            grouped = len(notes) > 1  # write every temp file, then sync them all: fewer journal commits
+            try:
+                for name, data in notes.items():
+                    prepared.append(prepare_file(note_fd, name, data, keep_previous=True, sync=not grouped))
+                index_file = prepare_file(root_fd, INDEX_NAME, index, sync=not grouped)
+                try:
+                    if grouped:
+                        sync_together([temp.sync for temp in (*prepared, index_file)])
+                    for note_file in prepared:
+                        note_file.commit()
+                    index_file.commit()
+                except OSError:
+                    for note_file in reversed(prepared):
+                        note_file.restore()
+                    raise
+                finally:
+                    index_file.discard()
+            finally:
+                for note_file in prepared:
+                    note_file.discard()
+            sync_together([lambda: os.fsync(note_fd), lambda: os.fsync(root_fd)], at_once=grouped)
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{first} failed: {error.strerror or error}",
+                      details=f"{DETAIL_DIR}/{first}") from error

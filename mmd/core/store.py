@@ -26,17 +26,7 @@ from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel
-from .rootfs import (
-    PreparedFile,
-    make_folders,
-    note_parts,
-    note_problem,
-    opened_folder,
-    prepare_file,
-    read_index_bytes,
-    remove_in,
-    sync_together,
-)
+from .rootfs import make_folders, note_parts, note_problem, opened_folder, read_index_bytes, remove_in, replace_together
 from .snapshot import parse_index_text, read_note_sized
 from .text import (
     byte_length,
@@ -130,46 +120,12 @@ class MemoryStore:
         self._state = state
 
     def _write_files(self, notes: dict[str, bytes], state: IndexState) -> None:
-        """Write the notes ``memories/<name>`` and MEMORY.md all or nothing, as the caller sees it (issues 11, 17).
-
-        Every temp file is written, then fsynced, before any is renamed; the notes are
-        renamed first (a crash between leaves old entries pointing at new bodies or
-        an orphan note, never an entry without its note, and every file whole); if a
-        rename fails, the notes already renamed are put back (new ones removed). One
-        index rewrite and one fsync of each folder serve the whole batch.
+        """Write the notes ``memories/<name>`` and MEMORY.md all or nothing (:func:`.rootfs.replace_together`).
 
         Raises:
             MMError(E_IO): if any step fails (ENOSPC included); every file is then as before.
         """
-        first = next(iter(notes))
-        try:
-            with opened_folder(self.root, ()) as root_fd, opened_folder(self.root, (DETAIL_DIR,),
-                                                                        create=True) as note_fd:
-                prepared: list[PreparedFile] = []
-                grouped = len(notes) > 1  # write every temp file, then sync them all: fewer journal commits
-                try:
-                    for name, data in notes.items():
-                        prepared.append(prepare_file(note_fd, name, data, keep_previous=True, sync=not grouped))
-                    index_file = prepare_file(root_fd, INDEX_NAME, state.data, sync=not grouped)
-                    try:
-                        if grouped:
-                            sync_together([temp.sync for temp in (*prepared, index_file)])
-                        for note_file in prepared:
-                            note_file.commit()
-                        index_file.commit()
-                    except OSError:
-                        for note_file in reversed(prepared):
-                            note_file.restore()
-                        raise
-                    finally:
-                        index_file.discard()
-                finally:
-                    for note_file in prepared:
-                        note_file.discard()
-                sync_together([lambda: os.fsync(note_fd), lambda: os.fsync(root_fd)], at_once=grouped)
-        except OSError as error:
-            raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{first} failed: {error.strerror or error}",
-                          details=f"{DETAIL_DIR}/{first}") from error
+        replace_together(self.root, notes, state.data)
         self._state = state
 
     def ensure_root(self) -> None:
@@ -409,6 +365,48 @@ class MemoryStore:
                     self._remove_note(e.file)
         return {"ok": True, "topic": into, "uri": uri_for(o.memory_id, into),
                 "action": "updated" if into in by_topic else "created", "merged": others, "usage": usage}
+
+    def rename(self, old: str, new: str) -> dict[str, Any]:
+        """Rename the topic ``old`` to ``new`` (issue 30) in one write of the index: NEW's note (meta lines
+        included) and entry, the other notes and entries linking to OLD (:mod:`.rename`); then OLD's file goes.
+
+        Budgets are the write's: each note written must fit the file cap, and the index its caps unless the
+        rename shrinks it. A note that cannot be read keeps its links (it is not rewritten).
+
+        Returns:
+            ``{ok: True, topic: new, uri, from: old, linked: [topics], usage}`` or the write's
+            ``{ok: False, code, message, reason, usage, topic}`` (then nothing changed).
+
+        Raises:
+            MMError(E_INVALID): for a topic that is not a slug, OLD without a note, NEW with one, OLD equal to NEW.
+            MMError(E_CONFLICT): for a NEW that differs only by case from a topic there is.
+            MMError(E_PARSE | E_IO): as :meth:`write`; a crash leaves an orphan note, never a lost entry.
+        """
+        from .rename import live_body, plan_rename
+
+        old, new = validate_topic(old), validate_topic(new)
+        o = self.options
+        with self._lock():
+            state = self.live_state()
+            plan = plan_rename(state.entries, old, new, lambda entry: live_body(self.root, entry),
+                               memory_id=o.memory_id, now=self._now_iso())
+            after = state
+            for topic, entry in plan.entries:
+                after = self._next_state(after, topic, entry)
+            usage = self._write_usage(plan.body_chars, plan.write_budget, len(plan.notes[f"{new}.md"]), after.usage)
+            big = next((name for name, data in plan.notes.items() if len(data) > o.detail_max_bytes), None)
+            if big is not None:
+                return _failure(new, BudgetCode.E_FILE_BUDGET_EXCEEDED, f"{DETAIL_DIR}/{big} would exceed its byte cap "
+                                "with the new name; condense it first (see usage)", usage)
+            shrinks = after.usage["lines"] < state.usage["lines"] or after.usage["bytes"] < state.usage["bytes"]
+            if after.usage["overBudget"] and not shrinks:
+                return _failure(new, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
+                                "the MEMORY.md index would exceed its hard limit with the new name", usage)
+            self._write_files(plan.notes, after)
+            if plan.removed != detail_rel(new):
+                self._remove_note(plan.removed)
+        return {"ok": True, "topic": new, "uri": uri_for(o.memory_id, new), "from": old, "linked": plan.linked,
+                "usage": usage}
 
     def _review_date(self, value: object) -> str:
         """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""

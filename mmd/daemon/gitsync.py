@@ -63,7 +63,7 @@ RETRY_FIRST_MS = 5_000
 """First retry after a failed sync, milliseconds (or the interval, when shorter); doubles per failure."""
 RETRY_MAX_MS = 900_000
 """Longest wait between retries, milliseconds (or the interval, when longer)."""
-_CAUSES = {"write": "write", "delete": "delete", "merge": "merge", "external": "external edit"}
+_CAUSES = {"write": "write", "delete": "delete", "merge": "merge", "rename": "rename", "external": "external edit"}
 """The state's change causes → commit causes; others (``config``, ``sync``) commit nothing of their own."""
 
 

@@ -215,6 +215,12 @@ class Home:
     def __iter__(self) -> Iterator[Root]:
         return iter(list(self.roots.values()))
 
+    @property
+    def revision(self) -> int:
+        """The sum of every root's revision: it moves whenever any root changes (revisions only grow), the one
+        number a page of every root's candidates is as old as."""
+        return sum(root.state.revision for root in self.roots.values())
+
     def projects(self) -> list[Root]:
         """The project roots served now, by key."""
         return [self.roots[k] for k in sorted(self.roots) if k != USER]

@@ -94,10 +94,9 @@ class Jobs:
         self.git: GitSync | None = None
         """With ``--git``: told of each revision (its commit)."""
 
-
     def on_change(self, revision: Revision, cause: str) -> None:
-        """A new revision of the user root (``cause``: ``write`` | ``delete`` | ``merge`` | ``external`` |
-        ``config``): journal it, publish it."""
+        """A new revision of the user root (``cause``: ``write`` | ``delete`` | ``merge`` | ``rename`` |
+        ``external`` | ``config``): journal it, publish it."""
         self._changed(revision, cause, USER, self.injector)
         if self.git is not None:
             self.git.revised(revision, cause)

@@ -375,6 +375,20 @@ class Methods(QueueMethods):
         return await state.merge(p["topics"], p["into"], summary=p.get("summary"),
                                  if_revision=p.get("ifRevision"), session_id=sid)
 
+    @handles(wire.MEMORY_RENAME)
+    async def rename(self, p: dict[str, Any]) -> dict[str, Any]:
+        """``memory.rename {topic, to, ifRevision?, sessionId?, project?}`` → ``{ok, topic, uri, from, linked,
+        proposals, usage, revision}`` or a budget failure ``{ok: false, code, …}``: the note, its index entry, the
+        links to it from other notes and the pending candidates' proposals follow the new name, one revision.
+
+        Raises:
+            DaemonError(E_CONFLICT | E_NO_SESSION | E_UNAVAILABLE), MMError(E_INVALID | E_CONFLICT | E_PARSE |
+            E_IO): as :meth:`.review.Review.rename` (a NEW with a note, or not a slug: refused, nothing changed).
+        """
+        state, sid = await self._writer(p)
+        return await self.review.rename(p["topic"], p["to"], if_revision=p.get("ifRevision"), session_id=sid,
+                                        state=state)
+
     # --- the memory home -----------------------------------------------------------------------
 
     @handles(wire.MEMORY_ADOPT)

@@ -378,6 +378,21 @@ class ReviewQueue:
         self.refresh_counts()
         return self.get(candidate_id)
 
+    def rename_topic(self, old: str, new: str, scope: str = "user") -> int:
+        """Pending candidates proposed to the root ``scope`` that propose the topic ``old`` (to create it or append
+        to it) propose ``new`` instead: the note was renamed there (``memory.rename``). Journaled as
+        ``queue.rename``; returns how many followed."""
+        conn = self.db.conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            moved = conn.execute("UPDATE candidates SET topic = ? WHERE status = 'pending' AND topic = ? AND scope = ?",
+                                 (new, old, scope)).rowcount
+            if moved:
+                conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.rename', NULL,"
+                             " ?)", (self._now_iso(), json.dumps({"from": old, "to": new, "candidates": moved,
+                                                                  "scope": scope})))
+        return int(moved)
+
     def last_acceptance(self, candidate_id: int) -> dict[str, Any]:
         """The ``written`` detail the candidate's last ``queue.accept`` journal row kept (``{}`` when none)."""
         row = self.db.conn().execute(

@@ -267,6 +267,24 @@ class Review:
                 results.append({"id": raw, "ok": True, "candidate": got})
         return {"ok": all(r["ok"] for r in results), "results": results}
 
+    async def rename(self, old: str, new: str, *, if_revision: int | None = None,
+                     session_id: str | None = None, state: MemoryState | None = None) -> dict[str, Any]:
+        """Rename the note ``old`` to ``new`` (:meth:`.state.MemoryState.rename`: links follow), then the pending
+        candidates proposing ``old`` propose ``new``: the outcome plus, once renamed, ``proposals`` (how many
+        followed; 0 without ingestion). Under the deciding lock, so no accept writes to the name being left meanwhile.
+
+        Raises:
+            DaemonError, MMError: as the state's rename (refused: nothing changed, the queue neither).
+        """
+        state = state or self.state  # the root the note is in (``project`` of the request)
+        async with self._deciding:
+            outcome = await state.rename(old, new, if_revision=if_revision, session_id=session_id)
+            if not outcome.get("ok"):
+                return outcome
+            moved = 0 if self.queue is None else await asyncio.to_thread(
+                self.queue.rename_topic, outcome["from"], outcome["topic"], self._scope_of(state))
+            return {**outcome, "proposals": moved}
+
     async def below(self, score: float) -> list[int]:
         """Ids of the pending candidates scoring below ``score`` (for ``queue.reject {below}``)."""
         return await asyncio.to_thread(self._queue().below, score)

@@ -3,8 +3,8 @@
 A *revision* is an immutable :class:`~mmd.core.snapshot.Snapshot` numbered above the root's high-water mark
 (:mod:`mmd.core.revision_mark`: numbers grow for the life of the root, across restarts and direct-mode writes;
 the daemon reserves them in blocks of :data:`RESERVE`); a write, a delete, an external edit or a config reload
-makes the next one. Sessions pin the revision current at ``memory.open`` until they close, reload or expire.
-Session-less reads see the current revision, so a write is visible to them at once.
+makes the next one. Sessions (:mod:`.sessions`) pin the revision current at ``memory.open`` until they close,
+reload or expire. Session-less reads see the current revision, so a write is visible to them at once.
 
 Threading: the ``prepare_*`` methods do the disk work (the store's write, then
 the next :class:`~.revision.Revision`) without changing the state, so they run
@@ -28,11 +28,9 @@ import asyncio
 import contextlib
 import gc
 import os
-import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from mmd.core.clock import Clock, now_iso, system_clock
@@ -47,6 +45,7 @@ from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 from .rootguard import RootGuard
+from .sessions import PinnedSessions, Session
 from .writequeue import Queued, gather, next_group
 
 __all__ = ["RESERVE", "MemoryState", "Session"]
@@ -55,29 +54,12 @@ RESERVE = 1000
 """Revision numbers reserved in the root's high-water mark at once (one durable write per block)."""
 
 
-@dataclass(slots=True)
-class Session:
-    """An agent session: the snapshot it pinned and its writes since.
-
-    Attributes:
-        session_id: random URL-safe id.
-        snapshot: the pinned revision.
-        pending_writes: successful writes/deletes in this session since it pinned.
-        last_used_s: ``time.monotonic()`` of the last request, seconds.
-    """
-
-    session_id: str
-    snapshot: Snapshot
-    pending_writes: int = 0
-    last_used_s: float = field(default_factory=time.monotonic)
-
-
 def _meta(snapshot: Snapshot) -> tuple[Any, ...]:
     return (snapshot.index_line_count, snapshot.index_byte_count, snapshot.anomalies, snapshot.memory_id)
 
 
-class MemoryState:
-    """The live state of one root inside the daemon.
+class MemoryState(PinnedSessions):
+    """The live state of one root inside the daemon (its agent sessions: :class:`.sessions.PinnedSessions`).
 
     Args:
         options: the memory options.
@@ -107,7 +89,7 @@ class MemoryState:
         """Set by the daemon once it locked the root: writes are refused after the root was lost."""
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
         """Called on the loop after each new revision but the first, with its cause
-        (``write`` | ``delete`` | ``external`` | ``config``)."""
+        (``write`` | ``delete`` | ``merge`` | ``rename`` | ``external`` | ``config``)."""
 
     def now_iso(self) -> str:
         """The clock as ISO-8601 UTC with milliseconds."""
@@ -372,16 +354,34 @@ class MemoryState:
             DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
             MMError: as :meth:`MemoryStore.merge`.
         """
+        return await self._alone(lambda: self.store.merge(list(topics), into, summary=summary), "merge",
+                                 if_revision, session_id)
+
+    async def rename(self, old: str, new: str, *, if_revision: int | None = None,
+                     session_id: str | None = None) -> dict[str, Any]:
+        """A serialized rename of a topic, links to it following (:meth:`mmd.core.store.MemoryStore.rename`),
+        one revision (cause ``rename``).
+
+        Raises:
+            DaemonError(E_CONFLICT | E_UNAVAILABLE): as :meth:`write`.
+            MMError: as :meth:`MemoryStore.rename` (refused: nothing changed).
+        """
+        self._check_root()
+        return await self._alone(lambda: self.store.rename(old, new), "rename", if_revision, session_id)
+
+    async def _alone(self, change: Callable[[], dict[str, Any]], cause: str, if_revision: int | None,
+                     session_id: str | None) -> dict[str, Any]:
+        """``change`` (a store operation on several files) under :attr:`lock`, then its revision installed."""
         async with self.lock:
             self._check_revision(if_revision)
 
             def run() -> tuple[dict[str, Any], Revision | None]:
-                outcome = self.store.merge(list(topics), into, summary=summary)
+                outcome = change()
                 return outcome, self.prepare_load() if outcome["ok"] else None
 
             outcome, revision = await asyncio.to_thread(run)
             if revision is not None:
-                self._install(revision, session_id, "merge")
+                self._install(revision, session_id, cause)
             return self._finish(outcome, session_id)
 
     async def refresh(self, rels: Iterable[str]) -> Revision | None:
@@ -448,52 +448,3 @@ class MemoryState:
         """Swap the memory options (SIGHUP); the next :meth:`load` applies them to the snapshot."""
         self.options = options
         self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
-
-    # --- sessions ------------------------------------------------------------------------------------
-
-    def open_session(self, session_id: str | None = None) -> Session:
-        """Pin the current revision in a new session (``session_id``: its id in another root, :mod:`.home`)."""
-        session = Session(session_id or secrets.token_urlsafe(12), self.current, last_used_s=self._monotonic())
-        self.sessions[session.session_id] = session
-        return session
-
-    def session(self, session_id: Any) -> Session:
-        """The live session ``session_id``, marked as used now.
-
-        Raises:
-            DaemonError(E_NO_SESSION): if it is unknown, closed or expired.
-        """
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is None:
-            raise DaemonError(DaemonCode.E_NO_SESSION,
-                              f"no open session {session_id!r} (closed, expired or never opened)")
-        session.last_used_s = self._monotonic()
-        return session
-
-    def snapshot_for(self, session_id: Any) -> Snapshot:
-        """The session's pinned snapshot, or the current one when ``session_id`` is None.
-
-        Raises:
-            DaemonError(E_NO_SESSION): for an unknown session.
-        """
-        return self.current if session_id is None else self.session(session_id).snapshot
-
-    def reload_session(self, session_id: Any) -> Session:
-        """Re-pin a session on the current revision and reset its pending writes."""
-        session = self.session(session_id)
-        session.snapshot, session.pending_writes = self.current, 0
-        return session
-
-    def close_session(self, session_id: Any) -> Session:
-        """Forget a session. Raises DaemonError(E_NO_SESSION) if it is not open."""
-        session = self.session(session_id)
-        del self.sessions[session.session_id]
-        return session
-
-    def expire_sessions(self, ttl_s: float) -> list[str]:
-        """Close sessions idle for more than ``ttl_s`` seconds; their ids."""
-        cutoff = self._monotonic() - ttl_s
-        expired = [sid for sid, s in self.sessions.items() if s.last_used_s < cutoff]
-        for sid in expired:
-            del self.sessions[sid]
-        return expired

@@ -16,8 +16,10 @@ version 1 lacked the ``inject_*`` and ``due_announced`` tables, versions
     extractors  one row per ended session the extractor command ran on (``session``: agent + id or file)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
     journal     every change the daemon saw or made: each new revision of the memory
-                (``memory.write`` / ``memory.delete`` / ``memory.merge`` / ``memory.external`` / ``memory.config``)
-                and each queue decision (``queue.accept`` / ``queue.reject``)
+                (``memory.write`` / ``memory.delete`` / ``memory.merge`` / ``memory.rename`` / ``memory.external`` /
+                ``memory.config``)
+                and each queue decision (``queue.accept`` / ``queue.reject``; ``queue.rename``: the proposals
+                that followed a rename)
     inject_views    the topic → content-hash maps clients were shown (one row per map, shared by clients)
     inject_clients  per client key: the view it last confirmed, the reminders it got, when it confirmed
     inject_pending  injections given but not yet confirmed (``memory.injected`` moves one to inject_clients)

@@ -60,7 +60,8 @@ class ChangedItem(TypedDict):
 
 
 class ChangedEvent(TypedDict):
-    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``merge`` | ``external`` | ``config`` | ``sync``."""
+    """``memory/changed``: ``cause`` is ``write`` | ``delete`` | ``merge`` | ``rename`` | ``external`` | ``config`` |
+    ``sync``."""
 
     seq: int
     at: str

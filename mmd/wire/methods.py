@@ -42,6 +42,7 @@ __all__ = [
     "MEMORY_OPEN",
     "MEMORY_READ",
     "MEMORY_RELOAD",
+    "MEMORY_RENAME",
     "MEMORY_RESTORE",
     "MEMORY_REVERT",
     "MEMORY_SEARCH",
@@ -134,6 +135,8 @@ MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR
 MEMORY_NUDGE = Method("memory.nudge", _IN_SCOPE, idempotent=True, inline=True)
 MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": Param(_STR, True),
                                        "summary": Param(_STR), "ifRevision": Param(_INT), **_IN_SCOPE})
+MEMORY_RENAME = Method("memory.rename", {"topic": Param(_STR, True), "to": Param(_STR, True),
+                                         "ifRevision": Param(_INT), **_IN_SCOPE})
 QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
                                    "all": Param(_BOOL), "minScore": Param(_NUM), "project": Param(_STR),
                                    "agent": Param(_STR), "session": Param(_STR), "first": Param(_STR)},
@@ -161,9 +164,9 @@ MEMORY_ADOPT = Method("memory.adopt", {"topics": Param((list,), True), SCOPE_PAR
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
-    MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET, QUEUE_ACCEPT,
-    QUEUE_REJECT, QUEUE_UNDO, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE, MEMORY_LOG, MEMORY_DIFF,
-    MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC, MEMORY_ADOPT)}
+    MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_RENAME, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET,
+    QUEUE_ACCEPT, QUEUE_REJECT, QUEUE_UNDO, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE, MEMORY_LOG,
+    MEMORY_DIFF, MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC, MEMORY_ADOPT)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", float: "a number"}

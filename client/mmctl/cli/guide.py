@@ -1,6 +1,7 @@
 """``mmctl nudge`` and ``mmctl guide``: what the memory asks of its agents (with or without a daemon).
 
-- ``nudge``: aligned rows and the suggested actions; ``--json``
+- ``nudge``: aligned rows and the suggested actions, then a ``warning:`` line when the index is
+  near its caps (:data:`.advice.NEAR_CAPS` of its lines or bytes); ``--json`` the reference's
   ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``;
 - ``guide``: the agents' guide text (also the MCP server's instructions).
 """
@@ -24,6 +25,12 @@ def cmd_nudge(ctx: Ctx) -> int:
     rows = [("at", report["at"]), ("notes", report["noteCount"]), ("pending writes", report["pendingWrites"]),
             ("index over budget", report["indexOverBudget"]), ("needs commit", report["needsCommit"])]
     ctx.write(aligned(rows) + "".join(f"- {a}\n" for a in report["suggestedActions"]))
+    from .advice import near_caps
+
+    index = daemon.client.index() if daemon is not None else ctx.direct().memory().read_index()
+    warning = near_caps(index["lineCount"], index["lineCap"], index["byteCount"], index["byteCap"])
+    if warning:
+        ctx.write(f"warning: {warning}\n")
     return EXIT_OK
 
 

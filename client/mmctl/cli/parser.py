@@ -19,10 +19,9 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
-
-if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterable
+    from typing import Any, NoReturn
 
 __all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments", "common_options",
            "parse_args", "usage_line"]
@@ -153,6 +152,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),
              Opt("--summary", "S", "the joined note's index summary (default: the --into note's, else the first's)")),
             epilog="Example: mmctl merge deploy-vpn deploy-staging --into deploy"),
+    Command("rename", "rename", "rename a topic in one revision: its note, index entry, links from other notes and "
+            "the queue's proposals follow", (Pos("topic", "the topic"), Pos("new", "its new name")),
+            epilog="Refused, nothing changed, when the new name has a note or is not a slug."),
     Command("uri", "reference", "the topic's canonical URI", (Pos("topic", "the note's topic"),), reference=True),
     Command("status", "status", "the daemon's state (needs the daemon)",
             epilog="The revision only grows: the daemon reserves numbers in blocks of 1000, so a restart skips\n"
@@ -207,9 +209,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                                 Opt("--agent", "A", "only candidates from this agent (dsh, claude-code, codex, other, "
                                     "git)", choices=AGENTS),
                                 Opt("--min-score", "N", "only candidates scoring at least N", "int")), json=False,
-            epilog="Keys: a accept, e edit in $EDITOR then accept, i accept into an existing topic, r reject "
-                   "(a reason may follow),\ns skip, u undo the last decision (an accepted note is deleted or "
-                   "restored), q quit."),
+            epilog="Keys: j next (s skips too), k previous, a accept, e edit in $EDITOR then accept, i accept into "
+                   "an\nexisting topic, r reject (a reason may follow), u undo the last decision (an accepted note "
+                   "is\ndeleted or restored), q quit: the review page's j/k/a/r/e and more."),
     Command("ui", "ui", "open the daemon's review page in the browser (needs `mmd --http`)",
             options=(Opt("--print", None, "print the page's URL (with its token) instead of opening it", "switch"),),
             json=False),
@@ -298,7 +300,9 @@ def _builder() -> type[argparse.ArgumentParser]:
 
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
-            raise UsageError(_reworded(self.prog, message), " ".join(self.format_usage().split()))
+            from .suggest import reworded  # loaded only for a refusal
+
+            raise UsageError(reworded(self.prog, message), " ".join(self.format_usage().split()))
 
         def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
             raise Shown(message or "")
@@ -309,16 +313,10 @@ def _builder() -> type[argparse.ArgumentParser]:
     return Parser
 
 
-def _reworded(prog: str, message: str) -> str:
-    """argparse's message, naming the command; ``unrecognized arguments`` split into options and arguments."""
-    if message.startswith("unrecognized arguments: "):
-        words = message.split(": ", 1)[1].split(" ")
-        options = [w for w in words if w.startswith("-") and len(w) > 1]
-        extra = [w for w in words if w not in options]
-        parts = ([f"unknown option {', '.join(options)}"] if options else []) + \
-            ([f"unexpected argument {', '.join(repr(w) for w in extra)}"] if extra else [])
-        message = "; ".join(parts)
-    return f"{prog.split(' ', 1)[-1]}: {message}"
+def _meant(word: str, words: Iterable[str]) -> str:
+    from .suggest import did_you_mean  # loaded only for a mistyped word
+
+    return did_you_mean(word, words)
 
 
 def command_parser(command: Command) -> argparse.ArgumentParser:
@@ -381,12 +379,14 @@ def parse_args(argv: list[str]) -> Args:
         known = {o.flag for c in COMMANDS.values() for o in (*c.options, ROOT, PROJECT, USER, JSON)} | {"-h", "--help"}
         unknown = [w for w in argv if w.startswith("-") and w.split("=", 1)[0] not in known]
         if unknown:
-            raise UsageError(f"unknown option {unknown[0]}", f"usage: {PROG} COMMAND [ARGS] | {PROG} --version")
+            raise UsageError(f"unknown option {unknown[0]}{_meant(unknown[0].split('=')[0], known | {'--version'})}",
+                             f"usage: {PROG} COMMAND [ARGS] | {PROG} --version")
         raise Shown(_help_text())
     name = argv[at]
     command = COMMANDS.get(name)
     if command is None:
-        raise UsageError(f"unknown command: {name}", f"usage: {PROG} COMMAND [ARGS]; commands: {', '.join(COMMANDS)}")
+        raise UsageError(f"unknown command: {name}{_meant(name, COMMANDS)}",
+                         f"usage: {PROG} COMMAND [ARGS]; commands: {', '.join(COMMANDS)}")
     rest = argv[:at] + argv[at + 1:]
     if command.name == "queue" and {"-h", "--help"} & set(rest):
         _action_help(command.name, rest)
@@ -495,6 +495,6 @@ def _help(topic: str | None) -> NoReturn:
         raise Shown(_help_text())
     command = COMMANDS.get(topic)
     if command is None:
-        raise UsageError(f"help: unknown command {topic!r}", f"usage: {PROG} help [COMMAND]; commands: "
-                                                             f"{', '.join(COMMANDS)}")
+        raise UsageError(f"help: unknown command {topic!r}{_meant(topic, COMMANDS)}",
+                         f"usage: {PROG} help [COMMAND]; commands: {', '.join(COMMANDS)}")
     raise Shown(command_parser(command).format_help())

@@ -179,8 +179,9 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
         index = usage.get("index") or {}
         figures = (f"MEMORY.md would have {index.get('lines')}/{index.get('lineCap')} lines, "
                    f"{index.get('bytes')}/{index.get('byteCap')} bytes")
-        fix = ("append it to a note with --into TOPIC (the index keeps its size), or consolidate notes first "
-               "(`mmctl merge A B --into C`)")
+        from .advice import index_full_way_out
+
+        fix = index_full_way_out("accept")
     elif code == "E_FILE_BUDGET_EXCEEDED":
         figures = f"{usage.get('noteBytes')}/{usage.get('noteMaxBytes')} bytes"
         fix = "accept it with a shorter --content, or into another --topic"

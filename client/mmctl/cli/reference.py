@@ -114,10 +114,33 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.print_json(outcome)
     elif outcome["ok"]:
         ctx.write(f"{outcome['action']} {outcome['uri']}\n")
+    elif outcome.get("code") == "E_INDEX_BUDGET_EXCEEDED":  # the way out, not the reference's "see usage.index"
+        from .advice import index_full_way_out
+        from .suggest import near
+
+        ctx.error(outcome["message"].replace(" (see usage.index)", ""))
+        ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
+        ctx.err.write(f"  the way out: {index_full_way_out('write', near(topic, _topics(ctx)))}\n")
     else:
         ctx.error(outcome["message"])
         ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
+
+
+def _topics(ctx: Ctx) -> list[str]:
+    """The topics of the roots reads see (the scope's, then the user root's) as the files say now ([] when they
+    cannot be read; a project root not made yet is not made by this)."""
+    try:
+        return [e.topic for _, memory in ctx.memories() for e in memory.snapshot.entries]
+    except MMError:
+        return []
+
+
+def _meant(ctx: Ctx, topic: str) -> str:
+    """`` (did you mean T?)`` for a topic with no note, naming the topics near it ("" when none is)."""
+    from .suggest import did_you_mean
+
+    return did_you_mean(topic, _topics(ctx))
 
 
 def body_text(ctx: Ctx) -> str | None:
@@ -190,7 +213,7 @@ def cmd_read(ctx: Ctx) -> int:
             if ctx.json:
                 ctx.print_json({"found": False, "topic": topic, "uri": _uri(ctx, topic)})
             else:
-                ctx.error(f"no note for topic {topic}")
+                ctx.error(f"no note for topic {topic}{_meant(ctx, topic)}")
             return EXIT_FAILED
         label, note = found
         if ctx.json:
@@ -358,7 +381,8 @@ def cmd_delete(ctx: Ctx) -> int:
     if ctx.json:
         ctx.print_json(outcome)
     else:
-        ctx.write(_deleted(topic, outcome) + "\n")
+        nothing = not outcome["removed"] and not outcome.get("pendingWrites")
+        ctx.write(_deleted(topic, outcome) + (_meant(ctx, topic) if nothing else "") + "\n")
     return EXIT_OK
 
 

@@ -1,16 +1,21 @@
 """``mmctl review``: pending candidates one at a time in the terminal, decided with single keys.
 
-Keys: ``a`` accept, ``e`` edit then accept (``$VISUAL``/``$EDITOR`` on topic,
-summary, tags and body, like ``git commit``), ``i`` accept into an existing
-topic (its note gets the body appended), ``r`` reject (a reason may follow),
-``s`` skip, ``u`` undo the last decision (``queue.undo``: an accepted note is
-deleted or its previous text restored by the daemon, and the candidate is
-pending again), ``q`` quit. Candidates come by score (highest first), filtered
-by ``--project``, ``--agent`` and ``--min-score``; at the end of the list, the
-ones that came in meanwhile follow. Colours only on a terminal
-and without ``NO_COLOR``; on a terminal a key needs no Enter, otherwise one
-key per line is read. Every decision is an RPC call (needs the daemon). Never:
-writes a memory file itself.
+Keys, the review page's own (``j``/``k``/``a``/``r``/``e``) and more: ``j`` next
+(``s`` too: skip), ``k`` previous, ``a`` accept, ``e`` edit then accept
+(``$VISUAL``/``$EDITOR`` on topic, summary, tags and body, like ``git commit``),
+``i`` accept into an existing topic (its note gets the body appended), ``r``
+reject (a reason may follow), ``u`` undo the last decision (``queue.undo``: an
+accepted note is deleted or its previous text restored by the daemon, and the
+candidate is pending again), ``q`` quit. A candidate is shown as the page shows
+a card: its body once, wrapped at words to the terminal's width (wide characters
+take two columns), the summary and an evidence quote only where they say
+something the body does not (:mod:`mmd.candidates.labels`), and one line of
+where it was said. Candidates come by score (highest first), filtered by
+``--project``, ``--agent`` and ``--min-score``; at the end of the list, the ones
+that came in meanwhile follow. Colours only on a terminal and without
+``NO_COLOR``; on a terminal a key needs no Enter, otherwise one key per line is
+read. Every decision is an RPC call (needs the daemon). Never: writes a memory
+file itself.
 """
 
 from __future__ import annotations
@@ -19,17 +24,19 @@ import os
 import sys
 from typing import Any
 
-from mmd.candidates.labels import project_of, score_of
+from mmd.candidates.labels import project_of, quote_besides, score_of, summary_besides
 
 from ..errors import RpcError
-from ..render import cut, terminal_width
+from ..render import terminal_width, wrap
 from .output import EXIT_OK, Ctx
 from .queue import every_candidate
 
 __all__ = ["KEYS", "cmd_review", "edit_text", "parse_edited"]
 
-KEYS = "[a]ccept  [e]dit  [i]nto topic  [r]eject  [s]kip  [u]ndo  [q]uit"
-"""The prompt."""
+KEYS = "[j] next  [k] previous  [a]ccept  [e]dit  [i]nto topic  [r]eject  [u]ndo  [q]uit"
+"""The prompt (``s`` skips as ``j`` does)."""
+SHORT_KEYS = "j/k a e i r u [q]uit"
+"""The prompt on a terminal too narrow for :data:`KEYS`."""
 
 
 def _pending(client: Any, ctx: Ctx) -> list[dict[str, Any]]:
@@ -95,7 +102,7 @@ class _Screen:
 
     def key(self) -> str:
         """One key: without Enter on a terminal, else the first character of the next line (EOF = quit)."""
-        self.ctx.out.write(f"{KEYS} > ")
+        self.ctx.out.write(f"{KEYS if len(KEYS) + 3 <= self.width else SHORT_KEYS} > ")
         self.ctx.out.flush()
         if self.tty:
             import termios
@@ -122,25 +129,41 @@ class _Screen:
         return raw.rstrip("\n") if raw else None
 
     def show(self, cand: dict[str, Any], at: int, total: int) -> None:
+        """The candidate as a card: heading, body once (wrapped), what else is worth saying, its proposal."""
         meta = [str(cand.get("kind", "")), project_of(cand)]
         if "score" in cand:
             meta.append(f"score {cand['score']}")
         if "seen" in cand:
             meta.append(f"seen {cand['seen']}×")
-        self.say("")
-        self.say(self.style(f"[{at}/{total}] #{cand['id']} {cand.get('topic', '')}", "1") + " — "
-                 + cut(cand.get("summary", ""), max(20, self.width - 30)))
-        self.say(self.style("  " + " · ".join(meta), "2"))
-        for line in str(cand.get("body", "")).splitlines() or [""]:
-            self.say("  " + line)
-        for quote in cand.get("evidence") or []:
-            if isinstance(quote, dict):
-                said = cut(quote.get("quote") or quote.get("text") or "", self.width - 12)
-                where = ", ".join(str(v) for v in (quote.get("agent") or "?", quote.get("at")) if v)  # no "None"
-                self.say(self.style(f"  > {said} ({where})", "2"))
         proposal = cand.get("proposal")
         if isinstance(proposal, dict):
-            self.say(self.style(f"  proposal: {proposal.get('action', '')} {proposal.get('topic', '')}", "36"))
+            meta.append("append to it" if proposal.get("action") == "append" else "a new note")
+        self.say("")
+        for line in wrap(f"[{at}/{total}] #{cand['id']} {cand.get('topic', '')} ", self.width):
+            self.say(self.style(line, "1"))
+        for line in wrap(" · ".join(meta), self.width, "  "):
+            self.say(self.style(line, "2"))
+        summary = summary_besides(cand)
+        if summary:
+            for line in wrap(summary, self.width, "  "):
+                self.say(self.style(line, "3"))
+        for line in wrap(cand.get("body", ""), self.width, "  "):
+            self.say(line)
+        where = _where(cand)
+        quote = quote_besides(cand)
+        for line in wrap(f"{where} — “{quote}”" if quote else where, self.width, "  > "):
+            self.say(self.style(line, "2"))
+
+
+def _where(cand: dict[str, Any]) -> str:
+    """Where the candidate was said: who, agent, when (first place), and how many places there are."""
+    places = [e for e in cand.get("evidence") or [] if isinstance(e, dict)]
+    if not places:
+        source = cand.get("source") or {}
+        return " · ".join(str(v) for v in (source.get("kind"), source.get("sessionId"), cand.get("createdAt")) if v)
+    first = places[0]
+    said = " · ".join(str(v) for v in (first.get("who"), first.get("agent") or "?", first.get("at")) if v)
+    return said + (f" (and {len(places) - 1} more place{'s' if len(places) > 2 else ''})" if len(places) > 1 else "")
 
 
 def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: str) -> str | None:
@@ -249,9 +272,15 @@ def cmd_review(ctx: Ctx) -> int:
         key = screen.key()
         if key == "q":
             break
-        if key == "s":
+        if key in ("j", "s"):
             counts["skipped"] += 1
             at += 1
+        elif key == "k":
+            if at == 0:
+                screen.say("this is the first one")
+            else:
+                at -= 1
+                counts["skipped"] = max(0, counts["skipped"] - 1)  # back to one skipped: it is not skipped
         elif key == "u":
             if not decided:
                 screen.say("nothing to undo")

@@ -98,6 +98,12 @@ def status_warnings(status: dict[str, Any]) -> list[str]:
         out.append(f"MEMORY.md is over its caps ({index.get('lines')}/{index.get('lineCap')} lines, "
                    f"{index.get('bytes')}/{index.get('byteCap')} bytes): every write that does not shrink it is "
                    "refused; consolidate with `mmctl merge A B --into C` or `mmctl delete TOPIC` (never truncate)")
+    elif index:
+        from .advice import near_caps
+
+        near = near_caps(*(int(index.get(k) or 0) for k in ("lines", "lineCap", "bytes", "byteCap")))
+        if near:
+            out.append(near)
     broken = index.get("broken") or []
     if broken:
         named = ", ".join(f"{b.get('topic')} ({b.get('file')}: {b.get('message')})" for b in broken[:3])

@@ -4,8 +4,11 @@ Owns: reading an action's form (after the CSRF check), the stale-page rule (a
 form carries ``rev``, the revision its page showed; the write methods get it as
 ``ifRevision``, and a batch checks it once before its first item), and the
 outcome sentences (per item for a batch; a budget refusal with its figures,
-the candidate still pending). Never: writes a file itself, or decides anything
-the methods would not.
+the candidate still pending). An edit form (a candidate's ``edit=1``, a note's
+``/memory/edit``) that is refused is shown again with the text as sent and the
+reason, never lost in a redirect; a note's edit is refused when the note
+changed since its form was shown (``base``, the sha256 of the text it started
+from). Never: writes a file itself, or decides anything the methods would not.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 
 from mmd.core.errors import MMError
 from mmd.wire.methods import METHODS
@@ -33,9 +36,15 @@ Call = Callable[["Methods", str, dict[str, Any]], Awaitable[Any]]
 
 
 def _text(form: Any, key: str) -> str | None:
-    """A form field's text, stripped; None when absent or blank."""
+    """A form field's text, stripped, its line breaks LF (a browser sends a textarea's as CRLF); None when absent
+    or blank."""
     value = form.get(key)
-    return value.strip() or None if isinstance(value, str) else None
+    return value.replace("\r\n", "\n").strip() or None if isinstance(value, str) else None
+
+
+def _kept(form: Any, keys: tuple[str, ...]) -> dict[str, str]:
+    """The form's fields ``keys`` as sent (line breaks LF), to show them again; "" for an absent one."""
+    return {k: str(form.get(k) or "").replace("\r\n", "\n") for k in keys}
 
 
 def _why(error: DaemonError | MMError) -> str:
@@ -93,7 +102,7 @@ class Actions:
         return back_to(form.get("back"), self.page.flash(items))
 
     def _stale(self, rev: int | None) -> list[dict[str, Any]] | None:
-        current = self.page.methods.state.revision
+        current = self.page.methods.home.revision  # every root's: a page shows candidates of all of them
         if rev is not None and rev == current:
             return None
         return [{"ok": False, "stale": True,
@@ -110,33 +119,48 @@ class Actions:
         if not result["ok"]:
             return {"ok": False, "id": cid, "text": f"#{cid} " + outcome_text(result["write"].get("topic") or
                                                                            params.get("topic") or "", result["write"])}
-        how = "appended to" if params.get("into") else "accepted as"
+        how = "appended to" if params.get("into") or result["write"].get("action") == "updated" else "accepted as"
         return {"ok": True, "id": cid, "text": f"#{cid} {how} {result['write']['topic']}"}
 
     async def accept(self, request: Request) -> Response:
-        """``POST /queue/accept {id, topic?, summary?, tags?, body?, into?, rev}``.
+        """``POST /queue/accept {id, topic?, summary?, tags?, body?, into?, edit?, rev}``.
 
         With ``into`` (an existing topic) the candidate's body is appended to that note, which keeps
-        its summary and tags (see :func:`_into_params`); ``into`` sent blank is refused, nothing written
-        (the page's select starts on no note); else topic, summary, tags and body as edited on the page.
+        its summary and tags (see :func:`_into_params`); ``into`` blank or absent writes under
+        ``topic``; topic, summary, tags and body as edited on the page. From the candidate's edit form
+        (``edit=1``) a refusal shows the form again with the fields as sent and the reason (its figures).
         """
         form, rev = await self._form(request)
+        if rev is not None and (stale := self._stale(rev)) is not None:
+            return self._done(form, stale)
         cid = _text(form, "id") or ""
         into = _text(form, "into")
-        params: dict[str, Any] = {"id": cid, "ifRevision": rev}
-        if "into" in form and into is None:  # the "Accept into" form sent without a note chosen: nothing is written
-            return self._done(form, [{"ok": False, "text": f"#{cid}: choose the note to append to"}])
+        params: dict[str, Any] = {"id": cid}  # written to its own root; the page's revision was checked above
         if into is not None:
             try:
-                params.update(_into_params(await self._call(self.page.methods, "memory.read", {"topic": into}),
-                                           await self._call(self.page.methods, "queue.get", {"id": cid}), into,
-                                           _text(form, "body")))
+                cand = await self._call(self.page.methods, "queue.get", {"id": cid})
+                note = await self._call(self.page.methods, "memory.read",
+                                        {"topic": into, "project": cand.get("scope") or "user"})
+                params.update(_into_params(note, cand, into, _text(form, "body")))
             except (DaemonError, MMError) as error:
-                return self._done(form, [{"ok": False, "text": f"#{cid}: {_why(error)}"}])
+                return await self._refused(request, form, [{"ok": False, "text": f"#{cid}: {_why(error)}"}])
         else:
             params.update(topic=_text(form, "topic"), summary=_text(form, "summary"),
                           tags=_text(form, "tags"), content=_text(form, "body"))
-        return self._done(form, [await self._accept_one(params)])
+        outcome = await self._accept_one(params)
+        return self._done(form, [outcome]) if outcome["ok"] else await self._refused(request, form, [outcome])
+
+    async def _refused(self, request: Request, form: Any, items: list[dict[str, Any]]) -> Response:
+        """A refused accept: from the edit form, that form again with its fields and the reason; else the redirect."""
+        if form.get("edit") != "1":
+            return self._done(form, items)
+        from .app import local_path
+
+        kept = _kept(form, ("topic", "summary", "tags", "body", "into"))
+        values = await self.page.candidate_values(_text(form, "id") or "", local_path(form.get("back")), kept,
+                                                  items[0]["text"].replace("still pending", "still pending, your "
+                                                                           "text is kept below"))
+        return self.page.render("candidate.html", request, **values)
 
     async def reject(self, request: Request) -> Response:
         """``POST /queue/reject {id, reason?}``."""
@@ -171,12 +195,60 @@ class Actions:
         head = {"ok": done == len(items), "text": f"{action}: {done} of {len(items)} done"}
         return self._done(form, [head, *items])
 
+    async def edit_note(self, request: Request) -> Response:
+        """``POST /memory/edit {topic, body, summary, tags, budget, base, rev}``: the note's new text.
+
+        Written under ``budget`` (the form shows the note's own; a positive integer) when the note is
+        still the text the form started from (``base``); a refusal (over a budget, the note changed,
+        the memory moved meanwhile) shows the form again with the text as sent and the reason.
+        """
+        from .app import body_sha
+
+        form, _rev = await self._form(request)
+        topic = _text(form, "topic") or ""
+        kept = _kept(form, ("summary", "tags", "body", "budget"))
+        raw_budget = kept["budget"].strip()
+        budget = int(raw_budget) if raw_budget.isascii() and raw_budget.isdigit() and int(raw_budget) > 0 else None
+        try:
+            note = await self._call(self.page.methods, "memory.read", {"topic": topic})
+        except (DaemonError, MMError) as error:
+            return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
+        if note is None:
+            return self._done({"back": "/memory"}, [{"ok": False, "text": f"there is no note {topic!r} any more"}])
+        base = str(form.get("base") or "")
+        if base != body_sha(note["body"]):
+            return await self._edit_again(request, note, kept, f"{topic} changed since this form was shown; nothing "
+                                          "was written — your text is kept below: compare it with the note, then "
+                                          "save", base=body_sha(note["body"]))
+        try:
+            outcome = await self._call(self.page.methods, "memory.write", {
+                "topic": topic, "content": kept["body"], "summary": kept["summary"], "tags": kept["tags"],
+                "budget": budget or note.get("writeBudget"), "ifRevision": self.page.methods.state.revision})
+        except (DaemonError, MMError) as error:
+            return await self._edit_again(request, note, kept, f"{topic}: {_why(error)}; your text is kept below",
+                                          base)
+        if not outcome["ok"]:
+            return await self._edit_again(request, note, kept, outcome_text(topic, outcome, "your text is kept below"),
+                                          base)
+        usage = outcome["usage"]
+        return self._done({"back": f"/note/{topic}"}, [{"ok": True, "text": f"{topic} saved: {usage['bodyChars']}/"
+                                                        f"{usage['writeBudget']} characters"}])
+
+    async def _edit_again(self, request: Request, note: dict[str, Any], kept: dict[str, str], problem: str,
+                          base: str | None = None) -> HTMLResponse:
+        values = await self.page.note_edit_values(note, {k: v for k, v in kept.items() if v or k != "budget"},
+                                                  problem, base)
+        return self.page.render("note_edit.html", request, **values)
+
     async def delete(self, request: Request) -> Response:
         """``POST /memory/delete {topic, rev}`` (the page asked first, inline)."""
         form, rev = await self._form(request)
         topic = _text(form, "topic") or ""
+        if rev is not None and (stale := self._stale(rev)) is not None:
+            return self._done(form, stale)
         try:
-            await self._call(self.page.methods, "memory.delete", {"topic": topic, "ifRevision": rev})
+            await self._call(self.page.methods, "memory.delete",
+                             {"topic": topic, "ifRevision": self.page.methods.state.revision})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
         return self._done(form, [{"ok": True, "text": f"{topic} deleted"}])
@@ -190,8 +262,11 @@ class Actions:
             note = await self._call(self.page.methods, "memory.read", {"topic": topic})
             if note is None:
                 return self._done(form, [{"ok": False, "text": f"there is no note {topic!r}"}])
+            if rev is not None and (stale := self._stale(rev)) is not None:
+                return self._done(form, stale)
             outcome = await self._call(self.page.methods, "memory.write", {
-                "topic": topic, "content": note["body"], "ifRevision": rev, "reviewAfter": when})
+                "topic": topic, "content": note["body"], "ifRevision": self.page.methods.state.revision,
+                "reviewAfter": when})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
         if not outcome["ok"]:

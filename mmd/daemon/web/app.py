@@ -1,9 +1,10 @@
 """The review page's routes: ``Starlette(routes=[…], middleware=[…])`` over the daemon's method table.
 
-Owns: the pages (queue ``/``, memory ``/memory``, a note ``/note/{topic}``,
-status ``/status``), the live events ``/events``, two named static files, and
-the POST actions (accept, accept into a topic, reject, a batch, delete, review
-date). Every action calls the same methods as RPC (:func:`call`: params
+Owns: the pages (queue ``/``, a candidate ``/queue/{id}`` with its edit form,
+memory ``/memory``, a note ``/note/{topic}`` and its edit form
+``/note/{topic}/edit``, status ``/status``), the live events ``/events``, two
+named static files, and the POST actions (accept, accept into a topic, reject,
+a batch, a note's edit, delete, review date). Every action calls the same methods as RPC (:func:`call`: params
 checked by :func:`mmd.wire.methods.check_params`, then the handler), so
 budgets, compare-and-set and the journal hold; a form carries the revision its
 page showed, and a revision that moved makes the action refused as *stale*
@@ -15,14 +16,17 @@ status, never a traceback. Never: reads or writes a path given by a request
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from importlib.resources import files
 from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
+import markupsafe
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -30,20 +34,27 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from mmd.candidates.labels import quote_besides, summary_besides
 from mmd.core.errors import ErrorCode, MMError
 from mmd.wire.methods import METHODS, check_params
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from ..methods import Methods
 from .actions import Actions
+from .markdown import Markdown, cut_text
 from .security import Gate, GateMiddleware, Refused
 from .sse import EventStreams
-from .views import CANDIDATE_GROUPS, ENTRY_GROUPS, candidate_groups, entry_groups, review_after_of
+from .views import CANDIDATE_GROUPS, ENTRY_GROUPS, candidate_groups, entry_groups, provenance, review_after_of
 
-__all__ = ["PAGE_SIZE", "STATIC", "Page", "back_to", "build_app", "call"]
+__all__ = ["CARD_CHARS", "PAGE_SIZE", "QUOTE_CHARS", "STATIC", "Page", "back_to", "build_app", "call", "local_path",
+           "templates"]
 
 PAGE_SIZE = 100
 """Candidates on one queue page."""
+CARD_CHARS = 600
+"""Most code points of a body a queue card shows (cut at a word; the candidate's page has it all)."""
+QUOTE_CHARS = 120
+"""Most code points of an evidence quote a queue card shows (only a quote that says more than the body)."""
 STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 """The static files, by name (nothing else is served from the package)."""
 FLASHES_KEPT = 64
@@ -78,8 +89,7 @@ class Page:
 
     def __init__(self, methods: Methods, gate: Gate, events: EventStreams) -> None:
         self.methods, self.gate, self.events = methods, gate, events
-        self.env = jinja2.Environment(loader=jinja2.PackageLoader("mmd.daemon.web", "templates"),
-                                      autoescape=True, trim_blocks=True, lstrip_blocks=True)
+        self.env = templates(lambda: self.methods.state.options.memory_id)
         self.static = {name: (files("mmd.daemon.web") / "static" / name).read_bytes() for name in STATIC}
         self.flashes: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._flash_ids = itertools.count(1)
@@ -99,7 +109,7 @@ class Page:
     def html(self, template: str, request: Request | None, **values: Any) -> str:
         """The template's HTML (what :meth:`render` sends)."""
         fid = request.query_params.get("flash", "") if request is not None else ""
-        common = {"rev": self.methods.state.revision, "csrf": self.gate.csrf, "flash": self.flashes.get(fid, []),
+        common = {"rev": self.methods.home.revision, "csrf": self.gate.csrf, "flash": self.flashes.get(fid, []),
                   "path": request.url.path if request is not None else "/", "review_dates": _review_dates()}
         return self.env.get_template(template).render(**common, **values)
 
@@ -147,8 +157,35 @@ class Page:
         return {"group": group, "groups": candidate_groups(page["candidates"], group), "page": page,
                 "topics": sorted(topics), "offset": offset, "page_size": PAGE_SIZE, "unavailable": unavailable,
                 "groupings": CANDIDATE_GROUPS, "show_all": show_all, "can_show_hidden": can_show_hidden,
-                "session": session if "session" in params else None,
-                "back": f"/?{urlencode(here)}"}
+                "session": session if "session" in params else None, "card_chars": CARD_CHARS,
+                "quote_chars": QUOTE_CHARS, "back": f"/?{urlencode(here)}"}
+
+    async def candidate(self, request: Request) -> Response:
+        """``GET /queue/{id}?back=PATH``: one candidate, all its evidence, and (pending) its edit form."""
+        raw = request.path_params["id"]
+        if not (raw.isascii() and raw.isdigit()):
+            raise HTTPException(404, f"No candidate {raw!r} in the review queue.")
+        return self.render("candidate.html", request,
+                           **await self.candidate_values(raw, local_path(request.query_params.get("back"))))
+
+    async def candidate_values(self, cid: str, back: str, kept: dict[str, str] | None = None,
+                               problem: str | None = None) -> dict[str, Any]:
+        """The candidate template's values: ``{c, kept, problem, notes, write_budget, back}``; ``kept`` the edit
+        form's fields as sent (a refused accept shows them again), else the candidate's own.
+
+        Raises:
+            DaemonError(E_NOT_FOUND | E_INVALID | E_UNAVAILABLE): as ``queue.get``.
+        """
+        cand = await call(self.methods, "queue.get", {"id": cid})
+        proposal = cand.get("proposal") or {}
+        into = str(proposal.get("topic") or "") if proposal.get("action") == "append" else ""
+        own = {"topic": cand["topic"], "summary": cand.get("summary") or "", "tags": "", "body": cand["body"],
+               "into": into}
+        root = self.methods.home.get(str(cand.get("scope") or "user"))  # the notes of the root it goes to
+        entries = root.state.current.entries if root is not None else ()
+        notes = sorted((e.to_json() for e in entries), key=lambda e: e["topic"])
+        return {"c": cand, "kept": {**own, **(kept or {})}, "problem": problem, "notes": notes, "back": back,
+                "write_budget": self.methods.state.options.default_write_budget}
 
     async def memory(self, request: Request) -> Response:
         """``GET /memory?group=tag|date|due&q=…``: the index grouped, budget meters, search results."""
@@ -170,6 +207,23 @@ class Page:
         note["reviewAfter"] = review_after_of(note)
         return self.render("note.html", request, note=note)
 
+    async def note_edit(self, request: Request) -> Response:
+        """``GET /note/{topic}/edit``: a note's text in a form, with its write budget and the caps it must fit."""
+        note = await call(self.methods, "memory.read", {"topic": request.path_params["topic"]})
+        if note is None:
+            raise HTTPException(404, f"No note {request.path_params['topic']!r} in this memory.")
+        return self.render("note_edit.html", request, **await self.note_edit_values(note))
+
+    async def note_edit_values(self, note: dict[str, Any], kept: dict[str, Any] | None = None,
+                               problem: str | None = None, base: str | None = None) -> dict[str, Any]:
+        """The note edit template's values: ``{note, kept, problem, base, index, note_max_bytes}``; ``base`` is the
+        sha256 of the text the form started from (an edit of a note changed meanwhile is refused)."""
+        own = {"summary": note.get("summary") or "", "tags": ", ".join(note.get("tags") or []), "body": note["body"],
+               "budget": note.get("writeBudget") or self.methods.state.options.default_write_budget}
+        return {"note": note, "kept": {**own, **(kept or {})}, "problem": problem,
+                "base": base or body_sha(note["body"]), "index": await call(self.methods, "memory.index", {}),
+                "note_max_bytes": self.methods.state.options.detail_max_bytes}
+
     async def status(self, request: Request) -> Response:
         """``GET /status``: the daemon, its sources and ingestion, revision, queue counts, the last events."""
         status = await call(self.methods, "daemon.status", {})
@@ -186,6 +240,29 @@ class Page:
         if name not in STATIC:
             raise HTTPException(404, "No such file.")
         return Response(self.static[name], media_type=STATIC[name])
+
+
+def templates(memory_id: Callable[[], str]) -> jinja2.Environment:
+    """The page's templates (autoescaped) with its filters: ``markdown`` (a body as safe HTML, links to notes of
+    ``memory_id``'s memory), ``cut`` (:func:`.markdown.cut_text`), ``provenance``, ``summary_besides`` and
+    ``quote_besides`` (:mod:`mmd.candidates.labels`)."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("mmd.daemon.web", "templates"), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    markdown = Markdown(memory_id)
+    env.filters.update(markdown=lambda text: markupsafe.Markup(markdown.render(str(text))), cut=cut_text,
+                       provenance=provenance, summary_besides=summary_besides, quote_besides=quote_besides)
+    return env
+
+
+def body_sha(body: str) -> str:
+    """The sha256 (hex) of a note's body as UTF-8: what an edit form started from."""
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def local_path(raw: object) -> str:
+    """``raw`` when it is a path of this page (``/…``, not ``//host`` nor with a backslash), else ``/``."""
+    ok = isinstance(raw, str) and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw
+    return raw if ok and isinstance(raw, str) else "/"
 
 
 def _review_dates() -> bool:
@@ -228,13 +305,16 @@ def build_app(methods: Methods, gate: Gate, events: EventStreams) -> Starlette:
     routes = [
         Route("/", page.queue, methods=["GET"]),
         Route("/memory", page.memory, methods=["GET"]),
+        Route("/queue/{id}", page.candidate, methods=["GET"]),
         Route("/note/{topic}", page.note, methods=["GET"]),
+        Route("/note/{topic}/edit", page.note_edit, methods=["GET"]),
         Route("/status", page.status, methods=["GET"]),
         Route("/events", page.events_stream, methods=["GET"]),
         Route("/static/{name}", page.static_file, methods=["GET"]),
         Route("/queue/accept", actions.accept, methods=["POST"]),
         Route("/queue/reject", actions.reject, methods=["POST"]),
         Route("/queue/batch", actions.batch, methods=["POST"]),
+        Route("/memory/edit", actions.edit_note, methods=["POST"]),
         Route("/memory/delete", actions.delete, methods=["POST"]),
         Route("/memory/review-date", actions.review_date, methods=["POST"]),
     ]
@@ -247,8 +327,7 @@ def build_app(methods: Methods, gate: Gate, events: EventStreams) -> Starlette:
 
 def back_to(raw: object, flash: str) -> RedirectResponse:
     """``303`` to the page the form came from (a local path only), with the outcome's id."""
-    path = raw if isinstance(raw, str) and raw.startswith("/") and not raw.startswith("//") and "\\" not in raw \
-        else "/"
+    path = local_path(raw)
     base, _, query = path.partition("?")
     kept = [kv for kv in query.split("&") if kv and not kv.startswith("flash=") and not kv.startswith("token=")]
     return RedirectResponse(f"{base}?{'&'.join([*kept, urlencode({'flash': flash})])}", status_code=303)

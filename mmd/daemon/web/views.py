@@ -1,20 +1,23 @@
 """What the review page's templates show, built from the methods' JSON: groups, meters, outcome sentences.
 
 Owns: grouping candidates (by project, session or kind) and index entries (by
-tag, date or due date), the budget meters' figures, and the sentence a
-decision's outcome becomes (a budget refusal with its figures). Pure functions
-over JSON values: never calls a method, never reads a file.
+tag, date or due date), a card's one line of provenance, the budget meters'
+figures, and the sentence a decision's outcome becomes (a budget refusal with
+its figures). Pure functions over JSON values: never calls a method, never
+reads a file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import PurePath
 from typing import Any
 
 from mmd.candidates.labels import project_of, score_of
 from mmd.core.model import REVIEW_AFTER_LINE
 
-__all__ = ["CANDIDATE_GROUPS", "ENTRY_GROUPS", "candidate_groups", "entry_groups", "outcome_text", "review_after_of"]
+__all__ = ["CANDIDATE_GROUPS", "ENTRY_GROUPS", "candidate_groups", "entry_groups", "outcome_text", "provenance",
+           "review_after_of"]
 
 CANDIDATE_GROUPS = ("project", "session", "kind")
 """How the queue view groups candidates."""
@@ -38,6 +41,21 @@ def candidate_groups(candidates: Iterable[dict[str, Any]], by: str) -> list[tupl
     for cand in sorted(candidates, key=lambda c: (-score_of(c), c["id"])):
         groups.setdefault(key(cand), []).append(cand)
     return sorted(groups.items(), key=lambda kv: (-score_of(kv[1][0]), kv[1][0]["id"]))
+
+
+def provenance(cand: dict[str, Any]) -> str:
+    """Where a candidate was first said, in one short line: ``human · claude-code · shop · 2026-02-26`` (who, agent,
+    the project's last folder, the day); a candidate without evidence names its session, source and day."""
+    first = next((e for e in cand.get("evidence") or [] if isinstance(e, dict)), None)
+    if first is None:
+        source = cand.get("source") or {}
+        parts = [source.get("kind"), f"session {source.get('sessionId')}" if source.get("sessionId") else None,
+                 str(cand.get("createdAt") or "")[:10]]
+    else:
+        project = str(first.get("project") or "")
+        parts = [first.get("who"), first.get("agent"), PurePath(project).name or project or None,
+                 str(first.get("at") or "")[:10]]
+    return " · ".join(str(p) for p in parts if p)
 
 
 def review_after_of(entry: dict[str, Any]) -> str | None:
@@ -69,10 +87,20 @@ def entry_groups(entries: Iterable[dict[str, Any]], by: str) -> list[tuple[str, 
     return sorted(groups.items(), key=lambda kv: (kv[0] == "(untagged)", kv[0]))
 
 
-def outcome_text(topic: str, write: dict[str, Any]) -> str:
-    """A refused write, in a sentence with its figures (characters are code points, sizes UTF-8 bytes)."""
+def outcome_text(topic: str, write: dict[str, Any], after: str = "still pending") -> str:
+    """A refused write, in a sentence with its figures (characters are code points, sizes UTF-8 bytes), ending in
+    ``after`` (what became of what was refused: a candidate is ``still pending``; an edit ``your text is kept``)."""
     usage = write.get("usage") or {}
+    code = write.get("code")
+    if code == "E_INDEX_BUDGET_EXCEEDED":
+        index = usage.get("index") or {}
+        return (f"{topic}: the index would be over its caps — {index.get('lines')}/{index.get('lineCap')} lines, "
+                f"{index.get('bytes')}/{index.get('byteCap')} bytes; nothing written, {after}. Append it to a note "
+                "instead (the index keeps its size), or merge notes first (mmctl merge A B --into C)")
+    if code == "E_FILE_BUDGET_EXCEEDED":
+        return (f"{topic}: the note would be {usage.get('noteBytes')} bytes against its cap of "
+                f"{usage.get('noteMaxBytes')}; nothing written, {after}")
     if usage.get("overflow"):
         return (f"{topic}: over budget — {usage.get('bodyChars')} characters against a write budget of "
-                f"{usage.get('writeBudget')} ({usage.get('overflow')} too many); nothing written, still pending")
-    return f"{topic}: not written — {write.get('message') or write.get('reason') or 'refused'}; still pending"
+                f"{usage.get('writeBudget')} ({usage.get('overflow')} too many); nothing written, {after}")
+    return f"{topic}: not written — {write.get('message') or write.get('reason') or 'refused'}; {after}"
