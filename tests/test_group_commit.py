@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mmd.core import Memory, MemoryOptions
-from mmd.core import store as store_module
+from mmd.core import durable as store_module  # the store writes its files through durable.write_together
 from mmd.core.errors import ErrorCode
 from mmd.core.paths import INDEX_NAME
 from mmd.core.store import MemoryStore

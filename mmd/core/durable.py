@@ -16,10 +16,10 @@ from pathlib import Path
 from types import TracebackType
 
 from .errors import ErrorCode, MMError
-from .paths import STATE_DIR
-from .rootfs import DIR_MODE, FILE_MODE, prepare_file, remove_in
+from .paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
+from .rootfs import DIR_MODE, FILE_MODE, PreparedFile, opened_folder, prepare_file, remove_in, sync_together
 
-__all__ = ["LockHeld", "WriteLock", "atomic_write", "fsync_dir", "lock_path", "remove_durably"]
+__all__ = ["LockHeld", "WriteLock", "atomic_write", "fsync_dir", "lock_path", "remove_durably", "write_together"]
 
 def fsync_dir(folder: Path) -> None:
     """fsync a folder so that renames and unlinks in it survive a crash."""
@@ -79,6 +79,48 @@ def remove_durably(path: Path) -> bool:
         raise MMError(ErrorCode.E_IO, f"delete {path} failed: {error.strerror or error}", details=str(path)) from error
     finally:
         os.close(dfd)
+
+
+def write_together(root: Path, notes: dict[str, bytes], index: bytes) -> None:
+    """Write the notes ``memories/<name>`` and MEMORY.md all or nothing, as the caller sees it (issues 11, 17).
+
+    Every temp file is written, then fsynced, before any is renamed; the notes are
+    renamed first (a crash between leaves old entries pointing at new bodies or
+    an orphan note, never an entry without its note, and every file whole); if a
+    rename fails, the notes already renamed are put back (new ones removed). One
+    index rewrite and one fsync of each folder serve the whole batch.
+
+    Raises:
+        MMError(E_IO): if any step fails (ENOSPC included); every file is then as before.
+    """
+    first = next(iter(notes))
+    try:
+        with opened_folder(root, ()) as root_fd, opened_folder(root, (DETAIL_DIR,), create=True) as note_fd:
+            prepared: list[PreparedFile] = []
+            grouped = len(notes) > 1  # write every temp file, then sync them all: fewer journal commits
+            try:
+                for name, data in notes.items():
+                    prepared.append(prepare_file(note_fd, name, data, keep_previous=True, sync=not grouped))
+                index_file = prepare_file(root_fd, INDEX_NAME, index, sync=not grouped)
+                try:
+                    if grouped:
+                        sync_together([temp.sync for temp in (*prepared, index_file)])
+                    for note_file in prepared:
+                        note_file.commit()
+                    index_file.commit()
+                except OSError:
+                    for note_file in reversed(prepared):
+                        note_file.restore()
+                    raise
+                finally:
+                    index_file.discard()
+            finally:
+                for note_file in prepared:
+                    note_file.discard()
+            sync_together([lambda: os.fsync(note_fd), lambda: os.fsync(root_fd)], at_once=grouped)
+    except OSError as error:
+        raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{first} failed: {error.strerror or error}",
+                      details=f"{DETAIL_DIR}/{first}") from error
 
 
 def lock_path(root: Path) -> Path:

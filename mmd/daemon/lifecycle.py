@@ -237,7 +237,7 @@ class Daemon:
                             lambda: self.config.export_files)
         undo.push_async_callback(injector.stop)
         jobs = Jobs(lambda: self.config, state, db, review, publisher, injector)
-        state.on_change = jobs.on_change
+        state.on_change, state.on_allowed = jobs.on_change, jobs.allowed
         # 3. with --git: the repository (the revision mark raised to its history's); then the snapshot
         #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
         git = None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mmd import __version__
 from mmd.core.clock import parse_iso_ms
-from mmd.core.errors import ErrorCode
+from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import nudge_report, search_snapshot
 from mmd.core.snapshot import Snapshot
 from mmd.core.text import validate_topic
@@ -31,6 +31,7 @@ from mmd.wire.events import MEMORY_NUDGE, QUEUE_DECIDED
 from mmd.wire.methods import METHODS, Method
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, OpenResult, QueueAcceptResult, QueueListResult
 
+from .history import VersionHistory
 from .inject import Injector
 from .offload import BoundedPool
 from .review import Review
@@ -66,7 +67,8 @@ class Methods:
         injector: the injection use-cases (``memory.inject``, ``memory.injected``, ``memory.due``).
         digests: the bounded pool ``memory.digest`` runs on (never the default executor writes use);
             a fresh one when None.
-        git: the git part (``--git``); without it the history and sync methods answer ``E_UNAVAILABLE``.
+        git: the git part (``--git``); without it ``memory.log`` and ``memory.restore`` read the version
+            history (:class:`.history.VersionHistory`) and the other history and sync methods answer ``E_UNAVAILABLE``.
     """
 
     def __init__(self, state: MemoryState, status: Callable[[], dict[str, Any]],
@@ -79,6 +81,7 @@ class Methods:
         self._publish = publish
         self.review = review
         self.injector = injector
+        self.history = VersionHistory(state)
         self.inline: dict[str, Callable[[dict[str, Any]], Any]] = {
             name: getattr(self, attr) for name, attr in _HANDLERS.items() if METHODS[name].inline}
         """``{method: handler}`` answered on the loop."""
@@ -188,10 +191,13 @@ class Methods:
 
     @handles(wire.MEMORY_WRITE)
     async def write(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.write {topic, content, summary?, tags?, budget?, reviewAfter?, ifRevision?, sessionId?}``.
+        """``memory.write {topic, content, summary?, tags?, budget?, reviewAfter?, allowSecret?, allowHidden?,
+        ifRevision?, sessionId?}``.
 
         ``reviewAfter`` is ``YYYY-MM-DD`` or a span from today (``10d``, ``2w``, ``3m``, ``1y``), stored as
-        the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes the date.
+        the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes the date. ``allowSecret`` /
+        ``allowHidden``: a person's own write lets a secret / hidden text through, recorded (``mmctl write
+        --allow-secret``; the MCP server never sends them).
 
         Returns:
             The core write outcome plus ``revision`` (and ``pendingWrites`` in a
@@ -200,14 +206,15 @@ class Methods:
         Raises:
             DaemonError(E_CONFLICT): if ``ifRevision`` is not current (``data.revision`` is).
             DaemonError(E_NO_SESSION): for an unknown session.
-            MMError(E_INVALID | E_PARSE | E_IO): as the core's write (a prose ``reviewAfter`` is E_INVALID).
+            MMError(E_INVALID | E_SECRET | E_PARSE | E_IO): as the core's write (a prose ``reviewAfter`` is E_INVALID,
+                hidden text too; a secret is E_SECRET).
         """
         sid = p.get("sessionId")
         if sid is not None:
             self.state.session(sid)
         return await self.state.write(p["topic"], p["content"], if_revision=p.get("ifRevision"), session_id=sid,
                                       summary=p.get("summary"), budget=p.get("budget"), tags=p.get("tags"),
-                                      review_after=p.get("reviewAfter"))
+                                      review_after=p.get("reviewAfter"), **_allow(p))
 
     @handles(wire.MEMORY_DELETE)
     async def delete(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -287,7 +294,7 @@ class Methods:
         if sid is not None:
             self.state.session(sid)
         return await self.state.merge(p["topics"], p["into"], summary=p.get("summary"),
-                                      if_revision=p.get("ifRevision"), session_id=sid)
+                                      if_revision=p.get("ifRevision"), session_id=sid, **_allow(p))
 
     @handles(wire.QUEUE_LIST)
     async def queue_list(self, p: dict[str, Any]) -> QueueListResult:
@@ -387,12 +394,14 @@ class Methods:
 
     @handles(wire.MEMORY_LOG)
     async def log(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.log {topic?, limit?}`` → ``{commits}`` newest first.
+        """``memory.log {topic?, limit?}`` → ``{commits}`` newest first: git's with ``--git``, else the kept versions.
 
         Raises:
-            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): for a bad topic slug.
+            MMError(E_INVALID): for a bad topic slug. MMError(E_IO): an unreadable version history.
         """
-        return await self._git().log(p.get("topic"), p.get("limit", 100))
+        if self.git is None:
+            return await self.history.log(p.get("topic"), p.get("limit", 100))
+        return await self.git.log(p.get("topic"), p.get("limit", 100))
 
     @handles(wire.MEMORY_DIFF)
     async def diff(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -414,13 +423,20 @@ class Methods:
 
     @handles(wire.MEMORY_RESTORE)
     async def restore(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.restore {topic, at}`` → ``{ok, topic, at, commit, action, outcome, revision}``.
+        """``memory.restore {topic, at}`` → ``{ok, topic, at, commit, action, outcome, revision}``: with ``--git`` from
+        the git history, else (or when git names no such revision) from the kept versions (``r42``, ``v17``).
 
         Raises:
-            DaemonError(E_UNAVAILABLE | E_NOT_FOUND): without ``--git``; a topic absent at ``at``.
+            DaemonError(E_NOT_FOUND): a topic absent at ``at``, or no version kept there.
             MMError(E_INVALID): if ``at`` names nothing or the topic is not a slug.
         """
-        return await self._git().restore(p["topic"], p["at"])
+        if self.git is not None:
+            try:
+                return await self.git.restore(p["topic"], p["at"])
+            except MMError as error:
+                if error.code is not ErrorCode.E_INVALID or p["at"][:1] not in ("r", "v"):
+                    raise  # a bad topic, or a commit-ish git does not know: the versions know none either
+        return await self.history.restore(p["topic"], p["at"])
 
     @handles(wire.MEMORY_SYNC)
     async def sync(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -439,6 +455,11 @@ class Methods:
         watcher, events, requests}``; ``queue`` counts candidates per status."""
         return {"version": __version__, "pid": os.getpid(), "root": str(self.state.options.root),
                 "revision": self.state.revision, "sessions": len(self.state.sessions), **self._status()}
+
+
+def _allow(p: dict[str, Any]) -> dict[str, bool]:
+    """A write's or merge's ``allowSecret`` / ``allowHidden`` as the state's keyword arguments."""
+    return {"allow_secret": bool(p.get("allowSecret")), "allow_hidden": bool(p.get("allowHidden"))}
 
 
 def _bind(cls: type) -> dict[str, str]:

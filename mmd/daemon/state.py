@@ -30,11 +30,9 @@ import asyncio
 import contextlib
 import gc
 import os
-import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from mmd.core.clock import Clock, now_iso, system_clock
@@ -45,10 +43,12 @@ from mmd.core.paths import STATE_DIR, detail_rel
 from mmd.core.revision_mark import advance_mark, read_mark
 from mmd.core.snapshot import Snapshot
 from mmd.core.store import MemoryStore
+from mmd.screen.secrets import find_secrets
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
 from .rootguard import RootGuard
+from .sessions import Session, SessionTable
 from .writequeue import Queued, gather, next_group
 
 __all__ = ["RESERVE", "MemoryState", "Session"]
@@ -57,28 +57,11 @@ RESERVE = 1000
 """Revision numbers reserved in the root's high-water mark at once (one durable write per block)."""
 
 
-@dataclass(slots=True)
-class Session:
-    """An agent session: the snapshot it pinned and its writes since.
-
-    Attributes:
-        session_id: random URL-safe id.
-        snapshot: the pinned revision.
-        pending_writes: successful writes/deletes in this session since it pinned.
-        last_used_s: ``time.monotonic()`` of the last request, seconds.
-    """
-
-    session_id: str
-    snapshot: Snapshot
-    pending_writes: int = 0
-    last_used_s: float = field(default_factory=time.monotonic)
-
-
 def _meta(snapshot: Snapshot) -> tuple[Any, ...]:
     return (snapshot.index_line_count, snapshot.index_byte_count, snapshot.anomalies, snapshot.memory_id)
 
 
-class MemoryState:
+class MemoryState(SessionTable):
     """The live state of one root inside the daemon.
 
     Args:
@@ -94,8 +77,7 @@ class MemoryState:
         self._now = now
         self._monotonic = monotonic
         self.fts5_available = fts5_available() if fts5 is None else fts5
-        # The daemon holds the root's flock for its whole life: the store must not take it again.
-        self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
+        self.store = self._store(options)
         self.sessions: dict[str, Session] = {}
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
@@ -110,6 +92,14 @@ class MemoryState:
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
         """Called on the loop after each new revision but the first, with its cause
         (``write`` | ``delete`` | ``external`` | ``config``)."""
+        self.on_allowed: Callable[[dict[str, Any]], None] = lambda outcome: None
+        """Called on the loop after a write or merge a person let a secret or hidden text through (its outcome,
+        with ``allowed`` and ``revision``): the daemon journals it."""
+
+    def _store(self, options: MemoryOptions) -> MemoryStore:
+        """The root's writer: the daemon holds the root's flock for its whole life, so the store must not take it
+        again; writes are screened for secrets (:func:`mmd.screen.secrets.find_secrets`)."""
+        return MemoryStore(options, self.now_iso, lock=contextlib.nullcontext, screen=find_secrets)
 
     def now_iso(self) -> str:
         """The clock as ISO-8601 UTC with milliseconds."""
@@ -191,7 +181,14 @@ class MemoryState:
             Per write ``(outcome, revision)`` (``revision`` None when refused), or ``(MMError, None)``
             for a write that failed (the others are not affected).
         """
-        done = self.store.write_many(writes)
+        last = self.revision
+
+        def number() -> int:  # each accepted write's revision, handed out as the store writes it
+            nonlocal last
+            last = self._next_number(last)
+            return last
+
+        done = self.store.write_many(writes, number=number)
         old, prints = self._current, self.fingerprints
         out: list[tuple[dict[str, Any] | MMError, Revision | None]] = []
         for one in done:
@@ -205,7 +202,8 @@ class MemoryState:
                 else:
                     revision = patch_revision(self.options, old, prints, detail_rel(one.outcome["topic"]),
                                               lambda state=state: (state.text, state.entries),  # type: ignore[misc]
-                                              number=self._next_number(old.revision), loaded_at=self.now_iso(),
+                                              number=one.revision or self._next_number(old.revision),
+                                              loaded_at=self.now_iso(),
                                               written=one.note, usage=state.usage)
             except MMError as error:
                 out.append((error, None))
@@ -223,7 +221,7 @@ class MemoryState:
         if not isinstance(topic, str):
             raise MMError(ErrorCode.E_INVALID, "topic must be a string")
         known = self._current.note(topic) if self._current is not None else None
-        outcome = self.store.delete(topic)
+        outcome = self.store.delete(topic, number=self._next_number)  # the number _prepare_patch gives it
         return outcome, self._prepare_patch(known.entry.file if known else detail_rel(topic))
 
     def external_change(self, rels: Iterable[str]) -> bool:
@@ -358,13 +356,15 @@ class MemoryState:
             if made is not None:
                 self._install(made, request.session_id, "write")
             request.settle(self._finish(result, request.session_id))
+            if made is not None and result.get("allowed"):
+                self.on_allowed(result)
 
     async def merge(self, topics: Sequence[str], into: str, *, summary: str | None = None,
-                    if_revision: int | None = None, session_id: str | None = None) -> dict[str, Any]:
+                    if_revision: int | None = None, session_id: str | None = None, **allow: bool) -> dict[str, Any]:
         """A serialized merge of notes into one (:meth:`mmd.core.store.MemoryStore.merge`), one revision.
 
-        Returns:
-            The store's outcome plus ``revision`` (and ``pendingWrites`` in a session).
+        ``allow``: ``allow_hidden``, ``allow_secret`` (a person's own merge). Returns the store's outcome plus
+        ``revision`` (and ``pendingWrites`` in a session).
 
         Raises:
             DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
@@ -374,12 +374,14 @@ class MemoryState:
             self._check_revision(if_revision)
 
             def run() -> tuple[dict[str, Any], Revision | None]:
-                outcome = self.store.merge(list(topics), into, summary=summary)
+                outcome = self.store.merge(list(topics), into, summary=summary, number=self._next_number, **allow)
                 return outcome, self.prepare_load() if outcome["ok"] else None
 
             outcome, revision = await asyncio.to_thread(run)
             if revision is not None:
                 self._install(revision, session_id, "merge")
+                if outcome.get("allowed"):
+                    self.on_allowed({**outcome, "revision": self.revision})
             return self._finish(outcome, session_id)
 
     async def refresh(self, rels: Iterable[str]) -> Revision | None:
@@ -445,53 +447,4 @@ class MemoryState:
     def replace_options(self, options: MemoryOptions) -> None:
         """Swap the memory options (SIGHUP); the next :meth:`load` applies them to the snapshot."""
         self.options = options
-        self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
-
-    # --- sessions ------------------------------------------------------------------------------------
-
-    def open_session(self) -> Session:
-        """Pin the current revision in a new session."""
-        session = Session(secrets.token_urlsafe(12), self.current, last_used_s=self._monotonic())
-        self.sessions[session.session_id] = session
-        return session
-
-    def session(self, session_id: Any) -> Session:
-        """The live session ``session_id``, marked as used now.
-
-        Raises:
-            DaemonError(E_NO_SESSION): if it is unknown, closed or expired.
-        """
-        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
-        if session is None:
-            raise DaemonError(DaemonCode.E_NO_SESSION,
-                              f"no open session {session_id!r} (closed, expired or never opened)")
-        session.last_used_s = self._monotonic()
-        return session
-
-    def snapshot_for(self, session_id: Any) -> Snapshot:
-        """The session's pinned snapshot, or the current one when ``session_id`` is None.
-
-        Raises:
-            DaemonError(E_NO_SESSION): for an unknown session.
-        """
-        return self.current if session_id is None else self.session(session_id).snapshot
-
-    def reload_session(self, session_id: Any) -> Session:
-        """Re-pin a session on the current revision and reset its pending writes."""
-        session = self.session(session_id)
-        session.snapshot, session.pending_writes = self.current, 0
-        return session
-
-    def close_session(self, session_id: Any) -> Session:
-        """Forget a session. Raises DaemonError(E_NO_SESSION) if it is not open."""
-        session = self.session(session_id)
-        del self.sessions[session.session_id]
-        return session
-
-    def expire_sessions(self, ttl_s: float) -> list[str]:
-        """Close sessions idle for more than ``ttl_s`` seconds; their ids."""
-        cutoff = self._monotonic() - ttl_s
-        expired = [sid for sid, s in self.sessions.items() if s.last_used_s < cutoff]
-        for sid in expired:
-            del self.sessions[sid]
-        return expired
+        self.store = self._store(options)

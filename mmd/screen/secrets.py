@@ -163,8 +163,8 @@ _HEX = re.compile(r"[0-9a-fA-F-]+")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_.-])[A-Za-z0-9+/_-]{32,}={0,2}(?![A-Za-z0-9+/=_-])")
 _NOT_TOKEN_BEFORE = re.compile(r"(?i:base64,|sha(?:1|256|384|512)[-:]|integrity\W{1,4})\Z")
 _IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "PHN2Zy", "Qk0", "AAAA")
-_TOKEN_LIKE = re.compile(r"(?=[A-Za-z0-9_\-+/=.:]{20,})(?=[^\s]*[0-9])[A-Za-z0-9_\-+/=.:]{20,}")
-"""A run worth the providers' patterns: 20 token characters with a digit among them."""
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_\-+/=.:]{20,}")
+"""A run worth the providers' patterns when a digit is among its 20 or more token characters (:func:`_token_like`)."""
 _UPPER, _LOWER, _DIGIT = re.compile("[A-Z]"), re.compile("[a-z]"), re.compile("[0-9]")
 _WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 """A word inside an identifier; words covering most of a token (``ThisIsAVeryLongName123``) make it no secret."""
@@ -299,6 +299,11 @@ def _starts(seen: str, needles: tuple[str, ...], folded: bool) -> list[int]:
     return sorted(found)
 
 
+def _token_like(text: str) -> bool:
+    """Whether ``text`` holds a run of 20 token characters with a digit (linear: runs never overlap)."""
+    return any(_DIGIT.search(run.group()) for run in _TOKEN_RUN.finditer(text))
+
+
 def _candidates(text: str) -> Iterator[tuple[int, int, int, str]]:
     """``(priority, start, end, kind)`` of every match, before overlaps are resolved (lower priority wins)."""
     lower = text.lower()
@@ -315,7 +320,7 @@ def _candidates(text: str) -> Iterator[tuple[int, int, int, str]]:
             if not _is_prose(kind, match, start, end):
                 yield priority, start, end, kind
     base = len(PATTERNS)
-    if _TOKEN_LIKE.search(text):
+    if _token_like(text):
         for kind, regex in _providers():
             for match in regex.finditer(text):
                 start, end = match.span()  # their groups mark a prefix as often as a value: take it all

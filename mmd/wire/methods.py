@@ -108,6 +108,8 @@ class Method(Record):
 _STR, _INT, _BOOL, _TAGS, _ID, _NUM = (str,), (int,), (bool,), (str, list), (str, int), (float,)
 _IDS = (str, int, list)
 _SESSION = {SESSION_PARAM: Param(_STR)}
+_ALLOW = {"allowSecret": Param(_BOOL), "allowHidden": Param(_BOOL)}
+"""A person's own write lets a secret or hidden text through (``mmctl --allow-secret``; an agent's never does)."""
 
 MEMORY_OPEN = Method("memory.open", inline=True)
 MEMORY_CLOSE = Method("memory.close", {SESSION_PARAM: Param(_STR, True)}, inline=True)
@@ -120,13 +122,13 @@ MEMORY_SEARCH = Method("memory.search", {"query": Param(_STR, True), "mode": Par
 MEMORY_BUDGET = Method("memory.budget", _SESSION, idempotent=True)
 MEMORY_WRITE = Method("memory.write", {
     "topic": Param(_STR, True), "content": Param(_STR, True), "summary": Param(_STR), "tags": Param(_TAGS),
-    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_SESSION})
+    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_ALLOW, **_SESSION})
 MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision": Param(_INT), **_SESSION})
 MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR), "maxItems": Param(_INT),
                                          "topicHint": Param(_STR)}, idempotent=True)
 MEMORY_NUDGE = Method("memory.nudge", _SESSION, idempotent=True, inline=True)
 MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": Param(_STR, True),
-                                       "summary": Param(_STR), "ifRevision": Param(_INT), **_SESSION})
+                                       "summary": Param(_STR), "ifRevision": Param(_INT), **_ALLOW, **_SESSION})
 QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
                                    "all": Param(_BOOL), "minScore": Param(_NUM), "project": Param(_STR),
                                    "agent": Param(_STR), "session": Param(_STR)}, idempotent=True)
@@ -142,7 +144,8 @@ MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes"
 MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True)},
                          idempotent=True)
 MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT)}, idempotent=True)
-# The root's git history and sync (issue 18; E_UNAVAILABLE without --git). REV: a commit or ``r42``.
+# The root's history and sync (issue 18): log and restore read the version history without --git (issue 29), the
+# others answer E_UNAVAILABLE without it. REV: a commit, ``r42`` or (versions) ``v17``.
 MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT)}, idempotent=True)
 MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR)}, idempotent=True)
 MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
