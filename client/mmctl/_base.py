@@ -334,7 +334,8 @@ class Methods:
 
     def write(self, topic: str, content: str, *, summary: str | None = None, tags: str | Sequence[str] | None = None,
               budget: int | None = None, if_revision: int | None = None, session_id: str | None = None,
-              check: bool = False, review_after: str | None = None) -> Any:
+              check: bool = False, review_after: str | None = None, allow_secret: bool = False,
+              allow_hidden: bool = False) -> Any:
         """``memory.write`` → the write outcome plus ``revision``; an over-budget write is ``{ok: false, …}``.
 
         Args:
@@ -343,13 +344,15 @@ class Methods:
                 (``""`` removes it); prose is an ``E_INVALID`` error.
             if_revision: write only if this is still the current revision.
             check: raise :class:`~.errors.BudgetError` instead of returning an ``ok: false`` outcome.
+            allow_secret, allow_hidden: a person's own write lets a secret / hidden text in the body through.
 
         Raises:
-            ConflictError: if ``if_revision`` is stale. RpcError(E_INVALID): for a bad topic.
-            BudgetError: with ``check``, if the write was refused (its ``usage`` says by how much).
+            ConflictError: if ``if_revision`` is stale. RpcError(E_INVALID): for a bad topic or hidden text.
+            SecretRefused: for a secret (its kinds and lines in ``findings``). BudgetError: with ``check``.
         """
         params = {"topic": topic, "content": content, "summary": summary, "tags": tags, "budget": budget,
-                  "ifRevision": if_revision, "sessionId": session_id, "reviewAfter": review_after}
+                  "ifRevision": if_revision, "sessionId": session_id, "reviewAfter": review_after,
+                  "allowSecret": allow_secret or None, "allowHidden": allow_hidden or None}
         return self._call(wire.MEMORY_WRITE.name, params, _check_write if check else None)
 
     def delete(self, topic: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
@@ -391,16 +394,18 @@ class Methods:
         return self._call(wire.MEMORY_DUE.name, {"withinDays": within_days})
 
     def merge(self, topics: Sequence[str], into: str, *, summary: str | None = None, if_revision: int | None = None,
-              session_id: str | None = None) -> Any:
+              session_id: str | None = None, allow_secret: bool = False, allow_hidden: bool = False) -> Any:
         """``memory.merge`` → ``{ok, topic, uri, action, merged, usage, revision}``: the notes joined into ``into``
         (bodies joined under ``summary`` when given, the others deleted, one revision); allowed over the index
         caps when it shrinks the index. A budget refusal is ``{ok: false, code, …}``.
 
         Raises:
-            RpcError(E_INVALID): a bad topic, nothing to merge, or a topic without a note. ConflictError.
+            RpcError(E_INVALID): a bad topic, nothing to merge, a topic without a note. ConflictError. SecretRefused.
         """
         return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "summary": summary,
-                                                   "ifRevision": if_revision, "sessionId": session_id})
+                                                   "ifRevision": if_revision, "sessionId": session_id,
+                                                   "allowSecret": allow_secret or None,
+                                                   "allowHidden": allow_hidden or None})
 
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
                    all: bool = False, min_score: float | None = None, project: str | None = None,
@@ -422,11 +427,8 @@ class Methods:
                                                  "agent": agent, "session": session})
 
     def queue_get(self, candidate_id: str | int) -> Any:
-        """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``.
-
-        Raises:
-            RpcError(E_NOT_FOUND): if there is no such candidate.
-        """
+        """``queue.get`` → the candidate ``{id, status, kind, topic, summary, body, chars, overBudget, source, …}``;
+        RpcError(E_NOT_FOUND) if there is no such candidate."""
         return self._call(wire.QUEUE_GET.name, {"id": candidate_id})
 
     def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
@@ -446,11 +448,8 @@ class Methods:
                                            "replace": replace or None, "into": into})
 
     def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
-        """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.
-
-        Raises:
-            RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already accepted.
-        """
+        """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back. Raises
+        RpcError(E_NOT_FOUND | E_DECIDED): no such candidate, or already accepted."""
         return self._call(wire.QUEUE_REJECT.name, {"id": candidate_id, "reason": reason})
 
     def queue_reject_below(self, score: float, *, reason: str | None = None) -> Any:
@@ -459,12 +458,12 @@ class Methods:
         return self._call(wire.QUEUE_REJECT.name, {"below": score, "reason": reason})
 
     def queue_undo(self, candidate_id: str | int) -> Any:
-        """``queue.undo`` → ``{ok, candidate, reverted, revision?}``: the decision undone, the candidate pending
-        again; an acceptance's note is deleted (``reverted: "deleted"``) or its previous text restored.
+        """``queue.undo`` → ``{ok, candidate, reverted, laterEdits?, revision?}``: the decision undone, the candidate
+        pending again; an acceptance's note is deleted (``reverted: "deleted"``) or its text before the acceptance
+        restored, after later edits too (they stay in the version history).
 
         Raises:
-            RpcError(E_NOT_FOUND | E_INVALID | E_CONFLICT): no such candidate, a pending one, or the note
-                changed since it was accepted.
+            RpcError(E_NOT_FOUND | E_INVALID): no such candidate, or a pending one.
         """
         return self._call(wire.QUEUE_UNDO.name, {"id": candidate_id})
 

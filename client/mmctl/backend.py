@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .client import Client
 
 __all__ = ["LOCKED", "LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "daemon_listening", "find_daemon",
-           "patient_lock"]
+           "patient_lock", "screen_secrets"]
 
 PROBE_TIMEOUT_MS = 1000
 """How long ``daemon.status`` may take before the daemon counts as absent, in milliseconds."""
@@ -112,7 +112,16 @@ class Direct:
         """
         opts = options or self.options()
         fts5 = self.fts5 if self.fts5 is not None else (None if search else False)
-        return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root, env=self.env))
+        return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root, env=self.env),
+                             screen=screen_secrets)
+
+
+def screen_secrets(text: str) -> Any:
+    """The secrets in ``text`` (:func:`mmd.screen.secrets.find_secrets`), the screen of every direct write; the
+    screen loads with the first write's check, never with a one-shot read."""
+    from mmd.screen.secrets import find_secrets
+
+    return find_secrets(text)
 
 
 def daemon_listening(root: Path, env: Mapping[str, str]) -> bool:

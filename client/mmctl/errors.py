@@ -9,7 +9,8 @@ Which base to catch::
           │    └── UnsafeEndpoint  another user could own the endpoint: nothing was sent
           ├── RpcError           the daemon answered with a JSON-RPC error (``rpc_code``, ``data.code``)
           │    ├── ConflictError   E_CONFLICT: ``ifRevision`` was stale; ``revision`` is the current one
-          │    └── NoSessionError  E_NO_SESSION: the session was closed, expired or lost in a restart
+          │    ├── NoSessionError  E_NO_SESSION: the session was closed, expired or lost in a restart
+          │    └── SecretRefused   E_SECRET: a write carried a secret; ``findings`` name kind and line
           └── BudgetError        an ``ok: false`` write outcome, raised only when asked (``check=True``)
 
 ``code`` is always a string: an mm code (``E_INVALID``, ``E_PARSE``, …), a
@@ -31,6 +32,7 @@ __all__ = [
     "NoSessionError",
     "RequestTimeout",
     "RpcError",
+    "SecretRefused",
     "UnsafeEndpoint",
     "error_from_rpc",
 ]
@@ -107,12 +109,24 @@ class NoSessionError(RpcError):
     """Raised when a ``sessionId`` is unknown: closed, expired, or lost when the daemon restarted."""
 
 
+class SecretRefused(RpcError):
+    """Raised when a write, merge or accept carried a secret (``E_SECRET``): nothing was written. A person's own write
+    may pass ``allow_secret=True`` (``mmctl write --allow-secret``)."""
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        """``[{field, kind, line}]``: where the secrets are, never their values."""
+        details = self.data.get("details")
+        found = details.get("secrets") if isinstance(details, dict) else None
+        return found if isinstance(found, list) else []
+
+
 class BudgetError(MmctlError):
     """Raised by ``write(..., check=True)`` when the outcome is ``ok: false``; ``usage`` says by how much."""
 
 
 _BY_CODE: dict[str, type[RpcError]] = {DaemonCode.E_CONFLICT.value: ConflictError,
-                                       DaemonCode.E_NO_SESSION.value: NoSessionError}
+                                       DaemonCode.E_NO_SESSION.value: NoSessionError, "E_SECRET": SecretRefused}
 """The typed errors by ``data.code`` (the wire's :class:`~mmd.wire.protocol.DaemonCode`); others are RpcError."""
 
 

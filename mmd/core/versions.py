@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .model import IndexEntry
 
 __all__ = ["MAX_BYTES", "MAX_PER_TOPIC", "VERSIONS_NAME", "NewVersion", "Version", "VersionLog", "body_sha",
-           "keep_replaced"]
+           "keep_replaced", "restoring"]
 
 VERSIONS_NAME = "versions.db"
 """The history's file name inside ``.mmd/``."""
@@ -302,3 +302,24 @@ def keep_replaced(log: VersionLog, root: Path, replaced: Mapping[str, IndexEntry
             continue
         rows.append(NewVersion(topic, revision, "found", body, entry.summary, tags, entry.write_budget))
     log.keep(rows, at)
+
+
+def restoring(version: Version | None, topic: str, at: str) -> dict[str, Any]:
+    """The write that brings back ``version`` of ``topic`` (found at ``at``): keyword arguments of
+    :meth:`.store.MemoryStore.write` past the topic (``content``, ``summary``, ``tags``, ``budget``, ``cause``, and
+    the leave a person gave the version: ``allow_secret``, ``allow_hidden``).
+
+    Raises:
+        LookupError: naming what is missing, when no version is kept at ``at`` or it deleted the topic (a restore
+            never deletes).
+    """
+    if version is None:
+        raise LookupError(f"no version of {topic} is kept at {at} (not written by then, or pruned): "
+                          f"`mmctl log {topic}` lists the kept ones")
+    if version.body is None:
+        raise LookupError(f"{topic} was deleted at {at} ({version.ref}); a restore never deletes: "
+                          f"`mmctl delete {topic}` does")
+    allowed = version.allowed or {}
+    return {"content": version.body, "summary": version.summary, "tags": version.tags,
+            "budget": max(version.write_budget or 0, len(version.body)) or None, "cause": "restore",
+            "allow_secret": bool(allowed.get("secrets")), "allow_hidden": bool(allowed.get("hidden"))}

@@ -15,6 +15,7 @@ from typing import Any
 
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.text import validate_topic
+from mmd.core.versions import restoring
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .state import MemoryState
@@ -54,16 +55,12 @@ class VersionHistory:
         """
         validate_topic(topic)
         version = await asyncio.to_thread(self.state.store.versions.at, topic, at)
-        if version is None:
-            raise DaemonError(DaemonCode.E_NOT_FOUND, f"no version of {topic} is kept at {at} (not written by then, "
-                              f"or pruned): `mmctl log {topic}` lists the kept ones")
-        if version.body is None:
-            raise DaemonError(DaemonCode.E_NOT_FOUND, f"{topic} was deleted at {at} ({version.ref}); a restore never "
-                              f"deletes: `mmctl delete {topic}` does")
-        allowed = version.allowed or {}
-        outcome = await self.state.write(
-            topic, version.body, summary=version.summary, tags=version.tags,
-            budget=max(version.write_budget or 0, len(version.body)) or None, cause="restore",
-            allow_secret=bool(allowed.get("secrets")), allow_hidden=bool(allowed.get("hidden")))
+        try:
+            write = restoring(version, topic, at)
+        except LookupError as missing:
+            raise DaemonError(DaemonCode.E_NOT_FOUND, str(missing)) from None
+        content = write.pop("content")
+        outcome = await self.state.write(topic, content, **write)
+        assert version is not None
         return {"ok": bool(outcome.get("ok")), "topic": topic, "at": at, "commit": version.ref, "action": "write",
                 "outcome": outcome, "revision": self.state.revision}

@@ -342,11 +342,14 @@ def cmd_merge(ctx: Ctx) -> int:
     daemon = ctx.daemon()
     from mmd.core.errors import MMError
 
+    secret, hidden = ctx.args.flag("--allow-secret"), ctx.args.flag("--allow-hidden")
     try:
         if daemon is not None:
-            outcome = daemon.client.merge(topics, into, summary=ctx.args.text("--summary"))
+            outcome = daemon.client.merge(topics, into, summary=ctx.args.text("--summary"), allow_secret=secret,
+                                          allow_hidden=hidden)
         else:
-            outcome = ctx.direct().memory().store.merge(topics, into, summary=ctx.args.text("--summary"))
+            outcome = ctx.direct().memory().store.merge(topics, into, summary=ctx.args.text("--summary"),
+                                                        allow_secret=secret, allow_hidden=hidden)
     except RpcError as error:
         ctx.error(f"merge: {error.message}")
         return EXIT_FAILED

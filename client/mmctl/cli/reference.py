@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
-           "cmd_uri", "cmd_write", "write_via_daemon"]
+__all__ = ["allowed_line", "body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init",
+           "cmd_list", "cmd_read", "cmd_search", "cmd_uri", "cmd_write", "write_via_daemon"]
 
 
 def _need(value: str | None, message: str) -> str:
@@ -57,7 +57,8 @@ def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> 
     try:
         outcome: dict[str, Any] = daemon.client.write(
             topic, content, summary=ctx.args.text("--summary"), tags=ctx.args.text("--tags"), budget=budget,
-            review_after=ctx.args.text("--review-after"))
+            review_after=ctx.args.text("--review-after"), allow_secret=ctx.args.flag("--allow-secret"),
+            allow_hidden=ctx.args.flag("--allow-hidden"))
     except RpcError as error:
         raise _as_mm(error) from None
     outcome.pop("revision", None)
@@ -105,7 +106,9 @@ def cmd_write(ctx: Ctx) -> int:
     ctx.creatable_root()
     def direct_write() -> dict[str, Any]:
         return ctx.direct().memory().write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
-                                           tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"))
+                                           tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"),
+                                           allow_secret=ctx.args.flag("--allow-secret"),
+                                           allow_hidden=ctx.args.flag("--allow-hidden"))
 
     outcome = _change(ctx, lambda: write_via_daemon(ctx, topic, content, budget), direct_write)
     if outcome is None:
@@ -114,10 +117,19 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.print_json(outcome)
     elif outcome["ok"]:
         ctx.write(f"{outcome['action']} {outcome['uri']}\n")
+        if outcome.get("allowed"):
+            ctx.error(allowed_line(outcome["allowed"]))
     else:
         ctx.error(outcome["message"])
         ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
+
+
+def allowed_line(allowed: dict[str, Any]) -> str:
+    """What a person's write let through, for stderr: kinds and lines, never a value."""
+    parts = [f"{s['kind']} ({s['field']}, line {s['line']})" for s in allowed.get("secrets", [])]
+    parts += [f"{h['code']} {h['name']} (line {h['line']})" for h in allowed.get("hidden", [])]
+    return "kept as you allowed, and recorded in the version history: " + ", ".join(parts)
 
 
 def body_text(ctx: Ctx) -> str | None:
