@@ -274,7 +274,7 @@ class Review:
         the version history keeps the later text (``mmctl log TOPIC``, ``mmctl restore``).
 
         Returns:
-            ``{ok: true, candidate, reverted: "deleted" | "restored" | null, laterEdits?, revision?}``.
+            ``{ok: true, candidate, reverted: "deleted" | "restored" | null, topic?, laterEdits?, revision?}``.
 
         Raises:
             DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`; E_INVALID also for a
@@ -300,8 +300,8 @@ class Review:
         note = latest.note(topic) if isinstance(topic, str) else None
         previous = written.get("previous")
         if note is None and not isinstance(previous, dict):
-            return {"reverted": "deleted", "revision": latest.revision}
-        later = {"laterEdits": True} if written.get("sha256") != _body_hash(note) else {}
+            return {"reverted": "deleted", "revision": latest.revision, "topic": topic}
+        later = {"topic": topic, **({"laterEdits": True} if written.get("sha256") != _body_hash(note) else {})}
         if not isinstance(previous, dict):
             assert note is not None
             done = await self.state.delete(topic, if_revision=latest.revision)

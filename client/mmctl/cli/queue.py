@@ -140,7 +140,9 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
     if sub == "reject":
         return f"rejected {cid}\n"
     if sub == "undo":
-        return f"undone {cid}: pending again{_UNDONE.get(result.get('reverted') or '', '')}\n"
+        later = f" (it was edited since: the later text stays in `mmctl log {result.get('topic')}`)" \
+            if result.get("laterEdits") else ""
+        return f"undone {cid}: pending again{_UNDONE.get(result.get('reverted') or '', '')}{later}\n"
     write = result.get("write") or {}
     if result.get("ok"):
         return f"accepted {cid}: {write.get('action', 'written')} {write.get('uri', '')}\n"

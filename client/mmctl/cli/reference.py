@@ -204,8 +204,9 @@ def cmd_read(ctx: Ctx) -> int:
         else:
             entry = note.entry
             review = f"review after: {entry.review_after}\n" if entry.review_after else ""  # ours, not the reference
-            ctx.write(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\ntags: {', '.join(entry.tags) or '-'}\n"
-                      f"updated: {entry.updated}\n{review}\n{note.body}\n")
+            ctx.write(_visible(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\n"
+                               f"tags: {', '.join(entry.tags) or '-'}\nupdated: {entry.updated}\n{review}\n"
+                               f"{note.body}\n"))
             if note.missing_file:  # ours: the reference prints the empty body alone
                 ctx.error(f"{entry.file} is missing: the body above is empty; `mmctl doctor` says how to mend it")
         return EXIT_OK
@@ -220,8 +221,18 @@ def cmd_read(ctx: Ctx) -> int:
     lines = [f"Memory index ({len(index['entries'])} entries, {index['lineCount']} lines / "
              f"{index['byteCount']} bytes{over}):", ""]
     lines += [f"- {topic}{f' — {summary}' if summary else ''}" for topic, summary in rows]
-    ctx.write("\n".join(lines) + "\n")
+    ctx.write(_visible("\n".join(lines) + "\n"))
     return EXIT_OK
+
+
+def _visible(text: str) -> str:
+    """``text`` as a terminal may show it: hidden text (bidi, zero-width, tag characters) escaped as ``\\u{202E}``
+    (issue 29); only a text holding a candidate character pays for the check."""
+    if text.isascii():
+        return text
+    from mmd.screen.hidden import escape_hidden
+
+    return escape_hidden(text)
 
 
 def cmd_list(ctx: Ctx) -> int:
