@@ -15,8 +15,10 @@ body, summary and tags) per root, pruned oldest first, never a topic's latest ve
 Durable and private: SQLite in WAL mode with ``synchronous = FULL`` (a kept row survives a crash once
 :meth:`VersionLog.keep` returned), each batch one transaction; the file and its WAL are 0600 in the
 0700 ``.mmd/``. SQLite is imported by writes and history reads only, never by a one-shot read.
-Threading: one connection per call, opened and closed inside it; callers hold the root's write lock
-for :meth:`~VersionLog.keep`. Never: reads or writes notes (the store hands the texts in).
+Threading: one connection per call, or (``keep_open``, the daemon) one per history, opened on first
+use and kept (a write then costs one WAL append and its fsync, not a checkpoint), used by one thread
+at a time and opened again when the file was removed or replaced meanwhile. Callers hold the root's
+write lock for :meth:`~VersionLog.keep`. Never: reads or writes notes (the store hands the texts in).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -131,33 +134,65 @@ class VersionLog:
     Args:
         root: the memory root (``.mmd/`` is created inside it when missing, never the root itself).
         max_per_topic: versions kept of a topic (≥ 1). max_bytes: text kept per root, UTF-8 bytes.
+        keep_open: keep the connection between calls (a long-lived writer; :meth:`close` ends it).
     """
 
-    def __init__(self, root: Path, *, max_per_topic: int = MAX_PER_TOPIC, max_bytes: int = MAX_BYTES) -> None:
+    def __init__(self, root: Path, *, max_per_topic: int = MAX_PER_TOPIC, max_bytes: int = MAX_BYTES,
+                 keep_open: bool = False) -> None:
         self.path = root / STATE_DIR / VERSIONS_NAME
         self.root = root
         self.max_per_topic, self.max_bytes = max(1, max_per_topic), max_bytes
+        self._conn: sqlite3.Connection | None = None
+        self._file: tuple[int, int] | None = None
+        self._guard = threading.Lock()
+        self.keep_open = keep_open
 
     @contextmanager
     def _connect(self, create: bool) -> Iterator[sqlite3.Connection | None]:
-        """A connection (None when the history does not exist and ``create`` is false); the file made 0600 first."""
+        """The connection, held by this thread meanwhile (None when the history does not exist and ``create`` is
+        false); a missing file is made 0600 first, a file replaced since the connection opened is opened anew."""
+        with self._guard:
+            try:
+                st = os.stat(self.path)
+                found: tuple[int, int] | None = (st.st_dev, st.st_ino)
+            except FileNotFoundError:
+                found = None
+            if found is None or found != self._file:
+                self.close()
+            if found is None:
+                if not create:
+                    yield None
+                    return
+                (self.root / STATE_DIR).mkdir(mode=0o700, exist_ok=True)
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+            if self._conn is None:
+                self._conn = self._open()
+                st = os.stat(self.path)
+                self._file = (st.st_dev, st.st_ino)
+            try:
+                yield self._conn
+            finally:
+                if not self.keep_open:
+                    self.close()
+
+    def _open(self) -> sqlite3.Connection:
         import sqlite3
 
-        if not self.path.exists():
-            if not create:
-                yield None
-                return
-            (self.root / STATE_DIR).mkdir(mode=0o700, exist_ok=True)
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
-        conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+        conn = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
         try:
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
-            if create:
-                conn.executescript(_SCHEMA)
-            yield conn
-        finally:
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        """Close the connection (the next use opens it again)."""
+        conn, self._conn, self._file = self._conn, None, None
+        if conn is not None:
             conn.close()
 
     def latest(self, topics: Sequence[str]) -> dict[str, Version]:

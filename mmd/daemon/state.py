@@ -43,6 +43,7 @@ from mmd.core.paths import STATE_DIR, detail_rel
 from mmd.core.revision_mark import advance_mark, read_mark
 from mmd.core.snapshot import Snapshot
 from mmd.core.store import MemoryStore
+from mmd.core.versions import VersionLog
 from mmd.screen.secrets import find_secrets
 from mmd.wire.protocol import DaemonCode, DaemonError
 
@@ -98,8 +99,10 @@ class MemoryState(SessionTable):
 
     def _store(self, options: MemoryOptions) -> MemoryStore:
         """The root's writer: the daemon holds the root's flock for its whole life, so the store must not take it
-        again; writes are screened for secrets (:func:`mmd.screen.secrets.find_secrets`)."""
-        return MemoryStore(options, self.now_iso, lock=contextlib.nullcontext, screen=find_secrets)
+        again; writes are screened for secrets (:func:`mmd.screen.secrets.find_secrets`); the version history keeps
+        its connection for the daemon's life."""
+        return MemoryStore(options, self.now_iso, lock=contextlib.nullcontext, screen=find_secrets,
+                           versions=VersionLog(options.root, keep_open=True))
 
     def now_iso(self) -> str:
         """The clock as ISO-8601 UTC with milliseconds."""
@@ -447,4 +450,5 @@ class MemoryState(SessionTable):
     def replace_options(self, options: MemoryOptions) -> None:
         """Swap the memory options (SIGHUP); the next :meth:`load` applies them to the snapshot."""
         self.options = options
+        self.store.versions.close()
         self.store = self._store(options)

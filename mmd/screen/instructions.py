@@ -33,9 +33,9 @@ _SENSITIVE = (r"(?:~/\.ssh\S*|\$HOME/\.ssh\S*|\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?
               r"\b(?:api|access|auth|private|ssh|secret)[ _-]?keys?\b|\btokens?\b|\bpasswords?\b|\bcookies?\b|"
               r"\bkeychain\b|\bwallets?\b|\benv(?:ironment)?\s+var(?:iable)?s\b)")
 """Files and things whose leaving the machine is the harm."""
-_FILES = (r"(?:~/\.ssh\S*|\$HOME/\.ssh\S*|\S*\bid_(?:rsa|dsa|ecdsa|ed25519)\b\S*|\S*(?<![\w.])\.env\b\S*|"
-          r"\S*\.aws/credentials|\S*\.netrc|\S*\.npmrc|\S*\.pypirc|\S*\.git-credentials|\S*\.kube/config|"
-          r"/etc/(?:passwd|shadow))")
+_FILE = (r"(?:~/\.ssh|\$HOME/\.ssh|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|(?<![\w.])\.env\b|\.aws/credentials|"
+         r"\.netrc\b|\.npmrc\b|\.pypirc\b|\.git-credentials\b|\.kube/config\b|/etc/(?:passwd|shadow)\b)")
+"""A file whose leaving the machine is the harm (what comes before it in its path is matched by the rule)."""
 _SHELL = r"(?:sudo\s+)?(?:ba|z|k|da|fi)?sh\b|(?:sudo\s+)?(?:python[0-9.]*|perl|ruby|node)\b|iex\b|pwsh\b|powershell\b"
 _FETCH = r"(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b"
 
@@ -61,13 +61,13 @@ RULES: tuple[tuple[str, str, str], ...] = (
                      r"(?:(?:https?|ftp)://[^\s`'\"]+|[\w.+-]+@[\w-]+\.[\w.-]+|\d{1,3}(?:\.\d{1,3}){3}|[\w-]+\.[a-z]{2,}\b)",
      "sends files or credentials away"),
     ("exfiltration", rf"\b(?:cat|type|base64|tar|gzip|zip|xxd|head|tail|printenv|env)\b[^|\n]{{0,80}}?"
-                     rf"(?:{_FILES}|\bprintenv\b|\benv\b)[^|\n]{{0,40}}\|\s*(?:curl|wget|nc|ncat|netcat|socat|http|"
+                     rf"(?:{_FILE}|\bprintenv\b|\benv\b)[^|\n]{{0,40}}\|\s*(?:curl|wget|nc|ncat|netcat|socat|http|"
                      r"telnet)\b", "sends files or credentials away"),
     ("exfiltration", rf"\b(?:curl|wget|http)\b[^\n]{{0,120}}?\s(?:-d|--data(?:-binary|-raw|-urlencode)?|-F|--form|"
-                     rf"-T|--upload-file|--post-file)[=\s]+[\"']?(?:[\w-]+=)?@?(?:-(?=[\s\"']|$)|{_FILES})",
+                     rf"-T|--upload-file|--post-file)[=\s]+[\"']?(?:[\w-]+=)?@?(?:-(?=[\s\"']|$)|[^\s\"'@]{{0,80}}?{_FILE})",
      "sends files or credentials away"),
-    ("exfiltration", rf"\b(?:scp|rsync)\b[^\n]{{0,60}}?{_FILES}[^\n]{{0,80}}?\s\S+:|\b(?:nc|ncat|netcat)\b[^\n]"
-                     rf"{{0,60}}<\s*{_FILES}", "sends files or credentials away"),
+    ("exfiltration", rf"\b(?:scp|rsync)\b[^\n]{{0,60}}?{_FILE}\S*[^\n]{{0,80}}?\s\S+:|\b(?:nc|ncat|netcat)\b[^\n]"
+                     rf"{{0,60}}<\s*[^\s<]{{0,80}}?{_FILE}", "sends files or credentials away"),
     ("disable checks", r"(?<![\w-])--no-verify\b|\bcore\.hooksPath\s*=\s*/dev/null|\bSKIP_(?:TESTS|CHECKS|HOOKS)\s*="
                        r"\s*(?:1|true)\b|\bHUSKY\s*=\s*0\b|--dangerously-skip-permissions\b|\bgit\s+commit\b[^\n]*"
                        r"\s-n\b", "turns checks off"),

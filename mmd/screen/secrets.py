@@ -71,7 +71,7 @@ _VALUE = r"""[^\s"'`,;‹›()\[\]{}<>\\]"""
 _PASSWORD_WORDS = r"(?:password|passwd|passphrase|pass ?code|pwd)"
 _SECRET_WORDS = r"(?:client[ _-]?secret|secret[ _-]?key|secret|auth[ _-]?token|access[ _-]?token|token|" \
                 r"api[ _-]?key|access[ _-]?key)"
-_LINKING = r"(?:\s+(?:is|was|=|:=|:|->|=>)|\s*(?:=|:=|:|->|=>))"
+_LINKING = r"(?:\s+(?:(?:is|was)\b|=|:=|:|->|=>)|\s*(?:=|:=|:|->|=>))"
 """What joins a keyword to its value: ``is``/``was`` or an assignment."""
 
 PATTERNS: tuple[tuple[str, str, int, tuple[str, ...]], ...] = (
@@ -146,12 +146,14 @@ used using usually case-sensitive too very and or but if when where which who wh
 your my our their his her env environment variable file vault keychain keyring manager prompt field
 placeholder example sample dummy changeme xxx xxxx xxxxx *** **** ***** ... password passwd pass secret token
 written hidden given taken chosen known shown forgotten broken stolen str string int bytes any optional text
+postgres root admin guest test default
 """.split())
-"""Words that follow "password is" in prose, not a password ("the password is stored in the vault")."""
+"""Words that follow "password is" in prose, not a password ("the password is stored in the vault"), and the
+well-known defaults of local services (``POSTGRES_PASSWORD=postgres``): public, so no secret."""
 _PLACEHOLDER = re.compile(r"[*x.]+|\$.*|%\w|\{\{?.*\}\}?|<.*>|[~.]?/.*|(?i:os\.environ.*|process\.env.*)"
-                          r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+                          r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 """Placeholders, variables, paths and code references (``${DB_PASSWORD}``, ``<password>``, ``./secrets/db``,
-``settings.api_key``) a phrase names instead of a value."""
+``settings.api_key``, a constant ``STORE_PASSWORD``) a phrase names instead of a value."""
 _PHRASES = ("password", "secret", "url password")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _PROSE_LINK = re.compile(r"\s(?:is|was)\s|:", re.IGNORECASE)
@@ -239,6 +241,11 @@ def _is_prose(kind: str, match: re.Match[str], start: int, end: int) -> bool:
         return True
     if kind == "url password":
         return match.group(1) == value  # postgres:postgres@localhost
+    name = match.start()
+    while name > 0 and (text[name - 1].isalnum() or text[name - 1] == "_"):
+        name -= 1
+    if text[max(0, name - 2):name].endswith("$") or text[max(0, name - 2):name] == "${":
+        return True  # ${DB_PASSWORD:-postgres}: a variable and its default, not a value
     if kind == "password" and _PROSE_LINK.search(text, match.start(), start) and not (
             _DIGIT.search(value) or not value.isalnum() or text[start - 1:start] in "\"'`“"
             or _CLAUSE_END.match(text, end)):
