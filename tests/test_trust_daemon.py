@@ -170,3 +170,28 @@ def test_log_restore_and_queue_undo_bring_back_a_curated_note_an_agent_overwrote
     assert [c["cause"] for c in commits[:2]] == ["undo", "write"] and commits[1]["chars"] == 17
     assert cli(daemon, "restore", "runbook", "--at", commits[1]["commit"])[0] == 0  # the later text is not lost
     assert call(daemon, "memory.read", {"topic": "runbook"})["body"] == SHORT
+
+
+def test_the_new_shapes_match_the_schema(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_schema import Wire
+
+    daemon, _ = start_web_daemon(start_daemon, tmp_path)
+    wire = Wire(daemon)
+    allowed = wire.result("memory.write", {"topic": "keys", "content": "use AKIA4XKQ7RZP2MBN6TWD", "allowSecret": True,
+                                           "allowHidden": True})
+    assert allowed["allowed"]["secrets"][0]["kind"] == "aws access key"
+    assert wire.error("memory.write", {"topic": "keys", "content": "use AKIA4XKQ7RZP2MBN6TWD"}, "E_SECRET")[
+        "code"] == -32602
+    assert wire.error("memory.write", {"topic": "keys", "content": "x\u202e"}, "E_INVALID")["code"] == -32602
+    wire.result("memory.write", {"topic": "plain", "content": "plain"})
+    merged = wire.result("memory.merge", {"topics": ["keys"], "into": "plain", "allowSecret": True})
+    assert merged["allowed"]["secrets"]
+    commits = wire.result("memory.log", {"topic": "plain"})["commits"]
+    assert commits[0]["cause"] == "merge" and commits[0]["allowed"]
+    restored = wire.result("memory.restore", {"topic": "plain", "at": commits[-1]["commit"]})
+    assert restored["ok"] and restored["commit"] == commits[-1]["commit"]
+    cand = by_topic(daemon)["deploy-region"]["id"]
+    wire.result("queue.accept", {"id": cand})
+    wire.result("memory.write", {"topic": "deploy-region", "content": "edited later"})
+    undone = wire.result("queue.undo", {"id": cand})
+    assert undone["laterEdits"] is True and undone["topic"] == "deploy-region"
