@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mmd.core.errors import ErrorCode
 from mmd.wire.protocol import DaemonCode
 
 __all__ = [
@@ -126,8 +127,10 @@ class BudgetError(MmctlError):
 
 
 _BY_CODE: dict[str, type[RpcError]] = {DaemonCode.E_CONFLICT.value: ConflictError,
-                                       DaemonCode.E_NO_SESSION.value: NoSessionError, "E_SECRET": SecretRefused}
-"""The typed errors by ``data.code`` (the wire's :class:`~mmd.wire.protocol.DaemonCode`); others are RpcError."""
+                                       DaemonCode.E_NO_SESSION.value: NoSessionError,
+                                       ErrorCode.E_SECRET.value: SecretRefused}
+"""The typed errors by ``data.code`` (the wire's :class:`~mmd.wire.protocol.DaemonCode`, or the mm code
+``E_SECRET``); others are RpcError."""
 
 
 def error_from_rpc(error: dict[str, Any]) -> RpcError:
