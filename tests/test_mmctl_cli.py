@@ -269,6 +269,7 @@ ONE_SHOT_MODULES = {
     "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.live_budget", "mmd.core.memory", "mmd.core.model",
     "mmd.core.options", "mmd.core.paths", "mmd.core.record", "mmd.core.rootfs", "mmd.core.snapshot", "mmd.core.store",
     "mmd.core.text", "mmd.core.uri", "mmd.core.projects", "mmctl.scope",
+    "mmd.screen", "mmd.screen.hidden",  # a non-ASCII note or index is shown with its hidden text escaped (issue 29)
 }
 """Every module of ours a one-shot ``read``, ``list``, ``uri`` or ``budget`` may import (issue 17; the scope, with the
 current folder's project found from the files, since issue 27); search adds the search engines."""

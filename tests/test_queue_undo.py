@@ -8,7 +8,7 @@ from tests.test_ingest_helpers import call, error_code
 from tests.web_helpers import by_topic, note_files, queue_rows, start_web_daemon
 
 
-def test_undo_deletes_a_created_note_restores_a_replaced_one_and_refuses_an_edited_one(  # type: ignore[no-untyped-def]
+def test_undo_deletes_a_created_note_restores_a_replaced_one_even_after_later_edits(  # type: ignore[no-untyped-def]
         start_daemon, tmp_path: Path) -> None:
     daemon, _ = start_web_daemon(start_daemon, tmp_path)
     cands = by_topic(daemon)
@@ -32,9 +32,12 @@ def test_undo_deletes_a_created_note_restores_a_replaced_one_and_refuses_an_edit
     edited = cands["release-day"]["id"]
     assert call(daemon, "queue.accept", {"project": "user", "id": edited})["ok"]
     assert call(daemon, "memory.write", {"topic": "release-day", "content": "edited by hand"})["ok"]
-    assert error_code(daemon, "queue.undo", {"id": edited}) == "E_CONFLICT"
-    assert note_files(daemon)["release-day.md"].strip().endswith("edited by hand")
-    assert queue_rows(daemon)["release-day"][0] == "accepted"
+    undone = call(daemon, "queue.undo", {"id": edited})  # the version before the accept: none (issue 29)
+    assert undone["reverted"] == "deleted" and undone["laterEdits"] is True
+    assert "release-day.md" not in note_files(daemon)
+    assert queue_rows(daemon)["release-day"][0] == "pending"
+    kept = call(daemon, "memory.log", {"topic": "release-day"})["commits"]  # the later text is kept
+    assert [c["cause"] for c in kept] == ["delete", "write", "accept"] and kept[1]["chars"] == len("edited by hand")
 
     rejected = cands["code-style"]["id"]
     call(daemon, "queue.reject", {"id": rejected, "reason": "dup"})

@@ -445,10 +445,12 @@ def test_without_ingestion_the_queue_errors_and_status_match_the_schema(start_da
     st = wire.result("daemon.status")
     assert st["queue"] is None and st["ingest"] is None and st["git"] is None
     for method, params in (("queue.list", {}), ("queue.get", {"id": 1}), ("queue.accept", {"project": "user", "id": 1}),
-                           ("queue.reject", {"id": 1}), ("memory.log", {}), ("memory.diff", {"rev": "r1"}),
-                           ("memory.revert", {"rev": "r1"}), ("memory.restore", {"topic": "x", "at": "r1"}),
-                           ("memory.sync", {})):
+                           ("queue.reject", {"id": 1}), ("memory.diff", {"rev": "r1"}),
+                           ("memory.revert", {"rev": "r1"}), ("memory.sync", {})):
         assert wire.error(method, params, "E_UNAVAILABLE")["code"] == -32000
+    # without --git, the log and restore read the version history (issue 29)
+    assert wire.result("memory.log", {}) == {"commits": []}
+    assert wire.error("memory.restore", {"topic": "x", "at": "r1"}, "E_NOT_FOUND")["code"] == -32000
 
 
 async def test_every_event_topic_matches_its_schema(start_daemon, tmp_path: Path) -> None:

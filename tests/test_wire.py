@@ -156,11 +156,13 @@ def test_the_client_derives_its_tables_from_the_wire() -> None:
     from mmctl import _base, errors
     from mmctl import events as client_events
 
+    from mmd.core.errors import ErrorCode
+
     assert _base.IDEMPOTENT == {n for n, m in METHODS.items() if m.idempotent}
     assert _base.SESSION_METHODS == {n for n, m in METHODS.items() if "sessionId" in m.params}
     assert "memory.write" not in _base.IDEMPOTENT and "memory.read" in _base.IDEMPOTENT
     assert client_events.TOPICS is events.TOPICS
-    assert set(errors._BY_CODE) <= {c.value for c in DaemonCode}
+    assert set(errors._BY_CODE) <= {c.value for c in DaemonCode} | {c.value for c in ErrorCode}
 
 
 def test_one_attempt_decides_resends_and_retries_for_both_clients() -> None:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # type checkers see the real classes; at run time they load o
         NoSessionError,
         RequestTimeout,
         RpcError,
+        SecretRefused,
         UnsafeEndpoint,
     )
     from .events import Event
@@ -47,6 +48,7 @@ __all__ = [
     "NoSessionError",
     "RequestTimeout",
     "RpcError",
+    "SecretRefused",
     "Session",
     "Subscription",
     "UnsafeEndpoint",
@@ -57,7 +59,7 @@ _WHERE = {
     "Session": "client", "Subscription": "client", "Event": "events", "Curve": "transport",
     **{name: "errors" for name in (
         "BudgetError", "ConflictError", "DaemonUnavailable", "MmctlError", "NoSessionError", "RequestTimeout",
-        "RpcError", "UnsafeEndpoint")},
+        "RpcError", "SecretRefused", "UnsafeEndpoint")},
 }
 
 

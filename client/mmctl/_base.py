@@ -292,7 +292,8 @@ class Methods(QueueMethods):
 
     def write(self, topic: str, content: str, *, summary: str | None = None, tags: str | Sequence[str] | None = None,
               budget: int | None = None, if_revision: int | None = None, session_id: str | None = None,
-              check: bool = False, review_after: str | None = None) -> Any:
+              check: bool = False, review_after: str | None = None, allow_secret: bool = False,
+              allow_hidden: bool = False) -> Any:
         """``memory.write`` → the write outcome plus ``revision``; an over-budget write is ``{ok: false, …}``.
 
         Args:
@@ -301,13 +302,15 @@ class Methods(QueueMethods):
                 (``""`` removes it); prose is an ``E_INVALID`` error.
             if_revision: write only if this is still the current revision.
             check: raise :class:`~.errors.BudgetError` instead of returning an ``ok: false`` outcome.
+            allow_secret, allow_hidden: a person's own write lets a secret / hidden text in the body through.
 
         Raises:
-            ConflictError: if ``if_revision`` is stale. RpcError(E_INVALID): for a bad topic.
-            BudgetError: with ``check``, if the write was refused (its ``usage`` says by how much).
+            ConflictError: if ``if_revision`` is stale. RpcError(E_INVALID): for a bad topic or hidden text.
+            SecretRefused: for a secret (its kinds and lines in ``findings``). BudgetError: with ``check``.
         """
         params = {"topic": topic, "content": content, "summary": summary, "tags": tags, "budget": budget,
-                  "ifRevision": if_revision, "sessionId": session_id, "reviewAfter": review_after}
+                  "ifRevision": if_revision, "sessionId": session_id, "reviewAfter": review_after,
+                  "allowSecret": allow_secret or None, "allowHidden": allow_hidden or None}
         return self._call(wire.MEMORY_WRITE.name, params, _check_write if check else None)
 
     def delete(self, topic: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
@@ -362,16 +365,18 @@ class Methods(QueueMethods):
         return self._call(wire.MEMORY_ADOPT.name, {"topics": list(topics), "project": project})
 
     def merge(self, topics: Sequence[str], into: str, *, summary: str | None = None, if_revision: int | None = None,
-              session_id: str | None = None) -> Any:
+              session_id: str | None = None, allow_secret: bool = False, allow_hidden: bool = False) -> Any:
         """``memory.merge`` → ``{ok, topic, uri, action, merged, usage, revision}``: the notes joined into ``into``
         (bodies joined under ``summary`` when given, the others deleted, one revision); allowed over the index
         caps when it shrinks the index. A budget refusal is ``{ok: false, code, …}``.
 
         Raises:
-            RpcError(E_INVALID): a bad topic, nothing to merge, or a topic without a note. ConflictError.
+            RpcError(E_INVALID): a bad topic, nothing to merge, a topic without a note. ConflictError. SecretRefused.
         """
         return self._call(wire.MEMORY_MERGE.name, {"topics": list(topics), "into": into, "summary": summary,
-                                                   "ifRevision": if_revision, "sessionId": session_id})
+                                                   "ifRevision": if_revision, "sessionId": session_id,
+                                                   "allowSecret": allow_secret or None,
+                                                   "allowHidden": allow_hidden or None})
 
     def rename(self, topic: str, to: str, *, if_revision: int | None = None, session_id: str | None = None) -> Any:
         """``memory.rename`` → ``{ok, topic, uri, from, linked, proposals, usage, revision}``: ``topic`` renamed

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .scope import Scope
 
 __all__ = ["LOCKED", "LOCK_WAIT_S", "PROBE_TIMEOUT_MS", "Daemon", "Direct", "daemon_listening", "find_daemon",
-           "patient_lock"]
+           "patient_lock", "screen_secrets"]
 
 PROBE_TIMEOUT_MS = 1000
 """How long ``daemon.status`` may take before the daemon counts as absent, in milliseconds."""
@@ -131,7 +131,16 @@ class Direct:
             from mmd.core.projects import record_project
 
             record_project(opts.root, scope.project, Path(scope.param) if scope.param else None, iso_ms(self.now()))
-        return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root, env=self.env))
+        return Memory.ensure(opts, now=self.now, fts5=fts5, lock=lambda: patient_lock(opts.root, env=self.env),
+                             screen=screen_secrets)
+
+
+def screen_secrets(text: str) -> Any:
+    """The secrets in ``text`` (:func:`mmd.screen.secrets.find_secrets`), the screen of every direct write; the
+    screen loads with the first write's check, never with a one-shot read."""
+    from mmd.screen.secrets import find_secrets
+
+    return find_secrets(text)
 
 
 def daemon_listening(root: Path, env: Mapping[str, str]) -> bool:

@@ -9,7 +9,8 @@ Which base to catch::
           │    └── UnsafeEndpoint  another user could own the endpoint: nothing was sent
           ├── RpcError           the daemon answered with a JSON-RPC error (``rpc_code``, ``data.code``)
           │    ├── ConflictError   E_CONFLICT: ``ifRevision`` was stale; ``revision`` is the current one
-          │    └── NoSessionError  E_NO_SESSION: the session was closed, expired or lost in a restart
+          │    ├── NoSessionError  E_NO_SESSION: the session was closed, expired or lost in a restart
+          │    └── SecretRefused   E_SECRET: a write carried a secret; ``findings`` name kind and line
           └── BudgetError        an ``ok: false`` write outcome, raised only when asked (``check=True``)
 
 ``code`` is always a string: an mm code (``E_INVALID``, ``E_PARSE``, …), a
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mmd.core.errors import ErrorCode
 from mmd.wire.protocol import DaemonCode
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "NoSessionError",
     "RequestTimeout",
     "RpcError",
+    "SecretRefused",
     "UnsafeEndpoint",
     "error_from_rpc",
 ]
@@ -107,13 +110,27 @@ class NoSessionError(RpcError):
     """Raised when a ``sessionId`` is unknown: closed, expired, or lost when the daemon restarted."""
 
 
+class SecretRefused(RpcError):
+    """Raised when a write, merge or accept carried a secret (``E_SECRET``): nothing was written. A person's own write
+    may pass ``allow_secret=True`` (``mmctl write --allow-secret``)."""
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        """``[{field, kind, line}]``: where the secrets are, never their values."""
+        details = self.data.get("details")
+        found = details.get("secrets") if isinstance(details, dict) else None
+        return found if isinstance(found, list) else []
+
+
 class BudgetError(MmctlError):
     """Raised by ``write(..., check=True)`` when the outcome is ``ok: false``; ``usage`` says by how much."""
 
 
 _BY_CODE: dict[str, type[RpcError]] = {DaemonCode.E_CONFLICT.value: ConflictError,
-                                       DaemonCode.E_NO_SESSION.value: NoSessionError}
-"""The typed errors by ``data.code`` (the wire's :class:`~mmd.wire.protocol.DaemonCode`); others are RpcError."""
+                                       DaemonCode.E_NO_SESSION.value: NoSessionError,
+                                       ErrorCode.E_SECRET.value: SecretRefused}
+"""The typed errors by ``data.code`` (the wire's :class:`~mmd.wire.protocol.DaemonCode`, or the mm code
+``E_SECRET``); others are RpcError."""
 
 
 def error_from_rpc(error: dict[str, Any]) -> RpcError:

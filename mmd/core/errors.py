@@ -14,8 +14,9 @@ state or a bad argument, and every one carries a stable code::
           E_IO                   a filesystem operation failed
           E_CONFLICT             a topic differs from an existing one only by case
           E_DIGEST_SOURCE        no digest source could be located or read
+          E_SECRET               a write carries a secret (its kind and line named, never its value)
 
-Codes and their meaning follow the reference's ``errors.ts``.
+Codes and their meaning follow the reference's ``errors.ts`` (``E_SECRET`` is ours).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class ErrorCode(enum.StrEnum):
     """No digest source could be located or read."""
     E_CONFLICT = "E_CONFLICT"
     """A new topic differs from an existing one only by case (issue 15; one file on macOS)."""
+    E_SECRET = "E_SECRET"
+    """A write carries a secret (issue 29): ``details`` names the field, kind and line, never the value."""
 
 
 class BudgetCode(enum.StrEnum):

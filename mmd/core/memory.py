@@ -124,16 +124,18 @@ class Memory:
         now: the clock (``loadedAt``, ``updated``, nudges); default the wall clock.
         fts5: force SQLite FTS5 on/off; None probes it.
         lock: writer serialization, see :class:`~.store.MemoryStore`.
+        screen: finds secrets in writes, see :class:`~.store.MemoryStore` (None: hidden text alone is refused).
     """
 
     def __init__(self, options: MemoryOptions, *, now: Clock | None = None, fts5: bool | None = None,
-                 lock: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+                 lock: Callable[[], AbstractContextManager[Any]] | None = None,
+                 screen: Callable[[str], Any] | None = None) -> None:
         self.options = options
         self.root = options.root
         self.memory_id = options.memory_id
         self._now = now or system_clock
         self.fts5_available = fts5_available() if fts5 is None else fts5
-        self.store = MemoryStore(options, lambda: now_iso(self._now), lock)
+        self.store = MemoryStore(options, lambda: now_iso(self._now), lock, screen=screen)
         self._snapshot: Snapshot | None = None
         self.pending_writes = 0
 
@@ -231,7 +233,7 @@ class Memory:
 
     def write(self, topic: str, content: Any, **kwargs: Any) -> dict[str, Any]:
         """Write through :meth:`MemoryStore.write` (``budget``, ``summary``, ``tags``, ``updated``,
-        ``review_after``); adds ``pendingWrites`` to a success."""
+        ``review_after``, ``allow_hidden``, ``allow_secret``); adds ``pendingWrites`` to a success."""
         self.snapshot  # noqa: B018 - a write needs a loaded session, as in the reference
         outcome = self.store.write(topic, content, **kwargs)
         if outcome["ok"]:

@@ -17,14 +17,22 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .errors import ErrorCode, MMError
+from .errors import BudgetCode, ErrorCode, MMError
 from .format import serialize_note
 from .model import IndexEntry
-from .paths import detail_rel
+from .paths import DETAIL_DIR, detail_rel
 from .record import Record
 from .snapshot import read_note_sized
+from .text import validate_topic
+from .uri import uri_for
 
-__all__ = ["RenamePlan", "live_body", "plan_rename", "rewrite_links"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .store import MemoryStore
+
+__all__ = ["RenamePlan", "live_body", "plan_rename", "rename_topic", "rewrite_links"]
 
 _AFTER = r"(?![A-Za-z0-9_\-]|\.+[A-Za-z0-9_\-])"
 """What may follow a linked topic: no more of a slug (a run of dots ending the sentence is not one)."""
@@ -127,3 +135,48 @@ def live_body(root: Path, entry: IndexEntry) -> str | None:
 
 def _note(topic: str, memory_id: str, body: str) -> bytes:
     return serialize_note(topic=topic, memory_id=memory_id, file=detail_rel(topic), body=body).encode()
+
+
+def rename_topic(store: MemoryStore, old: str, new: str) -> dict[str, Any]:
+    """Rename the topic ``old`` to ``new`` of ``store``'s root (issue 30, :meth:`.store.MemoryStore.rename`) in one
+    write of the index: NEW's note (meta lines included) and entry, the other notes and entries linking to OLD
+    (:mod:`.rename`); then OLD's file goes.
+
+    Budgets are the write's: each note written must fit the file cap, and the index its caps unless the
+    rename shrinks it. A note that cannot be read keeps its links (it is not rewritten).
+
+    Returns:
+        ``{ok: True, topic: new, uri, from: old, linked: [topics], usage}`` or the write's
+        ``{ok: False, code, message, reason, usage, topic}`` (then nothing changed).
+
+    Raises:
+        MMError(E_INVALID): for a topic that is not a slug, OLD without a note, NEW with one, OLD equal to NEW.
+        MMError(E_CONFLICT): for a NEW that differs only by case from a topic there is.
+        MMError(E_PARSE | E_IO): as :meth:`.store.MemoryStore.write`; a crash leaves an orphan note, never a lost entry.
+    """
+    from .store import _failure
+
+    old, new = validate_topic(old), validate_topic(new)
+    o = store.options
+    with store._lock():
+        state = store.live_state()
+        plan = plan_rename(state.entries, old, new, lambda entry: live_body(store.root, entry),
+                           memory_id=o.memory_id, now=store._now_iso())
+        after = state
+        for topic, entry in plan.entries:
+            after = store._next_state(after, topic, entry)
+        usage = store._write_usage(plan.body_chars, plan.write_budget, len(plan.notes[f"{new}.md"]), after.usage)
+        big = next((name for name, data in plan.notes.items() if len(data) > o.detail_max_bytes), None)
+        if big is not None:
+            return _failure(new, BudgetCode.E_FILE_BUDGET_EXCEEDED, f"{DETAIL_DIR}/{big} would exceed its byte cap "
+                            "with the new name; condense it first (see usage)", usage)
+        shrinks = after.usage["lines"] < state.usage["lines"] or after.usage["bytes"] < state.usage["bytes"]
+        if after.usage["overBudget"] and not shrinks:
+            return _failure(new, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
+                            "the MEMORY.md index would exceed its hard limit with the new name", usage)
+        store._write_files(plan.notes, after)
+        if plan.removed != detail_rel(new):
+            store._remove_note(plan.removed)
+    return {"ok": True, "topic": new, "uri": uri_for(o.memory_id, new), "from": old, "linked": plan.linked,
+            "usage": usage}
+

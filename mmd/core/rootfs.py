@@ -42,6 +42,7 @@ __all__ = [
     "read_index_bytes",
     "read_note_bytes",
     "remove_in",
+    "remove_note",
     "replace_together",
     "sync_together",
     "temp_name",
@@ -455,3 +456,30 @@ def replace_together(root: Path, notes: dict[str, bytes], index: bytes) -> None:
     except OSError as error:
         raise MMError(ErrorCode.E_IO, f"write {DETAIL_DIR}/{first} failed: {error.strerror or error}",
                       details=f"{DETAIL_DIR}/{first}") from error
+
+
+def remove_note(root: Path, rel: str) -> bool:
+    """Remove the note ``rel`` of ``root`` if it may name one (:func:`note_problem`); never follow a symlink.
+
+    Returns:
+        True if a file was removed; False if none was there, or ``rel`` names
+        something that is not a note (MEMORY.md, ``.mmd/``, a folder), which stays.
+
+    Raises:
+        MMError(E_IO): if the unlink fails.
+    """
+    if note_problem(rel) is not None:
+        return False
+    parts = note_parts(rel)
+    try:
+        with opened_folder(root, parts[:-1]) as dfd:
+            removed = remove_in(dfd, parts[-1])
+            if removed:
+                os.fsync(dfd)
+            return removed
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return False
+        raise MMError(ErrorCode.E_IO, f"delete {rel} failed: {error.strerror or error}", details=rel) from error

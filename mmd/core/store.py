@@ -1,20 +1,22 @@
 """The writer of a memory root: budgeted writes, deletes and the live budget report (mm v1 §6).
 
-Every operation here works on the LIVE files, never on a snapshot, and every write runs under the
-root's write lock: read MEMORY.md, check the budgets in the spec's order (write budget, detail file
-cap, index caps), then write the detail file and the index all or nothing (both temp files prepared
-before either is renamed; see :meth:`MemoryStore._write_files`). An over-budget write returns
-``{"ok": False, ...}`` with usage and touches nothing.
+Every operation here works on the LIVE files, never on a snapshot, and every write runs under the root's write lock:
+read MEMORY.md, check the budgets in the spec's order (write budget, detail file cap, index caps), then write the
+detail file and the index all or nothing (both temp files prepared before either is renamed; see
+:meth:`MemoryStore._write_files`). An over-budget write returns ``{"ok": False, ...}`` with usage and touches
+nothing.
 
-What a reader could not read back is refused at the door (``E_INVALID``: NUL and lone surrogates anywhere,
-line breaks in summary/tags/updated); a new topic that differs from an indexed one only by case is
-``E_CONFLICT``. Files are opened only through :mod:`.rootfs` (never following a symlink below the root).
+What a reader could not read back is refused at the door (``E_INVALID``: NUL and lone surrogates anywhere, line
+breaks in summary/tags/updated); a new topic that differs from an indexed one only by case is ``E_CONFLICT``. What
+must not be remembered is refused there too (:mod:`.screening`, issue 29): hidden text (always; in a body unless
+``allow_hidden``) and, through the ``screen`` the caller hands in, secrets (``E_SECRET``, unless ``allow_secret``).
+Every write, merge and delete keeps the text it leaves, and first the text it replaces when the history does not
+hold it yet (:mod:`.versions`), numbered with the revision the caller's ``number`` hands out. Files are opened only
+through :mod:`.rootfs` (never following a symlink below the root).
 """
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 
@@ -26,8 +28,8 @@ from .index_state import IndexState
 from .model import IndexEntry
 from .options import MemoryOptions, is_js_integer
 from .paths import DETAIL_DIR, INDEX_NAME, detail_rel
-from .rootfs import make_folders, note_parts, note_problem, opened_folder, read_index_bytes, remove_in, replace_together
-from .snapshot import parse_index_text, read_note_sized
+from .rootfs import make_folders, read_index_bytes, remove_note, replace_together
+from .snapshot import parse_index_text
 from .text import (
     byte_length,
     check_write_fields,
@@ -44,10 +46,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["LOCK_TIMEOUT_S", "BatchedWrite", "MemoryStore"]
+    from .screening import SecretScreen
+    from .versions import NewVersion, VersionLog
+
+__all__ = ["LOCK_TIMEOUT_S", "BatchedWrite", "MemoryStore", "Number"]
 
 LOCK_TIMEOUT_S = 30.0
 """How long a write waits for another writer's lock, in seconds, before it fails with E_IO."""
+Number = Callable[[], int]
+"""Hands out the revision number of the next change (called with the lock held, once per accepted write)."""
 
 
 class BatchedWrite:
@@ -58,13 +65,15 @@ class BatchedWrite:
         error: the MMError :meth:`MemoryStore.write` would have raised, or None.
         state: MEMORY.md as this write left it (None unless it was written), for the revision after it.
         note: the note's bytes as written (None unless it was written): the revision needs no re-read.
+        revision: the number ``number`` handed out for it (None unless it was written).
     """
 
-    __slots__ = ("error", "note", "outcome", "state")
+    __slots__ = ("error", "note", "outcome", "revision", "state")
 
     def __init__(self, outcome: dict[str, Any] | None, error: MMError | None, state: IndexState | None = None,
                  note: bytes | None = None) -> None:
         self.outcome, self.error, self.state, self.note = outcome, error, state, note
+        self.revision: int | None = None
 
 
 class MemoryStore:
@@ -76,17 +85,52 @@ class MemoryStore:
         lock: a context manager factory serializing writers; by default the
             root's :class:`WriteLock`, waited for at most :data:`LOCK_TIMEOUT_S`. A process that already holds the lock
             for its whole life (the daemon) passes ``contextlib.nullcontext``.
+        screen: finds secrets in a write's fields (:data:`.screening.SecretScreen`); None: hidden text only.
+        versions: the version history (default ``<root>/.mmd/versions.db`` with its default bounds).
     """
 
     def __init__(self, options: MemoryOptions, now_iso: Callable[[], str],
-                 lock: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+                 lock: Callable[[], AbstractContextManager[Any]] | None = None, *, screen: SecretScreen | None = None,
+                 versions: VersionLog | None = None) -> None:
         self.options = options
         self.root = options.root
         self._now_iso = now_iso
         self._lock = lock or (lambda: WriteLock(self.root, timeout_s=LOCK_TIMEOUT_S))
+        self.screen = screen
+        self._versions = versions
         self._state: IndexState | None = None
         self._header = index_header(memory_id=options.memory_id, index_lines=options.index_lines,
                                     index_bytes=options.index_bytes)
+
+    @property
+    def versions(self) -> VersionLog:
+        """The root's version history (:class:`.versions.VersionLog`; SQLite loads with the first write)."""
+        if self._versions is None:
+            from .versions import VersionLog
+
+            self._versions = VersionLog(self.root)
+        return self._versions
+
+    def _default_number(self) -> int:
+        """A direct-mode writer's next revision: the root's mark plus one (:func:`.revision_mark.bump_mark` raises
+        the mark to it when the lock is released)."""
+        from .revision_mark import read_mark
+
+        return read_mark(self.root) + 1
+
+    def _keep_replaced(self, replaced: dict[str, IndexEntry], revision: int) -> None:
+        """Keep the texts about to be replaced that the history lacks; raises MMError(E_IO) (write nothing then)."""
+        if replaced:
+            from .versions import keep_replaced
+
+            keep_replaced(self.versions, self.root, replaced, self._now_iso(), revision)
+
+    def _keep(self, versions: list[NewVersion]) -> None:
+        """Keep what the change left. A failure loses nothing: the next change finds the text on disk unkept."""
+        try:
+            self.versions.keep(versions, self._now_iso())
+        except MMError:
+            pass
 
     def live_state(self) -> IndexState:
         """MEMORY.md as on disk now, parsed again only when its bytes changed (see :mod:`.index_state`).
@@ -148,8 +192,9 @@ class MemoryStore:
         return index_usage(text, self.options.index_lines, self.options.index_bytes, size)
 
     def write(self, topic: str, content: Any, *, budget: Any = None, summary: str | None = None,
-              tags: str | None = None, updated: str | None = None,
-              review_after: str | None = None) -> dict[str, Any]:
+              tags: str | None = None, updated: str | None = None, review_after: str | None = None,
+              allow_hidden: bool = False, allow_secret: bool = False, cause: str = "write",
+              number: Number | None = None) -> dict[str, Any]:
         """Create or replace ``topic`` (mm v1 §6). Budget failures are returned, not raised.
 
         Args:
@@ -163,27 +208,38 @@ class MemoryStore:
             review_after: the topic's review date: ``YYYY-MM-DD`` or a relative ``3m``/``2w``/``10d``
                 resolved against today (UTC, this store's clock) by :func:`mmd.core.review_date.resolve_review_after`;
                 stored as the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes it; None keeps it.
+            allow_hidden: a person lets hidden text into the body. allow_secret: a person lets a secret into the body,
+                summary or tags (never the topic); both are recorded in the version history.
+            cause: what the version history calls the write (``write``, ``accept``, ``restore``, ``undo`` …).
+            number: hands out the write's revision (default: the root's mark plus one).
 
         Returns:
-            ``{ok: True, topic, uri, action: created|updated, usage}`` or
+            ``{ok: True, topic, uri, action: created|updated, usage, allowed?}`` or
             ``{ok: False, code, message, reason, usage, topic}``; ``usage`` is
-            ``{bodyChars, writeBudget, overflow, noteBytes, noteMaxBytes, index}``.
+            ``{bodyChars, writeBudget, overflow, noteBytes, noteMaxBytes, index}``; ``allowed`` says what a person
+            let through (:func:`.screening.check_carried`).
 
         Raises:
             MMError(E_INVALID): for a bad topic; NUL or a lone surrogate in any text;
                 a line break (CR, LF, VT, FF, NEL, U+2028, U+2029) in summary, tags or updated;
-                a ``review_after`` that is not a date nor a relative span (prose is refused).
+                a ``review_after`` that is not a date nor a relative span (prose is refused);
+                hidden text in summary or tags, or in the body without ``allow_hidden``.
+            MMError(E_SECRET): for a secret in the topic, or elsewhere without ``allow_secret``.
             MMError(E_CONFLICT): for a new topic differing from an indexed one only by case.
             MMError(E_PARSE): if the live MEMORY.md is not mm v1 (it is never overwritten then).
-            MMError(E_IO): if the files cannot be written; neither file is then torn.
+            MMError(E_IO): if the files cannot be written, or the text it replaces cannot be kept; neither
+                file is then torn.
         """
         done = self.write_many([(topic, content, {"budget": budget, "summary": summary, "tags": tags,
-                                                  "updated": updated, "review_after": review_after})])[0]
+                                                  "updated": updated, "review_after": review_after,
+                                                  "allow_hidden": allow_hidden, "allow_secret": allow_secret,
+                                                  "cause": cause})], number=number)[0]
         if done.outcome is None:
             raise done.error or MMError(ErrorCode.E_IO, "the write was not applied")
         return done.outcome
 
-    def write_many(self, writes: Sequence[tuple[str, Any, Mapping[str, Any]]]) -> list[BatchedWrite]:
+    def write_many(self, writes: Sequence[tuple[str, Any, Mapping[str, Any]]], *,
+                   number: Number | None = None) -> list[BatchedWrite]:
         """Apply ``writes`` (``(topic, content, keyword arguments of write)``) in order as one group commit.
 
         Each write is checked as :meth:`write` checks it, against the index as the writes
@@ -192,12 +248,16 @@ class MemoryStore:
         (:meth:`_write_files`). A refused or invalid write takes nothing else down. If
         the group's files cannot be written (``E_IO``), nothing of it is, and each
         write is tried again alone, so a failure names only the writes it belongs to.
+        ``number`` hands out each accepted write's revision, in order (:attr:`BatchedWrite.revision`).
 
         Returns:
             One :class:`BatchedWrite` per write, in order.
         """
+        number = number or self._default_number
         results: list[BatchedWrite] = []
         notes: dict[str, bytes] = {}
+        replaced: dict[str, IndexEntry] = {}
+        kept: list[tuple[BatchedWrite, NewVersion]] = []
         checked: list[tuple[str, Any, dict[str, Any]] | MMError] = []
         for topic, content, kwargs in writes:
             try:
@@ -219,36 +279,66 @@ class MemoryStore:
                     continue
                 results.append(BatchedWrite(outcome, None, after, note))
                 if after is not None:
+                    self._note_change(state, after, one, outcome, replaced, kept, results[-1])
                     state = after
                     notes[f"{outcome['topic']}.md"] = note
             failed: MMError | None = None
             if notes:
+                numbers = [number() for _ in kept]
                 try:
+                    self._keep_replaced(replaced, numbers[0] - 1)
                     self._write_files(notes, state)
                 except MMError as error:
                     failed = error
+                else:
+                    for (done, version), revision in zip(kept, numbers, strict=True):
+                        done.revision = version.revision = revision
+                    self._keep([version for _, version in kept])
         if failed is None:
             return results
         if len(notes) > 1:
-            return [self.write_many([one])[0] for one in writes]
+            return [self.write_many([one], number=number)[0] for one in writes]
         return [BatchedWrite(None, failed) if r.state is not None else r for r in results]
+
+    @staticmethod
+    def _note_change(before: IndexState, after: IndexState, one: tuple[str, Any, dict[str, Any]],
+                     outcome: dict[str, Any], replaced: dict[str, IndexEntry],
+                     kept: list[tuple[BatchedWrite, NewVersion]], done: BatchedWrite) -> None:
+        """Record an accepted write of a group for the history: the entry it replaces (the first time the group
+        touches the topic) and the version it leaves."""
+        from .versions import NewVersion
+
+        topic = outcome["topic"]
+        old = next((e for e in before.entries if e.topic == topic), None)
+        if old is not None and topic not in replaced and all(v.topic != topic for _, v in kept):
+            replaced[topic] = old
+        entry = next(e for e in after.entries if e.topic == topic)
+        kept.append((done, NewVersion(topic, None, one[2].get("cause", "write"), one[1], entry.summary,
+                                      ", ".join(entry.tags), entry.write_budget, outcome.get("allowed"))))
 
     def _door(self, topic: str, content: Any, kwargs: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any]]:
         """``(topic, content, keyword arguments of _plan)`` of a write that may be planned (no lock needed).
 
         Raises:
-            MMError(E_INVALID): as :meth:`write`, for a bad topic or field.
+            MMError(E_INVALID | E_SECRET): as :meth:`write`, for a bad topic or field, hidden text or a secret.
         """
         topic = validate_topic(topic)
-        planned = {k: v for k, v in kwargs.items() if k != "review_after"}
+        planned = {k: v for k, v in kwargs.items() if k not in ("review_after", "allow_hidden", "allow_secret")}
         check_write_fields(content, **{k: planned.get(k) for k in ("summary", "tags", "updated")})
+        from .screening import check_carried  # loaded by writes, never by a one-shot read
+
+        planned["allowed"] = check_carried(
+            {"topic": topic, "content": content if isinstance(content, str) else None,
+             "summary": planned.get("summary"), "tags": planned.get("tags")}, screen=self.screen,
+            allow_hidden=bool(kwargs.get("allow_hidden")), allow_secret=bool(kwargs.get("allow_secret")))
         review_after = kwargs.get("review_after")
         planned["review_line"] = None if review_after is None else self._review_date(review_after)
         return topic, content, planned
 
     def _plan(self, state: IndexState, topic: str, content: Any, *, budget: Any = None, summary: str | None = None,
-              tags: str | None = None, updated: str | None = None,
-              review_line: str | None = None) -> tuple[dict[str, Any], IndexState | None, bytes]:
+              tags: str | None = None, updated: str | None = None, review_line: str | None = None,
+              allowed: dict[str, Any] | None = None,
+              cause: str = "write") -> tuple[dict[str, Any], IndexState | None, bytes]:
         """One write (past :meth:`_door`) checked against ``state``: ``(outcome, the index after it or None when
         refused, the note's bytes)``.
 
@@ -298,115 +388,27 @@ class MemoryStore:
                 topic, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
                 "the MEMORY.md index exceeds its hard limit; consolidate/rewrite the index "
                 "(never truncate) (see usage.index)", usage), None, b""
-        return ({"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
-                 "action": "updated" if existing else "created", "usage": usage}, after, note_text.encode())
+        done: dict[str, Any] = {"ok": True, "topic": topic, "uri": uri_for(o.memory_id, topic),
+                                "action": "updated" if existing else "created", "usage": usage}
+        if allowed:
+            done["allowed"] = allowed
+        return done, after, note_text.encode()
 
-    def merge(self, topics: list[str], into: str, *, summary: str | None = None) -> dict[str, Any]:
-        """Consolidate notes (issue 13, mm v1 §6): ``into`` gets the bodies of ``into`` (when it has a note) and
-        ``topics`` joined by a blank line, in that order; the other notes are deleted; MEMORY.md is written once.
+    def merge(self, topics: list[str], into: str, *, summary: str | None = None, allow_hidden: bool = False,
+              allow_secret: bool = False, number: Number | None = None) -> dict[str, Any]:
+        """Consolidate notes into ``into`` (issue 13, mm v1 §6), one revision (``number``): see
+        :func:`.merge.merge_notes` for what it writes, returns and raises."""
+        from .merge import merge_notes
 
-        The joined note takes ``summary`` if given (one line), else ``into``'s (else the first note's), the tags'
-        union and a write budget of at least its length. The index check is the write's, except that a merge
-        that shrinks the index (fewer lines or bytes than before) is allowed even while the index is over its caps.
-
-        Returns:
-            ``{ok: True, topic, uri, action, merged: [topics deleted], usage}`` or the write's
-            ``{ok: False, code, message, reason, usage, topic}`` (then nothing changed).
-
-        Raises:
-            MMError(E_INVALID): for a bad topic or summary, no topic to merge, or a topic without a note.
-            MMError(E_PARSE | E_IO): as :meth:`write`; a crash leaves orphan note files, never a lost entry.
-        """
-        into = validate_topic(into)
-        others = [validate_topic(t) for t in dict.fromkeys(topics) if t != into]
-        if not others:
-            raise MMError(ErrorCode.E_INVALID, "merge needs at least one topic other than 'into'")
-        check_write_fields(None, summary=summary, tags=None, updated=None)
-        o = self.options
-        with self._lock():
-            state = self.live_state()
-            by_topic = {e.topic: e for e in state.entries}
-            missing = [t for t in others if t not in by_topic]
-            if missing:
-                raise MMError(ErrorCode.E_INVALID, f"no note to merge: {', '.join(missing)}", details=missing[0])
-            parts = [by_topic[t] for t in ([into] if into in by_topic else []) + others]
-            bodies = [js_trim((read_note_sized(self.root, e.file) or ("", 0))[0]) for e in parts]
-            content = "\n\n".join(b for b in bodies if b)
-            head_summary = (by_topic.get(into) or parts[0]).summary if summary is None else summary
-            tags = ", ".join(dict.fromkeys(t for e in parts for t in e.tags))
-            budget = max(o.default_write_budget, len(content), *(e.write_budget for e in parts))
-            usage = self._write_usage(len(content), budget, 0, state.usage)
-            if not content:
-                return _failure(into, "E_INVALID", "the notes to merge have no body", usage)
-            note_text = serialize_note(topic=into, memory_id=o.memory_id, file=detail_rel(into), body=content)
-            usage["noteBytes"] = byte_length(note_text)
-            if usage["noteBytes"] > o.detail_max_bytes:
-                return _failure(into, BudgetCode.E_FILE_BUDGET_EXCEEDED,
-                                "the merged note exceeds its byte cap; condense the notes first (see usage)", usage)
-            if into not in by_topic:
-                refuse_case_twin(into, (e.topic for e in state.entries if e.topic not in others))
-            after = state
-            for topic in others:
-                after = self._next_state(after, topic, None)
-            entry = IndexEntry(topic=into, memory_id=o.memory_id,
-                               summary=normalize_line(fold_line_breaks(head_summary)), tags=tuple(parse_tags(tags)),
-                               file=detail_rel(into), updated=self._now_iso(), body_chars=len(content),
-                               write_budget=budget, entry_body=by_topic[into].entry_body if into in by_topic else "")
-            after = self._next_state(after, into, entry)
-            usage["index"] = after.usage
-            before = state.usage
-            shrinks = after.usage["lines"] < before["lines"] or after.usage["bytes"] < before["bytes"]
-            if after.usage["overBudget"] and not shrinks:
-                return _failure(into, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
-                                "the MEMORY.md index would exceed its hard limit (see usage.index)", usage)
-            self._write_files({f"{into}.md": note_text.encode()}, after)
-            for e in parts:
-                if e.topic != into and e.file != detail_rel(into):
-                    self._remove_note(e.file)
-        return {"ok": True, "topic": into, "uri": uri_for(o.memory_id, into),
-                "action": "updated" if into in by_topic else "created", "merged": others, "usage": usage}
+        return merge_notes(self, topics, into, summary=summary, allow_hidden=allow_hidden, allow_secret=allow_secret,
+                           number=number or self._default_number)
 
     def rename(self, old: str, new: str) -> dict[str, Any]:
-        """Rename the topic ``old`` to ``new`` (issue 30) in one write of the index: NEW's note (meta lines
-        included) and entry, the other notes and entries linking to OLD (:mod:`.rename`); then OLD's file goes.
+        """Rename the topic ``old`` to ``new`` (issue 30) in one write of the index, links following: see
+        :func:`.rename.rename_topic` for what it writes, returns and raises."""
+        from .rename import rename_topic
 
-        Budgets are the write's: each note written must fit the file cap, and the index its caps unless the
-        rename shrinks it. A note that cannot be read keeps its links (it is not rewritten).
-
-        Returns:
-            ``{ok: True, topic: new, uri, from: old, linked: [topics], usage}`` or the write's
-            ``{ok: False, code, message, reason, usage, topic}`` (then nothing changed).
-
-        Raises:
-            MMError(E_INVALID): for a topic that is not a slug, OLD without a note, NEW with one, OLD equal to NEW.
-            MMError(E_CONFLICT): for a NEW that differs only by case from a topic there is.
-            MMError(E_PARSE | E_IO): as :meth:`write`; a crash leaves an orphan note, never a lost entry.
-        """
-        from .rename import live_body, plan_rename
-
-        old, new = validate_topic(old), validate_topic(new)
-        o = self.options
-        with self._lock():
-            state = self.live_state()
-            plan = plan_rename(state.entries, old, new, lambda entry: live_body(self.root, entry),
-                               memory_id=o.memory_id, now=self._now_iso())
-            after = state
-            for topic, entry in plan.entries:
-                after = self._next_state(after, topic, entry)
-            usage = self._write_usage(plan.body_chars, plan.write_budget, len(plan.notes[f"{new}.md"]), after.usage)
-            big = next((name for name, data in plan.notes.items() if len(data) > o.detail_max_bytes), None)
-            if big is not None:
-                return _failure(new, BudgetCode.E_FILE_BUDGET_EXCEEDED, f"{DETAIL_DIR}/{big} would exceed its byte cap "
-                                "with the new name; condense it first (see usage)", usage)
-            shrinks = after.usage["lines"] < state.usage["lines"] or after.usage["bytes"] < state.usage["bytes"]
-            if after.usage["overBudget"] and not shrinks:
-                return _failure(new, BudgetCode.E_INDEX_BUDGET_EXCEEDED,
-                                "the MEMORY.md index would exceed its hard limit with the new name", usage)
-            self._write_files(plan.notes, after)
-            if plan.removed != detail_rel(new):
-                self._remove_note(plan.removed)
-        return {"ok": True, "topic": new, "uri": uri_for(o.memory_id, new), "from": old, "linked": plan.linked,
-                "usage": usage}
+        return rename_topic(self, old, new)
 
     def _review_date(self, value: object) -> str:
         """``value`` resolved to ``YYYY-MM-DD`` against today's UTC date ('' stays ''); raises E_INVALID."""
@@ -424,12 +426,13 @@ class MemoryStore:
                 "overflow": max(0, body_chars - write_budget), "noteBytes": note_bytes,
                 "noteMaxBytes": self.options.detail_max_bytes, "index": index}
 
-    def delete(self, topic: str) -> dict[str, Any]:
+    def delete(self, topic: str, *, number: Number | None = None) -> dict[str, Any]:
         """Remove ``topic``'s entry and detail file; always allowed, even over budget (mm v1 §6).
 
         The index is rewritten first, then the file removed: a crash between
         leaves an orphan file, never a lost entry pointing at nothing. A symlink
-        is removed itself; its target is never touched.
+        is removed itself; its target is never touched. The deleted text stays in
+        the version history (the delete is revision ``number()`` there).
 
         Returns:
             ``{ok: True, removed, topic, existed, usage}``; ``removed`` says a
@@ -439,7 +442,7 @@ class MemoryStore:
         Raises:
             MMError(E_INVALID): for a bad topic.
             MMError(E_PARSE): if the live MEMORY.md is not mm v1.
-            MMError(E_IO): if the files cannot be changed.
+            MMError(E_IO): if the files cannot be changed, or the text deleted cannot be kept.
 
         An entry whose ``file`` is not a note under ``memories/`` (MEMORY.md, ``.mmd/…``,
         a folder, a path through a symlink) loses its entry; that file stays (``removed: False``).
@@ -450,37 +453,22 @@ class MemoryStore:
             state = self.live_state()
             entry = next((e for e in state.entries if e.topic == topic), None)
             rel = entry.file if entry else detail_rel(topic)
+            revision = (number or self._default_number)() if entry is not None else 0
+            if entry is not None:
+                self._keep_replaced({topic: entry}, revision - 1)
             after = self._next_state(state, topic, None)
             self._write_index(after)
             removed = self._remove_note(rel)
+            if entry is not None:
+                from .versions import NewVersion
+
+                self._keep([NewVersion(topic, revision, "delete", None)])
         return {"ok": True, "removed": removed, "topic": topic, "existed": entry is not None or removed,
                 "usage": after.usage}
 
     def _remove_note(self, rel: str) -> bool:
-        """Remove the note ``rel`` if it may name one (:func:`.rootfs.note_problem`); never follow a symlink.
-
-        Returns:
-            True if a file was removed; False if none was there, or ``rel`` names
-            something that is not a note (MEMORY.md, ``.mmd/``, a folder), which stays.
-
-        Raises:
-            MMError(E_IO): if the unlink fails.
-        """
-        if note_problem(rel) is not None:
-            return False
-        parts = note_parts(rel)
-        try:
-            with opened_folder(self.root, parts[:-1]) as dfd:
-                removed = remove_in(dfd, parts[-1])
-                if removed:
-                    os.fsync(dfd)
-                return removed
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                return False
-            raise MMError(ErrorCode.E_IO, f"delete {rel} failed: {error.strerror or error}", details=rel) from error
+        """Remove the note ``rel`` (:func:`.rootfs.remove_note`): whether a file was removed; raises MMError(E_IO)."""
+        return remove_note(self.root, rel)
 
     def budget(self) -> dict[str, Any]:
         """The live budget figures (mm v1 §6): see :func:`.live_budget.live_budget`.

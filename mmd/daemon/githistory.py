@@ -94,6 +94,6 @@ class HistoryUses:
             if step["action"] == "delete":
                 return await self.state.delete(step["topic"])
             return await self.state.write(step["topic"], step["content"], summary=step.get("summary") or None,
-                                          tags=step.get("tags") or "")
+                                          tags=step.get("tags") or "", cause=label)
         finally:
             self._labels.pop(step["topic"], None)

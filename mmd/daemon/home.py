@@ -384,6 +384,8 @@ class Home:
                 await root.watcher.stop()
             if root.injector is not None:
                 await root.injector.stop()
+            with contextlib.suppress(Exception):  # its version history's connection
+                root.state.store.versions.close()
             with contextlib.suppress(OSError, MMError):
                 root.lock.release()
 

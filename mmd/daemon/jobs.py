@@ -122,6 +122,19 @@ class Jobs:
         if injector is not None:
             injector.revision_installed(revision.snapshot)
 
+    def allowed(self, outcome: dict[str, Any]) -> None:
+        """A person let a secret or hidden text into ``outcome``'s topic (``--allow-secret``, ``--allow-hidden``):
+        journal it (``memory.allowed``: topic, revision, kinds and lines, never a value) and log it."""
+        allowed = outcome.get("allowed") or {}
+        kinds = sorted({s["kind"] for s in allowed.get("secrets", [])} | {h["code"] for h in allowed.get("hidden", [])})
+        log.warning("memory.allowed topic=%s revision=%s kinds=%s", outcome.get("topic"), outcome.get("revision"),
+                    ",".join(kinds))
+        try:
+            self.db.journal(self.state.now_iso(), "memory.allowed",
+                            {"topic": outcome.get("topic"), "revision": outcome.get("revision"), **allowed})
+        except sqlite3.Error as error:
+            log.error("journal.failed revision=%s error=%s", outcome.get("revision"), error)
+
     def nudge(self) -> None:
         """The scheduled ``memory/nudge`` (reason ``schedule``), logged."""
         report = self._nudge_report()

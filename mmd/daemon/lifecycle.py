@@ -242,7 +242,7 @@ class Daemon:
                                                  lambda: self.config.export_files)
         undo.push_async_callback(injector.stop)
         jobs = Jobs(lambda: self.config, home, db, review, publisher, injector)
-        state.on_change = jobs.on_change
+        state.on_change, state.on_allowed = jobs.on_change, jobs.allowed
 
         home.opened = functools.partial(_wire_project, home=home, db=db, publish=publisher.publish,
                                         ttl_days=lambda: self.config.inject_ttl_days, views=injector.views, jobs=jobs)
@@ -425,7 +425,7 @@ def _wire_project(root: Root, *, home: Home, db: StateDB, publish: Callable[[str
     injector (sharing the user root's injection rows), its revisions journaled and published, and for a root
     outside the home (``<repo>/.mm``: the home's watch does not see it) a watcher of its own."""
     root.injector = Injector(root.state, db, publish, ttl_days, lambda: (), scope=root.scope, views=views)
-    root.state.on_change = jobs.changed_in(root)
+    root.state.on_change, root.state.on_allowed = jobs.changed_in(root), jobs.allowed
     root.injector.revision_installed(root.state.current)
     if root in home.outside:
         root.watcher = Watcher(root.path, root.state.refresh)

@@ -56,7 +56,8 @@ class Methods(QueueMethods):
         injector: the injection use-cases (``memory.inject``, ``memory.injected``, ``memory.due``).
         digests: the bounded pool ``memory.digest`` runs on (never the default executor writes use);
             a fresh one when None.
-        git: the git part (``--git``); without it the history and sync methods answer ``E_UNAVAILABLE``.
+        git: the git part (``--git``); without it ``memory.log`` and ``memory.restore`` read the version
+            history (:class:`.history.VersionHistory`) and the other history and sync methods answer ``E_UNAVAILABLE``.
     """
 
     def __init__(self, home: Home, status: Callable[[], dict[str, Any]],
@@ -270,10 +271,13 @@ class Methods(QueueMethods):
 
     @handles(wire.MEMORY_WRITE)
     async def write(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.write {topic, content, summary?, tags?, budget?, reviewAfter?, ifRevision?, sessionId?}``.
+        """``memory.write {topic, content, summary?, tags?, budget?, reviewAfter?, allowSecret?, allowHidden?,
+        ifRevision?, sessionId?}``.
 
         ``reviewAfter`` is ``YYYY-MM-DD`` or a span from today (``10d``, ``2w``, ``3m``, ``1y``), stored as
-        the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes the date.
+        the entry line ``- **review-after:** YYYY-MM-DD``; ``""`` removes the date. ``allowSecret`` /
+        ``allowHidden``: a person's own write lets a secret / hidden text through, recorded (``mmctl write
+        --allow-secret``; the MCP server never sends them).
 
         Returns:
             The core write outcome plus ``revision`` (and ``pendingWrites`` in a
@@ -282,12 +286,13 @@ class Methods(QueueMethods):
         Raises:
             DaemonError(E_CONFLICT): if ``ifRevision`` is not current (``data.revision`` is).
             DaemonError(E_NO_SESSION): for an unknown session.
-            MMError(E_INVALID | E_PARSE | E_IO): as the core's write (a prose ``reviewAfter`` is E_INVALID).
+            MMError(E_INVALID | E_SECRET | E_PARSE | E_IO): as the core's write (a prose ``reviewAfter`` is E_INVALID,
+                hidden text too; a secret is E_SECRET).
         """
         state, sid = await self._writer(p)
         return await state.write(p["topic"], p["content"], if_revision=p.get("ifRevision"), session_id=sid,
                                  summary=p.get("summary"), budget=p.get("budget"), tags=p.get("tags"),
-                                 review_after=p.get("reviewAfter"))
+                                 review_after=p.get("reviewAfter"), **_allow(p))
 
     @handles(wire.MEMORY_DELETE)
     async def delete(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -373,7 +378,7 @@ class Methods(QueueMethods):
         """
         state, sid = await self._writer(p)
         return await state.merge(p["topics"], p["into"], summary=p.get("summary"),
-                                 if_revision=p.get("ifRevision"), session_id=sid)
+                                 if_revision=p.get("ifRevision"), session_id=sid, **_allow(p))
 
     @handles(wire.MEMORY_RENAME)
     async def rename(self, p: dict[str, Any]) -> dict[str, Any]:
@@ -419,6 +424,11 @@ def _scoped(note: dict[str, Any], scoped: Scoped, root: Root) -> dict[str, Any]:
     """A note's JSON, with the ``scope`` of the root holding it when the request is a project's (a user-root
     request gets the note as mm v1 shapes it)."""
     return note if scoped.scope == USER else {**note, "scope": root.scope}
+
+
+def _allow(p: dict[str, Any]) -> dict[str, bool]:
+    """A write's or merge's ``allowSecret`` / ``allowHidden`` as the state's keyword arguments."""
+    return {"allow_secret": bool(p.get("allowSecret")), "allow_hidden": bool(p.get("allowHidden"))}
 
 
 _HANDLERS = bind(Methods)

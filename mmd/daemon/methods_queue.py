@@ -9,16 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mmd.core.errors import ErrorCode
+from mmd.core.errors import ErrorCode, MMError
 from mmd.wire import methods as wire
 from mmd.wire.events import QUEUE_DECIDED
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
 from .handling import handles
+from .history import VersionHistory
 from .review import Review
 
 if TYPE_CHECKING:
     from .gitsync import GitSync
+    from .home import Home
 
 __all__ = ["QueueMethods"]
 
@@ -28,6 +30,7 @@ class QueueMethods:
 
     review: Review
     git: GitSync | None
+    home: Home
     _publish: Callable[[str, dict[str, Any]], Any]
 
     @handles(wire.QUEUE_LIST)
@@ -127,13 +130,25 @@ class QueueMethods:
                               "(or [git] enabled = true)")
         return self.git
 
+    def _history(self, p: dict[str, Any]) -> VersionHistory | None:
+        """The kept versions of a project scope's root; None for the user root with ``--git`` (git's history)."""
+        scoped = self.home.resolve(p)
+        root = scoped.root if scoped.root is not None else self.home.user
+        if root is self.home.user and self.git is not None:
+            return None
+        return VersionHistory(root.state)
+
     @handles(wire.MEMORY_LOG)
     async def log(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.log {topic?, limit?}`` → ``{commits}`` newest first.
+        """``memory.log {topic?, limit?, project?}`` → ``{commits}`` newest first: git's with ``--git`` (the user
+        root's), else the scope's root's kept versions.
 
         Raises:
-            DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): for a bad topic slug.
+            MMError(E_INVALID): for a bad topic slug. MMError(E_IO): an unreadable version history.
         """
+        history = self._history(p)
+        if history is not None:
+            return await history.log(p.get("topic"), p.get("limit", 100))
         return await self._git().log(p.get("topic"), p.get("limit", 100))
 
     @handles(wire.MEMORY_DIFF)
@@ -156,13 +171,24 @@ class QueueMethods:
 
     @handles(wire.MEMORY_RESTORE)
     async def restore(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.restore {topic, at}`` → ``{ok, topic, at, commit, action, outcome, revision}``.
+        """``memory.restore {topic, at, project?}`` → ``{ok, topic, at, commit, action, outcome, revision}``: with
+        ``--git`` from the git history (the user root's), else (or when git names no such revision) from the scope's
+        root's kept versions (``r42``, ``v17``).
 
         Raises:
-            DaemonError(E_UNAVAILABLE | E_NOT_FOUND): without ``--git``; a topic absent at ``at``.
+            DaemonError(E_NOT_FOUND): a topic absent at ``at``, or no version kept there.
             MMError(E_INVALID): if ``at`` names nothing or the topic is not a slug.
         """
-        return await self._git().restore(p["topic"], p["at"])
+        history = self._history(p)
+        if history is None:
+            assert self.git is not None
+            try:
+                return await self.git.restore(p["topic"], p["at"])
+            except MMError as error:
+                if error.code is not ErrorCode.E_INVALID or p["at"][:1] not in ("r", "v"):
+                    raise  # a bad topic, or a commit-ish git does not know: the versions know none either
+            history = VersionHistory(self.home.user.state)
+        return await history.restore(p["topic"], p["at"])
 
     @handles(wire.MEMORY_SYNC)
     async def sync(self, p: dict[str, Any]) -> dict[str, Any]:

@@ -205,7 +205,7 @@ class Review:
                     if_revision = latest.revision
             outcome = await state.write(
                 topic, cand["body"] if content is None else content, if_revision=if_revision,
-                summary=cand["summary"] if summary is None else summary, tags=tags)
+                summary=cand["summary"] if summary is None else summary, tags=tags, cause="accept")
             return await self._accepted(q, state, cand, outcome, previous)
 
     async def _append(self, state: MemoryState, cand: CandidateJson, into: str, *, content: str | None,
@@ -225,7 +225,7 @@ class Review:
         outcome = await state.write(
             into, body, if_revision=latest.revision if if_revision is None else if_revision,
             summary=summary if summary is not None else None if existing is not None else cand["summary"], tags=tags,
-            budget=max(len(body), existing.entry.write_budget) if existing else None)
+            budget=max(len(body), existing.entry.write_budget) if existing else None, cause="accept")
         return await self._accepted(q, state, cand, outcome, previous)
 
     async def _accepted(self, q: ReviewQueue, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
@@ -314,16 +314,17 @@ class Review:
         """Undo the candidate's decision: it is pending again; an acceptance's note is reverted first.
 
         The note an acceptance created is deleted, the text (summary, tags) it replaced is restored,
-        both through the memory state with a compare-and-set on the revision; a note edited since
-        the acceptance is left alone and the undo refused.
+        both through the memory state with a compare-and-set on the revision. A note edited since
+        the acceptance is brought back all the same to the version before it (``laterEdits: true``):
+        the version history keeps the later text (``mmctl log TOPIC``, ``mmctl restore``).
 
         Returns:
-            ``{ok: true, candidate, reverted: "deleted" | "restored" | null, revision?}``.
+            ``{ok: true, candidate, reverted: "deleted" | "restored" | null, topic?, laterEdits?, revision?}``.
 
         Raises:
             DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`; E_INVALID also for a
                 pending candidate (nothing to undo).
-            DaemonError(E_CONFLICT): if the note changed since it was accepted (``data.topic``).
+            DaemonError(E_CONFLICT): if the text before the acceptance cannot be written back (``data.topic``).
             MMError: as the state's write or delete.
         """
         q = self._queue()
@@ -351,22 +352,23 @@ class Review:
         state = root.state
         latest = state.current
         note = latest.note(topic) if isinstance(topic, str) else None
-        if note is None:
-            return {"reverted": "deleted", "revision": latest.revision}
-        if written.get("sha256") != _body_hash(note):
-            raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri} changed since it was accepted; undo refused "
-                              "(edit or delete the note by hand)", topic=topic, revision=latest.revision)
         previous = written.get("previous")
+        if note is None and not isinstance(previous, dict):
+            return {"reverted": "deleted", "revision": latest.revision, "topic": topic}
+        later = {"topic": topic, **({"laterEdits": True} if written.get("sha256") != _body_hash(note) else {})}
         if not isinstance(previous, dict):
+            assert note is not None
             done = await state.delete(topic, if_revision=latest.revision)
-            return {"reverted": "deleted", "revision": done["revision"]}
+            return {"reverted": "deleted", "revision": done["revision"], **later}
+        # the text was in the memory before the acceptance: what a person let through then comes back with it
         done = await state.write(topic, previous["body"], if_revision=latest.revision,
                                       summary=previous.get("summary", ""), tags=previous.get("tags") or [],
-                                      budget=previous.get("writeBudget") or None)
+                                      budget=max(previous.get("writeBudget") or 0, len(previous["body"])) or None,
+                                      cause="undo", allow_secret=True, allow_hidden=True)
         if not done.get("ok"):
-            raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri}: the previous text cannot be restored "
+            raise DaemonError(DaemonCode.E_CONFLICT, f"{topic}: the text before the acceptance cannot be restored "
                               f"({done.get('message')})", topic=topic, revision=latest.revision)
-        return {"reverted": "restored", "revision": done["revision"]}
+        return {"reverted": "restored", "revision": done["revision"], **later}
 
 
 def _previous(state: MemoryState, topic: str) -> dict[str, Any] | None:

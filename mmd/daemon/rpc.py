@@ -84,7 +84,7 @@ def peek_id(head: bytes) -> int | str | None:
     value = json.loads(found.group(1))
     return value if isinstance(value, int | str) else None
 
-_RPC_CODES = {ErrorCode.E_INVALID.value: JsonRpc.INVALID_PARAMS}
+_RPC_CODES = {ErrorCode.E_INVALID.value: JsonRpc.INVALID_PARAMS, ErrorCode.E_SECRET.value: JsonRpc.INVALID_PARAMS}
 """``data.code`` → JSON-RPC code where it is not -32000 (bad params, mm's or the daemon's)."""
 
 

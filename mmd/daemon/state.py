@@ -41,6 +41,8 @@ from mmd.core.paths import STATE_DIR, detail_rel
 from mmd.core.revision_mark import advance_mark, read_mark
 from mmd.core.snapshot import Snapshot
 from mmd.core.store import MemoryStore
+from mmd.core.versions import VersionLog
+from mmd.screen.secrets import find_secrets
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .revision import Fingerprints, Revision, load_revision, patch_revision
@@ -74,8 +76,7 @@ class MemoryState(PinnedSessions):
         self._now = now
         self._monotonic = monotonic
         self.fts5_available = fts5_available() if fts5 is None else fts5
-        # The daemon holds the root's flock for its whole life: the store must not take it again.
-        self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
+        self.store = self._store(options)
         self.sessions: dict[str, Session] = {}
         self._current: Snapshot | None = None
         self.fingerprints: Fingerprints = {}
@@ -90,6 +91,16 @@ class MemoryState(PinnedSessions):
         self.on_change: Callable[[Revision, str], None] = lambda revision, cause: None
         """Called on the loop after each new revision but the first, with its cause
         (``write`` | ``delete`` | ``merge`` | ``rename`` | ``external`` | ``config``)."""
+        self.on_allowed: Callable[[dict[str, Any]], None] = lambda outcome: None
+        """Called on the loop after a write or merge a person let a secret or hidden text through (its outcome,
+        with ``allowed`` and ``revision``): the daemon journals it."""
+
+    def _store(self, options: MemoryOptions) -> MemoryStore:
+        """The root's writer: the daemon holds the root's flock for its whole life, so the store must not take it
+        again; writes are screened for secrets (:func:`mmd.screen.secrets.find_secrets`); the version history keeps
+        its connection for the daemon's life."""
+        return MemoryStore(options, self.now_iso, lock=contextlib.nullcontext, screen=find_secrets,
+                           versions=VersionLog(options.root, keep_open=True))
 
     def now_iso(self) -> str:
         """The clock as ISO-8601 UTC with milliseconds."""
@@ -171,7 +182,14 @@ class MemoryState(PinnedSessions):
             Per write ``(outcome, revision)`` (``revision`` None when refused), or ``(MMError, None)``
             for a write that failed (the others are not affected).
         """
-        done = self.store.write_many(writes)
+        last = self.revision
+
+        def number() -> int:  # each accepted write's revision, handed out as the store writes it
+            nonlocal last
+            last = self._next_number(last)
+            return last
+
+        done = self.store.write_many(writes, number=number)
         old, prints = self._current, self.fingerprints
         out: list[tuple[dict[str, Any] | MMError, Revision | None]] = []
         for one in done:
@@ -185,7 +203,8 @@ class MemoryState(PinnedSessions):
                 else:
                     revision = patch_revision(self.options, old, prints, detail_rel(one.outcome["topic"]),
                                               lambda state=state: (state.text, state.entries),  # type: ignore[misc]
-                                              number=self._next_number(old.revision), loaded_at=self.now_iso(),
+                                              number=one.revision or self._next_number(old.revision),
+                                              loaded_at=self.now_iso(),
                                               written=one.note, usage=state.usage)
             except MMError as error:
                 out.append((error, None))
@@ -203,7 +222,7 @@ class MemoryState(PinnedSessions):
         if not isinstance(topic, str):
             raise MMError(ErrorCode.E_INVALID, "topic must be a string")
         known = self._current.note(topic) if self._current is not None else None
-        outcome = self.store.delete(topic)
+        outcome = self.store.delete(topic, number=self._next_number)  # the number _prepare_patch gives it
         return outcome, self._prepare_patch(known.entry.file if known else detail_rel(topic))
 
     def external_change(self, rels: Iterable[str]) -> bool:
@@ -342,20 +361,22 @@ class MemoryState(PinnedSessions):
             if made is not None:
                 self._install(made, request.session_id, "write")
             request.settle(self._finish(result, request.session_id))
+            if made is not None and result.get("allowed"):
+                self.on_allowed(result)
 
     async def merge(self, topics: Sequence[str], into: str, *, summary: str | None = None,
-                    if_revision: int | None = None, session_id: str | None = None) -> dict[str, Any]:
+                    if_revision: int | None = None, session_id: str | None = None, **allow: bool) -> dict[str, Any]:
         """A serialized merge of notes into one (:meth:`mmd.core.store.MemoryStore.merge`), one revision.
 
-        Returns:
-            The store's outcome plus ``revision`` (and ``pendingWrites`` in a session).
+        ``allow``: ``allow_hidden``, ``allow_secret`` (a person's own merge). Returns the store's outcome plus
+        ``revision`` (and ``pendingWrites`` in a session).
 
         Raises:
             DaemonError(E_CONFLICT): if ``if_revision`` is not the current revision.
             MMError: as :meth:`MemoryStore.merge`.
         """
-        return await self._alone(lambda: self.store.merge(list(topics), into, summary=summary), "merge",
-                                 if_revision, session_id)
+        return await self._alone(lambda: self.store.merge(list(topics), into, summary=summary, number=self._next_number,
+                                                          **allow), "merge", if_revision, session_id)
 
     async def rename(self, old: str, new: str, *, if_revision: int | None = None,
                      session_id: str | None = None) -> dict[str, Any]:
@@ -382,6 +403,8 @@ class MemoryState(PinnedSessions):
             outcome, revision = await asyncio.to_thread(run)
             if revision is not None:
                 self._install(revision, session_id, cause)
+                if outcome.get("allowed"):
+                    self.on_allowed({**outcome, "revision": self.revision})
             return self._finish(outcome, session_id)
 
     async def refresh(self, rels: Iterable[str]) -> Revision | None:
@@ -447,4 +470,5 @@ class MemoryState(PinnedSessions):
     def replace_options(self, options: MemoryOptions) -> None:
         """Swap the memory options (SIGHUP); the next :meth:`load` applies them to the snapshot."""
         self.options = options
-        self.store = MemoryStore(options, self.now_iso, lock=contextlib.nullcontext)
+        self.store.versions.close()
+        self.store = self._store(options)

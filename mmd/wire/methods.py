@@ -116,6 +116,8 @@ SCOPE_PARAM = "project"
 project), or ``user``; absent, the user root (or the scope of the session named by ``sessionId``)."""
 _SCOPE = {SCOPE_PARAM: Param(_STR)}
 _IN_SCOPE = {**_SESSION, **_SCOPE}
+_ALLOW = {"allowSecret": Param(_BOOL), "allowHidden": Param(_BOOL)}
+"""A person's own write lets a secret or hidden text through (``mmctl --allow-secret``; an agent's never does)."""
 
 MEMORY_OPEN = Method("memory.open", _SCOPE, inline=True)
 MEMORY_CLOSE = Method("memory.close", {SESSION_PARAM: Param(_STR, True)}, inline=True)
@@ -128,13 +130,15 @@ MEMORY_SEARCH = Method("memory.search", {"query": Param(_STR, True), "mode": Par
 MEMORY_BUDGET = Method("memory.budget", _IN_SCOPE, idempotent=True)
 MEMORY_WRITE = Method("memory.write", {
     "topic": Param(_STR, True), "content": Param(_STR, True), "summary": Param(_STR), "tags": Param(_TAGS),
-    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_IN_SCOPE})
+    "budget": Param(_INT), "ifRevision": Param(_INT), "reviewAfter": Param(_STR), **_ALLOW,
+    **_IN_SCOPE})
 MEMORY_DELETE = Method("memory.delete", {"topic": Param(_STR, True), "ifRevision": Param(_INT), **_IN_SCOPE})
 MEMORY_DIGEST = Method("memory.digest", {"text": Param(_STR), "file": Param(_STR), "maxItems": Param(_INT),
                                          "topicHint": Param(_STR)}, idempotent=True)
 MEMORY_NUDGE = Method("memory.nudge", _IN_SCOPE, idempotent=True, inline=True)
 MEMORY_MERGE = Method("memory.merge", {"topics": Param((list,), True), "into": Param(_STR, True),
-                                       "summary": Param(_STR), "ifRevision": Param(_INT), **_IN_SCOPE})
+                                       "summary": Param(_STR), "ifRevision": Param(_INT), **_ALLOW,
+                                       **_IN_SCOPE})
 MEMORY_RENAME = Method("memory.rename", {"topic": Param(_STR, True), "to": Param(_STR, True),
                                          "ifRevision": Param(_INT), **_IN_SCOPE})
 QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), "offset": Param(_INT),
@@ -153,11 +157,12 @@ MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes"
 MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True), **_SCOPE},
                          idempotent=True)
 MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT), **_SCOPE}, idempotent=True)
-# The root's git history and sync (issue 18; E_UNAVAILABLE without --git). REV: a commit or ``r42``.
-MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT)}, idempotent=True)
+# The root's history and sync (issue 18): log and restore read the version history without --git (issue 29), the
+# others answer E_UNAVAILABLE without it. REV: a commit, ``r42`` or (versions) ``v17``.
+MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT), **_SCOPE}, idempotent=True)
 MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR)}, idempotent=True)
 MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
-MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True)})
+MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True), **_SCOPE})
 MEMORY_SYNC = Method("memory.sync", idempotent=True)
 # The memory home (issue 27): notes of the user root moved into a project's root, one revision in each.
 MEMORY_ADOPT = Method("memory.adopt", {"topics": Param((list,), True), SCOPE_PARAM: Param(_STR, True)})

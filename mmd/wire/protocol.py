@@ -58,7 +58,7 @@ class JsonRpc(enum.IntEnum):
     METHOD_NOT_FOUND = -32601
     """No such method."""
     INVALID_PARAMS = -32602
-    """Missing, unknown or mistyped params, or an mm ``E_INVALID``."""
+    """Missing, unknown or mistyped params, or an mm ``E_INVALID`` or ``E_SECRET`` (a param holds a secret)."""
     INTERNAL_ERROR = -32603
     """A bug in the daemon; the daemon serves on."""
     SERVER_ERROR = -32000

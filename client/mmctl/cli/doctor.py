@@ -14,8 +14,11 @@ without their header; notes that resolve outside the root; temporary files a
 crashed writer left; paths others may write (``loose-mode``: the root, its
 state folder, MEMORY.md, memories/ and the notes, as ``mmctl status`` reports
 them); topics that differ only by case (``case-twins``: one file on a
-case-insensitive filesystem). Those last two are never fixed automatically:
-doctor prints the ``chmod`` or the rename to do.
+case-insensitive filesystem); secrets (``secret``: the kind and line, never the value) and
+hidden text (``hidden-text``: bidi, zero-width and tag characters, by code point) already in a
+note, a summary or tags (issue 29; one a person let in with ``--allow-secret`` or
+``--allow-hidden`` says so). Those last four are never fixed automatically: doctor prints the
+``chmod``, the rename or the rewrite to do.
 
 ``--fix`` only makes repairs that lose nothing: it indexes an orphan file
 under its own topic (its body kept, written through the daemon when one owns
@@ -43,10 +46,10 @@ from mmd.core.text import TOPIC_RE
 from ..errors import MmctlError
 from .output import EXIT_FAILED, EXIT_OK, Ctx
 
-__all__ = ["cmd_doctor", "diagnose", "file_problems"]
+__all__ = ["cmd_doctor", "diagnose", "file_problems", "screen_problems"]
 
 
-def _problem(kind: str, message: str, fixable: bool = False, **where: str) -> dict[str, Any]:
+def _problem(kind: str, message: str, fixable: bool = False, **where: str | int) -> dict[str, Any]:
     return {"kind": kind, **where, "message": message, "fixable": fixable}
 
 
@@ -54,7 +57,8 @@ def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``(budget report, problems)`` of a live root; each problem is ``{kind, topic?, file?, message, fixable}``.
 
     ``kind`` is ``dangling`` | ``orphan`` | ``malformed`` | ``unsafe-file`` | ``duplicate-entry`` | ``case-twins`` |
-    ``index-over-budget``.
+    ``index-over-budget`` | ``secret`` | ``hidden-text`` (these two add ``field``, ``line`` and ``secret`` or
+    ``code``).
 
     Raises:
         MMError(E_PARSE | E_IO): if MEMORY.md itself cannot be read or parsed.
@@ -110,7 +114,41 @@ def diagnose(memory: Memory) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             "index-over-budget", f"{INDEX_NAME} has {index['lines']}/{index['lineCap']} lines, "
             f"{index['bytes']}/{index['byteCap']} bytes; consolidate it: merge or delete entries (never truncate)",
             file=INDEX_NAME))
-    return report, problems
+    return report, problems + screen_problems(memory)
+
+
+def screen_problems(memory: Memory) -> list[dict[str, Any]]:
+    """``secret`` and ``hidden-text`` problems of every note's body, summary and tags (issue 29): kind, topic, field
+    and line, never a secret's value; a kind the topic's latest kept version let in (a person's ``--allow-secret``,
+    ``--allow-hidden``) says so."""
+    from mmd.screen.hidden import find_hidden
+    from mmd.screen.secrets import find_secrets
+
+    problems: list[dict[str, Any]] = []
+    notes = memory.list_notes()
+    try:
+        latest = memory.store.versions.latest([n.topic for n in notes])
+    except MMError:
+        latest = {}
+    for note in notes:
+        allowed = (latest[note.topic].allowed or {}) if note.topic in latest else {}
+        let_in = {s["kind"] for s in allowed.get("secrets", [])}
+        fields = (("body", note.body), ("summary", note.entry.summary), ("tags", ", ".join(note.entry.tags)))
+        for field, text in fields:
+            where = f"{note.entry.file}, line {{}} of its body" if field == "body" else f"the {field} of {note.topic}"
+            for found in find_secrets(text):
+                mark = " (you let it in with --allow-secret)" if found.kind in let_in else \
+                    f"; rewrite it without the value (`mmctl write {note.topic} --file …`)"
+                problems.append(_problem("secret", f"{where.format(found.line)} holds a {found.kind}{mark}",
+                                         topic=note.topic, file=note.entry.file, field=field, line=found.line,
+                                         secret=found.kind))
+            for hidden in find_hidden(text):
+                mark = " (you let it in with --allow-hidden)" if allowed.get("hidden") else \
+                    "; remove it (`mmctl read` shows it escaped)"
+                problems.append(_problem("hidden-text", f"{where.format(hidden.line)} holds hidden text: {hidden.code} "
+                                                        f"{hidden.name} ({hidden.kind}){mark}", topic=note.topic,
+                                         file=note.entry.file, field=field, line=hidden.line, code=hidden.code))
+    return problems
 
 
 def _adopt(ctx: Ctx, memory: Memory, problem: dict[str, Any]) -> dict[str, Any]:

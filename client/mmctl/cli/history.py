@@ -1,15 +1,17 @@
-"""``mmctl log|diff|revert|restore|sync``: the root's git history and sync (need a daemon run with ``--git``).
+"""``mmctl log|diff|revert|restore|sync``: the root's history and sync.
 
-REV is a commit (any commit-ish git knows) or a revision ``r42`` of THIS root
-(revision numbers are per root: another machine's ``r42`` is named by its commit
-hash; ``log`` prints the hash beside each and marks other roots' commits). A revert
-or a restore is a new write through the daemon under every budget, never a
-history rewrite. ``sync`` returns once commit, fetch, merge, push and the
-daemon's reload are done, and says what happened; while it waits it says on
-stderr what for (the fetch from, or the push to, the remote, and how long), and
-a sync started while another runs returns at once saying so (``E_BUSY``). Text
-output is for people; ``--json`` prints the daemon's ``memory.*`` value as one
-line of JSON.
+``log`` and ``restore`` work on every root: a daemon run with ``--git`` answers from the git
+history, any other daemon and ``mmctl`` alone from the version history every write keeps
+(``.mmd/versions.db``, issue 29); ``diff``, ``revert`` and ``sync`` need a daemon run with
+``--git``. REV is a revision ``r42`` of THIS root, a kept version ``v17`` (``log`` lists them),
+or a commit (any commit-ish git knows; revision numbers are per root: another machine's ``r42``
+is named by its commit hash; ``log`` prints the hash beside each and marks other roots'
+commits). A revert or a restore is a new write under every budget, never a history rewrite.
+``sync`` returns once commit, fetch, merge, push and the daemon's reload are done, and says what
+happened; while it waits it says on stderr what for (the fetch from, or the push to, the remote, and
+how long), and a sync started while another runs returns at once saying so (``E_BUSY``). Text output
+is for people;
+``--json`` prints the daemon's ``memory.*`` value as one line of JSON.
 """
 
 from __future__ import annotations
@@ -42,20 +44,41 @@ def _call(ctx: Ctx, command: str, method: str, params: dict[str, Any], timeout_m
     return client.call(method, {k: v for k, v in params.items() if v is not None}, timeout_ms=timeout_ms)
 
 
+def _direct_or(ctx: Ctx, method: str, params: dict[str, Any], timeout_ms: int) -> Any | None:
+    """The daemon's answer when one owns the root, else None (the caller reads the version history itself)."""
+    ctx.need_root()
+    daemon = ctx.daemon()
+    if daemon is None:
+        return None
+    return daemon.client.call(method, {k: v for k, v in params.items() if v is not None}, timeout_ms=timeout_ms)
+
+
 def cmd_log(ctx: Ctx) -> int:
-    """``log [TOPIC] [--limit N]``: the commits of the root (touching TOPIC), newest first."""
+    """``log [TOPIC] [--limit N]``: the kept versions (a ``--git`` daemon's commits) of TOPIC or the root, newest
+    first."""
     topic = ctx.rest[0] if ctx.rest else None
-    result = _call(ctx, "log", "memory.log", {"topic": topic, "limit": ctx.args.integer("--limit")}, READ_TIMEOUT_MS)
+    limit = ctx.args.integer("--limit")
+    result = _direct_or(ctx, "memory.log", {"topic": topic, "limit": limit}, READ_TIMEOUT_MS)
+    if result is None:
+        from mmd.core.text import validate_topic
+
+        if topic is not None:
+            validate_topic(topic)
+        found = ctx.direct().memory().store.versions.log(topic, limit or 100)
+        result = {"commits": [v.to_commit() for v in found]}
     if ctx.json:
         ctx.print_json(result)
         return EXIT_OK
     commits = result.get("commits", [])
     if not commits:
-        ctx.write(f"no commit{' touches ' + topic if topic else ' yet'}\n")
+        ctx.write(f"no {'version of ' + topic if topic else 'version'} is kept yet\n")
     for c in commits:
         label = "-" if c.get("otherRoot") else ",".join(f"r{n}" for n in c["revisions"]) or "-"
         mark = "  (other root: use the hash)" if c.get("otherRoot") else ""
-        ctx.write(f"{label:<6} {c['commit'][:12]}  {c['date']}  {c['subject']}{mark}\n")
+        size = "" if "chars" not in c else "  (deleted)" if c.get("deleted") else f"  ({c['chars']} chars)"
+        kept = "  [allowed: " + ", ".join(s["kind"] for s in c["allowed"].get("secrets", [])) + \
+            ("hidden text" if c["allowed"].get("hidden") else "") + "]" if c.get("allowed") else ""
+        ctx.write(f"{label:<6} {c['commit'][:12]}  {c['date']}  {c['subject']}{size}{kept}{mark}\n")
     return EXIT_OK
 
 
@@ -112,8 +135,10 @@ def cmd_restore(ctx: Ctx) -> int:
     """``restore TOPIC --at REV``: write TOPIC back as it was at REV; refused (exit 1) if it did not exist then."""
     at = ctx.args.text("--at")
     if len(ctx.rest) != 1 or at is None:
-        raise UsageError("restore takes a topic and --at REV (a commit or r42)")
-    result = _call(ctx, "restore", "memory.restore", {"topic": ctx.rest[0], "at": at}, WRITE_TIMEOUT_MS)
+        raise UsageError("restore takes a topic and --at REV (r42, a version v17 or a commit)")
+    result = _direct_or(ctx, "memory.restore", {"topic": ctx.rest[0], "at": at}, WRITE_TIMEOUT_MS)
+    if result is None:
+        result = _restore_directly(ctx, ctx.rest[0], at)
     if ctx.json:
         ctx.print_json(result)
     else:
@@ -126,6 +151,31 @@ def _few(items: list[Any]) -> str:
     """The first :data:`SHOWN` of ``items``, then how many more."""
     named = ", ".join(str(i) for i in items[:SHOWN])
     return named + (f" … and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
+def _restore_directly(ctx: Ctx, topic: str, at: str) -> dict[str, Any]:
+    """``memory.restore``'s answer, made on the files from the version history (no daemon owns the root).
+
+    Raises:
+        Failure: when no version is kept at ``at`` (or it deleted the topic). MMError: as the write.
+    """
+    from mmd.core.revision_mark import read_mark
+    from mmd.core.text import validate_topic
+    from mmd.core.versions import restoring
+
+    from .output import Failure
+
+    validate_topic(topic)
+    memory = ctx.direct().memory()
+    version = memory.store.versions.at(topic, at)
+    try:
+        write = restoring(version, topic, at)
+    except LookupError as missing:
+        raise Failure(str(missing)) from None
+    assert version is not None
+    outcome = memory.write(topic, write.pop("content"), **write)
+    return {"ok": bool(outcome.get("ok")), "topic": topic, "at": at, "commit": version.ref, "action": "write",
+            "outcome": {**outcome, "revision": read_mark(memory.root)}, "revision": read_mark(memory.root)}
 
 
 def sync_lines(result: dict[str, Any]) -> list[str]:

@@ -123,14 +123,15 @@ _MAX_BYTES = Opt("--max-bytes", "N", "the text's budget in UTF-8 bytes (default 
 _REVIEW_AFTER = Opt("--review-after", "DATE",
                     "re-check the note on DATE (YYYY-MM-DD) or after a span: 10d, 2w, 3m, 1y; '' removes it",
                     "date")
+_ALLOW = (Opt("--allow-secret", None, "your own write: keep the secret it holds (recorded; else refused)", "switch"),
+          Opt("--allow-hidden", None, "your own write: keep hidden text (bidi, zero-width, tag) in a body", "switch"))
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("init", "reference", "create the memory root, memories/ and an empty index", reference=True),
     Command("write", "reference", "create or replace a note (never truncated: an over-budget write writes nothing)",
             (Pos("topic", "the note's topic, an ASCII slug"),),
             (_CONTENT, _FILE_BODY, Opt("--budget", "N", "this write's budget in characters", "int"), _SUMMARY, _TAGS,
-             _REVIEW_AFTER),
-            reference=True),
+             _REVIEW_AFTER, *_ALLOW), reference=True),
     Command("read", "reference", "a note, the index, or the index with every note",
             (Pos("topic", "the note's topic (none: the index)"),),
             (Opt("--all", None, "the index and every note", "switch"),), reference=True),
@@ -150,7 +151,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("merge", "queue", "join notes into one (bodies joined, the others deleted); allowed over the index cap "
             "when it shrinks the index", (Pos("topic", "the notes to merge", many=True),),
             (Opt("--into", "TOPIC", "the note that keeps the joined bodies"),
-             Opt("--summary", "S", "the joined note's index summary (default: the --into note's, else the first's)")),
+             Opt("--summary", "S", "the joined note's index summary (default: the --into note's, else the first's)"),
+             *_ALLOW),
             epilog="Example: mmctl merge deploy-vpn deploy-staging --into deploy"),
     Command("rename", "rename", "rename a topic in one revision: its note, index entry, links from other notes and "
             "the queue's proposals follow", (Pos("topic", "the topic"), Pos("new", "its new name")),
@@ -186,20 +188,18 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                    "Each id of accept, reject or undo is reported on its own line; the exit code is 1 if any failed\n"
                    "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
                    "--all or --min-score shows the rest."),
-    Command("project", "project", "the memory home's roots: list; show [KEY|PATH]; adopt TOPIC… --project P "
-            "(move notes of the user root into P's root)",
-            (Pos("action", "what to do", choices=("list", "show", "adopt"), default="list"),
-             Pos("name", "show: a project key or folder; adopt: the topics to move", many=True)),
-            (Opt("--suggest", None, "adopt: print the moves accepted candidates suggest", "switch"),),
-            epilog="Project roots live in <user root>/projects/<key>/ (docs/projects.md)."),
-    Command("log", "history", "the root's git history, newest first (needs the daemon with --git)",
-            (Pos("topic", "only the commits touching this topic"),), (_LIMIT,)),
+    Command("project", "project", "the memory home's roots: list; show [KEY|PATH]; adopt TOPIC… --project P (move "
+            "notes of the user root into P's root; docs/projects.md)", (Pos("action", "what to do", choices=(
+                "list", "show", "adopt"), default="list"), Pos("name", "a key or folder; adopt: topics", many=True)),
+            (Opt("--suggest", None, "adopt: print the moves accepted candidates suggest", "switch"),)),
+    Command("log", "history", "a topic's kept versions (with the daemon's --git: the root's commits), newest first",
+            (Pos("topic", "only the versions (commits) of this topic"),), (_LIMIT,)),
     Command("diff", "history", "what a revision changed, or what changed between two (REV: a commit or r42)",
             (Pos("rev", "one or two revisions: a commit or r42", many=True),)),
     Command("revert", "history", "undo a revision with new writes under every budget (never a history rewrite)",
             (Pos("rev", "the revision: a commit or r42"),)),
     Command("restore", "history", "write a topic back as it was at a revision (a new write, budgets hold)",
-            (Pos("topic", "the note's topic"),), (Opt("--at", "REV", "the revision: a commit or r42"),)),
+            (Pos("topic", "the note's topic"),), (Opt("--at", "REV", "the revision: r42, a version v17 or a commit"),)),
     Command("sync", "history", "commit, fetch, merge by topic, push and reload now; prints what happened",
             epilog="The daemon also syncs every git.syncIntervalMs, and retries a failed sync with back-off.\n"
                    "A topic changed on both ends keeps the newer version; the other becomes a conflict\n"

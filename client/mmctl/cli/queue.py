@@ -170,7 +170,9 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
     if sub == "reject":
         return f"rejected {cid}\n"
     if sub == "undo":
-        return f"undone {cid}: pending again{_UNDONE.get(result.get('reverted') or '', '')}\n"
+        later = f" (it was edited since: the later text stays in `mmctl log {result.get('topic')}`)" \
+            if result.get("laterEdits") else ""
+        return f"undone {cid}: pending again{_UNDONE.get(result.get('reverted') or '', '')}{later}\n"
     write = result.get("write") or {}
     if result.get("ok"):
         return f"accepted {cid}: {write.get('action', 'written')} {write.get('uri', '')}\n"
@@ -394,11 +396,14 @@ def cmd_merge(ctx: Ctx) -> int:
     daemon = ctx.daemon()
     from mmd.core.errors import MMError
 
+    secret, hidden = ctx.args.flag("--allow-secret"), ctx.args.flag("--allow-hidden")
     try:
         if daemon is not None:
-            outcome = daemon.client.merge(topics, into, summary=ctx.args.text("--summary"))
+            outcome = daemon.client.merge(topics, into, summary=ctx.args.text("--summary"), allow_secret=secret,
+                                          allow_hidden=hidden)
         else:
-            outcome = ctx.direct().memory().store.merge(topics, into, summary=ctx.args.text("--summary"))
+            outcome = ctx.direct().memory().store.merge(topics, into, summary=ctx.args.text("--summary"),
+                                                        allow_secret=secret, allow_hidden=hidden)
     except RpcError as error:
         ctx.error(f"merge: {error.message}")
         return EXIT_FAILED

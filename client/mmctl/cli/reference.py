@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-__all__ = ["body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init", "cmd_list", "cmd_read", "cmd_search",
-           "cmd_uri", "cmd_write", "write_via_daemon"]
+__all__ = ["allowed_line", "body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init",
+           "cmd_list", "cmd_read", "cmd_search", "cmd_uri", "cmd_write", "write_via_daemon"]
 
 
 def _need(value: str | None, message: str) -> str:
@@ -57,7 +57,8 @@ def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> 
     try:
         outcome: dict[str, Any] = daemon.client.write(
             topic, content, summary=ctx.args.text("--summary"), tags=ctx.args.text("--tags"), budget=budget,
-            review_after=ctx.args.text("--review-after"))
+            review_after=ctx.args.text("--review-after"), allow_secret=ctx.args.flag("--allow-secret"),
+            allow_hidden=ctx.args.flag("--allow-hidden"))
     except RpcError as error:
         raise _as_mm(error) from None
     outcome.pop("revision", None)
@@ -105,7 +106,9 @@ def cmd_write(ctx: Ctx) -> int:
     ctx.creatable_root()
     def direct_write() -> dict[str, Any]:
         return ctx.direct().memory().write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
-                                           tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"))
+                                           tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"),
+                                           allow_secret=ctx.args.flag("--allow-secret"),
+                                           allow_hidden=ctx.args.flag("--allow-hidden"))
 
     outcome = _change(ctx, lambda: write_via_daemon(ctx, topic, content, budget), direct_write)
     if outcome is None:
@@ -114,6 +117,8 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.print_json(outcome)
     elif outcome["ok"]:
         ctx.write(f"{outcome['action']} {outcome['uri']}\n")
+        if outcome.get("allowed"):
+            ctx.error(allowed_line(outcome["allowed"]))
     elif outcome.get("code") == "E_INDEX_BUDGET_EXCEEDED":  # the way out, not the reference's "see usage.index"
         from .advice import index_full_way_out
         from .suggest import near
@@ -141,6 +146,13 @@ def _meant(ctx: Ctx, topic: str) -> str:
     from .suggest import did_you_mean
 
     return did_you_mean(topic, _topics(ctx))
+
+
+def allowed_line(allowed: dict[str, Any]) -> str:
+    """What a person's write let through, for stderr: kinds and lines, never a value."""
+    parts = [f"{s['kind']} ({s['field']}, line {s['line']})" for s in allowed.get("secrets", [])]
+    parts += [f"{h['code']} {h['name']} (line {h['line']})" for h in allowed.get("hidden", [])]
+    return "kept as you allowed, and recorded in the version history: " + ", ".join(parts)
 
 
 def body_text(ctx: Ctx) -> str | None:
@@ -222,8 +234,9 @@ def cmd_read(ctx: Ctx) -> int:
             entry = note.entry
             review = f"review after: {entry.review_after}\n" if entry.review_after else ""  # ours, not the reference
             where = f"root: {_root_words(label)}\n" if scoped else ""
-            ctx.write(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\ntags: {', '.join(entry.tags) or '-'}\n"
-                      f"updated: {entry.updated}\n{review}{where}\n{note.body}\n")
+            ctx.write(_visible(f"# {note.topic}\n\nsummary: {entry.summary or '-'}\n"
+                               f"tags: {', '.join(entry.tags) or '-'}\nupdated: {entry.updated}\n{review}{where}\n"
+                               f"{note.body}\n"))
             if note.missing_file:  # ours: the reference prints the empty body alone
                 ctx.error(f"{entry.file} is missing: the body above is empty; `mmctl doctor` says how to mend it")
         return EXIT_OK
@@ -246,7 +259,7 @@ def cmd_read(ctx: Ctx) -> int:
     lines += [f"- {topic}{f' — {summary}' if summary else ''}" for topic, summary in rows]
     if own is None:
         lines.append(f"(the project root {ctx.root()} is made by its first write)")
-    ctx.write("\n".join(lines) + "\n")
+    ctx.write(_visible("\n".join(lines) + "\n"))
     return EXIT_OK
 
 
@@ -260,6 +273,16 @@ def _uri(ctx: Ctx, topic: str) -> str:
     from mmd.core.uri import uri_for
 
     return uri_for(ctx.direct().options().memory_id, topic)
+
+
+def _visible(text: str) -> str:
+    """``text`` as a terminal may show it: hidden text (bidi, zero-width, tag characters) escaped as ``\\u{202E}``
+    (issue 29); only a text holding a candidate character pays for the check."""
+    if text.isascii():
+        return text
+    from mmd.screen.hidden import escape_hidden
+
+    return escape_hidden(text)
 
 
 def cmd_list(ctx: Ctx) -> int:

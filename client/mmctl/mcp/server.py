@@ -17,6 +17,7 @@ with its usage, as mm v1 §6 wants.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -69,6 +70,24 @@ __all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "Inj
 
 def _result(text: str, data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _shown(text: str, data: dict[str, Any]) -> CallToolResult:
+    """A read's result with hidden text (bidi, zero-width, tag characters) made visible as ``\\u{202E}`` in the text and
+    the structured content alike (issue 29): the model never reads what the person cannot see."""
+    from mmd.screen.hidden import escape_hidden, has_hidden
+
+    if not has_hidden(json.dumps(data, ensure_ascii=False)):
+        return _result(escape_hidden(text), data)
+
+    def escaped(value: Any) -> Any:
+        if isinstance(value, str):
+            return escape_hidden(value)
+        if isinstance(value, list):
+            return [escaped(v) for v in value]
+        return {k: escaped(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+    return _result(escape_hidden(text), escaped(data))
 
 
 def _fail(error: BaseException) -> ToolError:
@@ -168,13 +187,13 @@ class MemoryTools:
                     raise ToolError(f"E_NOT_FOUND: no note for topic {topic} ({memory.uri_for(topic)}) in this "
                                     "session's snapshot; mem_read without a topic lists the topics, and mem_reload "
                                     "takes a new snapshot (with the notes written since, by you or others)")
-                return _result(_note_text(note), {"found": True, "topic": topic, "uri": note["uri"], "note": note})
+                return _shown(_note_text(note), {"found": True, "topic": topic, "uri": note["uri"], "note": note})
             index = await memory.index()
             if not all:
-                return _result(_index_text(index), {"found": True, "index": index})
+                return _shown(_index_text(index), {"found": True, "index": index})
             notes = await memory.notes()
             text = _index_text(index) + "".join("\n" + _note_text(n) for n in notes)
-            return _result(text, {"found": True, "index": index, "notes": notes})
+            return _shown(text, {"found": True, "index": index, "notes": notes})
         except (MMError, MmctlError) as error:
             raise _fail(error) from None
 
