@@ -133,7 +133,8 @@ class Jobs:
         """``daemon/heartbeat``: the revision and the pending candidates; also checks the root is still ours."""
         if self.state.guard is not None:
             self.state.guard.check()
-        self.publisher.publish(DAEMON_HEARTBEAT, {"revision": self.state.revision,
+        self.publisher.publish(DAEMON_HEARTBEAT, {"intervalMs": self._config().heartbeat_ms,
+                                                  "revision": self.state.revision,
                                                   "queuePending": self.review.pending})
 
     def expire(self) -> None:
