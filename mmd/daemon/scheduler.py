@@ -8,8 +8,8 @@ knows only their names and periods.
 
 Durable jobs (the nudge) keep their next due time in a small JSON file
 (``<root>/.mmd/schedule.json``, ``{name: due time in ms since the epoch}``),
-written when the job is installed and after each run, so a restart neither
-stretches the period nor skips it: a due time that passed while the daemon was
+written when the job is installed and after each run (then logged: ``scheduler.next job=… due_ms=…``),
+so a restart neither stretches the period nor skips it: a due time that passed while the daemon was
 down fires once at start (missed runs coalesce, never a burst), a future one
 fires when it comes (at the latest one period from now).
 """
@@ -138,6 +138,7 @@ class Schedule:
                 if period is not None:
                     self._due[name] = self._now_ms() + period
                     save_due(self.due_file, self._due)
+                    log.info("scheduler.next job=%s due_ms=%d", name, self._due[name])
 
         run_and_save.__name__ = getattr(run, "__name__", name)
         return run_and_save
