@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mmd.wire.methods import MEMORY_DIFF, MEMORY_LOG, MEMORY_RESTORE, MEMORY_REVERT, MEMORY_SYNC
+
 from .output import EXIT_FAILED, EXIT_OK, Ctx
 from .parser import UsageError
 
@@ -34,7 +36,7 @@ def _call(ctx: Ctx, command: str, method: str, params: dict[str, Any], timeout_m
 def cmd_log(ctx: Ctx) -> int:
     """``log [TOPIC] [--limit N]``: the commits of the root (touching TOPIC), newest first."""
     topic = ctx.rest[0] if ctx.rest else None
-    result = _call(ctx, "log", "memory.log", {"topic": topic, "limit": ctx.args.integer("--limit")}, READ_TIMEOUT_MS)
+    result = _call(ctx, "log", MEMORY_LOG.name, {"topic": topic, "limit": ctx.args.integer("--limit")}, READ_TIMEOUT_MS)
     if ctx.json:
         ctx.print_json(result)
         return EXIT_OK
@@ -53,7 +55,7 @@ def cmd_diff(ctx: Ctx) -> int:
     if not ctx.rest:
         raise UsageError("diff requires a revision: a commit or r42 (see `mmctl log`)")
     revs = ctx.rest[:2]
-    result = _call(ctx, "diff", "memory.diff", {"rev": revs[0], "other": revs[1] if len(revs) > 1 else None},
+    result = _call(ctx, "diff", MEMORY_DIFF.name, {"rev": revs[0], "other": revs[1] if len(revs) > 1 else None},
                    READ_TIMEOUT_MS)
     if ctx.json:
         ctx.print_json(result)
@@ -83,7 +85,7 @@ def cmd_revert(ctx: Ctx) -> int:
     """``revert REV``: write back each topic REV changed as it was before it (new writes, budgets hold)."""
     if len(ctx.rest) != 1:
         raise UsageError("revert takes one revision: a commit or r42 (see `mmctl log`)")
-    result = _call(ctx, "revert", "memory.revert", {"rev": ctx.rest[0]}, WRITE_TIMEOUT_MS)
+    result = _call(ctx, "revert", MEMORY_REVERT.name, {"rev": ctx.rest[0]}, WRITE_TIMEOUT_MS)
     if ctx.json:
         ctx.print_json(result)
     else:
@@ -102,7 +104,7 @@ def cmd_restore(ctx: Ctx) -> int:
     at = ctx.args.text("--at")
     if len(ctx.rest) != 1 or at is None:
         raise UsageError("restore takes a topic and --at REV (a commit or r42)")
-    result = _call(ctx, "restore", "memory.restore", {"topic": ctx.rest[0], "at": at}, WRITE_TIMEOUT_MS)
+    result = _call(ctx, "restore", MEMORY_RESTORE.name, {"topic": ctx.rest[0], "at": at}, WRITE_TIMEOUT_MS)
     if ctx.json:
         ctx.print_json(result)
     else:
@@ -139,7 +141,7 @@ def sync_lines(result: dict[str, Any]) -> list[str]:
 
 def cmd_sync(ctx: Ctx) -> int:
     """``sync``: commit, fetch, merge by topic, push and reload now; prints each step."""
-    result = _call(ctx, "sync", "memory.sync", {}, SYNC_TIMEOUT_MS)
+    result = _call(ctx, "sync", MEMORY_SYNC.name, {}, SYNC_TIMEOUT_MS)
     if ctx.json:
         ctx.print_json(result)
     else:

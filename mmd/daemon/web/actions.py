@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mmd.core.errors import MMError
-from mmd.wire.methods import METHODS
+from mmd.wire.methods import MEMORY_DELETE, MEMORY_READ, MEMORY_WRITE, QUEUE_ACCEPT, QUEUE_GET, QUEUE_REJECT
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .security import check_csrf
@@ -59,7 +59,7 @@ def _into_params(existing: dict[str, Any] | None, cand: dict[str, Any], into: st
     Raises:
         DaemonError(E_NOT_FOUND): when there is no note ``into`` and the daemon cannot create it.
     """
-    if "into" in METHODS["queue.accept"].params:
+    if "into" in QUEUE_ACCEPT.params:
         return {"into": into, "content": body}
     if existing is None:
         raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into!r} any more")
@@ -104,7 +104,7 @@ class Actions:
         """One ``queue.accept``: ``{ok, text, id}``."""
         cid = params["id"]
         try:
-            result = await self._call(self.page.methods, "queue.accept", params)
+            result = await self._call(self.page.methods, QUEUE_ACCEPT.name, params)
         except (DaemonError, MMError) as error:
             return {"ok": False, "id": cid, "text": f"#{cid}: {_why(error)}"}
         if not result["ok"]:
@@ -128,8 +128,8 @@ class Actions:
             return self._done(form, [{"ok": False, "text": f"#{cid}: choose the note to append to"}])
         if into is not None:
             try:
-                params.update(_into_params(await self._call(self.page.methods, "memory.read", {"topic": into}),
-                                           await self._call(self.page.methods, "queue.get", {"id": cid}), into,
+                params.update(_into_params(await self._call(self.page.methods, MEMORY_READ.name, {"topic": into}),
+                                           await self._call(self.page.methods, QUEUE_GET.name, {"id": cid}), into,
                                            _text(form, "body")))
             except (DaemonError, MMError) as error:
                 return self._done(form, [{"ok": False, "text": f"#{cid}: {_why(error)}"}])
@@ -143,7 +143,7 @@ class Actions:
         form, _rev = await self._form(request)
         cid = _text(form, "id") or ""
         try:
-            await self._call(self.page.methods, "queue.reject", {"id": cid, "reason": _text(form, "reason")})
+            await self._call(self.page.methods, QUEUE_REJECT.name, {"id": cid, "reason": _text(form, "reason")})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"#{cid}: {_why(error)}"}])
         return self._done(form, [{"ok": True, "text": f"#{cid} rejected"}])
@@ -163,7 +163,7 @@ class Actions:
                 items.append(await self._accept_one({"id": cid}))
                 continue
             try:
-                await self._call(self.page.methods, "queue.reject", {"id": cid, "reason": _text(form, "reason")})
+                await self._call(self.page.methods, QUEUE_REJECT.name, {"id": cid, "reason": _text(form, "reason")})
                 items.append({"ok": True, "id": cid, "text": f"#{cid} rejected"})
             except (DaemonError, MMError) as error:
                 items.append({"ok": False, "id": cid, "text": f"#{cid}: {_why(error)}"})
@@ -176,7 +176,7 @@ class Actions:
         form, rev = await self._form(request)
         topic = _text(form, "topic") or ""
         try:
-            await self._call(self.page.methods, "memory.delete", {"topic": topic, "ifRevision": rev})
+            await self._call(self.page.methods, MEMORY_DELETE.name, {"topic": topic, "ifRevision": rev})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
         return self._done(form, [{"ok": True, "text": f"{topic} deleted"}])
@@ -187,10 +187,10 @@ class Actions:
         topic = _text(form, "topic") or ""
         when = _text(form, "date") or ""
         try:
-            note = await self._call(self.page.methods, "memory.read", {"topic": topic})
+            note = await self._call(self.page.methods, MEMORY_READ.name, {"topic": topic})
             if note is None:
                 return self._done(form, [{"ok": False, "text": f"there is no note {topic!r}"}])
-            outcome = await self._call(self.page.methods, "memory.write", {
+            outcome = await self._call(self.page.methods, MEMORY_WRITE.name, {
                 "topic": topic, "content": note["body"], "ifRevision": rev, "reviewAfter": when})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])

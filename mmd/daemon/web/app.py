@@ -31,7 +31,15 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 
 from mmd.core.errors import ErrorCode, MMError
-from mmd.wire.methods import METHODS, check_params
+from mmd.wire.methods import (
+    DAEMON_STATUS,
+    MEMORY_INDEX,
+    MEMORY_READ,
+    MEMORY_SEARCH,
+    MEMORY_WRITE,
+    QUEUE_LIST,
+    check_params,
+)
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from ..methods import Methods
@@ -129,14 +137,14 @@ class Page:
         agent session's candidates, hidden ones included (a session's "show more").
         """
         unavailable: str | None = None
-        can_show_hidden = "all" in METHODS["queue.list"].params
+        can_show_hidden = "all" in QUEUE_LIST.params
         params: dict[str, Any] = {"status": "pending", "limit": PAGE_SIZE, "offset": offset}
-        if session is not None and "session" in METHODS["queue.list"].params:
+        if session is not None and "session" in QUEUE_LIST.params:
             params["session"], show_all = session, True
         if show_all and can_show_hidden:
             params["all"] = True
         try:
-            page = await call(self.methods, "queue.list", params)
+            page = await call(self.methods, QUEUE_LIST.name, params)
         except DaemonError as error:
             if error.code != DaemonCode.E_UNAVAILABLE.value:
                 raise
@@ -154,9 +162,9 @@ class Page:
         """``GET /memory?group=tag|date|due&q=…``: the index grouped, budget meters, search results."""
         group = request.query_params.get("group", "tag")
         group = group if group in ENTRY_GROUPS else "tag"
-        index = await call(self.methods, "memory.index", {})
+        index = await call(self.methods, MEMORY_INDEX.name, {})
         query = request.query_params.get("q", "").strip()
-        found = await call(self.methods, "memory.search", {"query": query}) if query else None
+        found = await call(self.methods, MEMORY_SEARCH.name, {"query": query}) if query else None
         for entry in index["entries"]:
             entry["reviewAfter"] = review_after_of(entry)
         return self.render("memory.html", request, index=index, group=group, groupings=ENTRY_GROUPS,
@@ -164,7 +172,7 @@ class Page:
 
     async def note(self, request: Request) -> Response:
         """``GET /note/{topic}``: a note's full text (the topic is a validated slug, never a path)."""
-        note = await call(self.methods, "memory.read", {"topic": request.path_params["topic"]})
+        note = await call(self.methods, MEMORY_READ.name, {"topic": request.path_params["topic"]})
         if note is None:
             raise HTTPException(404, f"No note {request.path_params['topic']!r} in this memory.")
         note["reviewAfter"] = review_after_of(note)
@@ -172,7 +180,7 @@ class Page:
 
     async def status(self, request: Request) -> Response:
         """``GET /status``: the daemon, its sources and ingestion, revision, queue counts, the last events."""
-        status = await call(self.methods, "daemon.status", {})
+        status = await call(self.methods, DAEMON_STATUS.name, {})
         return self.render("status.html", request, status=status, recent=list(reversed(self.events.recent)))
 
     async def events_stream(self, request: Request) -> Response:
@@ -190,7 +198,7 @@ class Page:
 
 def _review_dates() -> bool:
     """Whether ``memory.write`` takes ``reviewAfter`` (the review-date form shows only then)."""
-    return "reviewAfter" in METHODS["memory.write"].params
+    return "reviewAfter" in MEMORY_WRITE.params
 
 
 def _int(raw: str | None, default: int) -> int:
