@@ -1,13 +1,14 @@
 """Nothing left behind: a pytest plugin that ends every process a test starts and fails a run that leaks one.
 
-Owns: the ``spawn`` fixture (a process leading its own process group, whose whole tree is ended when the
-test ends, pass or fail); :func:`end_tree`, which the daemon helper uses too; the per-test check (a child of
-this pytest process started during a test and still alive after its teardown is named, ended, and fails that
-test); the end-of-run check (a process carrying this run's mark, wherever it was reparented, or anything left
-in this run's temp folder, such as a runtime folder with its sockets or a temp root, fails the run, named).
+Owns: the ``spawn`` fixture (a process leading its own process group, whose whole tree is ended when the test
+ends, pass or fail); :func:`end_tree`, which the daemon helper uses too; the per-test check (a child of this
+pytest process started during a test and still alive after its teardown, or a file or folder the test left in
+the run's temp folder, is named, removed, and fails that test); the end-of-run check (a process carrying this
+run's mark, wherever it was reparented, or anything left in this run's temp folder, such as a runtime folder
+with its sockets or a temp root, fails the run, named).
 Never: touches a process this run did not start (each process of the run carries ``MMD_TEST_RUN`` in its
-environment, from this process's own mark); keeps pytest's own ``tmp_path`` folders out of its temp folder
-(pytest keeps the last three runs' for a person to look at).
+environment, from this process's own mark), nor pytest's own ``tmp_path`` folders (kept out of its temp
+folder: pytest keeps the last three runs' for a person to look at).
 Threading: the fixtures run on pytest's thread; nothing here starts a thread.
 
 Loaded by ``tests/conftest.py`` (``pytest_plugins``); a pytester run loads it with ``-p tests.leakcheck``.
@@ -41,6 +42,12 @@ class _Run:
 
     mark: str | None = None
     temp: Path | None = None
+    shared: str | None = None
+
+
+def shared_temp() -> str:
+    """The machine's temp folder (``/tmp``), for a folder another user must reach: the run's own is 0700."""
+    return RUN.shared or tempfile.gettempdir()
 
 
 RUN = _Run()
@@ -52,7 +59,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())  # tmp_path stays where pytest keeps it
     RUN.mark = uuid.uuid4().hex
-    RUN.temp = Path(tempfile.mkdtemp(prefix="mmdt"))
+    RUN.shared = tempfile.gettempdir()
+    RUN.temp = Path(tempfile.mkdtemp(prefix="mmdt"))  # 0700, as a runtime base under /tmp must be
     os.environ[MARK] = RUN.mark
     os.environ["TMPDIR"] = str(RUN.temp)
     tempfile.tempdir = str(RUN.temp)
@@ -156,11 +164,32 @@ def spawn() -> Iterator[Any]:
         end_tree(proc)
 
 
+OWN_HELPERS = ("from multiprocessing.resource_tracker import main", "from multiprocessing.forkserver import main")
+"""Command lines of helpers the interpreter itself starts once, on first use, and keeps for its lifetime (they
+exit with it): no test's."""
+
+
+def _own_helper(proc: psutil.Process) -> bool:
+    try:
+        line = " ".join(proc.cmdline())
+    except psutil.Error:
+        return False
+    return any(helper in line for helper in OWN_HELPERS)
+
+
 def _children() -> list[psutil.Process]:
     try:
-        return [p for p in psutil.Process().children(recursive=True) if _alive(p)]
+        return [p for p in psutil.Process().children(recursive=True) if _alive(p) and not _own_helper(p)]
     except psutil.Error:
         return []
+
+
+def _temp_names() -> set[str]:
+    return set(os.listdir(RUN.temp)) if RUN.temp is not None and RUN.temp.is_dir() else set()
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True) if path.is_dir() and not path.is_symlink() else path.unlink(missing_ok=True)
 
 
 def _started_under(before: set[tuple[int, float]], procs: list[psutil.Process]) -> list[psutil.Process]:
@@ -195,13 +224,19 @@ def _no_process_outlives_its_test() -> Iterator[None]:
     if RUN.mark is None:
         yield
         return
-    before = _known(_children())
+    before, temp_before = _known(_children()), _temp_names()
     yield
     leaked = _started_under(before, _children())
-    if leaked:
-        names = [describe(p) for p in leaked]
-        end_processes(leaked)
-        pytest.fail("the test left running (now ended): " + "; ".join(names), pytrace=False)
+    names = [describe(p) for p in leaked]
+    end_processes(leaked)
+    left = sorted(_temp_names() - temp_before)
+    assert RUN.temp is not None
+    for name in left:
+        _remove(RUN.temp / name)
+    problems = [f"the test left running (now ended): {'; '.join(names)}"] if names else []
+    problems += [f"the test left in the run's temp folder (now removed): {', '.join(left)}"] if left else []
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 def _marked_elsewhere() -> list[psutil.Process]:
@@ -211,7 +246,7 @@ def _marked_elsewhere() -> list[psutil.Process]:
         if proc.pid == me:
             continue
         try:
-            if proc.environ().get(MARK) == RUN.mark and _alive(proc):
+            if proc.environ().get(MARK) == RUN.mark and _alive(proc) and not _own_helper(proc):
                 found.append(proc)
         except psutil.Error:
             continue
@@ -236,7 +271,7 @@ def _nothing_left_at_the_end() -> Iterator[None]:
     end_processes(procs)
     left = _left_in_temp()
     for path in left:
-        shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else Path(path).unlink(missing_ok=True)
+        _remove(Path(path))
     problems = ([f"processes still running at the end of the run (now ended): {'; '.join(names)}"] if names else [])
     problems += [f"left in the run's temp folder (now removed): {', '.join(left[:20])}"] if left else []
     if problems:

@@ -53,10 +53,13 @@ def test_a_bare_popen_left_running_fails_its_test():
     record("bare", subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]).pid)
 
 
-def test_a_detached_process_and_a_temp_root_fail_the_run():
+def test_a_temp_root_left_fails_its_test():
+    tempfile.mkdtemp(prefix="mmdrt-left-")
+
+
+def test_a_detached_process_fails_the_run():
     out = subprocess.run([sys.executable, "-c", {DETACH!r}], capture_output=True, text=True, check=True)
     record("detached", int(out.stdout))
-    tempfile.mkdtemp(prefix="mmdrt-left-")
 '''
 
 
@@ -78,12 +81,12 @@ def test_every_process_a_leaky_run_started_is_ended_and_the_leaks_are_named(
     recorded = dict(line.split() for line in pids.read_text().splitlines())
     assert set(recorded) == {"leader", "grandchild", "bare", "detached"}, recorded
     assert not [name for name, pid in recorded.items() if _alive(int(pid))]
-    result.assert_outcomes(passed=2, failed=1, errors=2)
+    result.assert_outcomes(passed=3, failed=1, errors=3)
     out = result.stdout.str()
     assert "fails on purpose" in out
     assert f"the test left running (now ended): pid {recorded['bare']}: {sys.executable} -c" in out
     assert f"processes still running at the end of the run (now ended): pid {recorded['detached']}:" in out
-    assert "left in the run's temp folder (now removed): " in out and "mmdrt-left-" in out
+    assert "the test left in the run's temp folder (now removed): mmdrt-left-" in out
     assert f"pid {recorded['leader']}:" not in out and f"pid {recorded['grandchild']}:" not in out  # spawn's own
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +27,14 @@ from .test_ingest_helpers import backfilled, copy_samples
 
 @pytest.fixture
 def queued(start_daemon, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A daemon whose review queue holds the samples' candidates."""
+    """A daemon whose review queue holds the samples' candidates, every one of them: the backfill is done (returning
+    at the first candidate let later, higher-scored ones reorder the pages a test compared, on a loaded machine)."""
     copy_samples(tmp_path / "sessions")
     daemon = start_daemon("--heartbeat-ms", "200")
-    deadline = time.monotonic() + 20
+    backfilled(daemon, timeout_s=60)
     with Client(daemon.root, env=daemon.env) as client:
-        while time.monotonic() < deadline:
-            if client.queue_list()["pending"] > 0:
-                return daemon
-            time.sleep(0.1)
-    pytest.fail("no candidate reached the review queue")
+        assert client.queue_list()["pending"] > 0, "no candidate reached the review queue"
+    return daemon
 
 
 def backfilled_candidates(daemon: Any) -> list[dict[str, Any]]:
