@@ -262,6 +262,8 @@ def run_command(command: Sequence[str], payload: bytes, timeout_s: float, max_st
             "printed more than N bytes", "cannot run <program>: <why>".
     """
     deadline = time.monotonic() + timeout_s
+    # plain blocking I/O, not aiofiles: this runs on the extractor's own thread (mmd-extractor), never on the
+    # event loop, and the child reads its stdin from a real file descriptor
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
         stdin.write(payload)
         stdin.seek(0)

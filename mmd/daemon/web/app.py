@@ -88,6 +88,8 @@ class Page:
         self.methods, self.gate, self.events = methods, gate, events
         self.env = jinja2.Environment(loader=jinja2.PackageLoader("mmd.daemon.web", "templates"),
                                       autoescape=True, trim_blocks=True, lstrip_blocks=True)
+        # read once, at start, before the page serves anything: each request then sends these bytes (no file I/O
+        # on the loop, so nothing for aiofiles)
         self.static = {name: (files("mmd.daemon.web") / "static" / name).read_bytes() for name in STATIC}
         self.flashes: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._flash_ids = itertools.count(1)
@@ -171,7 +173,10 @@ class Page:
                            groups=entry_groups(index["entries"], group), query=query, found=found)
 
     async def note(self, request: Request) -> Response:
-        """``GET /note/{topic}``: a note's full text (the topic is a validated slug, never a path)."""
+        """``GET /note/{topic}``: a note's full text (the topic is a validated slug, never a path).
+
+        The text comes from the current revision's snapshot, held in memory: no note file is read on the loop.
+        """
         note = await call(self.methods, MEMORY_READ.name, {"topic": request.path_params["topic"]})
         if note is None:
             raise HTTPException(404, f"No note {request.path_params['topic']!r} in this memory.")
