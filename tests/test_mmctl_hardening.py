@@ -50,10 +50,12 @@ async def test_the_async_client_surfaces_e_too_large_to_the_request_that_caused_
         assert all(r["ok"] for r in await asyncio.gather(*small))
 
 
-def test_a_client_started_before_its_daemon_finds_it(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_client_started_before_its_daemon_finds_it(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                     request: pytest.FixtureRequest) -> None:
     from tests.test_daemon_helpers import DaemonProcess
 
     probe = DaemonProcess(tmp_path)  # only for the environment the daemon will have
+    request.addfinalizer(probe.stop)  # never started: stop removes its runtime folder
     with Client(probe.root, env=probe.env, timeout_ms=300) as client:
         with pytest.raises(DaemonUnavailable):
             client.status()
@@ -129,14 +131,15 @@ def test_the_public_api_type_checks_with_mypy_and_mistakes_are_caught(tmp_path: 
     assert 'Argument "timeout_ms" to "Client"' in bad.stdout and 'Argument 1 to "reload"' in bad.stdout, bad.stdout
 
 
-async def test_an_mcp_server_started_before_the_daemon_writes_through_it_once_it_runs(start_daemon,
-                                                                                      tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_an_mcp_server_started_before_the_daemon_writes_through_it_once_it_runs(  # type: ignore[no-untyped-def]
+        start_daemon, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     import asyncio
 
     from tests.test_daemon_helpers import DaemonProcess
     from tests.test_mmctl_mcp import Mcp, _seed, _session
 
     probe = DaemonProcess(tmp_path)  # the environment the daemon will have
+    request.addfinalizer(probe.stop)  # never started: stop removes its runtime folder
     _seed(probe.root)
 
     async def test(mcp: Mcp) -> None:
