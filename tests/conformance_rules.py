@@ -9,31 +9,18 @@ the pseudo-op ``{"op": "files"}`` with ``{"files": …}`` on both sides.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from mmd.core import format, rootfs, search
 from mmd.core.errors import MMError
 from mmd.core.paths import STATE_DIR
 
+from .conformance_base import Deviation, same
+from .conformance_kinds import KINDS
 
-@dataclass(frozen=True)
-class Deviation:
-    """A rule saying where we deliberately differ from the reference, and why.
-
-    ``explains(case, op, got, want)`` is True when the difference between our
-    result and the vector's is exactly this deviation. ``proof`` names the
-    test (``module::function``) that pins our behaviour instead.
-    """
-
-    name: str
-    reason: str
-    proof: str
-    explains: Callable[[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]], bool]
+__all__ = ["DEVIATIONS", "Deviation", "explained_by", "explaining", "files_as_reference", "has_crlf", "same"]
 
 
 _REF_CJK = re.compile("[\u3400-\u9fff]")
@@ -232,26 +219,6 @@ def _without_paths(message: str) -> str:
     return " ".join(_PATHISH.sub("", message).replace(":", " ").split())
 
 
-def _path_added(got: dict[str, Any], want: dict[str, Any]) -> bool:
-    """The same error code, and our message is the reference's once file paths are left out of both."""
-    mine, theirs = got.get("error"), want.get("error")
-    if isinstance(mine, dict) and isinstance(theirs, dict):
-        return bool(mine.get("code") == theirs.get("code") and (theirs.get("message", "") in mine.get("message", "")
-                    or _without_paths(mine.get("message", "")) == _without_paths(theirs.get("message", ""))))
-    return False
-
-
-def _unslug_title(case: dict[str, Any]) -> bool:
-    """A note file in the setup whose ``# title`` line is not a topic slug."""
-    from mmd.core.text import TOPIC_RE
-
-    for rel, body in case.get("setup_files", {}).items():
-        first = str(body).split("\n", 1)[0]
-        if rel.startswith("memories/") and first.startswith("# ") and not TOPIC_RE.fullmatch(first[2:].strip()):
-            return True
-    return False
-
-
 def _not_a_root(op: dict[str, Any], got: dict[str, Any]) -> bool:
     result = got.get("result", {})
     return (op["op"] == "cli" and bool(op["args"]) and op["args"][0] in _READS and result.get("exitCode") == 1
@@ -282,20 +249,6 @@ DEVIATIONS += [
         "that root is not the test's main one (e.g. under $HOME); mm readers ignore .mmd/",
         "test_mmctl_cli::test_a_direct_write_keeps_its_lock_in_the_roots_state_folder",
         lambda case, op, got, want: op["op"] == "files" and _files_apart_from_state(got, want)),
-    Deviation(
-        "error-names-the-file", "an error keeps the reference's code and adds the file's path to its message, so "
-        "a person knows which file to fix", "test_memory::test_unparsable_index_is_never_overwritten",
-        lambda case, op, got, want: _path_added(got, want)),
-    Deviation(
-        "unslug-title-anomaly", "a note whose '# title' is not a topic slug loads as a malformed-note anomaly and "
-        "the rest of the memory loads (DESIGN.md: one bad file never hides the others); the reference fails the load",
-        "test_memory::test_a_malformed_note_is_an_anomaly_and_the_rest_loads",
-        lambda case, op, got, want: _unslug_title(case) and "error" in want and "error" not in got),
-    Deviation(
-        "updated-newline", "an `updated` value with a newline is refused with E_INVALID (DESIGN.md: it would forge "
-        "index lines); the reference writes it", "test_memory::test_updated_with_a_newline_is_refused",
-        lambda case, op, got, want: "\n" in str(op.get("updated", "")) and got.get("error", {}).get("code")
-        == "E_INVALID"),
     Deviation(
         "no-silent-roots", "reads, list, search, budget, uri, doctor, status and nudge on a folder that is not an mm "
         "root fail with E_NOT_INITIALIZED naming the path and how it was resolved; only init and writes create a "
@@ -485,26 +438,15 @@ DEVIATIONS += [
 ]
 
 
+def explaining(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> Deviation | None:
+    """The deviation that explains ``got != want``, or None."""
+    return next((d for d in DEVIATIONS if d.explains(case, op, got, want)), None)
+
+
 def explained_by(case: dict[str, Any], op: dict[str, Any], got: dict[str, Any], want: dict[str, Any]) -> str | None:
     """The name of the deviation that explains ``got != want``, or None."""
-    return next((d.name for d in DEVIATIONS if d.explains(case, op, got, want)), None)
+    found = explaining(case, op, got, want)
+    return found.name if found else None
 
 
-# --------------------------------------------------------------------------- harness
-
-
-def same(actual: Any, expected: Any, float_tol: bool) -> bool:
-    """Structural equality; floats within 1e-9 relative when ``float_tol``; NaN equals null."""
-    if isinstance(actual, float) and math.isnan(actual):
-        actual = None
-    if isinstance(expected, dict):
-        return (isinstance(actual, dict) and actual.keys() == expected.keys()
-                and all(same(actual[k], expected[k], float_tol) for k in expected))
-    if isinstance(expected, list):
-        return (isinstance(actual, list) and len(actual) == len(expected)
-                and all(same(a, e, float_tol) for a, e in zip(actual, expected, strict=True)))
-    if float_tol and isinstance(expected, float) and isinstance(actual, int | float) and not isinstance(actual, bool):
-        return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return actual is expected
-    return bool(actual == expected)
+DEVIATIONS += KINDS

@@ -1,4 +1,9 @@
-"""Shared test fixtures: paths to ../shared and helpers that skip visibly without it."""
+"""Shared test fixtures: paths to ../shared and helpers that skip visibly without it; the leak checks.
+
+``tests/leakcheck.py`` is loaded as a plugin from here: every test is checked for processes it leaves
+running, and the run for processes and temp folders left at its end (its ``spawn`` fixture starts a
+process that is ended with the test).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["tests.leakcheck", "pytester"]
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -59,10 +59,13 @@ def _tree(top: Path) -> dict[str, bytes]:
 
 def _run_mmd(tmp_path: Path, root: Path) -> tuple[int, str]:
     daemon = DaemonProcess(tmp_path, root=root)
-    daemon.start(wait=False)
-    assert daemon.proc is not None
-    code = daemon.proc.wait(timeout=60)
-    return code, daemon.stderr()
+    try:
+        daemon.start(wait=False)
+        assert daemon.proc is not None
+        code = daemon.proc.wait(timeout=60)
+        return code, daemon.stderr()
+    finally:
+        daemon.stop()  # its runtime folder too
 
 
 def test_mmd_on_a_read_only_root_names_the_state_database_and_the_fix(read_only: Path, tmp_path: Path) -> None:

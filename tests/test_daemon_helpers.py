@@ -24,6 +24,7 @@ import zmq
 import zmq.asyncio
 
 from mmd.wire.endpoints import endpoints_for
+from tests.leakcheck import end_tree
 
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 15.0
@@ -60,7 +61,8 @@ class DaemonProcess:
         if not self.bare:
             args[3:3] = ["--root", str(self.root), "--sessions", str(self.base / "sessions")]
         with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(args, env=self.env, stderr=err, stdout=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(args, env=self.env, stderr=err, stdout=subprocess.DEVNULL,
+                                         start_new_session=True)  # its group is ended with it (``stop``)
         if wait:
             self.wait_ready()
         return self
@@ -92,14 +94,10 @@ class DaemonProcess:
         return self.proc.wait(timeout_s)
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not exit; remove the runtime folder."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        """SIGTERM, then SIGKILL to its process group if it does not exit in 10 s; any process it started is
+        ended too (:func:`tests.leakcheck.end_tree`); remove the runtime folder."""
+        if self.proc is not None:
+            end_tree(self.proc, wait_s=10.0)
         shutil.rmtree(self.runtime, ignore_errors=True)
 
 
@@ -206,3 +204,43 @@ class Subscriber:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class Lines:
+    """The lines a process writes to ``path`` (its stdout or stderr sent to a file, never a pipe that can fill and
+    block it), read as they come: :meth:`next` waits for the next whole line with a deadline that bounds a hang."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self._partial = b""
+
+    def next(self, timeout_s: float = 30.0) -> str:
+        """The next whole line (with its newline); raises TimeoutError after ``timeout_s`` seconds without one."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._partial:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                more = f.read()
+            self.offset += len(more)
+            self._partial += more
+            if b"\n" in self._partial:
+                break
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no whole line in {self.path} within {timeout_s} s (so far: {self._partial!r})")
+            time.sleep(0.02)
+        line, self._partial = self._partial.split(b"\n", 1)
+        return line.decode("utf-8", "replace") + "\n"
+
+    def until(self, pred: Callable[[str], bool], timeout_s: float = 30.0) -> str:
+        """The first next line for which ``pred`` holds, skipping the others; TimeoutError after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            line = self.next(max(0.0, deadline - time.monotonic()))
+            if pred(line):
+                return line
+
+    def skip_to_end(self) -> None:
+        """Forget what was written so far: the next line is one written after this call."""
+        self.offset = self.path.stat().st_size if self.path.exists() else 0
+        self._partial = b""

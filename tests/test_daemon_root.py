@@ -154,10 +154,14 @@ def test_a_nudge_missed_while_down_fires_once_after_start_and_a_restart_keeps_th
     schedule.write_text(json.dumps({"nudge": time.time_ns() // 1_000_000 - 5 * hour_ms}))  # missed 5 times
     daemon = start_daemon("--nudge-interval-ms", str(hour_ms), root=root)
     deadline = time.monotonic() + 30
-    while "memory.nudge reason=schedule" not in daemon.stderr():
+    # the nudge is logged before its next due time is saved: wait for the save's own line (reading the file at
+    # the nudge's line raced the save, and read the start's due time under load)
+    while "scheduler.next job=nudge" not in daemon.stderr():
         assert time.monotonic() < deadline, "the missed nudge never fired"
         time.sleep(0.05)
+    assert "memory.nudge reason=schedule" in daemon.stderr()
     due = json.loads(schedule.read_text())["nudge"]
+    assert f"scheduler.next job=nudge due_ms={due}" in daemon.stderr()
     assert due > time.time_ns() // 1_000_000 + hour_ms // 2  # the next one is an hour on
     time.sleep(0.5)
     assert daemon.stderr().count("memory.nudge reason=schedule") == 1  # coalesced: once, not five times

@@ -23,6 +23,7 @@ from mmctl.cli.main import main
 
 from .conformance_rules import explained_by
 from .conftest import SHARED
+from .test_daemon_helpers import Lines
 
 VECTORS = Path(os.environ.get("MM_CONFORMANCE_DIR") or SHARED / "conformance" / "vectors")
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
@@ -124,28 +125,32 @@ def test_doctor_fix_indexes_an_orphan_through_the_daemon(mmd) -> None:  # type: 
     assert revision(mmd) > before
 
 
-def test_watch_prints_real_events_one_json_per_line(mmd) -> None:  # type: ignore[no-untyped-def]
-    env = {**mmd.env, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "mmctl", "watch", "--json", "--root", str(mmd.root)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        first = json.loads(proc.stdout.readline())  # a heartbeat: the subscription is live
-        assert first["event"] == "daemon/heartbeat" and isinstance(first["seq"], int)
-        cli(mmd, "write", "watched", "--content", "x", "--review-after", "2020-02-02")
-        seen: dict[str, dict[str, Any]] = {}
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not {"memory/changed", "memory/due"} <= set(seen):
-            event = json.loads(proc.stdout.readline())
-            seen.setdefault(event["event"], event)
-        changed, due = seen.get("memory/changed"), seen.get("memory/due")
-        assert changed and [i["topic"] for i in changed["added"]] == ["watched"] and changed["cause"] == "write"
-        # the due event's own "topic" (the note's) used to overwrite the event's name in the printed line
-        assert due and due["topic"] == "watched" and due["reviewAfter"] == "2020-02-02"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(10)
-    assert proc.returncode == 130
+def _watch(spawn, mmd, tmp_path: Path, *args: str) -> tuple[Any, Lines, Lines]:  # type: ignore[no-untyped-def]
+    """``mmctl watch *args`` in its own process group (ended with the test), its stdout and stderr in files."""
+    out, err = tmp_path / "watch.out", tmp_path / "watch.err"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        proc = spawn([sys.executable, "-m", "mmctl", "watch", *args, "--root", str(mmd.root)],
+                     env={**mmd.env, "PYTHONUNBUFFERED": "1"}, stdout=stdout, stderr=stderr)
+    return proc, Lines(out), Lines(err)
+
+
+def test_watch_prints_real_events_one_json_per_line(mmd, spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # stdout goes to a file, read with deadlines: from a pipe, a readline waited forever for a line that did not
+    # come, and a watch blocked on a full pipe outlived the test
+    proc, out, _ = _watch(spawn, mmd, tmp_path, "--json")
+    beat = json.loads(out.until(lambda line: '"daemon/heartbeat"' in line))  # the subscription is live
+    assert beat["event"] == "daemon/heartbeat" and isinstance(beat["seq"], int)
+    cli(mmd, "write", "watched", "--content", "x", "--review-after", "2020-02-02")
+    seen: dict[str, dict[str, Any]] = {}
+    while not {"memory/changed", "memory/due"} <= set(seen):
+        event = json.loads(out.next(30))
+        seen.setdefault(event["event"], event)
+    changed, due = seen["memory/changed"], seen["memory/due"]
+    assert [i["topic"] for i in changed["added"]] == ["watched"] and changed["cause"] == "write"
+    # the due event's own "topic" (the note's) used to overwrite the event's name in the printed line
+    assert due["topic"] == "watched" and due["reviewAfter"] == "2020-02-02"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 130
 
 
 def test_watch_filters_by_topic_and_stops_after_count(mmd) -> None:  # type: ignore[no-untyped-def]
@@ -186,22 +191,19 @@ def test_a_crashed_daemon_leaves_mmctl_working_on_the_files(mmd) -> None:  # typ
     assert code == 1 and "start it with `mmd --root" in err
 
 
-def test_watch_says_when_the_daemon_is_gone_and_when_it_is_back(mmd) -> None:  # type: ignore[no-untyped-def]
-    env = {**mmd.env, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "mmctl", "watch", "--topic", "daemon/", "--root", str(mmd.root)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        for _ in range(2):  # two heartbeats: watch now knows the interval (200 ms)
-            assert "daemon/heartbeat" in proc.stdout.readline()
-        mmd.signal(signal.SIGKILL)
-        mmd.wait()
-        assert proc.stderr.readline().startswith("mmctl: the daemon is gone: no heartbeat for 3 intervals")
-        mmd.start()
-        assert proc.stderr.readline() == "mmctl: the daemon is back\n"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(10)
+def test_watch_says_when_the_daemon_is_gone_and_when_it_is_back(mmd, spawn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    proc, out, err = _watch(spawn, mmd, tmp_path, "--topic", "daemon/")
+    beat = out.until(lambda line: "daemon/heartbeat" in line)  # it states the interval (200 ms)
+    assert "daemon/heartbeat" in beat
+    err.skip_to_end()  # a daemon stalled for three intervals by a loaded machine is "gone" too: not this one
+    mmd.signal(signal.SIGKILL)
+    mmd.wait()
+    gone = err.next()
+    assert gone.startswith("mmctl: the daemon is gone: no heartbeat for 3 intervals (200 ms each)"), gone
+    mmd.start()
+    assert err.next() == "mmctl: the daemon is back\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(30) == 130
 
 
 def test_a_root_keeps_the_memory_id_it_was_made_with_whoever_writes_next(start_daemon) -> None:  # type: ignore[no-untyped-def]

@@ -50,10 +50,12 @@ async def test_the_async_client_surfaces_e_too_large_to_the_request_that_caused_
         assert all(r["ok"] for r in await asyncio.gather(*small))
 
 
-def test_a_client_started_before_its_daemon_finds_it(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_client_started_before_its_daemon_finds_it(start_daemon, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                     request: pytest.FixtureRequest) -> None:
     from tests.test_daemon_helpers import DaemonProcess
 
     probe = DaemonProcess(tmp_path)  # only for the environment the daemon will have
+    request.addfinalizer(probe.stop)  # never started: stop removes its runtime folder
     with Client(probe.root, env=probe.env, timeout_ms=300) as client:
         with pytest.raises(DaemonUnavailable):
             client.status()
@@ -108,12 +110,13 @@ async def async_use(root: str) -> None:
 '''
 
 
-def _mypy(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
-    example = tmp_path / "example.py"
-    example.write_text(textwrap.dedent(source))
+def _mypy(tmp_path: Path, sources: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """One ``mypy --strict`` run over ``{file name: source}`` (one cold start for all of them)."""
+    for name, source in sources.items():
+        (tmp_path / name).write_text(textwrap.dedent(source))
     env = {**os.environ, "MYPYPATH": f"{REPO / 'client'}{os.pathsep}{REPO}"}
     return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
-                           str(example)], capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+                           *sources], capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
 
 
 def test_the_public_api_type_checks_with_mypy_and_mistakes_are_caught(tmp_path: Path) -> None:
@@ -121,22 +124,22 @@ def test_the_public_api_type_checks_with_mypy_and_mistakes_are_caught(tmp_path: 
 
     if importlib.util.find_spec("mypy") is None:  # a test dependency: a skip here hid a missing extra
         pytest.fail("mypy (a test dependency) is not installed: pip install -e '.[test]'")
-    good = _mypy(tmp_path, EXAMPLE)
-    assert good.returncode == 0, good.stdout + good.stderr
-    bad = _mypy(tmp_path, EXAMPLE.replace('timeout_ms=500', 'timeout_ms="slow"').replace(
-        'session.reload()', 'session.reload(5)'))
-    assert bad.returncode == 1
-    assert 'Argument "timeout_ms" to "Client"' in bad.stdout and 'Argument 1 to "reload"' in bad.stdout, bad.stdout
+    bad = EXAMPLE.replace('timeout_ms=500', 'timeout_ms="slow"').replace('session.reload()', 'session.reload(5)')
+    done = _mypy(tmp_path, {"good.py": EXAMPLE, "bad.py": bad})
+    assert done.returncode == 1 and "good.py" not in done.stdout + done.stderr, done.stdout + done.stderr
+    errors = "\n".join(line for line in done.stdout.splitlines() if line.startswith("bad.py:"))
+    assert 'Argument "timeout_ms" to "Client"' in errors and 'Argument 1 to "reload"' in errors, done.stdout
 
 
-async def test_an_mcp_server_started_before_the_daemon_writes_through_it_once_it_runs(start_daemon,
-                                                                                      tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_an_mcp_server_started_before_the_daemon_writes_through_it_once_it_runs(  # type: ignore[no-untyped-def]
+        start_daemon, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     import asyncio
 
     from tests.test_daemon_helpers import DaemonProcess
     from tests.test_mmctl_mcp import Mcp, _seed, _session
 
     probe = DaemonProcess(tmp_path)  # the environment the daemon will have
+    request.addfinalizer(probe.stop)  # never started: stop removes its runtime folder
     _seed(probe.root)
 
     async def test(mcp: Mcp) -> None:

@@ -67,7 +67,8 @@ def test_the_python_example_reads_what_it_wrote(tmp_path: Path) -> None:
     code = _block("### Python", "python")
     daemon = DaemonProcess(tmp_path, bare=True).start()  # `mmd &` with no flags: the default root
     try:
-        env = {**daemon.env, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "client")])}
+        env = {**daemon.env, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "client")]),
+               "TMPDIR": str(tmp_path)}  # the example's tempfile.mkdtemp() root goes with the test's folder
         done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
                               cwd=tmp_path)
     finally:

@@ -21,6 +21,7 @@ import pytest
 from mmctl import Client, UnsafeEndpoint
 
 from mmd.wire.endpoints import endpoints_for, ensure_private_dir, ipc_path
+from tests.leakcheck import shared_temp
 
 OTHER_UID = 65534
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="another uid is simulated with os.setuid: needs root")
@@ -74,7 +75,7 @@ class Attacker:
 @pytest.fixture
 def spool():  # type: ignore[no-untyped-def]
     """A folder both users can write (what the attacker received lands here)."""
-    folder = Path(tempfile.mkdtemp(prefix="mmdspool"))
+    folder = Path(tempfile.mkdtemp(prefix="mmdspool", dir=shared_temp()))  # not the run's own: that one is 0700
     folder.chmod(0o777)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)

@@ -38,6 +38,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import aiofiles.os
+
 from mmd.core.clock import iso_ms, parse_iso_ms
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.model import IndexEntry
@@ -64,6 +66,8 @@ EXPORT_DEBOUNCE_S = 0.5
 """Quiet time after a revision before the export files are refreshed, seconds."""
 EXPORT_MAX_DELAY_S = 5.0
 """Longest an export lags behind a stream of revisions, seconds."""
+_write_block = aiofiles.os.wrap(write_block)
+""":func:`mmd.inject.blocks.write_block` run by aiofiles (its read, its atomic write and fsync off the loop)."""
 
 
 def check_client(client: object) -> str:
@@ -326,24 +330,28 @@ class Injector:
 
     def _fire_export(self) -> None:
         self._export_timer, self._export_since = None, None
-        self._spawn(asyncio.to_thread(self.export_now))
+        self._spawn(self.export_now())
 
-    def export_now(self) -> int:
-        """Write the current baseline into every ``[export] files`` block (worker thread); how many changed.
-
-        A file that cannot be written (broken markers, a missing folder) or that
-        may not be (a symlink out of the account's home, a FIFO, a read-only or
-        another user's file: :mod:`mmd.core.userfile`) is logged and left as it
-        was; the others are still written.
-        """
-        snapshot = self.state.current
+    def _export_text(self, snapshot: Snapshot) -> str:
+        """The baseline the export blocks get (worker thread: preparing a revision is CPU work)."""
         with self.views.lock:
             prep, _, _ = self._prepare(snapshot)
-        text = render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command).text
+        return render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command).text
+
+    async def export_now(self) -> int:
+        """Write the current baseline into every ``[export] files`` block; how many changed.
+
+        The baseline is rendered in a worker thread and each file is read and written through aiofiles (its
+        thread pool): the loop never waits on a disk. A file that cannot be written (broken markers, a
+        missing folder) or that may not be (a symlink out of the account's home, a FIFO, a read-only or another
+        user's file: :mod:`mmd.core.userfile`) is logged and left as it was; the others are still written.
+        """
+        snapshot = self.state.current
+        text = await asyncio.to_thread(self._export_text, snapshot)
         changed, failed = 0, None
         for path in self._export_files():
             try:
-                changed += write_block(path, text)
+                changed += await _write_block(path, text)
             except MMError as error:
                 log.error("export.failed file=%s error=%s", path, error.message)
                 self.export_failures += 1
@@ -367,7 +375,7 @@ class Injector:
         if self._export_timer is not None:
             self._export_timer.cancel()
             self._export_timer = None
-            self._spawn(asyncio.to_thread(self.export_now))
+            self._spawn(self.export_now())
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 

@@ -161,7 +161,8 @@ class Jobs:
         for root in self.home:
             if root.state.guard is not None:
                 root.state.guard.check()
-        self.publisher.publish(DAEMON_HEARTBEAT, {"revision": self.state.revision,
+        self.publisher.publish(DAEMON_HEARTBEAT, {"intervalMs": self._config().heartbeat_ms,
+                                                  "revision": self.state.revision,
                                                   "queuePending": self.review.pending})
 
     def expire(self) -> None:

@@ -8,8 +8,8 @@ knows only their names and periods.
 
 Durable jobs (the nudge) keep their next due time in a small JSON file
 (``<root>/.mmd/schedule.json``, ``{name: due time in ms since the epoch}``),
-written when the job is installed and after each run, so a restart neither
-stretches the period nor skips it: a due time that passed while the daemon was
+written when the job is installed and after each run (then logged: ``scheduler.next job=… due_ms=…``),
+so a restart neither stretches the period nor skips it: a due time that passed while the daemon was
 down fires once at start (missed runs coalesce, never a burst), a future one
 fires when it comes (at the latest one period from now).
 """
@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import aiofiles.os
 from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
 
 __all__ = ["DURABLE_JOBS", "START_GRACE_MS", "Schedule", "load_due", "save_due"]
@@ -62,6 +63,9 @@ def save_due(path: Path | None, due: Mapping[str, int]) -> None:
         log.warning("scheduler.save_failed file=%s error=%r", path, str(error))
 
 log = logging.getLogger("mmd.scheduler")
+
+_save_due = aiofiles.os.wrap(save_due)
+""":func:`save_due` run by aiofiles, for the jobs that run on the loop."""
 
 
 def _on_loop(job: Callable[[], Any]) -> Callable[[], Awaitable[None]]:
@@ -124,6 +128,8 @@ class Schedule:
         now = self._now_ms()
         due = min(max(self._due.get(name, now + period_ms), now + min(START_GRACE_MS, period_ms)), now + period_ms)
         self._due[name] = due
+        # blocking, not aiofiles: apply() is synchronous (start, SIGHUP) and the due time must be on disk before
+        # the job is installed, or a restart right after would stretch the period
         save_due(self.due_file, self._due)
         return datetime.fromtimestamp(due / 1000, tz=UTC)
 
@@ -137,7 +143,8 @@ class Schedule:
                 period = self._periods_ms.get(name)
                 if period is not None:
                     self._due[name] = self._now_ms() + period
-                    save_due(self.due_file, self._due)
+                    await _save_due(self.due_file, dict(self._due))  # an fsync: off the loop
+                    log.info("scheduler.next job=%s due_ms=%d", name, self._due[name])
 
         run_and_save.__name__ = getattr(run, "__name__", name)
         return run_and_save

@@ -165,6 +165,8 @@ def _migrate_candidates(conn: sqlite3.Connection) -> None:
     them (so an upgraded daemon queues nothing twice), and their one ``source`` becomes their evidence.
     """
     from mmd.candidates.identity import norm_key  # the daemon may import the candidates floor
+    from mmd.sources.dsh.source import DshSource  # schema 1 and 2 read only the sessions folder: DSH logs,
+    from mmd.sources.other import OtherSource  # or (no session id) the other JSONL there
 
     have = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
     for name, kind in _CANDIDATE_COLUMNS:
@@ -178,7 +180,7 @@ def _migrate_candidates(conn: sqlite3.Connection) -> None:
             position["seq"] = r[5]
         if r[6] is not None:
             position["uuid"] = r[6]
-        agent = "dsh" if r[3] is not None else "other"
+        agent = DshSource.name if r[3] is not None else OtherSource.name
         evidence = [{"agent": agent, "sessionId": r[3], "project": None, "file": r[4], "position": position,
                      "at": None, "who": _WHO.get(r[7], "text"), "quote": r[2][:500]}]
         conn.execute("UPDATE candidates SET rule = ?, score = ?, pinned = ?, norm = ?, evidence = ?, agents = ?"

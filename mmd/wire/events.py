@@ -122,10 +122,12 @@ class NudgeEvent(TypedDict):
 
 
 class HeartbeatEvent(TypedDict):
-    """``daemon/heartbeat``: every ``daemon.heartbeatMs``."""
+    """``daemon/heartbeat``: every ``daemon.heartbeatMs``; ``intervalMs`` is that period, milliseconds (a
+    subscriber judges a silent daemon by it: gaps measured on a loaded machine can be any length)."""
 
     seq: int
     at: str
+    intervalMs: int
     revision: int
     queuePending: int
 

@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any
 
+from mmd.wire.methods import DAEMON_STATUS, MEMORY_DIFF, MEMORY_LOG, MEMORY_RESTORE, MEMORY_REVERT, MEMORY_SYNC
+
 from .output import EXIT_FAILED, EXIT_OK, Ctx
 from .parser import UsageError
 
@@ -58,7 +60,7 @@ def cmd_log(ctx: Ctx) -> int:
     first."""
     topic = ctx.rest[0] if ctx.rest else None
     limit = ctx.args.integer("--limit")
-    result = _direct_or(ctx, "memory.log", {"topic": topic, "limit": limit}, READ_TIMEOUT_MS)
+    result = _direct_or(ctx, MEMORY_LOG.name, {"topic": topic, "limit": limit}, READ_TIMEOUT_MS)
     if result is None:
         from mmd.core.text import validate_topic
 
@@ -87,7 +89,7 @@ def cmd_diff(ctx: Ctx) -> int:
     if not ctx.rest:
         raise UsageError("diff requires a revision: a commit or r42 (see `mmctl log`)")
     revs = ctx.rest[:2]
-    result = _call(ctx, "diff", "memory.diff", {"rev": revs[0], "other": revs[1] if len(revs) > 1 else None},
+    result = _call(ctx, "diff", MEMORY_DIFF.name, {"rev": revs[0], "other": revs[1] if len(revs) > 1 else None},
                    READ_TIMEOUT_MS)
     if ctx.json:
         ctx.print_json(result)
@@ -117,7 +119,7 @@ def cmd_revert(ctx: Ctx) -> int:
     """``revert REV``: write back each topic REV changed as it was before it (new writes, budgets hold)."""
     if len(ctx.rest) != 1:
         raise UsageError("revert takes one revision: a commit or r42 (see `mmctl log`)")
-    result = _call(ctx, "revert", "memory.revert", {"rev": ctx.rest[0]}, WRITE_TIMEOUT_MS)
+    result = _call(ctx, "revert", MEMORY_REVERT.name, {"rev": ctx.rest[0]}, WRITE_TIMEOUT_MS)
     if ctx.json:
         ctx.print_json(result)
     else:
@@ -136,7 +138,7 @@ def cmd_restore(ctx: Ctx) -> int:
     at = ctx.args.text("--at")
     if len(ctx.rest) != 1 or at is None:
         raise UsageError("restore takes a topic and --at REV (r42, a version v17 or a commit)")
-    result = _direct_or(ctx, "memory.restore", {"topic": ctx.rest[0], "at": at}, WRITE_TIMEOUT_MS)
+    result = _direct_or(ctx, MEMORY_RESTORE.name, {"topic": ctx.rest[0], "at": at}, WRITE_TIMEOUT_MS)
     if result is None:
         result = _restore_directly(ctx, ctx.rest[0], at)
     if ctx.json:
@@ -234,7 +236,7 @@ class _Waiting(threading.Thread):
                     curve=self.curve) as client:
             while not self.done.wait(SYNC_POLL_S):
                 try:
-                    running = ((client.call("daemon.status", timeout_ms=2_000) or {}).get("git") or {}).get("syncing")
+                    running = ((client.call(DAEMON_STATUS.name, timeout_ms=2_000) or {}).get("git") or {}).get("syncing")
                 except MmctlError:
                     continue
                 if self.done.is_set() or not running or running.get("stage") not in ("fetch", "push"):
@@ -257,7 +259,7 @@ def cmd_sync(ctx: Ctx) -> int:
     if waiting is not None:
         waiting.start()
     try:
-        result = _call(ctx, "sync", "memory.sync", {}, SYNC_TIMEOUT_MS)
+        result = _call(ctx, "sync", MEMORY_SYNC.name, {}, SYNC_TIMEOUT_MS)
     finally:
         if waiting is not None:
             waiting.done.set()

@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from mmd.candidates.labels import project_of, quote_besides, score_of, summary_besides
+from mmd.wire.methods import QUEUE_ACCEPT
 
 from ..errors import RpcError
 from ..render import terminal_width, wrap
@@ -192,7 +193,7 @@ def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: s
                 return None
             params = appended
         if "into" in params:
-            result = client.call("queue.accept", {"id": cid, **params})
+            result = client.call(QUEUE_ACCEPT.name, {"id": cid, **params})
         else:
             result = client.queue_accept(cid, **params)
     except RpcError as error:
@@ -234,7 +235,7 @@ def _into(client: Any, cand: dict[str, Any], into: str) -> dict[str, Any] | None
     """
     from mmd.wire.methods import METHODS
 
-    if "into" in METHODS["queue.accept"].params:
+    if "into" in METHODS[QUEUE_ACCEPT.name].params:
         return {"into": into}
     note = client.read(into)
     if not isinstance(note, dict) or not note.get("topic"):

@@ -36,6 +36,7 @@ from typing import Any
 from mmd.candidates import Evidence, NewCandidate, Seen, make_candidate
 from mmd.candidates.score import MIN_SCORE
 from mmd.sources import SOURCES, Utterance
+from mmd.sources.other import OtherSource
 
 from ..children import CANNOT_RUN, end_supervisor, supervised
 from ..queue import ReviewQueue
@@ -189,7 +190,7 @@ class Extractor:
     @staticmethod
     def _payload(session_id: str | None, path: str, utterances: Sequence[Utterance]) -> bytes:
         first = utterances[0] if utterances else None
-        data = {"version": 1, "agent": first.agent if first else "other", "sessionId": session_id,
+        data = {"version": 1, "agent": first.agent if first else OtherSource.name, "sessionId": session_id,
                 "project": next((u.project for u in utterances if u.project), None), "file": path,
                 "utterances": [{"index": i, "who": u.who, "text": u.text, "at": u.at,
                                 "position": u.position.to_json()} for i, u in enumerate(utterances)]}
@@ -244,8 +245,8 @@ def _one(item: Any, utterances: Sequence[Utterance], session_id: str | None, pat
         evidence = Evidence.of(utterances[at], quote)
     else:
         first = utterances[0] if utterances else None
-        evidence = Evidence(first.agent if first else "other", session_id, first.project if first else None, path,
-                            {"file": path}, None, "text", quote[:500])
+        evidence = Evidence(first.agent if first else OtherSource.name, session_id,
+                            first.project if first else None, path, {"file": path}, None, "text", quote[:500])
     topic = item.get("topic") or None
     made = make_candidate(seen, kind=kind, rule="extractor", body=item["body"], summary=item.get("summary") or "",
                           score=float(score), visible=float(score) >= MIN_SCORE, evidence=[evidence],
@@ -276,6 +277,8 @@ def run_command(command: Sequence[str], payload: bytes, timeout_s: float, max_st
         ExtractorStopped: ``stop`` was set (the daemon is stopping) before the command ended.
     """
     deadline = time.monotonic() + timeout_s
+    # plain blocking I/O, not aiofiles: this runs on the extractor's own thread (mmd-extractor), never on the
+    # event loop, and the child reads its stdin from a real file descriptor
     with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stderr:
         stdin.write(payload)
         stdin.seek(0)

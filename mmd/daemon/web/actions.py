@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from mmd.core.errors import MMError
-from mmd.wire.methods import METHODS
+from mmd.wire.methods import MEMORY_DELETE, MEMORY_READ, MEMORY_WRITE, QUEUE_ACCEPT, QUEUE_GET, QUEUE_REJECT
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .security import check_csrf
@@ -68,7 +68,7 @@ def _into_params(existing: dict[str, Any] | None, cand: dict[str, Any], into: st
     Raises:
         DaemonError(E_NOT_FOUND): when there is no note ``into`` and the daemon cannot create it.
     """
-    if "into" in METHODS["queue.accept"].params:
+    if "into" in QUEUE_ACCEPT.params:
         return {"into": into, "content": body}
     if existing is None:
         raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into!r} any more")
@@ -113,7 +113,7 @@ class Actions:
         """One ``queue.accept``: ``{ok, text, id}``."""
         cid = params["id"]
         try:
-            result = await self._call(self.page.methods, "queue.accept", params)
+            result = await self._call(self.page.methods, QUEUE_ACCEPT.name, params)
         except (DaemonError, MMError) as error:
             return {"ok": False, "id": cid, "text": f"#{cid}: {_why(error)}"}
         if not result["ok"]:
@@ -138,8 +138,8 @@ class Actions:
         params: dict[str, Any] = {"id": cid}  # written to its own root; the page's revision was checked above
         if into is not None:
             try:
-                cand = await self._call(self.page.methods, "queue.get", {"id": cid})
-                note = await self._call(self.page.methods, "memory.read",
+                cand = await self._call(self.page.methods, QUEUE_GET.name, {"id": cid})
+                note = await self._call(self.page.methods, MEMORY_READ.name,
                                         {"topic": into, "project": cand.get("scope") or "user"})
                 params.update(_into_params(note, cand, into, _text(form, "body")))
             except (DaemonError, MMError) as error:
@@ -167,7 +167,7 @@ class Actions:
         form, _rev = await self._form(request)
         cid = _text(form, "id") or ""
         try:
-            await self._call(self.page.methods, "queue.reject", {"id": cid, "reason": _text(form, "reason")})
+            await self._call(self.page.methods, QUEUE_REJECT.name, {"id": cid, "reason": _text(form, "reason")})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"#{cid}: {_why(error)}"}])
         return self._done(form, [{"ok": True, "text": f"#{cid} rejected"}])
@@ -187,7 +187,7 @@ class Actions:
                 items.append(await self._accept_one({"id": cid}))
                 continue
             try:
-                await self._call(self.page.methods, "queue.reject", {"id": cid, "reason": _text(form, "reason")})
+                await self._call(self.page.methods, QUEUE_REJECT.name, {"id": cid, "reason": _text(form, "reason")})
                 items.append({"ok": True, "id": cid, "text": f"#{cid} rejected"})
             except (DaemonError, MMError) as error:
                 items.append({"ok": False, "id": cid, "text": f"#{cid}: {_why(error)}"})
@@ -210,7 +210,7 @@ class Actions:
         raw_budget = kept["budget"].strip()
         budget = int(raw_budget) if raw_budget.isascii() and raw_budget.isdigit() and int(raw_budget) > 0 else None
         try:
-            note = await self._call(self.page.methods, "memory.read", {"topic": topic})
+            note = await self._call(self.page.methods, MEMORY_READ.name, {"topic": topic})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
         if note is None:
@@ -221,7 +221,7 @@ class Actions:
                                           "was written — your text is kept below: compare it with the note, then "
                                           "save", base=body_sha(note["body"]))
         try:
-            outcome = await self._call(self.page.methods, "memory.write", {
+            outcome = await self._call(self.page.methods, MEMORY_WRITE.name, {
                 "topic": topic, "content": kept["body"], "summary": kept["summary"], "tags": kept["tags"],
                 "budget": budget or note.get("writeBudget"), "ifRevision": self.page.methods.state.revision})
         except (DaemonError, MMError) as error:
@@ -247,7 +247,7 @@ class Actions:
         if rev is not None and (stale := self._stale(rev)) is not None:
             return self._done(form, stale)
         try:
-            await self._call(self.page.methods, "memory.delete",
+            await self._call(self.page.methods, MEMORY_DELETE.name,
                              {"topic": topic, "ifRevision": self.page.methods.state.revision})
         except (DaemonError, MMError) as error:
             return self._done(form, [{"ok": False, "text": f"{topic}: {_why(error)}"}])
@@ -259,12 +259,12 @@ class Actions:
         topic = _text(form, "topic") or ""
         when = _text(form, "date") or ""
         try:
-            note = await self._call(self.page.methods, "memory.read", {"topic": topic})
+            note = await self._call(self.page.methods, MEMORY_READ.name, {"topic": topic})
             if note is None:
                 return self._done(form, [{"ok": False, "text": f"there is no note {topic!r}"}])
             if rev is not None and (stale := self._stale(rev)) is not None:
                 return self._done(form, stale)
-            outcome = await self._call(self.page.methods, "memory.write", {
+            outcome = await self._call(self.page.methods, MEMORY_WRITE.name, {
                 "topic": topic, "content": note["body"], "ifRevision": self.page.methods.state.revision,
                 "reviewAfter": when})
         except (DaemonError, MMError) as error:

@@ -36,7 +36,16 @@ from starlette.routing import Route
 
 from mmd.candidates.labels import quote_besides, summary_besides
 from mmd.core.errors import ErrorCode, MMError
-from mmd.wire.methods import METHODS, check_params
+from mmd.wire.methods import (
+    DAEMON_STATUS,
+    MEMORY_INDEX,
+    MEMORY_READ,
+    MEMORY_SEARCH,
+    MEMORY_WRITE,
+    QUEUE_GET,
+    QUEUE_LIST,
+    check_params,
+)
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from ..methods import Methods
@@ -90,6 +99,8 @@ class Page:
     def __init__(self, methods: Methods, gate: Gate, events: EventStreams) -> None:
         self.methods, self.gate, self.events = methods, gate, events
         self.env = templates(lambda: self.methods.state.options.memory_id)
+        # read once, at start, before the page serves anything: each request then sends these bytes (no file I/O
+        # on the loop, so nothing for aiofiles)
         self.static = {name: (files("mmd.daemon.web") / "static" / name).read_bytes() for name in STATIC}
         self.flashes: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._flash_ids = itertools.count(1)
@@ -139,14 +150,14 @@ class Page:
         agent session's candidates, hidden ones included (a session's "show more").
         """
         unavailable: str | None = None
-        can_show_hidden = "all" in METHODS["queue.list"].params
+        can_show_hidden = "all" in QUEUE_LIST.params
         params: dict[str, Any] = {"status": "pending", "limit": PAGE_SIZE, "offset": offset}
-        if session is not None and "session" in METHODS["queue.list"].params:
+        if session is not None and "session" in QUEUE_LIST.params:
             params["session"], show_all = session, True
         if show_all and can_show_hidden:
             params["all"] = True
         try:
-            page = await call(self.methods, "queue.list", params)
+            page = await call(self.methods, QUEUE_LIST.name, params)
         except DaemonError as error:
             if error.code != DaemonCode.E_UNAVAILABLE.value:
                 raise
@@ -176,7 +187,7 @@ class Page:
         Raises:
             DaemonError(E_NOT_FOUND | E_INVALID | E_UNAVAILABLE): as ``queue.get``.
         """
-        cand = await call(self.methods, "queue.get", {"id": cid})
+        cand = await call(self.methods, QUEUE_GET.name, {"id": cid})
         proposal = cand.get("proposal") or {}
         into = str(proposal.get("topic") or "") if proposal.get("action") == "append" else ""
         own = {"topic": cand["topic"], "summary": cand.get("summary") or "", "tags": "", "body": cand["body"],
@@ -191,17 +202,20 @@ class Page:
         """``GET /memory?group=tag|date|due&q=…``: the index grouped, budget meters, search results."""
         group = request.query_params.get("group", "tag")
         group = group if group in ENTRY_GROUPS else "tag"
-        index = await call(self.methods, "memory.index", {})
+        index = await call(self.methods, MEMORY_INDEX.name, {})
         query = request.query_params.get("q", "").strip()
-        found = await call(self.methods, "memory.search", {"query": query}) if query else None
+        found = await call(self.methods, MEMORY_SEARCH.name, {"query": query}) if query else None
         for entry in index["entries"]:
             entry["reviewAfter"] = review_after_of(entry)
         return self.render("memory.html", request, index=index, group=group, groupings=ENTRY_GROUPS,
                            groups=entry_groups(index["entries"], group), query=query, found=found)
 
     async def note(self, request: Request) -> Response:
-        """``GET /note/{topic}``: a note's full text (the topic is a validated slug, never a path)."""
-        note = await call(self.methods, "memory.read", {"topic": request.path_params["topic"]})
+        """``GET /note/{topic}``: a note's full text (the topic is a validated slug, never a path).
+
+        The text comes from the current revision's snapshot, held in memory: no note file is read on the loop.
+        """
+        note = await call(self.methods, MEMORY_READ.name, {"topic": request.path_params["topic"]})
         if note is None:
             raise HTTPException(404, f"No note {request.path_params['topic']!r} in this memory.")
         note["reviewAfter"] = review_after_of(note)
@@ -209,7 +223,7 @@ class Page:
 
     async def note_edit(self, request: Request) -> Response:
         """``GET /note/{topic}/edit``: a note's text in a form, with its write budget and the caps it must fit."""
-        note = await call(self.methods, "memory.read", {"topic": request.path_params["topic"]})
+        note = await call(self.methods, MEMORY_READ.name, {"topic": request.path_params["topic"]})
         if note is None:
             raise HTTPException(404, f"No note {request.path_params['topic']!r} in this memory.")
         return self.render("note_edit.html", request, **await self.note_edit_values(note))
@@ -221,12 +235,12 @@ class Page:
         own = {"summary": note.get("summary") or "", "tags": ", ".join(note.get("tags") or []), "body": note["body"],
                "budget": note.get("writeBudget") or self.methods.state.options.default_write_budget}
         return {"note": note, "kept": {**own, **(kept or {})}, "problem": problem,
-                "base": base or body_sha(note["body"]), "index": await call(self.methods, "memory.index", {}),
+                "base": base or body_sha(note["body"]), "index": await call(self.methods, MEMORY_INDEX.name, {}),
                 "note_max_bytes": self.methods.state.options.detail_max_bytes}
 
     async def status(self, request: Request) -> Response:
         """``GET /status``: the daemon, its sources and ingestion, revision, queue counts, the last events."""
-        status = await call(self.methods, "daemon.status", {})
+        status = await call(self.methods, DAEMON_STATUS.name, {})
         return self.render("status.html", request, status=status, recent=list(reversed(self.events.recent)))
 
     async def events_stream(self, request: Request) -> Response:
@@ -267,7 +281,7 @@ def local_path(raw: object) -> str:
 
 def _review_dates() -> bool:
     """Whether ``memory.write`` takes ``reviewAfter`` (the review-date form shows only then)."""
-    return "reviewAfter" in METHODS["memory.write"].params
+    return "reviewAfter" in MEMORY_WRITE.params
 
 
 def _int(raw: str | None, default: int) -> int:

@@ -1,0 +1,104 @@
+"""The leak checks themselves (``tests/leakcheck.py``), run on purpose-made leaky tests in a separate pytest.
+
+The inner run records the pid of every process its tests start; once it is over, none of them may be
+alive, and its report must name the ones a test left behind.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .conftest import REPO
+
+GRANDPARENT = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+"""A leader that starts a process leading a session of its own (out of the leader's group), then waits."""
+DETACH = """
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(child.pid, flush=True)
+os._exit(0)  # the child is reparented: no longer a child of pytest
+"""
+
+INNER = f'''
+import os, subprocess, sys, tempfile
+from pathlib import Path
+
+PIDS = Path(os.environ["LEAK_PIDS"])
+
+
+def record(name, pid):
+    with PIDS.open("a") as out:
+        out.write(f"{{name}} {{pid}}\\n")
+
+
+def test_a_spawned_group_and_what_it_started_end_with_a_failing_test(spawn):
+    proc = spawn([sys.executable, "-c", {GRANDPARENT!r}], stdout=subprocess.PIPE, text=True)
+    record("leader", proc.pid)
+    record("grandchild", int(proc.stdout.readline()))
+    assert False, "fails on purpose"
+
+
+def test_a_bare_popen_left_running_fails_its_test():
+    record("bare", subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"]).pid)
+
+
+def test_a_temp_root_left_fails_its_test():
+    tempfile.mkdtemp(prefix="mmdrt-left-")
+
+
+def test_a_detached_process_fails_the_run():
+    out = subprocess.run([sys.executable, "-c", {DETACH!r}], capture_output=True, text=True, check=True)
+    record("detached", int(out.stdout))
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_every_process_a_leaky_run_started_is_ended_and_the_leaks_are_named(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("LEAK_PIDS", str(pids))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    pytester.makepyfile(test_leaky=INNER)
+    result = pytester.runpytest_subprocess("-p", "tests.leakcheck", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                           timeout=120)
+    recorded = dict(line.split() for line in pids.read_text().splitlines())
+    assert set(recorded) == {"leader", "grandchild", "bare", "detached"}, recorded
+    assert not [name for name, pid in recorded.items() if _alive(int(pid))]
+    result.assert_outcomes(passed=3, failed=1, errors=3)
+    out = result.stdout.str()
+    assert "fails on purpose" in out
+    assert f"the test left running (now ended): pid {recorded['bare']}: {sys.executable} -c" in out
+    assert f"processes still running at the end of the run (now ended): pid {recorded['detached']}:" in out
+    assert "the test left in the run's temp folder (now removed): mmdrt-left-" in out
+    assert f"pid {recorded['leader']}:" not in out and f"pid {recorded['grandchild']}:" not in out  # spawn's own
+
+
+def test_a_clean_run_reports_nothing(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    pytester.makepyfile(test_clean='''
+import subprocess, sys
+
+def test_a_process_waited_for(spawn):
+    assert subprocess.run([sys.executable, "-c", "pass"]).returncode == 0
+    spawn([sys.executable, "-c", "import time; time.sleep(600)"])  # ended by the fixture
+''')
+    result = pytester.runpytest_subprocess("-p", "tests.leakcheck", "-p", "no:cacheprovider", "-p", "no:xdist",
+                                           timeout=120)
+    result.assert_outcomes(passed=1)
