@@ -236,7 +236,8 @@ class _Waiting(threading.Thread):
                     curve=self.curve) as client:
             while not self.done.wait(SYNC_POLL_S):
                 try:
-                    running = ((client.call(DAEMON_STATUS.name, timeout_ms=2_000) or {}).get("git") or {}).get("syncing")
+                    status = client.call(DAEMON_STATUS.name, timeout_ms=2_000) or {}
+                    running = (status.get("git") or {}).get("syncing")
                 except MmctlError:
                     continue
                 if self.done.is_set() or not running or running.get("stage") not in ("fetch", "push"):
