@@ -21,13 +21,13 @@ from tests.test_hook_outputs import CLAUDE_START, CODEX_START, context, hook, va
 from tests.test_mmctl_agents import runner
 
 
-def test_a_hook_with_another_runtime_dir_or_none_gets_the_memory_from_the_daemon(mmd: Any) -> None:
+def test_a_hook_with_another_runtime_dir_or_none_gets_the_memory_from_the_daemon(mmd: Any, tmp_path: Path) -> None:
     record = record_path(mmd.root)
     assert json.loads(record.read_text()) == {"rpc": mmd.rpc, "pub": mmd.pub, "pid": mmd.proc.pid}
     assert record.stat().st_mode & 0o777 == 0o600
     run = runner(mmd.root, dict(mmd.env))
     assert run("write", "alpha", "--content", "Use pnpm, never npm.", "--summary", "Package manager").code == 0
-    elsewhere = {**mmd.env, "XDG_RUNTIME_DIR": tempfile.mkdtemp(prefix="otherrt")}
+    elsewhere = {**mmd.env, "XDG_RUNTIME_DIR": tempfile.mkdtemp(prefix="otherrt", dir=tmp_path)}
     bare = {k: v for k, v in mmd.env.items() if k != "XDG_RUNTIME_DIR"}
     for env, (form, start) in ((elsewhere, ("claude-hook", CLAUDE_START)), (bare, ("codex-hook", CODEX_START))):
         assert discover(mmd.root, env).rpc == mmd.rpc != endpoints_for(mmd.root, env).rpc
