@@ -237,3 +237,20 @@ def test_more_roots_than_cached_injection_maps_each_inject_and_confirm(start_dae
             got = call(daemon, "memory.inject", {"client": f"c{n}", "project": folder, "reset": True})
             assert got["mode"] == "baseline" and got["scope"] != "user"
             assert call(daemon, "memory.injected", {"client": f"c{n}", "token": got["token"], "project": folder})["ok"]
+
+
+def test_a_sessions_statements_are_seen_against_its_own_projects_notes_not_another_projects(
+        start_daemon, tmp_path: Path) -> None:
+    paths = a_home(tmp_path)
+    daemon = start_daemon("--heartbeat-ms", "200", "--no-source", "codex", bare=True)
+    backfilled(daemon)
+    for folder, topic, text in ((paths["api"], "deploy", "the api deploys through the bastion host every Tuesday."),
+                                (paths["notes"], "lunch", "the cafeteria closes at three on Fridays.")):
+        assert call(daemon, "memory.write", {"topic": topic, "content": text, "project": str(folder)})["ok"]
+    claude_session(tmp_path / "home" / ".claude" / "projects", "aaaaaaaa-0000-4000-8000-000000000003",
+                   ["MEMO: the api deploys through the bastion host every Tuesday.",  # already in api's root
+                    "MEMO: the cafeteria closes at three on Fridays."],  # in the notes project's root only
+                   cwd=str(paths["api"]))
+    wait_until(lambda: any("cafeteria" in body_of(c) for c in candidates(daemon)), what="the session read")
+    bodies = [body_of(c) for c in candidates(daemon) if c["source"]["sessionId"].endswith("003")]
+    assert not any("bastion" in b for b in bodies) and any("cafeteria" in b for b in bodies), bodies

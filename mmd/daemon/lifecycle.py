@@ -42,6 +42,7 @@ from mmd.core.health import loose_modes, remove_stale_temp_files
 from mmd.core.options import recorded_header
 from mmd.core.paths import STATE_DIR
 from mmd.core.rootfs import make_folders
+from mmd.core.snapshot import Snapshot
 from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
 from .config import Config, ConfigError
@@ -234,7 +235,8 @@ class Daemon:
         db = StateDB(cfg.root)
         await asyncio.to_thread(db.open)
         undo.callback(db.close)
-        queue = ReviewQueue(db, state.now_iso, ProposedScope(cfg.root)) if cfg.ingest or cfg.git.enabled else None
+        proposed = ProposedScope(cfg.root)  # the root a candidate goes to; also whose notes a session is seen against
+        queue = ReviewQueue(db, state.now_iso, proposed) if cfg.ingest or cfg.git.enabled else None
         if queue is not None:
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(home, queue)
@@ -289,6 +291,7 @@ class Daemon:
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
                 idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end)
             ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
+            ingestor.harvester.candidacy.project_notes = functools.partial(_project_snapshot, home, proposed)
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
@@ -417,6 +420,14 @@ class Daemon:
         cancelled = drain.result() if drain.done() and not drain.cancelled() else len(rpc.tasks)
         if cancelled:
             log.warning("daemon.requests_cancelled count=%d", cancelled)
+
+
+def _project_snapshot(home: Home, proposed: ProposedScope, folder: str) -> Snapshot | None:
+    """The current snapshot of the project root of an agent session's ``folder`` (ingestion thread), or None when
+    its project has no root served yet."""
+    key = proposed.key_of(folder)
+    root = home.get(key) if key is not None else None
+    return root.state.current if root is not None and root.state.revision else None
 
 
 def _wire_project(root: Root, *, home: Home, db: StateDB, publish: Callable[[str, dict[str, Any]], Any],

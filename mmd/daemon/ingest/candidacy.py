@@ -61,24 +61,44 @@ class Candidacy:
 
     Args:
         per_session: ``candidates.perSession`` (None: scaled by the session's size).
-        notes: the current memory snapshot (None before the first load).
+        notes: the user root's current snapshot (None before the first load).
+        project_notes: the current snapshot of the project root of an agent session's folder (None: the folder's
+            project has no root yet, or no scopes are served); a session's statements are seen against its
+            project's notes and the user root's (docs/projects.md), and propose appends to its project's notes.
     """
 
-    def __init__(self, per_session: Callable[[], int | None], notes: Callable[[], Snapshot | None]) -> None:
+    def __init__(self, per_session: Callable[[], int | None], notes: Callable[[], Snapshot | None],
+                 project_notes: Callable[[str], Snapshot | None] | None = None) -> None:
         self.per_session = per_session
         """``candidates.perSession`` as the daemon's config says now (the composition root may replace it)."""
         self._notes = notes
+        self.project_notes = project_notes
+        """The project root of a folder (the composition root sets it once the home serves)."""
         self._context: OrderedDict[str, list[Utterance]] = OrderedDict()
-        self._seen: tuple[int, Seen] = (-1, Seen())
+        self._seen: dict[str, tuple[int, Seen]] = {}
 
-    def seen(self) -> Seen:
-        """The notes as they are now (rebuilt only when the revision moved)."""
-        snap = self._notes()
+    def _seen_of(self, snap: Snapshot | None) -> Seen:
+        """``snap``'s notes as :class:`Seen`, rebuilt only when its root's revision moved (one per root)."""
         if snap is None:
             return Seen()
-        if self._seen[0] != snap.revision:
-            self._seen = (snap.revision, seen_of_snapshot(snap))
-        return self._seen[1]
+        key = str(snap.root)
+        cached = self._seen.get(key)
+        if cached is None or cached[0] != snap.revision:
+            if len(self._seen) > CONTEXT_SESSIONS:
+                self._seen.clear()
+            cached = self._seen[key] = (snap.revision, seen_of_snapshot(snap))
+        return cached[1]
+
+    def seen(self, folder: str | None = None) -> Seen:
+        """The notes as they are now: the user root's, and with ``folder`` (an agent session's cwd) its project
+        root's too — those first, the only ones appends are proposed to."""
+        user = self._seen_of(self._notes())
+        project = self.project_notes(folder) if folder and self.project_notes is not None else None
+        if project is None:
+            return user
+        own = self._seen_of(project)
+        return Seen(own.note_bodies | user.note_bodies, own.candidate_keys, own.note_texts + user.note_texts,
+                    own.subjects)
 
     def run(self, utterances: Sequence[Utterance], *, write_budget: int, restarted: bool = False) -> list[NewCandidate]:
         """The candidates to queue for one slice: every candidate touching the new utterances, and the
@@ -107,15 +127,16 @@ class Candidacy:
             context = _newest(before + new)
             kept = {id(u) for u in context}
             outside = [u for u in new if id(u) not in kept]
+            here = self.seen(new[0].project) if new[0].project else seen
             if outside:  # the rules look at a window, the marks at everything
-                marked = marks_from(outside, write_budget=write_budget, seen=seen)
+                marked = marks_from(outside, write_budget=write_budget, seen=here)
                 log.info("ingest.outside_window session=%s utterances=%d chars=%d marks=%d", key, len(outside),
                          sum(len(u.text) for u in outside), len(marked))
                 out.extend(marked)
             self._context[key] = context
             self._context.move_to_end(key)
             fresh = {id(u) for u in new}
-            for c in candidates_from(context, write_budget=write_budget, seen=seen,
+            for c in candidates_from(context, write_budget=write_budget, seen=here,
                                      per_session=self.per_session()):
                 if c.visible or any(id(u) in fresh for u in _utterances_of(c, context)):
                     out.append(c)
