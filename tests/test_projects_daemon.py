@@ -254,3 +254,19 @@ def test_a_sessions_statements_are_seen_against_its_own_projects_notes_not_anoth
     wait_until(lambda: any("cafeteria" in body_of(c) for c in candidates(daemon)), what="the session read")
     bodies = [body_of(c) for c in candidates(daemon) if c["source"]["sessionId"].endswith("003")]
     assert not any("bastion" in b for b in bodies) and any("cafeteria" in b for b in bodies), bodies
+
+
+def test_an_export_file_in_a_project_folder_carries_that_projects_notes_then_the_users(
+        start_daemon, tmp_path: Path) -> None:
+    paths = a_home(tmp_path)
+    agents = paths["api"] / "AGENTS.md"
+    agents.write_text("# Agents\n\nhand-written text\n")
+    daemon = start_daemon("--heartbeat-ms", "200", "--no-ingest", "--export-file", str(agents), bare=True)
+    assert call(daemon, "memory.write", {"topic": "shell", "content": "I use fish.", "summary": "my shell"})["ok"]
+    assert call(daemon, "memory.write", {"topic": "deploy", "content": "make ship", "summary": "how api ships",
+                                         "project": str(paths["api"])})["ok"]
+    key = project_for(paths["api"]).key  # type: ignore[union-attr]
+    wait_until(lambda: f"mm://{key}/deploy" in agents.read_text(), timeout_s=30, what="the export of api's note")
+    text = agents.read_text()
+    assert "hand-written text" in text and "mm://local/shell" in text
+    assert text.index(f"mm://{key}/deploy") < text.index("mm://local/shell")

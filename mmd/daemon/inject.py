@@ -49,6 +49,7 @@ from mmd.inject.baseline import DEFAULT_MAX_BYTES, render_baseline
 from mmd.inject.blocks import write_block
 from mmd.inject.delta import ClientView, Prepared, plan_injection, prepare
 from mmd.inject.due import DueReport, due_topics
+from mmd.inject.scopes import join_texts
 from mmd.wire.events import MEMORY_DUE, DueItem
 from mmd.wire.protocol import DaemonCode, DaemonError
 
@@ -116,6 +117,8 @@ class Injector:
         self._export_since: float | None = None
         self.exports = 0
         """How many export passes ran (``daemon.status``)."""
+        self.project_of: Callable[[Path], Injector | None] = lambda path: None
+        """The injector of the project root an export file's folder belongs to (set by the daemon: the home's)."""
         self.export_failures = 0
         """Files an export pass could not write, summed over the passes (``daemon.status``)."""
         self.export_error: str | None = None
@@ -350,8 +353,12 @@ class Injector:
         text = await asyncio.to_thread(self._export_text, snapshot)
         changed, failed = 0, None
         for path in self._export_files():
+            own = self.project_of(path)  # a file in a project's folder gets that project's memory first
+            block = text if own is None else join_texts(
+                [(own.scope, await asyncio.to_thread(own._export_text, own.state.current)), (self.scope, text)],
+                str(path.parent))
             try:
-                changed += await _write_block(path, text)
+                changed += await _write_block(path, block)
             except MMError as error:
                 log.error("export.failed file=%s error=%s", path, error.message)
                 self.export_failures += 1

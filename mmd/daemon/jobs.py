@@ -121,6 +121,8 @@ class Jobs:
         self.publisher.publish(MEMORY_CHANGED, change)
         if injector is not None:
             injector.revision_installed(revision.snapshot)
+        if scope != USER:  # the export files in its project's folders carry its notes too
+            self.injector.revision_installed(self.state.current)
 
     def allowed(self, outcome: dict[str, Any]) -> None:
         """A person let a secret or hidden text into ``outcome``'s topic (``--allow-secret``, ``--allow-hidden``):

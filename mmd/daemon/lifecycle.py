@@ -243,6 +243,7 @@ class Daemon:
         injector = home.user.injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
                                                  lambda: self.config.export_files)
         undo.push_async_callback(injector.stop)
+        injector.project_of = functools.partial(_export_project, home, proposed)
         jobs = Jobs(lambda: self.config, home, db, review, publisher, injector)
         state.on_change, state.on_allowed = jobs.on_change, jobs.allowed
 
@@ -428,6 +429,13 @@ def _project_snapshot(home: Home, proposed: ProposedScope, folder: str) -> Snaps
     key = proposed.key_of(folder)
     root = home.get(key) if key is not None else None
     return root.state.current if root is not None and root.state.revision else None
+
+
+def _export_project(home: Home, proposed: ProposedScope, path: Path) -> Injector | None:
+    """The injector of the project root served for the folder of an ``[export]`` file, or None."""
+    key = proposed.key_of(str(path.parent))
+    root = home.get(key) if key is not None else None
+    return root.injector if root is not None and root.injector is not None else None
 
 
 def _wire_project(root: Root, *, home: Home, db: StateDB, publish: Callable[[str, dict[str, Any]], Any],

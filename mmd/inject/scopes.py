@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MODES", "budget_split", "heading", "join_injections"]
+__all__ = ["MODES", "budget_split", "heading", "join_injections", "join_texts"]
 
 MODES = ("baseline", "delta", "reminder", "none")
 """Injection modes, the one that says most first: a joined injection takes the first any of its parts has."""
@@ -38,6 +38,14 @@ def heading(label: str, where: str | None = None) -> str:
     return f"Project memory ({label}{f', {where}' if where else ''}):"
 
 
+def join_texts(parts: Sequence[tuple[str, str]], where: str | None = None) -> str:
+    """One text from ``(scope label, text)`` parts, the project's first: a single part as it is, else each
+    non-empty one under its :func:`heading` (``where``: the project's folder), a blank line between."""
+    if len(parts) == 1:
+        return parts[0][1]
+    return "\n\n".join(f"{heading(label, where)}\n{text}" for label, text in parts if text)
+
+
 def join_injections(parts: Sequence[tuple[str, dict[str, Any]]], where: str | None = None) -> dict[str, Any]:
     """One ``memory.inject``-shaped result from ``(scope label, result)`` parts, the project's first.
 
@@ -49,8 +57,7 @@ def join_injections(parts: Sequence[tuple[str, dict[str, Any]]], where: str | No
     """
     if len(parts) == 1:
         return parts[0][1]
-    texts = [f"{heading(label, where)}\n{result['text']}" for label, result in parts if result.get("text")]
-    text = "\n\n".join(texts)
+    text = join_texts([(label, str(result.get("text") or "")) for label, result in parts], where)
     modes = {result.get("mode", "none") for _, result in parts}
     out: dict[str, Any] = {
         "mode": next(m for m in MODES if m in modes or m == "none"),

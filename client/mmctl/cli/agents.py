@@ -247,22 +247,39 @@ def cmd_export(ctx: Ctx) -> int:
     """``export agents-md [--file PATH]``: the baseline into the file's memory block."""
     from mmd.inject.blocks import write_block
 
-    from ..injection import baseline_text
 
     if not ctx.rest:
         from .parser import UsageError
 
         raise UsageError("export requires what to export: agents-md")
     path = Path(ctx.args.text("--file") or "AGENTS.md").absolute()
+    if not (ctx.args.text("--project") or ctx.args.flag("--user") or ctx.root_flag()):
+        ctx.scope_for_session(str(path.parent), session=False)  # the file's folder's project
     ctx.need_root()
-    text = _call(lambda: baseline_text(ctx.direct().options(), now=ctx.now,
-                                       max_bytes=ctx.args.integer("--max-bytes")))
+    text = _call(lambda: _export_text(ctx))
     changed = _call(lambda: write_block(path, text, home=ctx.env.get("HOME")))
     if ctx.json:
         ctx.print_json({"file": str(path), "changed": changed, "bytes": len(text.encode("utf-8"))})
     else:
         ctx.write(f"{'wrote' if changed else 'unchanged:'} the memory block of {path}\n")
     return EXIT_OK
+
+
+def _export_text(ctx: Ctx) -> str:
+    """The export block's text: the baseline of each root the scope reads (the project's root, then the user
+    root, labelled, the byte budget split as an injection's: docs/projects.md)."""
+    from mmd.inject.baseline import DEFAULT_MAX_BYTES
+    from mmd.inject.scopes import budget_split, join_texts
+
+    from ..injection import baseline_text
+
+    scope = ctx.scope()
+    labels = [label for label, _ in scope.read_roots()] or [scope.label]
+    budget = ctx.args.integer("--max-bytes") or DEFAULT_MAX_BYTES
+    parts = [(label, baseline_text(ctx.options_of(scope if label != "user" else None), now=ctx.now,
+                                   max_bytes=share))
+             for label, share in zip(labels, budget_split(budget, len(labels)), strict=True)]
+    return join_texts(parts, str(scope.project.top) if scope.project is not None else None)
 
 
 def cmd_hooks(ctx: Ctx) -> int:

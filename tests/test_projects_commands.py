@@ -1,0 +1,141 @@
+"""Every command that reads or writes a note takes the scope (issue 27): ``--project PATH|KEY`` and ``--user``.
+
+On the files (no daemon), in a home with a project (a git repository with an origin) and the user root: each
+command run with ``--project`` works on the project's root (reads see the user root behind it), with ``--user``
+on the user root alone, and a scope that names nothing exits 2 and changes nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mmctl.cli.main import main
+from mmd.core.projects import project_for
+
+
+def run(env: dict[str, str], *argv: str, stdin: bytes = b"") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), env=env, stdout=out, stderr=err, stdin=io.BytesIO(stdin))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, Any]:
+    repo = tmp_path / "src" / "api"
+    repo.mkdir(parents=True)
+    git_env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=git_env)
+    subprocess.run(["git", "remote", "add", "origin", "https://example.org/me/api.git"], cwd=repo, check=True,
+                   env=git_env)
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "dsh"), "HOME": str(tmp_path), "MMCTL_NO_DAEMON": "1",
+           "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    env.pop("DSH_MEMORY_ROOT", None)
+    key = project_for(repo).key  # type: ignore[union-attr]
+    user = tmp_path / "dsh" / "memory"
+    assert run(env, "write", "shell", "--content", "I use fish.", "--user")[0] == 0
+    assert run(env, "write", "deploy", "--content", "api ships with make ship.", "--project", str(repo))[0] == 0
+    return {"env": env, "repo": repo, "key": key, "user": user, "project": user / "projects" / key}
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.md")}
+
+
+def test_write_lands_in_the_scopes_root(home: dict[str, Any]) -> None:
+    assert (home["project"] / "memories" / "deploy.md").is_file()
+    assert (home["user"] / "memories" / "shell.md").is_file()
+    assert not (home["user"] / "memories" / "deploy.md").exists()
+    info = json.loads((home["project"] / ".mmd" / "project.json").read_text())
+    assert info["remote"] == "example.org/me/api" and info["paths"] == [str(home["repo"])]
+
+
+@pytest.mark.parametrize("by", ["path", "key"])
+def test_reads_see_the_project_then_the_user_root(home: dict[str, Any], by: str) -> None:
+    env, scope = home["env"], str(home["repo"]) if by == "path" else home["key"]
+    code, out, _ = run(env, "read", "shell", "--project", scope, "--json")
+    assert code == 0 and json.loads(out)["scope"] == "user"
+    code, out, _ = run(env, "list", "--project", scope)
+    assert (code, out) == (0, "deploy\nshell  [user]\n")
+    code, out, _ = run(env, "search", "fish ship", "--project", scope, "--json")
+    assert code == 0 and {m["scope"] for m in json.loads(out)["matches"]} == {home["key"], "user"}
+    code, out, _ = run(env, "budget", "--project", scope, "--json")
+    assert code == 0 and json.loads(out)["root"] == str(home["project"])
+    code, out, _ = run(env, "uri", "deploy", "--project", scope)
+    assert (code, out) == (0, f"mm://{home['key']}/deploy\n")
+    code, out, _ = run(env, "read", "--project", scope, "--json")  # the index: the project root's own
+    assert code == 0 and [e["topic"] for e in json.loads(out)["entries"]] == ["deploy"]
+
+
+def test_user_names_the_user_root_alone(home: dict[str, Any]) -> None:
+    env = home["env"]
+    assert run(env, "list", "--user") == (0, "shell\n", "")
+    code, _, err = run(env, "read", "deploy", "--user")
+    assert code == 1 and "no note for topic deploy" in err
+
+
+def test_changes_go_to_the_scopes_root(home: dict[str, Any]) -> None:
+    env, repo = home["env"], str(home["repo"])
+    user_before = files(home["user"] / "memories")
+    assert run(env, "write", "testing", "--content", "run make check.", "--project", repo)[0] == 0
+    assert run(env, "merge", "deploy", "testing", "--into", "ops", "--project", repo)[0] == 0
+    assert run(env, "rename", "ops", "operations", "--project", repo)[0] == 0
+    assert sorted(p.name for p in (home["project"] / "memories").glob("*.md")) == ["operations.md"]
+    assert run(env, "write", "node", "--content", "Node 20.", "--review-after", "2000-01-01", "--project", repo)[0] == 0
+    code, out, _ = run(env, "due", "--project", repo, "--json")
+    assert code == 0 and [d["topic"] for d in json.loads(out)["due"]] == ["node"]
+    code, out, _ = run(env, "log", "node", "--project", repo, "--json")
+    assert code == 0 and json.loads(out)["commits"]
+    assert run(env, "write", "node", "--content", "Node 22.", "--project", repo)[0] == 0
+    versions = json.loads(run(env, "log", "node", "--project", repo, "--json")[1])["commits"]
+    assert run(env, "restore", "node", "--at", versions[-1]["commit"], "--project", repo)[0] == 0
+    assert "Node 20." in (home["project"] / "memories" / "node.md").read_text()
+    assert run(env, "delete", "node", "--project", repo)[0] == 0
+    assert not (home["project"] / "memories" / "node.md").exists()
+    assert files(home["user"] / "memories") == user_before  # nothing of it reached the user root
+
+
+def test_agent_commands_take_the_scope(home: dict[str, Any], tmp_path: Path) -> None:
+    env, repo = home["env"], str(home["repo"])
+    code, out, _ = run(env, "inject", "--client", "me", "--project", repo)
+    assert code == 0 and f"mm://{home['key']}/deploy" in out and "mm://local/shell" in out
+    assert out.index("Project memory") < out.index("User memory")
+    code, out, _ = run(env, "inject", "--client", "me", "--user")
+    assert code == 0 and "deploy" not in out
+    agents = tmp_path / "AGENTS.md"
+    assert run(env, "export", "agents-md", "--file", str(agents), "--project", repo)[0] == 0
+    text = agents.read_text()
+    assert f"mm://{home['key']}/deploy" in text and "mm://local/shell" in text  # the project's, then the user's
+    inside = home["repo"] / "AGENTS.md"  # no flag: the project of the file's folder
+    assert run(env, "export", "agents-md", "--file", str(inside))[0] == 0
+    assert f"mm://{home['key']}/deploy" in inside.read_text()
+    assert run(env, "export", "agents-md", "--file", str(inside), "--user")[0] == 0
+    assert "deploy" not in inside.read_text()
+    assert run(env, "nudge", "--project", repo, "--json")[0] == 0
+    code, out, _ = run(env, "doctor", "--project", repo, "--json")
+    assert code == 0
+    code, out, _ = run(env, "project", "show", repo, "--json")
+    assert code == 0 and json.loads(out)["topics"] == ["deploy"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["write", "x", "--content", "y", "--project", "nothing-0123abcd"],
+    ["read", "x", "--project", "/no/such/folder"],
+    ["list", "--project", "{plain}"],
+    ["delete", "deploy", "--project", "{plain}"],
+    ["search", "x", "--project", "{plain}", "--user"],
+])
+def test_a_scope_that_names_nothing_exits_2_and_changes_nothing(home: dict[str, Any], tmp_path: Path,
+                                                                argv: list[str]) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir(exist_ok=True)
+    before = files(home["user"])
+    code, _, err = run(home["env"], *[a.replace("{plain}", str(plain)) for a in argv])
+    assert code == 2 and err.startswith("mmctl: "), err
+    assert files(home["user"]) == before
