@@ -270,3 +270,22 @@ def test_an_export_file_in_a_project_folder_carries_that_projects_notes_then_the
     text = agents.read_text()
     assert "hand-written text" in text and "mm://local/shell" in text
     assert text.index(f"mm://{key}/deploy") < text.index("mm://local/shell")
+
+
+def test_the_reference_reads_every_root_of_the_home(start_daemon, tmp_path: Path) -> None:
+    """Each root of the home is a complete mm v1 root: the TypeScript reference reads it with its own root option
+    (skipped, saying so, without ``MM_REF_DIR``)."""
+    from tests import test_inject_interop as interop
+
+    if interop.REF_MEMORY is None or not interop.REF_MEMORY.is_file() or interop.NODE is None:
+        pytest.skip("the TypeScript reference is not built here: set MM_REF_DIR to a built memory-standard checkout "
+                    "(lib/core/memory.js) and put node on PATH")
+    paths = a_home(tmp_path)
+    daemon = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
+    assert call(daemon, "memory.write", {"topic": "shell", "content": "I use fish."})["ok"]
+    assert call(daemon, "memory.write", {"topic": "deploy", "content": "make ship",
+                                         "project": str(paths["api"])})["ok"]
+    key = project_for(paths["api"]).key  # type: ignore[union-attr]
+    for root, topic in ((daemon.root, "shell"), (daemon.root / "projects" / key, "deploy")):
+        index = interop.reference(root, {"op": "read"})[0]
+        assert [e["topic"] for e in index["entries"]] == [topic]
