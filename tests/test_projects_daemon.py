@@ -187,4 +187,4 @@ def test_a_root_made_before_the_home_starts_serves_and_injects_as_the_user_root_
     import sqlite3
 
     with sqlite3.connect(root / ".mmd" / "state.db") as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 5

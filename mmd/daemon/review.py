@@ -33,8 +33,10 @@ __all__ = ["QUEUE_LIST_MAX", "QUEUE_STATUSES", "Review", "candidate_id"]
 
 QUEUE_LIST_MAX = 1000
 """Largest ``queue.list`` page."""
-QUEUE_STATUSES = ("pending", "accepted", "rejected", "all")
+QUEUE_STATUSES = ("pending", "accepted", "rejected", "expired", "all")
 """The status filters of a page."""
+_OPEN = ("pending", "expired")
+"""Statuses a candidate may be accepted or rejected from (an expired one left the view, not the queue)."""
 
 
 def candidate_id(raw: int | str) -> int:
@@ -84,7 +86,8 @@ class Review:
                    min_score: float | None = None, project: str | None = None,
                    agent: str | None = None, session: str | None = None,
                    first: str | None = None) -> QueueListResult:
-        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``).
+        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``expired`` |
+        ``all``), once the rule drafts pending too long have expired (:meth:`.queue.ReviewQueue.expire`).
 
         Pending candidates come highest score first; others oldest first. Candidates hidden by
         their session's budget are left out unless ``hidden`` or ``min_score`` asks for them.
@@ -101,7 +104,9 @@ class Review:
                 candidates proposed to that root come first.
 
         Returns:
-            ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.
+            ``{candidates, total, pending, offset, limit, leftOut, expireDays}``; ``total`` counts every candidate
+            with that status; ``leftOut`` what the default view leaves out among the candidates the filters
+            select (``{hidden, expired, heldBack}``, :meth:`.queue.ReviewQueue.left_out`).
 
         Raises:
             DaemonError(E_INVALID): for another status, a limit out of range or a negative offset.
@@ -117,10 +122,18 @@ class Review:
         if first is not None and not is_key(first) and os.path.isabs(first):  # a folder: the project it is in
             folder = await asyncio.to_thread(project_for, first, self.home.home, session=True)
             first = folder.key if folder is not None else None
-        found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset, hidden=hidden,
-                                               min_score=min_score, project=None if scope else project,
-                                               agent=agent, session=session, scope=scope, first=first)
-        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
+        filters: dict[str, Any] = {"project": None if scope else project, "agent": agent, "session": session,
+                                   "scope": scope}
+
+        def read() -> tuple[list[CandidateJson], int, dict[str, int]]:
+            q.expire()
+            found, total = q.list(status, limit=limit, offset=offset, hidden=hidden, min_score=min_score,
+                                  first=first, **filters)
+            return found, total, q.left_out(**filters)
+
+        found, total, left = await asyncio.to_thread(read)
+        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit,
+                "leftOut": left, "expireDays": q.expire_days()}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
         """The candidate ``raw_id`` (see :func:`candidate_id`).
@@ -181,7 +194,7 @@ class Review:
         q = self._queue()
         async with self._deciding:
             cand = await self.get(raw_id)
-            if cand["status"] != "pending":
+            if cand["status"] not in _OPEN:
                 raise _decided(cand)
             state = await self.target(cand, project)
             if into is not None and state.current.note(into) is None:
@@ -287,7 +300,7 @@ class Review:
             cand = await self.get(raw_id)
             if cand["status"] == "rejected":
                 return cand
-            if cand["status"] != "pending":
+            if cand["status"] not in _OPEN:
                 raise _decided(cand)
             decided = await asyncio.to_thread(q.decide, cand["id"], "rejected", reason=reason)
             return decided or cand
