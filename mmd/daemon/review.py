@@ -178,6 +178,10 @@ class Review:
         ``into`` the caller names must be a note (a typo never creates a topic); a proposed one that
         is gone meanwhile is created.
 
+        A sync conflict (``kind: conflict``) is a resolution: with no ``into`` (nor another ``topic``), accepting it
+        replaces the note without ``replace`` (proposal ``replace``), or deletes it (proposal ``delete``: the version
+        that lost was the topic's deletion), and the next sync carries the result to the other machine.
+
         The write goes through the memory state, so budgets hold: an over-budget write is
         ``{ok: false, candidate, write}`` with the usage in ``write``, and the candidate stays
         pending. On success it becomes ``accepted`` with ``written = {topic, revision}``. A topic
@@ -199,8 +203,13 @@ class Review:
             state = await self.target(cand, project)
             if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
-            if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
+            action = cand.get("proposal", {}).get("action")
+            if into is None and topic is None and action == "append":
                 into = cand["topic"]
+            if into is None and topic in (None, cand["topic"]) and action in ("replace", "delete"):  # a resolution
+                if action == "delete" and content is None:
+                    return await self._delete(state, cand, if_revision)
+                replace = True
             if into is not None:
                 return await self._append(state, cand, into, content=content, summary=summary, tags=tags,
                                           if_revision=if_revision)
@@ -241,15 +250,26 @@ class Review:
             budget=max(len(body), existing.entry.write_budget) if existing else None)
         return await self._accepted(q, state, cand, outcome, previous)
 
+    async def _delete(self, state: MemoryState, cand: CandidateJson, if_revision: int | None) -> QueueAcceptResult:
+        """Accept a conflict whose lost version is the topic's deletion: delete the note (the lock is held); undo
+        writes it back."""
+        latest = state.current
+        topic = cand["topic"]
+        previous = _previous(state, topic)
+        outcome = await state.delete(topic, if_revision=latest.revision if if_revision is None else if_revision)
+        return await self._accepted(self._queue(), state, cand, outcome, previous, deleted=True)
+
     async def _accepted(self, q: ReviewQueue, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
-                        previous: dict[str, Any] | None) -> QueueAcceptResult:
-        """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root), journaling what :meth:`undo`
-        needs: the root's scope, the note's text before (``previous``) and the sha256 of the text written; a
-        refused write leaves it pending."""
+                        previous: dict[str, Any] | None, deleted: bool = False) -> QueueAcceptResult:
+        """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root, or a delete), journaling what
+        :meth:`undo` needs: the root's scope, the note's text before (``previous``) and the sha256 of the text
+        written (``deleted``: the note was deleted); a refused write leaves it pending."""
         if not outcome.get("ok"):
             return {"ok": False, "candidate": cand, "write": outcome}
         written = {"topic": outcome["topic"], "revision": outcome["revision"], "previous": previous,
                    "sha256": _body_hash(state.current.note(outcome["topic"])), "scope": self._scope_of(state)}
+        if deleted:
+            written["deleted"] = True
         decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
         return {"ok": True, "candidate": decided or cand, "write": outcome}
 
@@ -338,14 +358,18 @@ class Review:
     async def _revert(self, written: dict[str, Any]) -> dict[str, Any]:
         """Revert the note an acceptance wrote (``written`` as journaled, in the root its ``scope`` names):
         ``{reverted, revision}``."""
-        topic = written.get("topic")
+        topic = str(written.get("topic") or "")
         root = self.home.get(written.get("scope") or USER)
         if root is None:
             raise DaemonError(DaemonCode.E_CONFLICT, f"the project root {written.get('scope')} the candidate was "
                               "accepted into is not served; undo refused", topic=topic)
         state = root.state
         latest = state.current
-        note = latest.note(topic) if isinstance(topic, str) else None
+        note = latest.note(topic) if topic else None
+        if written.get("synced"):  # accepted on another machine, brought here by a sync: the note is not ours to undo
+            return {"reverted": None, "revision": latest.revision}
+        if written.get("deleted") and note is None and isinstance(written.get("previous"), dict):
+            return await self._write_back(state, topic, written["previous"], latest.revision, "restored")
         if note is None:
             return {"reverted": "deleted", "revision": latest.revision}
         if written.get("sha256") != _body_hash(note):
@@ -355,13 +379,23 @@ class Review:
         if not isinstance(previous, dict):
             done = await state.delete(topic, if_revision=latest.revision)
             return {"reverted": "deleted", "revision": done["revision"]}
-        done = await state.write(topic, previous["body"], if_revision=latest.revision,
-                                      summary=previous.get("summary", ""), tags=previous.get("tags") or [],
-                                      budget=previous.get("writeBudget") or None)
+        return await self._write_back(state, topic, previous, latest.revision, "restored")
+
+    @staticmethod
+    async def _write_back(state: MemoryState, topic: str, previous: dict[str, Any], revision: int,
+                          how: str) -> dict[str, Any]:
+        """Write ``previous`` (``{body, summary, tags, writeBudget}``) back as ``topic`` at ``revision``.
+
+        Raises:
+            DaemonError(E_CONFLICT): if the write is refused (its message says why).
+        """
+        done = await state.write(topic, previous["body"], if_revision=revision,
+                                 summary=previous.get("summary", ""), tags=previous.get("tags") or [],
+                                 budget=previous.get("writeBudget") or None)
         if not done.get("ok"):
-            raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri}: the previous text cannot be restored "
-                              f"({done.get('message')})", topic=topic, revision=latest.revision)
-        return {"reverted": "restored", "revision": done["revision"]}
+            raise DaemonError(DaemonCode.E_CONFLICT, f"{topic}: the previous text cannot be restored "
+                              f"({done.get('message')})", topic=topic, revision=revision)
+        return {"reverted": how, "revision": done["revision"]}
 
 
 def _previous(state: MemoryState, topic: str) -> dict[str, Any] | None:

@@ -168,6 +168,9 @@ def _show(candidate: dict[str, Any]) -> str:
     rows = [(k, v) for k, v in candidate.items() if k not in ("body", "evidence", "source")]
     out = aligned(rows) + f"\n{candidate.get('body', '')}\n"
     evidence = candidate.get("evidence") or []
+    if candidate.get("kind") == "conflict" and evidence:
+        return out + "\n" + "".join(_version(e, label) for e, label in zip(
+            evidence, ("the version under review (accepting writes it back)", "the version kept"), strict=False))
     if evidence:
         out += f"\nseen {len(evidence)} time(s):\n"
         for e in evidence:
@@ -178,6 +181,15 @@ def _show(candidate: dict[str, Any]) -> str:
                     f"(session {e.get('sessionId') or '-'}, {e.get('file')}{where})\n"
                     f"  > {e.get('quote', '')}\n")
     return out
+
+
+def _version(e: dict[str, Any], label: str) -> str:
+    """One version of a sync conflict: ``- the version kept: commit 3f2a1b9c0d1e by box (root 8c1d…), <time>``."""
+    pos = e.get("position") or {}
+    who = " ".join(x for x in (pos.get("machine"), f"(root {pos['root'][:8]})" if pos.get("root") else "") if x)
+    commit = str(pos.get("uuid") or "-")[:12]
+    return (f"- {label}: commit {commit}{f' by {who}' if who else ''}, {e.get('at') or 'time unknown'} "
+            f"({e.get('file')})\n  > {e.get('quote', '')}\n")
 
 
 def _candidate_id(raw: str) -> str | int:
@@ -204,6 +216,8 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
     if sub == "undo":
         return f"undone {cid}: pending again{_UNDONE.get(result.get('reverted') or '', '')}\n"
     write = result.get("write") or {}
+    if result.get("ok") and "removed" in write:  # a sync conflict whose lost version was the topic's deletion
+        return f"accepted {cid}: deleted {write.get('topic', '')}\n"
     if result.get("ok"):
         return f"accepted {cid}: {write.get('action', 'written')} {write.get('uri', '')}\n"
     usage, code = write.get("usage", {}), write.get("code")
