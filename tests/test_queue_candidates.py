@@ -284,3 +284,46 @@ def test_a_decided_draft_keeps_its_place_so_deciding_a_session_empties_it_until_
     session_log(sessions, "--home-test-shop--", "s-next", [("n-1", "Never merge on Fridays without a second review.")])
     (new,) = wait_until(lambda: call(daemon, "queue.list")["candidates"], timeout_s=20, what="the new session's draft")
     assert new["body"].startswith("Never merge on Fridays") and new["source"]["sessionId"] == "s-next"
+
+
+def test_a_first_backfill_shows_the_newest_sessions_best_and_expired_drafts_come_back_by_undo(
+        start_daemon, tmp_path: Path) -> None:
+    """Issue 30: a first backfill made 608 candidates and showed 129; deciding them never ended."""
+    import os
+
+    from tests.test_mmctl_daemon import cli
+
+    sessions = tmp_path / "sessions"
+    said = {"s-old": ["Always tag releases with a signed annotated tag.", "Never force-push to the main branch."],
+            "s-mid": ["Always run database migrations inside a transaction.", "Never store secrets in the repo."],
+            "s-new": ["Always pin the node version in the CI config.", "Never edit generated client code by hand."]}
+    for age, (sid, prompts) in enumerate(reversed(said.items())):  # s-new is the newest log
+        log = session_log(sessions, "--home-test-shop--", sid, [(f"{sid}-{i}", p) for i, p in enumerate(prompts)])
+        os.utime(log, (1_790_000_000 - age * 86_400,) * 2)
+    daemon = start_daemon("--sessions", str(sessions), "--backfill-shown", "2")
+    backfilled(daemon)
+    page = call(daemon, "queue.list")
+    assert sorted(c["body"] for c in page["candidates"]) == sorted(said["s-new"])
+    assert page["leftOut"] == {"hidden": 0, "expired": 0, "heldBack": 4}
+    held = call(daemon, "queue.list", {"status": "expired"})["candidates"]
+    assert sorted(c["body"] for c in held) == sorted(said["s-old"] + said["s-mid"])
+    assert {(c["reason"], c["visible"]) for c in held} == {("backfill", False)}
+    code, out, _ = cli(daemon, "queue", "list", "--status", "expired")
+    assert code == 0 and out.startswith("4 of 4 expired candidate(s)") and out.count("expired:backfill") == 4, out
+    code, out, _ = cli(daemon, "queue", "undo", str(held[0]["id"]))
+    assert code == 0 and out.startswith(f"undone {held[0]['id']}: pending again"), out
+    assert held[0]["id"] in [c["id"] for c in call(daemon, "queue.list")["candidates"]]  # asked for: on show
+    # a session that starts after the backfill is not held back
+    session_log(sessions, "--home-test-shop--", "s-live", [("l-0", "Always squash fixup commits before merging.")])
+    wait_until(lambda: any(c["source"]["sessionId"] == "s-live" for c in call(daemon, "queue.list")["candidates"]),
+               timeout_s=20, what="the live session's draft")
+    # 30 days pending, counted from when each was queued (or brought back): expired, out of the default view
+    db = sqlite3.connect(daemon.root / ".mmd" / "state.db")
+    with db:
+        db.execute("UPDATE candidates SET queued_at = '2020-01-01T00:00:00.000Z' WHERE status = 'pending'")
+    db.close()
+    code, out, _ = cli(daemon, "queue", "list")
+    assert code == 0 and out == ("no pending candidate on show: the review queue is empty (7 expired (3 held back by "
+                                 "the first backfill, 4 pending over 30 days): --status expired lists them, "
+                                 "`mmctl queue undo ID` brings one back)\n"), out  # the undone one counts by age
+    assert call(daemon, "daemon.status")["queue"]["expired"] == 7
