@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mmctl.cli.main import main
+
 from mmd.core.projects import project_for
 
 

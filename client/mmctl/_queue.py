@@ -25,10 +25,11 @@ class QueueMethods:
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
                    all: bool = False, min_score: float | None = None, project: str | None = None,
                    agent: str | None = None, session: str | None = None, first: str | None = None) -> Any:
-        """``queue.list`` → ``{candidates, total, pending, offset, limit}``; pending ones highest score first.
+        """``queue.list`` → ``{candidates, total, pending, offset, limit, leftOut, expireDays}``; pending ones highest
+        score first; ``leftOut`` (``{hidden, expired, heldBack}``) what the default view leaves out (docs/queue.md).
 
         Args:
-            status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``.
+            status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``expired`` | ``all``.
             limit: page size, 1–1000 (default 100). offset: candidates to skip.
             all: include candidates hidden by their session's budget. min_score: only those scoring at least this.
             project: ``user`` or a project key: only the candidates proposed to that root; else only candidates

@@ -111,6 +111,10 @@ OPTIONS: tuple[Option, ...] = (
            "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
     Option("candidates.perSession", "--per-session", "int", None,
            "visible candidates per agent session (default: 3 to 8, by the session's length)"),
+    Option("candidates.expireDays", "--expire-days", "int", 30,
+           "days a rule draft stays pending, counted from when it was queued, before it is expired"),
+    Option("candidates.backfillShown", "--backfill-shown", "int", 24,
+           "rule drafts a first backfill of old logs shows in all (the newest sessions' best; the rest expire)"),
     Option("candidates.command", "--extractor-command", "argv", None,
            "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
     Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
@@ -158,6 +162,8 @@ class Config:
         inject_ttl_days: days a client's injection view is kept after its last confirmation.
         export_files: absolute paths of the files whose memory block the daemon refreshes.
         per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
+        expire_days: ``candidates.expireDays``, days a rule draft stays pending before it expires.
+        backfill_shown: ``candidates.backfillShown``, rule drafts a first backfill shows in all.
         extractor: ``candidates.command``, the extractor command (empty: none).
         extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
         git: the ``[git]`` settings (off by default).
@@ -187,6 +193,8 @@ class Config:
     inject_ttl_days: int = 30
     export_files: tuple[Path, ...] = ()
     per_session: int | None = None
+    expire_days: int = 30
+    backfill_shown: int = 24
     extractor: tuple[str, ...] = ()
     extractor_timeout_ms: int = 60_000
     git: GitSettings = GitSettings()
@@ -334,6 +342,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         log_level=raw["daemon.logLevel"],
         config_file=config_file,
         per_session=raw["candidates.perSession"],
+        expire_days=raw["candidates.expireDays"],
+        backfill_shown=raw["candidates.backfillShown"],
         extractor=tuple(raw["candidates.command"] or ()),
         extractor_timeout_ms=raw["candidates.timeoutMs"],
         notify_socket=env.get("NOTIFY_SOCKET") or None,

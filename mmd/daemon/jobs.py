@@ -42,7 +42,8 @@ log = logging.getLogger("mmd.daemon")
 DUE_CHECK_MS = 60_000
 """How often review dates are checked without a new revision (a date comes at midnight UTC), ms."""
 INJECT_EXPIRE_MS = 3_600_000
-"""How often injection clients past ``daemon.injectTtlDays`` are forgotten, ms."""
+"""How often injection clients past ``daemon.injectTtlDays`` are forgotten (and rule drafts past
+``candidates.expireDays`` expired), ms."""
 
 
 def periods_ms(cfg: Config) -> dict[str, int | None]:
@@ -184,16 +185,21 @@ class Jobs:
                 root.injector.check_due()
 
     def inject_expire(self) -> None:
-        """Forget injection clients idle for ``daemon.injectTtlDays`` (worker thread; logged)."""
+        """Forget injection clients idle for ``daemon.injectTtlDays``, and expire the review queue's rule drafts
+        pending longer than ``candidates.expireDays`` (so status counts them without a list first; worker thread;
+        logged)."""
 
         def run() -> None:
             try:
                 gone = self.injector.expire()
+                drafts = self.review.queue.expire() if self.review.queue is not None else []
             except sqlite3.Error as error:
                 log.error("inject.expire_failed error=%s", error)
                 return
             if gone:
                 log.info("inject.expired clients=%d", gone)
+            if drafts:
+                log.info("queue.expired drafts=%d (pending longer than candidates.expireDays)", len(drafts))
 
         asyncio.get_running_loop().run_in_executor(None, run)
 

@@ -238,6 +238,7 @@ class Daemon:
         proposed = ProposedScope(cfg.root)  # the root a candidate goes to; also whose notes a session is seen against
         queue = ReviewQueue(db, state.now_iso, proposed) if cfg.ingest or cfg.git.enabled else None
         if queue is not None:
+            queue.expire_days = lambda: self.config.expire_days
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(home, queue)
         injector = home.user.injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
@@ -293,6 +294,7 @@ class Daemon:
                 idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end)
             ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
             ingestor.harvester.candidacy.project_notes = functools.partial(_project_snapshot, home, proposed)
+            ingestor.backfill_shown = lambda: self.config.backfill_shown
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler

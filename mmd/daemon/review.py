@@ -33,8 +33,10 @@ __all__ = ["QUEUE_LIST_MAX", "QUEUE_STATUSES", "Review", "candidate_id"]
 
 QUEUE_LIST_MAX = 1000
 """Largest ``queue.list`` page."""
-QUEUE_STATUSES = ("pending", "accepted", "rejected", "all")
+QUEUE_STATUSES = ("pending", "accepted", "rejected", "expired", "all")
 """The status filters of a page."""
+_OPEN = ("pending", "expired")
+"""Statuses a candidate may be accepted or rejected from (an expired one left the view, not the queue)."""
 
 
 def candidate_id(raw: int | str) -> int:
@@ -84,7 +86,8 @@ class Review:
                    min_score: float | None = None, project: str | None = None,
                    agent: str | None = None, session: str | None = None,
                    first: str | None = None) -> QueueListResult:
-        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``).
+        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``expired`` |
+        ``all``), once the rule drafts pending too long have expired (:meth:`.queue.ReviewQueue.expire`).
 
         Pending candidates come highest score first; others oldest first. Candidates hidden by
         their session's budget are left out unless ``hidden`` or ``min_score`` asks for them.
@@ -101,7 +104,9 @@ class Review:
                 candidates proposed to that root come first.
 
         Returns:
-            ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.
+            ``{candidates, total, pending, offset, limit, leftOut, expireDays}``; ``total`` counts every candidate
+            with that status; ``leftOut`` what the default view leaves out among the candidates the filters
+            select (``{hidden, expired, heldBack}``, :meth:`.queue.ReviewQueue.left_out`).
 
         Raises:
             DaemonError(E_INVALID): for another status, a limit out of range or a negative offset.
@@ -117,10 +122,18 @@ class Review:
         if first is not None and not is_key(first) and os.path.isabs(first):  # a folder: the project it is in
             folder = await asyncio.to_thread(project_for, first, self.home.home, session=True)
             first = folder.key if folder is not None else None
-        found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset, hidden=hidden,
-                                               min_score=min_score, project=None if scope else project,
-                                               agent=agent, session=session, scope=scope, first=first)
-        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
+        filters: dict[str, Any] = {"project": None if scope else project, "agent": agent, "session": session,
+                                   "scope": scope}
+
+        def read() -> tuple[list[CandidateJson], int, dict[str, int]]:
+            q.expire()
+            found, total = q.list(status, limit=limit, offset=offset, hidden=hidden, min_score=min_score,
+                                  first=first, **filters)
+            return found, total, q.left_out(**filters)
+
+        found, total, left = await asyncio.to_thread(read)
+        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit,
+                "leftOut": left, "expireDays": q.expire_days()}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
         """The candidate ``raw_id`` (see :func:`candidate_id`).
@@ -165,6 +178,10 @@ class Review:
         ``into`` the caller names must be a note (a typo never creates a topic); a proposed one that
         is gone meanwhile is created.
 
+        A sync conflict (``kind: conflict``) is a resolution: with no ``into`` (nor another ``topic``), accepting it
+        replaces the note without ``replace`` (proposal ``replace``), or deletes it (proposal ``delete``: the version
+        that lost was the topic's deletion), and the next sync carries the result to the other machine.
+
         The write goes through the memory state, so budgets hold: an over-budget write is
         ``{ok: false, candidate, write}`` with the usage in ``write``, and the candidate stays
         pending. On success it becomes ``accepted`` with ``written = {topic, revision}``. A topic
@@ -181,13 +198,18 @@ class Review:
         q = self._queue()
         async with self._deciding:
             cand = await self.get(raw_id)
-            if cand["status"] != "pending":
+            if cand["status"] not in _OPEN:
                 raise _decided(cand)
             state = await self.target(cand, project)
             if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
-            if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
+            action = cand.get("proposal", {}).get("action")
+            if into is None and topic is None and action == "append":
                 into = cand["topic"]
+            if into is None and topic in (None, cand["topic"]) and action in ("replace", "delete"):  # a resolution
+                if action == "delete" and content is None:
+                    return await self._delete(state, cand, if_revision)
+                replace = True
             if into is not None:
                 return await self._append(state, cand, into, content=content, summary=summary, tags=tags,
                                           if_revision=if_revision)
@@ -228,15 +250,26 @@ class Review:
             budget=max(len(body), existing.entry.write_budget) if existing else None, cause="accept")
         return await self._accepted(q, state, cand, outcome, previous)
 
+    async def _delete(self, state: MemoryState, cand: CandidateJson, if_revision: int | None) -> QueueAcceptResult:
+        """Accept a conflict whose lost version is the topic's deletion: delete the note (the lock is held); undo
+        writes it back."""
+        latest = state.current
+        topic = cand["topic"]
+        previous = _previous(state, topic)
+        outcome = await state.delete(topic, if_revision=latest.revision if if_revision is None else if_revision)
+        return await self._accepted(self._queue(), state, cand, outcome, previous, deleted=True)
+
     async def _accepted(self, q: ReviewQueue, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
-                        previous: dict[str, Any] | None) -> QueueAcceptResult:
-        """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root), journaling what :meth:`undo`
-        needs: the root's scope, the note's text before (``previous``) and the sha256 of the text written; a
-        refused write leaves it pending."""
+                        previous: dict[str, Any] | None, deleted: bool = False) -> QueueAcceptResult:
+        """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root, or a delete), journaling what
+        :meth:`undo` needs: the root's scope, the note's text before (``previous``) and the sha256 of the text
+        written (``deleted``: the note was deleted); a refused write leaves it pending."""
         if not outcome.get("ok"):
             return {"ok": False, "candidate": cand, "write": outcome}
         written = {"topic": outcome["topic"], "revision": outcome["revision"], "previous": previous,
                    "sha256": _body_hash(state.current.note(outcome["topic"])), "scope": self._scope_of(state)}
+        if deleted:
+            written["deleted"] = True
         decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
         return {"ok": True, "candidate": decided or cand, "write": outcome}
 
@@ -305,7 +338,7 @@ class Review:
             cand = await self.get(raw_id)
             if cand["status"] == "rejected":
                 return cand
-            if cand["status"] != "pending":
+            if cand["status"] not in _OPEN:
                 raise _decided(cand)
             decided = await asyncio.to_thread(q.decide, cand["id"], "rejected", reason=reason)
             return decided or cand
@@ -344,14 +377,19 @@ class Review:
     async def _revert(self, written: dict[str, Any]) -> dict[str, Any]:
         """Revert the note an acceptance wrote (``written`` as journaled, in the root its ``scope`` names):
         ``{reverted, revision}``."""
-        topic = written.get("topic")
+        topic = str(written.get("topic") or "")
         root = self.home.get(written.get("scope") or USER)
         if root is None:
             raise DaemonError(DaemonCode.E_CONFLICT, f"the project root {written.get('scope')} the candidate was "
                               "accepted into is not served; undo refused", topic=topic)
         state = root.state
         latest = state.current
-        note = latest.note(topic) if isinstance(topic, str) else None
+        note = latest.note(topic) if topic else None
+        if written.get("synced"):  # accepted on another machine, brought here by a sync: the note is not ours to undo
+            return {"reverted": None, "revision": latest.revision}
+        if written.get("deleted") and note is None and isinstance(written.get("previous"), dict):
+            # a conflict's lost deletion, accepted: the note it deleted comes back
+            return await self._write_back(state, topic, written["previous"], latest.revision, "restored", {})
         previous = written.get("previous")
         if note is None and not isinstance(previous, dict):
             return {"reverted": "deleted", "revision": latest.revision, "topic": topic}
@@ -361,14 +399,25 @@ class Review:
             done = await state.delete(topic, if_revision=latest.revision)
             return {"reverted": "deleted", "revision": done["revision"], **later}
         # the text was in the memory before the acceptance: what a person let through then comes back with it
-        done = await state.write(topic, previous["body"], if_revision=latest.revision,
-                                      summary=previous.get("summary", ""), tags=previous.get("tags") or [],
-                                      budget=max(previous.get("writeBudget") or 0, len(previous["body"])) or None,
-                                      cause="undo", allow_secret=True, allow_hidden=True)
+        return await self._write_back(state, topic, previous, latest.revision, "restored", later)
+
+    @staticmethod
+    async def _write_back(state: MemoryState, topic: str, previous: dict[str, Any], revision: int,
+                          how: str, later: dict[str, Any]) -> dict[str, Any]:
+        """Write ``previous`` (``{body, summary, tags, writeBudget}``) back as ``topic`` at ``revision``:
+        ``{reverted: how, revision, **later}``.
+
+        Raises:
+            DaemonError(E_CONFLICT): if the write is refused (its message says why).
+        """
+        done = await state.write(topic, previous["body"], if_revision=revision,
+                                 summary=previous.get("summary", ""), tags=previous.get("tags") or [],
+                                 budget=max(previous.get("writeBudget") or 0, len(previous["body"])) or None,
+                                 cause="undo", allow_secret=True, allow_hidden=True)
         if not done.get("ok"):
             raise DaemonError(DaemonCode.E_CONFLICT, f"{topic}: the text before the acceptance cannot be restored "
-                              f"({done.get('message')})", topic=topic, revision=latest.revision)
-        return {"reverted": "restored", "revision": done["revision"], **later}
+                              f"({done.get('message')})", topic=topic, revision=revision)
+        return {"reverted": how, "revision": done["revision"], **later}
 
 
 def _previous(state: MemoryState, topic: str) -> dict[str, Any] | None:

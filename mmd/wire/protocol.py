@@ -190,7 +190,8 @@ class CandidateJson(TypedDict):
     session's budget, or ``pinned``: marked on purpose), ``topic`` and ``proposal`` (``{action: create |
     append, topic}``), ``summary`` (≤ 120 code points), ``body`` (≤ 500 for agent logs), ``evidence`` (every
     place: ``{agent, sessionId, project, file, position, at, who, quote}``), ``source`` (the first place, the
-    older shape); ``status`` is ``pending`` | ``accepted`` | ``rejected``; times are ISO-8601 UTC;
+    older shape); ``status`` is ``pending`` | ``accepted`` | ``rejected`` | ``expired`` (``reason``: ``age`` or
+    ``backfill``); times are ISO-8601 UTC;
     ``written`` is the note an acceptance wrote (``{topic, revision}``)."""
 
     id: int
@@ -218,13 +219,17 @@ class CandidateJson(TypedDict):
 
 
 class QueueListResult(TypedDict):
-    """``queue.list`` → one page (oldest first), how many match the status filter, and how many are pending."""
+    """``queue.list`` → one page (oldest first), how many match the status filter, how many are pending, what the
+    default view leaves out (``leftOut``: ``{hidden, expired, heldBack}``) and after how many days pending a rule
+    draft expires (``expireDays``)."""
 
     candidates: list[CandidateJson]
     total: int
     pending: int
     offset: int
     limit: int
+    leftOut: dict[str, int]
+    expireDays: int
 
 
 class QueueAcceptResult(TypedDict):

@@ -164,7 +164,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("queue", "queue", "the review queue of candidates the daemon distilled (needs the daemon)",
             (Pos("action", "what to do", choices=("list", "show", "accept", "reject", "undo"), default="list"),
              Pos("id", "candidate ids (show: one; accept, reject, undo: one or more)", many=True, kind="id")),
-            (Opt("--status", "S", "list: which candidates", choices=("pending", "accepted", "rejected", "all")),
+            (Opt("--status", "S", "list: which ones", choices=("pending", "accepted", "rejected", "expired", "all")),
              _LIMIT, Opt("--offset", "N", "list: skip N", "int"),
              Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
              Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
@@ -184,10 +184,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                    "  show ID           one candidate: its fields and its body\n"
                    "  accept ID [ID…]   write each candidate as a note (--topic, --into, --content, --replace)\n"
                    "  reject ID [ID…]   reject each for good (--reason; --below S: all under S; --dry-run lists)\n"
-                   "  undo ID [ID…]     put each decided one back to pending (an accept's write is undone too)\n\n"
+                   "  undo ID [ID…]     put each decided or expired one back to pending (undoes an accept's write)\n\n"
                    "Each id of accept, reject or undo is reported on its own line; the exit code is 1 if any failed\n"
                    "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
-                   "--all or --min-score shows the rest."),
+                   "--all or --min-score the rest. Deciding empties it; drafts pending 30 days (or held back) expire."),
     Command("project", "project", "the memory home's roots: list; show [KEY|PATH]; adopt TOPIC… --project P (move "
             "notes of the user root into P's root; docs/projects.md)", (Pos("action", "what to do", choices=(
                 "list", "show", "adopt"), default="list"), Pos("name", "a key or folder; adopt: topics", many=True)),

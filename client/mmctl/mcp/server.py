@@ -146,7 +146,7 @@ DESCRIPTIONS = {
                   "(E_CONFLICT) until you reload and read it (or read its mm:// resource, which shows the latest).",
     "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs, best "
                       "first (score; seen = how many places said it). status: pending (default) | accepted | "
-                      "rejected; all: also the candidates hidden by their session's budget.",
+                      "rejected | expired; all: also the candidates hidden by their session's budget.",
     "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
                         "content, summary and tags override the candidate's; into appends it to that existing note "
                         "instead. A topic that already has a note is refused unless into names it (append) or "
