@@ -16,7 +16,7 @@ from typing import Any
 import jsonschema
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from mmd.core.guide import guide_text
+from mmd.inject.guide import instructions
 from tests.test_mmctl_daemon import cli
 
 TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_delete", "mem_due", "mem_inject",
@@ -46,7 +46,7 @@ async def _session(root: Path, env: dict[str, str], test: Any) -> None:
             init = await session.initialize()
             tools = (await session.list_tools()).tools
             assert {t.name for t in tools} == TOOLS
-            assert init.instructions == guide_text("en")
+            assert init.instructions == instructions("en")
             await test(Mcp(session, {t.name: t.output_schema for t in tools}))
 
 

@@ -42,7 +42,8 @@ from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR
 
 __all__ = ["HOOK_AGENTS", "HOOK_EVENTS", "INJECT_DIR", "STALE", "STALE_PROMPT", "TTL_DAYS", "HookInput", "Injection",
-           "baseline_text", "hook_error", "hook_input", "hook_output", "plan", "plan_direct", "stale_text"]
+           "baseline_text", "hook_error", "hook_input", "hook_output", "plan", "plan_direct", "session_context",
+           "stale_text"]
 
 INJECT_DIR = "inject"
 """The folder under ``<root>/.mmd/`` holding the views of clients injected without a daemon."""
@@ -245,8 +246,19 @@ def stale_text(event: str, options: MemoryOptions, *, now: Clock, max_bytes: int
     return baseline_text(options, now=now, max_bytes=budget).rstrip("\n") + "\n" + STALE
 
 
+def session_context(event: str, text: str) -> str:
+    """What a hook gives for ``event``: at ``SessionStart`` the agents' guide (:func:`mmd.inject.guide.with_guide`)
+    before ``text``, so every session learns how memory works; a prompt's ``text`` as it is."""
+    if event != "SessionStart":
+        return text
+    from mmd.inject.guide import with_guide
+
+    return with_guide(text)
+
+
 def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None = None) -> str:
-    """The baseline of the root's files as they are now (``mmctl export agents-md``).
+    """The baseline of the root's files as they are now (``mmctl export agents-md``), the newest and most recently
+    updated notes with their text.
 
     Raises:
         MMError(E_INVALID): for a bad ``max_bytes``. MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as the snapshot.
@@ -255,8 +267,9 @@ def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None =
     from mmd.inject.baseline import DEFAULT_MAX_BYTES, command_for, render_baseline
 
     snapshot = load_snapshot(options, loaded_at=iso_ms(now()), engine="scan")
+    bodies = {n.topic: n.body for n in reversed(snapshot.notes)}  # a topic indexed twice: its first note
     return render_baseline(snapshot.entries, memory_id=snapshot.memory_id, command=command_for(snapshot.root),
-                           max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes).text
+                           max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, bodies=bodies).text
 
 
 def state_files(root: Path) -> list[Path]:

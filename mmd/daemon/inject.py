@@ -13,8 +13,9 @@ Use-cases over the pure layer :mod:`mmd.inject`:
   rides along in every ``memory/nudge``.
 - ``[export] files``: after each revision (debounced by :data:`EXPORT_DEBOUNCE_S`,
   at most :data:`EXPORT_MAX_DELAY_S` behind) each file's ``<!-- mm:begin -->``
-  block gets the baseline; :func:`mmd.inject.blocks.write_block` keeps every
-  byte outside the block, hand edits made meanwhile included.
+  block gets the agents' guide and the baseline (:func:`mmd.inject.guide.with_guide`);
+  :func:`mmd.inject.blocks.write_block` keeps every byte outside the block, hand
+  edits made meanwhile included.
 
 Each new revision is *prepared* (its content hashes, reusing the previous
 revision's for unchanged notes) in a worker thread as soon as it is installed,
@@ -47,6 +48,7 @@ from mmd.inject.baseline import DEFAULT_MAX_BYTES, render_baseline
 from mmd.inject.blocks import write_block
 from mmd.inject.delta import ClientView, Prepared, plan_injection, prepare
 from mmd.inject.due import DueReport, due_topics
+from mmd.inject.guide import with_guide
 from mmd.wire.events import MEMORY_DUE, DueItem
 from mmd.wire.protocol import DaemonCode, DaemonError
 
@@ -339,7 +341,8 @@ class Injector:
         snapshot = self.state.current
         with self.views.lock:
             prep, _, _ = self._prepare(snapshot)
-        text = render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command).text
+        text = with_guide(render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command,
+                                          bodies=prep.bodies).text)
         changed, failed = 0, None
         for path in self._export_files():
             try:

@@ -98,7 +98,7 @@ def _hook(ctx: Ctx, form: str) -> int:
     import time
 
     from ..errors import MmctlError
-    from ..injection import hook_input, hook_output, stale_text
+    from ..injection import hook_input, hook_output, session_context, stale_text
 
     deadline = time.monotonic() + HOOK_BUDGET_S
 
@@ -118,12 +118,12 @@ def _hook(ctx: Ctx, form: str) -> int:
                               max_bytes=max_bytes)
             ctx.error(f"{root}: no answer from its daemon (or its lock) within {HOOK_BUDGET_S:g} s; "
                       "answered from the files")
-            return _hook_print(ctx, hook_output(hook.event, text))
+            return _hook_print(ctx, hook_output(hook.event, session_context(hook.event, text)))
     except MMError as error:
         return _hook_fail(ctx, f"{error.code.value}: {error.message}")
     except Failure as failure:
         return _hook_fail(ctx, str(failure))
-    if not _hook_printed(ctx, hook_output(hook.event, injection.text)):
+    if not _hook_printed(ctx, hook_output(hook.event, session_context(hook.event, injection.text))):
         return EXIT_OK  # the agent went away: nothing committed, the next call gives the same text
     try:
         if daemon is not None:
@@ -238,6 +238,7 @@ def _when(days_left: int) -> str:
 def cmd_export(ctx: Ctx) -> int:
     """``export agents-md [--file PATH]``: the baseline into the file's memory block."""
     from mmd.inject.blocks import write_block
+    from mmd.inject.guide import with_guide
 
     from ..injection import baseline_text
 
@@ -247,8 +248,8 @@ def cmd_export(ctx: Ctx) -> int:
         raise UsageError("export requires what to export: agents-md")
     path = Path(ctx.args.text("--file") or "AGENTS.md").absolute()
     ctx.need_root()
-    text = _call(lambda: baseline_text(ctx.direct().options(), now=ctx.now,
-                                       max_bytes=ctx.args.integer("--max-bytes")))
+    text = with_guide(_call(lambda: baseline_text(ctx.direct().options(), now=ctx.now,
+                                                  max_bytes=ctx.args.integer("--max-bytes"))))
     changed = _call(lambda: write_block(path, text, home=ctx.env.get("HOME")))
     if ctx.json:
         ctx.print_json({"file": str(path), "changed": changed, "bytes": len(text.encode("utf-8"))})

@@ -8,8 +8,8 @@ once, then only what changed), ``mem_reload`` (a new snapshot) and ``mem_queue_l
 connection (:mod:`.memory`); the resources (:mod:`.resources`) show the latest revision. Every tool returns both a
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
-schema (the pydantic models of :mod:`.outputs`). The agents' guide is the server's
-instructions. Errors (a bad topic, a topic with no note, a parameter the tool
+schema (the pydantic models of :mod:`.outputs`). The agents' guide and the protocol's reference are the server's
+instructions (:func:`mmd.inject.guide.instructions`). Errors (a bad topic, a topic with no note, a parameter the tool
 does not declare, no daemon for the queue) come back as tool errors whose text
 says what to do; a refused write is a result, ``ok: false``
 with its usage, as mm v1 §6 wants.
@@ -29,9 +29,9 @@ from mcp.types import CallToolResult, TextContent
 
 from mmd import __version__
 from mmd.core.errors import MMError
-from mmd.core.guide import guide_text
 from mmd.core.options import SEARCH_MODES
 from mmd.core.paths import INDEX_NAME
+from mmd.inject.guide import instructions as guide_instructions
 from mmd.wire.methods import ID_DIGITS
 
 from ..errors import MmctlError
@@ -379,7 +379,7 @@ def serve(root: str | None, lang: str, env: Mapping[str, str], scope: Scope | No
                     scope=scope)
     options = direct.options()
     home = scope.home if scope is not None else options.root
-    instructions = guide_text(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
+    instructions = guide_instructions(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
     daemon = find_daemon(home, env) if wants_daemon(env) else None
 
     async def through(found: Daemon) -> DaemonMemory:
