@@ -80,9 +80,12 @@ class Injection:
 
 
 def plan(client_key: str, *, daemon: Any | None, options: Callable[[], MemoryOptions], now: Clock,
-         max_bytes: int | None = None, reset: bool = False, lock_wait_s: float | None = None) -> Injection:
+         max_bytes: int | None = None, reset: bool = False, lock_wait_s: float | None = None,
+         prompt: bool = False) -> Injection:
     """The injection for ``client_key``: through ``daemon`` (a :class:`mmctl.Client`) when given, else on the files
     (waiting at most ``lock_wait_s`` seconds for the root's lock, default :data:`mmctl.backend.LOCK_WAIT_S`).
+    ``prompt``: a hook before an agent's prompt (the daemon counts it and may add the session's ``distill`` line;
+    on the files there is none: no queue knows the session's proposals).
 
     Raises:
         RpcError / MmctlError: as the daemon answers (a bad client key or ``max_bytes`` is ``E_INVALID``).
@@ -90,7 +93,9 @@ def plan(client_key: str, *, daemon: Any | None, options: Callable[[], MemoryOpt
     """
     if daemon is None:
         return plan_direct(options(), client_key, now=now, max_bytes=max_bytes, reset=reset, lock_wait_s=lock_wait_s)
-    result = daemon.inject(client_key, max_bytes=max_bytes, reset=reset)
+    result = daemon.inject(client_key, max_bytes=max_bytes, reset=reset, **({"prompt": True} if prompt else {}))
+    if result.get("token") is None:  # a project without a root yet: nothing was given, nothing to confirm
+        return Injection(result, lambda: None)
     return Injection(result, lambda: daemon.injected(client_key, result["token"]))
 
 
@@ -246,11 +251,12 @@ def stale_text(event: str, options: MemoryOptions, *, now: Clock, max_bytes: int
     return baseline_text(options, now=now, max_bytes=budget).rstrip("\n") + "\n" + STALE
 
 
-def session_context(event: str, text: str) -> str:
+def session_context(event: str, text: str, distill: str | None = None) -> str:
     """What a hook gives for ``event``: at ``SessionStart`` the agents' guide (:func:`mmd.inject.guide.with_guide`)
-    before ``text``, so every session learns how memory works; a prompt's ``text`` as it is."""
+    before ``text``, so every session learns how memory works; a prompt's ``text`` with the session's one
+    distillation line after it when the daemon gave one (``distill``)."""
     if event != "SessionStart":
-        return text
+        return f"{text}\n\n{distill}" if text and distill else text or distill or ""
     from mmd.inject.guide import with_guide
 
     return with_guide(text)

@@ -175,7 +175,7 @@ class Injector:
             prep, key, _ = self._prepare(snapshot)
             row = None if reset else self.views.client(client)
             view = None
-            if row is not None and row.committed_at >= self._cutoff(now):
+            if row is not None and row.committed_at >= self.cutoff(now):
                 hashes = self.views.hashes(row.view_key)
                 view = None if hashes is None else ClientView(hashes, row.reminded)
             plan = plan_injection(view, prep, today=_today(now),
@@ -211,7 +211,7 @@ class Injector:
                               "confirmation, expired, or never given); call memory.inject again")
         return {"ok": True, "client": client, "token": token}
 
-    def _cutoff(self, now_iso: str) -> str:
+    def cutoff(self, now_iso: str) -> str:
         """The ISO time before which a client's last confirmation is too old."""
         return iso_ms(parse_iso_ms(now_iso) - timedelta(days=self._ttl_days()))
 
@@ -222,7 +222,7 @@ class Injector:
             sqlite3.Error: if the rows cannot be deleted.
         """
         with self.views.lock:
-            return self.views.expire(self._cutoff(self.state.now_iso()))
+            return self.views.expire(self.cutoff(self.state.now_iso()))
 
     # --- review dates ---------------------------------------------------------------------------------
 

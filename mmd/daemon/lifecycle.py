@@ -43,6 +43,7 @@ from mmd.core.paths import STATE_DIR
 from mmd.core.rootfs import make_folders
 from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
+from .agents import Agents
 from .config import Config, ConfigError
 from .events import Publisher
 from .failures import startup_failure
@@ -241,6 +242,7 @@ class Daemon:
                                                  lambda: self.config.export_files)
         undo.push_async_callback(injector.stop)
         jobs = Jobs(lambda: self.config, home, db, review, publisher, injector)
+        jobs.agents = Agents(home, queue, db, publisher.publish, lambda: self.config.distill, lambda: self.config.lang)
         state.on_change = jobs.on_change
 
         async def project_opened(root: Root) -> None:  # a project root found at start or made by its first write
@@ -319,7 +321,7 @@ class Daemon:
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = sockets.bind(context, zmq.ROUTER, cfg.rpc_endpoint)
         digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
-        methods = Methods(home, self._status, publisher.publish, review, injector, digests, git)
+        methods = Methods(home, self._status, publisher.publish, review, injector, digests, git, agents=jobs.agents)
         rpc = RpcServer(router, methods, cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         # 7. the review page (only with --http; imported only then): it stops before the sockets close

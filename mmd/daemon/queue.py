@@ -39,6 +39,7 @@ from typing import Any
 
 from mmd.candidates import NewCandidate
 from mmd.candidates.identity import normalized, shingles
+from mmd.candidates.proposals import is_proposal
 from mmd.candidates.score import MIN_SCORE
 from mmd.wire.protocol import CandidateJson
 
@@ -72,6 +73,9 @@ def _row_json(r: sqlite3.Row) -> CandidateJson:
                    "kind": r["source_kind"]},
         "createdAt": r["created_at"], "scope": r["scope"],
     }
+    if is_proposal(r["rule"]):  # the agent's own: who proposed it and why (issue 28)
+        first = out["evidence"][0] if out["evidence"] else {}
+        out["proposal"] = {**out["proposal"], "by": first.get("agent"), "reason": first.get("reason")}
     if r["decided_at"] is not None:
         out["decidedAt"] = r["decided_at"]
     if r["reason"] is not None:
@@ -192,7 +196,13 @@ class ReviewQueue:
             added += 1
         visible = bool(row["visible"]) or c.visible or (added > 0 and len(sessions) > 1)
         pinned = bool(row["pinned"]) or c.pinned
-        if not added and score <= row["score"] and visible == bool(row["visible"]) and pinned == bool(row["pinned"]):
+        if is_proposal(c.rule) and not is_proposal(row["rule"]):  # the agent proposes what a rule drafted
+            evidence = [e for e in evidence if e.get("reason") is not None] + \
+                [e for e in evidence if e.get("reason") is None]  # its reason first: the proposal's
+            conn.execute("UPDATE candidates SET kind = ?, rule = ?, topic = ?, proposal_action = ? WHERE id = ?",
+                         (c.kind, c.rule, c.topic, c.proposal_action, row["id"]))
+        elif not added and score <= row["score"] and visible == bool(row["visible"]) and \
+                pinned == bool(row["pinned"]):
             return False
         conn.execute("UPDATE candidates SET evidence = ?, seen = seen + ?, score = ?, visible = ?, pinned = ?,"
                      " agents = ?, projects = ? WHERE id = ?",
@@ -255,6 +265,14 @@ class ReviewQueue:
         if ids:
             self.refresh_counts()
         return ids
+
+    def holding(self, c: NewCandidate) -> CandidateJson | None:
+        """The candidate that holds ``c``'s statement after :meth:`add` (the same text or a near-duplicate, any
+        status), or None when the queue has none: what an agent's proposal became (queued, merged, or decided
+        before)."""
+        conn = self.db.conn()
+        row = self._match(conn, c, shingles(c.body))
+        return _row_json(row) if row is not None else None
 
     def known(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` (:func:`~mmd.candidates.identity.norm_key` of statements) the queue's history holds."""

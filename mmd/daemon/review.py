@@ -3,7 +3,9 @@
 Owns: the decisions on candidates — an acceptance writes through the memory
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
 accepted (a new note, or appended to a note: ``into``, or the candidate's
-``append`` proposal); a rejection is for good; many ids at once, each
+``append`` proposal; an agent's proposal may also replace a note's text or
+delete it, and a page or a candidate shows the note's current text beside it);
+a rejection is for good; many ids at once, each
 reported (:meth:`Review.decide_many`); ``reject --below``. Decisions are serialized by one lock, so two
 callers never decide the same candidate twice. Every surface (the RPC method
 table today, a web page later) calls this module with plain Python values;
@@ -20,6 +22,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from mmd.candidates.proposals import is_proposal, summary_to_write
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.projects import is_key, project_for
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
@@ -120,7 +123,18 @@ class Review:
         found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset, hidden=hidden,
                                                min_score=min_score, project=None if scope else project,
                                                agent=agent, session=session, scope=scope, first=first)
-        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
+        return {"candidates": [self._with_current(c) for c in found], "total": total, "pending": q.pending,
+                "offset": offset, "limit": limit}
+
+    def _with_current(self, cand: CandidateJson) -> CandidateJson:
+        """An agent's proposal with ``proposal.current``: the text of the note it targets as that note is now (None
+        when there is none), so a review shows what accepting changes; other candidates as they are."""
+        proposal = cand.get("proposal") or {}
+        if not is_proposal(cand.get("rule")):
+            return cand
+        root = self.home.get(str(cand.get("scope") or USER))
+        note = root.state.current.note(str(proposal.get("topic"))) if root is not None else None
+        return {**cand, "proposal": {**proposal, "current": note.body if note is not None else None}}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
         """The candidate ``raw_id`` (see :func:`candidate_id`).
@@ -134,7 +148,7 @@ class Review:
         found = await asyncio.to_thread(q.get, cid)
         if found is None:
             raise DaemonError(DaemonCode.E_NOT_FOUND, f"no candidate {cid} in the review queue")
-        return found
+        return self._with_current(found)
 
     async def target(self, cand: CandidateJson, project: str | None = None) -> MemoryState:
         """The state of the root ``cand`` is written to: the one ``project`` names (a key, an absolute path, or
@@ -186,8 +200,16 @@ class Review:
             state = await self.target(cand, project)
             if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
-            if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
+            action = cand.get("proposal", {}).get("action")
+            if into is None and topic is None and action == "append":
                 into = cand["topic"]
+            if into is None and topic is None and action == "delete":
+                return await self._delete(state, cand, if_revision=if_revision)
+            if into is None and topic is None and action == "replace":  # the agent proposed the note's new text
+                replace = True
+                before = _previous(state, cand["topic"])
+                if summary is None:  # the note keeps its index line unless the agent gave one
+                    summary = summary_to_write(cand["summary"], cand["body"]) or (before or {}).get("summary")
             if into is not None:
                 return await self._append(state, cand, into, content=content, summary=summary, tags=tags,
                                           if_revision=if_revision)
@@ -207,6 +229,19 @@ class Review:
                 topic, cand["body"] if content is None else content, if_revision=if_revision,
                 summary=cand["summary"] if summary is None else summary, tags=tags)
             return await self._accepted(q, state, cand, outcome, previous)
+
+    async def _delete(self, state: MemoryState, cand: CandidateJson, *, if_revision: int | None) -> QueueAcceptResult:
+        """Accept an agent's proposal to delete its note (the lock is held): the note is deleted (a compare-and-set
+        on the revision) and its text journaled for :meth:`undo`; a note already gone is accepted as it is."""
+        q = self._queue()
+        latest = state.current
+        topic = cand["topic"]
+        previous = _previous(state, topic)
+        outcome = await state.delete(topic, if_revision=latest.revision if if_revision is None else if_revision)
+        written = {"topic": topic, "revision": outcome["revision"], "previous": previous, "sha256": None,
+                   "scope": self._scope_of(state), "action": "delete"}
+        decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
+        return {"ok": True, "candidate": decided or cand, "write": outcome}
 
     async def _append(self, state: MemoryState, cand: CandidateJson, into: str, *, content: str | None,
                       summary: str | None, tags: str | Sequence[str] | None,
@@ -333,21 +368,34 @@ class Review:
         state = root.state
         latest = state.current
         note = latest.note(topic) if isinstance(topic, str) else None
+        previous = written.get("previous")
+        if written.get("action") == "delete":  # an accepted deletion: the note comes back as it was
+            if note is not None:
+                raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri} was written again since its deletion was "
+                                  "accepted; undo refused (edit or delete the note by hand)", topic=topic,
+                                  revision=latest.revision)
+            if not isinstance(previous, dict):
+                return {"reverted": None, "revision": latest.revision}
+            return await self._restore(state, str(topic), previous, latest.revision, f"mm://…/{topic}")
         if note is None:
             return {"reverted": "deleted", "revision": latest.revision}
         if written.get("sha256") != _body_hash(note):
             raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri} changed since it was accepted; undo refused "
                               "(edit or delete the note by hand)", topic=topic, revision=latest.revision)
-        previous = written.get("previous")
         if not isinstance(previous, dict):
             done = await state.delete(topic, if_revision=latest.revision)
             return {"reverted": "deleted", "revision": done["revision"]}
-        done = await state.write(topic, previous["body"], if_revision=latest.revision,
-                                      summary=previous.get("summary", ""), tags=previous.get("tags") or [],
-                                      budget=previous.get("writeBudget") or None)
+        return await self._restore(state, str(topic), previous, latest.revision, note.uri)
+
+    @staticmethod
+    async def _restore(state: MemoryState, topic: str, previous: dict[str, Any], revision: int,
+                       uri: str) -> dict[str, Any]:
+        """Write ``previous`` (``{body, summary, tags, writeBudget}``) back as ``topic`` at ``revision``."""
+        done = await state.write(topic, previous["body"], if_revision=revision, summary=previous.get("summary", ""),
+                                 tags=previous.get("tags") or [], budget=previous.get("writeBudget") or None)
         if not done.get("ok"):
-            raise DaemonError(DaemonCode.E_CONFLICT, f"{note.uri}: the previous text cannot be restored "
-                              f"({done.get('message')})", topic=topic, revision=latest.revision)
+            raise DaemonError(DaemonCode.E_CONFLICT, f"{uri}: the previous text cannot be restored "
+                              f"({done.get('message')})", topic=topic, revision=revision)
         return {"reverted": "restored", "revision": done["revision"]}
 
 

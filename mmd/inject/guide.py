@@ -13,7 +13,7 @@ before every prompt imports it; the reference of :func:`instructions` is importe
 
 from __future__ import annotations
 
-__all__ = ["DISTILL", "DISTILL_AFTER_PROMPTS", "DISTILL_MODES", "GUIDE_MAX_BYTES", "agent_guide", "distill_line",
+__all__ = ["DISTILL", "DISTILL_AFTER_PROMPTS", "GUIDE_MAX_BYTES", "agent_guide", "distill_line",
            "instructions", "with_guide"]
 
 GUIDE_MAX_BYTES = 600
@@ -24,8 +24,6 @@ real sessions of ``../shared/real-sessions`` (``bench/distill_bench.py``): after
 the 18 sessions, more of the gold (35 of 102 items) has been said before it than for any other count up to 7, and no
 session with nothing worth keeping gets it (after 1 to 4 prompts, one or two such sessions do); after 6 or more it
 comes after less of the gold and misses more sessions (12 gold items in sessions it never reaches at 6, 17 at 7)."""
-DISTILL_MODES = ("once", "off")
-"""``[nudge] distill`` values: the line once per session, or never."""
 
 _GUIDE = {
     "en": (

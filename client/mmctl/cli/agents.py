@@ -123,7 +123,8 @@ def _hook(ctx: Ctx, form: str) -> int:
         return _hook_fail(ctx, f"{error.code.value}: {error.message}")
     except Failure as failure:
         return _hook_fail(ctx, str(failure))
-    if not _hook_printed(ctx, hook_output(hook.event, session_context(hook.event, injection.text))):
+    said = session_context(hook.event, injection.text, injection.result.get("distill"))
+    if not _hook_printed(ctx, hook_output(hook.event, said)):
         return EXIT_OK  # the agent went away: nothing committed, the next call gives the same text
     try:
         if daemon is not None:
@@ -160,7 +161,7 @@ def _hook_plan(ctx: Ctx, hook: Any, left_ms: Any) -> tuple[Any, Any]:
             daemon.client.project = scope.param
         return daemon, plan_scoped(scope, client, daemon=daemon.client if daemon else None, options=ctx.options_of,
                                    now=ctx.now, max_bytes=ctx.args.integer("--max-bytes"), reset=hook.reset,
-                                   lock_wait_s=left_ms() / 1000)
+                                   lock_wait_s=left_ms() / 1000, prompt=hook.event == "UserPromptSubmit")
     except MMError as error:
         if error.code.value != "E_IO":
             raise
