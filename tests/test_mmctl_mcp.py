@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from mmd.inject.guide import instructions
 from tests.test_mmctl_daemon import cli
 
 TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_delete", "mem_due", "mem_inject",
-         "mem_reload", "mem_queue_list", "mem_queue_accept", "mem_queue_reject"}
+         "mem_reload", "mem_queue_list", "mem_queue_accept", "mem_queue_reject", "mem_propose"}
 
 
 class Mcp:
@@ -38,9 +39,18 @@ class Mcp:
         return text, result.structured_content, bool(result.is_error)
 
 
+def direct_writes(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with a config file (in a folder of its own) saying ``[agents] writes = "direct"``: these tests exercise
+    the tools' own writes; proposals (the default, issue 28) are tested in ``tests/test_agents_end_to_end.py``."""
+    base = Path(tempfile.mkdtemp(prefix="mmctl-mcp-config-"))
+    (base / "mmd").mkdir()
+    (base / "mmd" / "config.toml").write_text('[agents]\nwrites = "direct"\n', encoding="utf-8")
+    return {**env, "XDG_CONFIG_HOME": str(base)}
+
+
 async def _session(root: Path, env: dict[str, str], test: Any) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
-                                   env=env)
+                                   env=direct_writes(env))
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()

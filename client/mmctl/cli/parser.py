@@ -1,28 +1,23 @@
 """The command line of ``mmctl``: one table of commands (:data:`COMMANDS`), parsed with :mod:`argparse`.
 
-Owns: the commands, their arguments and their help text (``mmctl --help``,
-``mmctl help COMMAND`` and ``mmctl COMMAND --help`` all come from the table),
-and turning argv into :class:`Args`. Every command takes ``--root PATH``; the
-ones that print a result take ``--json``. Options and positionals may come in
-any order (``parse_intermixed_args``); a value that starts with ``--`` is given
-as ``--summary='--- draft'`` (quoted: the shell splits it otherwise). Refused
-with :class:`UsageError` (exit code 2): unknown commands and options, extra
-positionals, bad choices, an option without its value, and every value the
-table can check (:func:`.checks.check_values`: integers and their range, empty paths,
-review dates, client keys, candidate ids); exit code 1 is left for what fails
-on the data. Integers are read as the reference CLI reads them
-(JavaScript's ``Number()``, :func:`.checks.js_number`: ``0x10`` is 16). Nothing here prints or exits:
-help and version text come back as :class:`Shown`.
+Owns: the commands, their arguments and their help text (``mmctl --help``, ``mmctl help COMMAND`` and ``mmctl
+COMMAND --help`` all come from the table), and turning argv into :class:`Args`. Every command takes ``--root PATH``;
+the ones that print a result take ``--json``. Options and positionals may come in any order
+(``parse_intermixed_args``); a value that starts with ``--`` is given as ``--summary='--- draft'`` (quoted: the
+shell splits it otherwise). Refused with :class:`UsageError` (exit code 2): unknown commands and options, extra
+positionals, bad choices, an option without its value, and every value the table can check
+(:func:`.checks.check_values`: integers and their range, empty paths, review dates, client keys, candidate ids);
+exit code 1 is left for what fails on the data. Integers are read as the reference CLI reads them (JavaScript's
+``Number()``, :func:`.checks.js_number`: ``0x10`` is 16). Nothing here prints or exits: help and version text come
+back as :class:`Shown`.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
-
-if TYPE_CHECKING:
     import argparse
+    from typing import Any, NoReturn
 
 __all__ = ["COMMANDS", "Args", "Command", "Opt", "Pos", "Shown", "UsageError", "add_arguments", "common_options",
            "parse_args", "usage_line"]
@@ -120,7 +115,7 @@ _SUMMARY = Opt("--summary", "S", "the index summary (a value starting with -- go
 _TAGS = Opt("--tags", "T", "comma-separated tags")
 _LIMIT = Opt("--limit", "N", "at most N results", "int")
 _LANG = Opt("--lang", "LANG", "the guide's language", choices=("en", "zh", "auto"))
-_MAX_BYTES = Opt("--max-bytes", "N", "the text's budget in UTF-8 bytes (default 3072)", "posint")
+_MAX_BYTES = Opt("--max-bytes", "N", "the text's budget in UTF-8 bytes (default 6144)", "posint")
 _REVIEW_AFTER = Opt("--review-after", "DATE",
                     "re-check the note on DATE (YYYY-MM-DD) or after a span: 10d, 2w, 3m, 1y; '' removes it",
                     "date")
@@ -216,6 +211,11 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("watch", "status", "print the daemon's events as they come (needs the daemon)",
             options=(Opt("--topic", "T", "only events whose topic starts with T"),
                      Opt("--count", "N", "stop after N events", "int"))),
+    Command("propose", "propose", "propose a memory for a person to review, as an agent does (needs the daemon)",
+            (Pos("topic", "the note it targets (none: one is proposed)"),), (_CONTENT, _FILE_BODY, _SUMMARY, Opt(
+                "--reason", "R", "why it is worth keeping, one line"), Opt("--action", "A", "default: append to a note "
+                "that exists, else create", choices=("create", "append", "replace", "delete")), Opt("--agent", "A",
+                "who proposes", choices=AGENTS[:4]), Opt("--session", "ID", "the agent's session id"))),
     Command("nudge", "guide", "the nudge report: pending writes, index budget, suggested actions"),
     Command("guide", "guide", "the agents' guide to this memory", options=(_LANG,), json=False),
     Command("doctor", "doctor", "dangling entries, orphan files, malformed notes, an over-budget index",
