@@ -22,7 +22,7 @@ from typing import Any
 from mmd.candidates.labels import project_of, score_of
 
 from ..errors import RpcError
-from ..render import cut, terminal_width
+from ..render import cut, proposal_lines, terminal_width
 from .output import EXIT_OK, Ctx
 from .queue import every_candidate
 
@@ -139,7 +139,11 @@ class _Screen:
                 where = ", ".join(str(v) for v in (quote.get("agent") or "?", quote.get("at")) if v)  # no "None"
                 self.say(self.style(f"  > {said} ({where})", "2"))
         proposal = cand.get("proposal")
-        if isinstance(proposal, dict):
+        changes = proposal_lines(cand)
+        for line in changes:  # an agent's proposal: who, why, and what accepting changes
+            self.say(self.style(f"  {line}", "31" if line.startswith("-") and not line.startswith("---") else
+                                "32" if line.startswith("+") and not line.startswith("+++") else "36"))
+        if isinstance(proposal, dict) and not changes:
             self.say(self.style(f"  proposal: {proposal.get('action', '')} {proposal.get('topic', '')}", "36"))
 
 
