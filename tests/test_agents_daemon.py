@@ -141,3 +141,56 @@ def test_a_bad_agents_or_distill_value_is_refused_naming_it(tmp_path: Path, text
     with pytest.raises(ConfigError):
         agent_setting(key, env, bad)
     assert agent_setting(key, env, None) == ("once" if key == "nudge.distill" else "propose")
+
+
+async def test_a_followed_dsh_session_gets_one_distill_nudge_event_after_its_sixth_prompt(start_daemon: Any,
+                                                                                          tmp_path: Path) -> None:
+    import asyncio
+    import json
+
+    import jsonschema
+
+    from tests.test_daemon_helpers import Subscriber
+    from tests.test_ingest_helpers import backfilled, dsh_line, user_message
+    from tests.test_schema import SCHEMAS
+
+    def new_log(name: str) -> Path:
+        folder = tmp_path / "sessions" / "--home-test-agent--" / name
+        folder.mkdir(parents=True)
+        header = {"type": "session", "version": 4, "id": name, "createdAt": 1791383800000, "cwd": "/home/test/agent",
+                  "isSeeded": False, "delegationDepth": 0}
+        log = folder / "session.v4.jsonl"
+        log.write_bytes((json.dumps(header) + "\n").encode() + dsh_line(0, "turn/start", {"turn": 1}))
+        return log
+
+    quiet, proposing = new_log("dsh-quiet"), new_log("dsh-proposing")
+    daemon = start_daemon("--heartbeat-ms", "200")
+    await asyncio.to_thread(backfilled, daemon)  # following now: a session that grows is a live one
+    sub = Subscriber(daemon.pub)
+    try:
+        await sub.ready()
+        for n in range(1, DISTILL_AFTER_PROMPTS + 3):
+            for log in (quiet, proposing):
+                with open(log, "ab") as f:
+                    f.write(user_message(n, f"step {n}: keep going with the refactor", f"{log.parent.name}-{n}"))
+            if n == 1:
+                await asyncio.to_thread(propose, daemon, "The parser keeps its state per file.", agent="dsh",
+                                        session="dsh-proposing")
+        _, event = await sub.wait_for(lambda t, p: t == "memory/nudge" and p["reason"] == "distill")
+        assert (event["sessionId"], event["agent"], event["distill"]) == ("dsh-quiet", "dsh", DISTILL)
+        assert event["source"] == str(quiet) and event["suggestedActions"][0] == DISTILL
+        jsonschema.validate(event, {**SCHEMAS["events.schema.json"], "$ref": "#/$defs/memory~1nudge"})
+        with open(quiet, "ab") as f:  # more prompts, then a marked line: once it is queued, they were all read
+            f.write(user_message(99, "one more step", "dsh-quiet-99"))
+            f.write(user_message(100, "REMEMBER: the parser's cache is per file.", "dsh-quiet-100"))
+        later: list[dict[str, Any]] = []
+
+        def queued_or_distill(topic: str, payload: dict[str, Any]) -> bool:
+            if topic == "memory/nudge" and payload["reason"] == "distill":
+                later.append(payload)
+            return topic == "queue/added" and payload["sessionId"] == "dsh-quiet"
+
+        await sub.wait_for(queued_or_distill)
+        assert later == []  # once per session, and never for the session that proposed
+    finally:
+        sub.close()

@@ -215,6 +215,24 @@ class Jobs:
                                               if self.agents is not None else []})
 
 
+    def distill(self, session: EndedSession) -> None:
+        """A followed agent session ran :data:`~mmd.inject.guide.DISTILL_AFTER_PROMPTS` prompts without a proposal:
+        one ``memory/nudge`` (reason ``distill``) carrying the line to give its agent (a DSH agent subscribes), naming
+        the agent, its session, project and log; none with ``nudge.distill = "off"``."""
+        if self._config().distill == "off":
+            return
+        from mmd.inject.guide import distill_line
+
+        line = distill_line(self._config().lang)
+        report = self._nudge_report()
+        report["suggestedActions"].insert(0, line)
+        log.info("memory.nudge reason=distill agent=%s session=%s", session.agent, session.session_id)
+        self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "distill", "queuePending": self.review.pending,
+                                              "sessionId": session.session_id, "source": session.file,
+                                              "agent": session.agent, "project": session.project,
+                                              "due": self.injector.due_now(), "distill": line})
+
+
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
     """The daemon-level part of ``daemon.status``: ``{startedAt, lang, rootLost, looseModes, index, roots, endpoints,
     queue, ingest, watcher, events, requests, extractor, export, git, http}`` (``index``: the current revision's

@@ -293,7 +293,8 @@ class Daemon:
             ingestor = Ingestor(
                 cfg.sources, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
-                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end)
+                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end,
+                on_distill=from_worker(loop, jobs.distill))
             ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
