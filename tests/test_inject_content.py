@@ -80,12 +80,24 @@ def test_blocks_fill_their_share_the_rest_are_titles_and_the_text_keeps_its_budg
         assert listed[:len(blocks)] == [(t, True) for t in blocks]  # the blocks first, then the titles
         heading = base.text.split("\n")[0]
         text_bytes = sum(len(note_block(by_topic[t], bodies[t], "local").encode()) + 1 for t in blocks)
-        assert len(heading.encode()) + text_bytes <= budget * TEXT_SHARE
-        if base.omitted:  # what is left out is named by count
+        if base.omitted:  # the text kept to its share, and what is left out is named by count
+            assert len(heading.encode()) + text_bytes <= budget * TEXT_SHARE
             assert base.text.split("\n")[-1].startswith(f"… {base.omitted} older topic")
         if budget >= DEFAULT_MAX_BYTES:
             assert with_text >= 3
     assert render_baseline(entries, memory_id="local", max_bytes=10**7, bodies=bodies).omitted == 0
+
+
+def test_a_small_root_is_listed_whole_its_text_taking_more_than_its_share() -> None:
+    entries = [entry(f"t-{i:02d}", f"summary {i}", i) for i in range(20)]
+    bodies = {e.topic: "a rule the person wrote, " * 12 for e in entries}
+    base = render_baseline(entries, memory_id="local", max_bytes=DEFAULT_MAX_BYTES, bodies=bodies)
+    with_text, listed = parsed(base.text)
+    assert base.omitted == 0 and len(listed) == 20 and base.bytes <= DEFAULT_MAX_BYTES
+    shared = render_baseline(entries, memory_id="local", max_bytes=10**6, bodies=bodies)
+    assert parsed(shared.text)[0] == 20 and with_text < 20  # not all text fits: the titles of the rest do
+    text = sum(len(b.encode()) + 1 for b in base.text.split("\n- ")[1:with_text + 1])
+    assert text > DEFAULT_MAX_BYTES * TEXT_SHARE  # more than its share, since every other title still fits
 
 
 def test_a_note_too_big_for_the_room_left_gives_way_to_the_next_and_is_named_by_title() -> None:

@@ -9,10 +9,11 @@ saying how to read the rest::
       … the rest: mmctl read deploy-region
 
 The baseline with text (:func:`render_with_text`) gives blocks, in :func:`use_order`, while they fit
-:data:`TEXT_SHARE` of the byte budget (a note whose block does not fit then is left for the titles, and the
-next one tried), then the remaining notes as entry lines, then the count of those that fit neither. So a
-person's rule written in a note ("don't use playwright") reaches the model without a tool call, and a big
-root still names what it holds. Deltas give the blocks of the notes that changed (:mod:`.delta`).
+:data:`TEXT_SHARE` of the byte budget, or more while every other note still fits by title (a small root is then
+listed whole); a note whose block does not fit is left for the titles and the next one tried. Then come the
+remaining notes as entry lines, then the count of those that fit neither. So a person's rule written in a note
+("don't use playwright") reaches the model without a tool call, and a big root still names what it holds. Deltas
+give the blocks of the notes that changed (:mod:`.delta`).
 
 Owns: the block's shape, the body cut, the order by recency and use, the text share of the budget.
 Never: reads files or clocks (bodies and use counts are handed in).
@@ -32,8 +33,8 @@ __all__ = ["DEFAULT_MAX_BYTES", "NOTE_TEXT_MAX_BYTES", "TEXT_SHARE", "USE_DAYS_M
 
 NOTE_TEXT_MAX_BYTES = 1024
 """Longest body one note shows in an injection, UTF-8 bytes: one long note never takes the place of several."""
-TEXT_SHARE = 3 / 4
-"""Share of the budget the blocks may fill; the rest names the other notes by title."""
+TEXT_SHARE = 2 / 3
+"""Share of the budget the blocks may always fill; they fill more only while every other note still fits by title."""
 USE_DAYS_MAX = 30
 """A read counts as one day of recency in :func:`use_order`, up to this many days."""
 _INDENT = "  "
@@ -130,14 +131,18 @@ def render_with_text(order: Sequence[IndexEntry], bodies: Mapping[str, str], *, 
     fit_lines(header(len(order)), (), len(order), omitted_line, max_bytes)  # refuses a budget too small
     room = int(max_bytes * TEXT_SHARE)
     used = _size(header(len(order)))
+    titles = {e.topic: 1 + _size(entry_line(e, memory_id)) for e in order}
+    untitled = sum(titles.values()) + 1 + _size(omitted_line(len(order)))  # every title still to give, and a count
     blocks: list[tuple[IndexEntry, str]] = []
     rest: list[IndexEntry] = []
     for e in order:
         body = bodies.get(e.topic, "")
         block = note_block(e, body, memory_id, command) if body.strip() else None
-        if block is not None and used + 1 + _size(block) <= room:
+        need = 1 + _size(block) if block is not None else 0
+        if block is not None and (used + need <= room or used + need + untitled - titles[e.topic] <= max_bytes):
             blocks.append((e, block))
-            used += 1 + _size(block)
+            used += need
+            untitled -= titles[e.topic]
         else:
             rest.append(e)
     head = header(len(blocks))
