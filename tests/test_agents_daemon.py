@@ -194,3 +194,23 @@ async def test_a_followed_dsh_session_gets_one_distill_nudge_event_after_its_six
         assert later == []  # once per session, and never for the session that proposed
     finally:
         sub.close()
+
+
+def test_a_note_agents_read_comes_first_in_a_baseline_and_stays_first_after_a_restart(start_daemon: Any,
+                                                                                     tmp_path: Path) -> None:
+    daemon = start_daemon()
+    for topic in ("old-rule", "middle", "newest"):
+        write(daemon, topic, f"The text of {topic}.", summary=topic)
+
+    def first_listed(client: str) -> str:
+        text = inject(daemon, client)["text"]
+        return next(line for line in text.split("\n") if line.startswith("- ")).split(":")[0][2:]
+
+    assert first_listed("before") == "newest"
+    for _ in range(3):
+        assert call(daemon, "memory.read", {"topic": "old-rule"})["body"] == "The text of old-rule."
+    assert first_listed("after") == "old-rule"  # three reads: three days of recency, ahead of minutes
+    daemon.stop()
+    again = start_daemon(root=daemon.root)
+    daemon = again
+    assert first_listed("after-restart") == "old-rule"  # the counts were stored at stop

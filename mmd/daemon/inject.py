@@ -33,6 +33,7 @@ import asyncio
 import logging
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from datetime import date, timedelta
@@ -56,7 +57,7 @@ from .injectdb import InjectDB
 from .state import MemoryState
 from .statedb import StateDB
 
-__all__ = ["CLIENT_MAX_CHARS", "EXPORT_DEBOUNCE_S", "EXPORT_MAX_DELAY_S", "Injector", "check_client"]
+__all__ = ["CLIENT_MAX_CHARS", "EXPORT_DEBOUNCE_S", "EXPORT_MAX_DELAY_S", "USES_SAVE_EVERY", "Injector", "check_client"]
 
 log = logging.getLogger("mmd.daemon")
 
@@ -66,6 +67,8 @@ EXPORT_DEBOUNCE_S = 0.5
 """Quiet time after a revision before the export files are refreshed, seconds."""
 EXPORT_MAX_DELAY_S = 5.0
 """Longest an export lags behind a stream of revisions, seconds."""
+USES_SAVE_EVERY = 20
+"""Reads of notes counted before the counts are stored (and at stop)."""
 
 
 def check_client(client: object) -> str:
@@ -112,6 +115,10 @@ class Injector:
         self._warming = False
         self._export_timer: asyncio.TimerHandle | None = None
         self._export_since: float | None = None
+        self._uses: dict[str, int] | None = None
+        self._reads: dict[str, int] = {}
+        self._reads_lock = threading.Lock()
+        self._saving = False
         self.exports = 0
         """How many export passes ran (``daemon.status``)."""
         self.export_failures = 0
@@ -179,7 +186,8 @@ class Injector:
                 hashes = self.views.hashes(row.view_key)
                 view = None if hashes is None else ClientView(hashes, row.reminded)
             plan = plan_injection(view, prep, today=_today(now),
-                                  max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
+                                  max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+                                  uses=self._read_counts() if view is None else None)
             token = secrets.token_urlsafe(12)
             self.views.store_map(key, now)
             if commit:
@@ -187,6 +195,51 @@ class Injector:
             else:
                 self.views.put_pending(client, token, key, plan.view.reminded, now)
         return {**plan.to_json(), "token": token, "revision": snapshot.revision, "committed": commit}
+
+    # --- what agents read (a baseline's order, issue 28) ---------------------------------------------
+
+    def _read_counts(self) -> dict[str, int]:
+        """topic → reads: the saved counts (loaded once; worker thread, under views.lock) plus the reads since."""
+        if self._uses is None:
+            try:
+                self._uses = self.views.uses(self.scope)
+            except sqlite3.Error as error:  # counted from now on: the order is by recency meanwhile
+                log.error("inject.uses_failed error=%s", error)
+                self._uses = {}
+        with self._reads_lock:
+            fresh = dict(self._reads)
+        return {t: self._uses.get(t, 0) + fresh.get(t, 0) for t in {*self._uses, *fresh}}
+
+    def read(self, topic: str) -> None:
+        """An agent read the note ``topic`` (``memory.read``; any thread): it counts toward a baseline's order
+        (:func:`mmd.inject.content.use_order`); the counts are saved every :data:`USES_SAVE_EVERY` reads and at
+        stop."""
+        with self._reads_lock:
+            self._reads[topic] = self._reads.get(topic, 0) + 1
+            due = sum(self._reads.values()) >= USES_SAVE_EVERY
+        if due and not self._saving:
+            self._saving = True
+            self._spawn(asyncio.to_thread(self.save_uses))
+
+    def save_uses(self) -> None:
+        """Store the read counts (worker thread); on a failure they stay in memory and are tried again later."""
+        with self.views.lock:
+            counts = self._read_counts()
+            try:
+                self.views.save_uses(self.scope, counts)
+            except sqlite3.Error as error:
+                log.error("inject.uses_save_failed error=%s", error)
+                return
+            finally:
+                self._saving = False
+            with self._reads_lock:
+                for topic, count in list(self._reads.items()):
+                    left = count - (counts.get(topic, 0) - (self._uses or {}).get(topic, 0))
+                    if left > 0:
+                        self._reads[topic] = left
+                    else:
+                        del self._reads[topic]
+            self._uses = counts
 
     async def injected(self, client: Any, token: Any) -> dict[str, Any]:
         """``memory.injected {client, token}`` → ``{ok: true, client, token}``: the text of ``token`` reached
@@ -366,7 +419,10 @@ class Injector:
                 "lastError": self.export_error}
 
     async def stop(self) -> None:
-        """Run a scheduled export now, then wait for the running tasks (exports finish their files)."""
+        """Run a scheduled export now, store the read counts, then wait for the running tasks (exports finish their
+        files)."""
+        if self._reads:
+            self._spawn(asyncio.to_thread(self.save_uses))
         if self._export_timer is not None:
             self._export_timer.cancel()
             self._export_timer = None

@@ -207,6 +207,8 @@ class Methods(QueueMethods, AgentMethods):
         for root, snap in snaps:
             note = snap.note(topic)
             if note is not None:
+                if root.injector is not None:  # it counts toward a baseline's order: newest and most used first
+                    root.injector.read(topic)
                 return _scoped(note.to_json(), scoped, root)
         return None
 
