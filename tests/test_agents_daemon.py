@@ -214,3 +214,27 @@ def test_a_note_agents_read_comes_first_in_a_baseline_and_stays_first_after_a_re
     again = start_daemon(root=daemon.root)
     daemon = again
     assert first_listed("after-restart") == "old-rule"  # the counts were stored at stop
+
+
+async def test_a_session_end_nudge_names_the_sessions_proposals(daemon: Any) -> None:
+    import asyncio
+
+    import jsonschema
+
+    from tests.test_daemon_helpers import Subscriber
+    from tests.test_schema import SCHEMAS
+
+    sid = call(daemon, "memory.open")["sessionId"]
+    mine = propose(daemon, "Benchmarks run on the quiet machine only.", sessionId=sid, reason="noise")
+    propose(daemon, "Someone else's proposal.", session="another")
+    sub = Subscriber(daemon.pub)
+    try:
+        await sub.ready()
+        await asyncio.to_thread(call, daemon, "memory.close", {"sessionId": sid})
+        _, event = await sub.wait_for(lambda t, p: t == "memory/nudge" and p["reason"] == "session-end")
+    finally:
+        sub.close()
+    assert event["sessionId"] == sid and event["proposals"] == [
+        {"id": mine["id"], "status": "pending", "topic": mine["topic"],
+         "summary": "Benchmarks run on the quiet machine only."}]
+    jsonschema.validate(event, {**SCHEMAS["events.schema.json"], "$ref": "#/$defs/memory~1nudge"})
