@@ -110,11 +110,11 @@ def test_candidates_land_in_their_projects_root_and_each_session_sees_only_its_o
     # the SessionStart hook: a project's notes and the user's, labelled, never another project's
     in_api = hook(daemon, paths["api"])
     assert f"mm://{api_key}/{api_topic}" in in_api and f"mm://local/{personal['topic']}" in in_api
-    assert notes_c["topic"] not in in_api and in_api.index("Project memory") < in_api.index("User memory")
+    assert f"/{notes_c['topic']}>" not in in_api and in_api.index("Project memory") < in_api.index("User memory")
     in_tree = hook(daemon, paths["worktree"], sid="s-2")
-    assert f"mm://{api_key}/{api_topic}" in in_tree and notes_c["topic"] not in in_tree
+    assert f"mm://{api_key}/{api_topic}" in in_tree and f"/{notes_c['topic']}>" not in in_tree
     in_notes = hook(daemon, paths["notes"], sid="s-3")
-    assert f"mm://{notes_key}/{notes_c['topic']}" in in_notes and api_topic not in in_notes
+    assert f"mm://{notes_key}/{notes_c['topic']}" in in_notes and f"mm://{api_key}/" not in in_notes
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
