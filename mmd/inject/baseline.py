@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
-import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.model import IndexEntry
+from mmd.core.record import Record
 from mmd.core.uri import uri_for
+
+from .scopes import DEFAULT_MAX_BYTES  # defined there: the hook before every prompt needs it without this module
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -47,12 +47,6 @@ __all__ = [
     "render_baseline",
 ]
 
-DEFAULT_MAX_BYTES = 6144
-"""Default budget of one injection, UTF-8 bytes (issue 28; it was 3072 when the baseline held titles only). With
-the guide (at most 600 bytes, :mod:`.guide`) a session starts with at most ~6.6 KiB: about 1,700 tokens of English
-(~4 bytes a token), 2,250 of code-heavy text (~3), under the 2,500 tokens Codex gives its own memory summary and a
-quarter of the 25 KiB of ``MEMORY.md`` Claude Code loads at start; ``bench/inject_bench.py`` prints what a session
-gets."""
 LINE_MAX_CHARS = 120
 """Longest entry line, in code points."""
 ELLIPSIS = "…"
@@ -62,6 +56,8 @@ def command_for(root: Path | None) -> str:
     """``mmctl``, or ``mmctl --root <root>`` (shell-quoted) when ``root`` is not the default root
     ``~/.dsh/memory``: the command an agent is told to run, in a shell that may resolve another root (and
     :func:`mmctl_path`, when the ``mmctl`` on PATH is not this installation's)."""
+    import shlex  # with shutil below: loaded where used, the hook without a daemon plans here (issue 31)
+
     program = mmctl_path()
     if root is None or Path(root) == Path.home() / ".dsh" / "memory":
         return program
@@ -72,6 +68,9 @@ def command_for(root: Path | None) -> str:
 def mmctl_path() -> str:
     """``mmctl`` when the one on PATH is this installation's (or none sits beside this Python), else this
     installation's by absolute path, shell-quoted: a hook or a service may run with a PATH that has none."""
+    import shlex
+    import shutil
+
     mine = Path(sys.executable).parent / "mmctl"
     if not mine.is_file():
         return "mmctl"
@@ -197,8 +196,7 @@ def recency_order(entries: Iterable[IndexEntry]) -> list[IndexEntry]:
     return unique
 
 
-@dataclass(frozen=True, slots=True)
-class Baseline:
+class Baseline(Record):
     """A rendered baseline.
 
     Attributes:
@@ -207,9 +205,10 @@ class Baseline:
         omitted: how many topics are named only by count.
     """
 
-    text: str
-    shown: tuple[str, ...]
-    omitted: int
+    __slots__ = ("text", "shown", "omitted")
+
+    def __init__(self, text: str, shown: tuple[str, ...], omitted: int) -> None:
+        self.text, self.shown, self.omitted = text, shown, omitted
 
     @property
     def bytes(self) -> int:
