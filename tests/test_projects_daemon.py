@@ -216,8 +216,13 @@ def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_
                what="the pulled note")
     daemon.stop()
     again = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
-    roots = {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
-    assert roots[key] == str(team)  # served from the start: the home remembers it
+
+    def served() -> dict[str, str]:
+        return {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
+
+    # opened once the daemon serves (one root a loop turn), no request naming it: the home remembers it
+    wait_until(lambda: key in served(), timeout_s=60, what="the remembered .mm root")
+    assert served()[key] == str(team)
 
 
 def test_more_roots_than_cached_injection_maps_each_inject_and_confirm(start_daemon, tmp_path: Path) -> None:
