@@ -283,9 +283,9 @@ class _Session:
                     statement = replace(statement, text=summarize(said, MAX_STATEMENT))
                 rule = fire(statement, utterance.who, self.rules)
                 if rule is not None:
-                    noise = cues(statement, utterance.who, len(statements))
-                    weight = strength(statement, utterance.who, self.rules) * self.noise ** len(noise)
                     body = memory(statements[statement.index], statements)
+                    noise = cues(statement, utterance.who, len(statements), body)
+                    weight = strength(statement, utterance.who, self.rules) * self.noise ** len(noise)
                     self.add(rule, statement, body, utterance, turn, weight, noise)
 
     def _disproved(self) -> None:
