@@ -173,6 +173,17 @@ def test_the_budget_grows_to_show_every_sure_draft() -> None:
     assert sum(d.visible for d in select(prompt, tuning=Tuning(sure=5.0))) == 2
 
 
+def test_a_plain_fact_about_code_is_shown_and_a_fragment_of_one_is_not() -> None:
+    plain = say("assistant", "Checked the loader. `parse_config()` returns a frozen mapping, so callers that try to "
+                             "update it in place get a TypeError at run time instead of a silent change.", 1)
+    short = say("assistant", "Checked the loader. `parse_config()` returns a frozen mapping.", 1, session="s2")
+    (shown,) = select([plain])
+    (hidden,) = select([short])
+    assert shown.rule == hidden.rule == "assistant-code-fact"
+    assert shown.visible and shown.score >= MIN_SCORE and shown.noise == ()
+    assert not hidden.visible and hidden.score < MIN_SCORE and hidden.noise == ("fragment",)
+
+
 def test_the_tuning_weighs_the_assistant() -> None:
     finding = say("assistant", "The build never finishes because the cache lock is not released.", 1)
     low = select([finding], tuning=Tuning(assistant=0.5))[0].score
