@@ -236,13 +236,22 @@ class _Session:
         self.words: list[set[str]] = []
         self.said: list[frozenset[str]] = []
         self.by_utterance: dict[int, list[int]] = {}
+        self.bodies: dict[tuple[int, str], int] = {}
 
     def add(self, rule: Rule, statement: Statement, body: str, utterance: Utterance, turn: int, weight: float,
             noise: tuple[str, ...] = ()) -> None:
         """A draft for ``statement``, or one more sighting of a near-duplicate made before (never one that differs
-        in a number, a version, a path or a name: :func:`~mmd.candidates.identity.same_particulars`)."""
+        in a number, a version, a path or a name: :func:`~mmd.candidates.identity.same_particulars`); another
+        statement of the same utterance with the same ``body`` (two sentences of one short paragraph) is that draft,
+        of the better rule."""
         words = _key_words(statement.text)
         said = shingles(statement.text)
+        same = self.bodies.get((turn, body))
+        if same is not None:  # another statement of one short paragraph: its body is the same, one candidate
+            draft, score = self.drafts[same], self._base(rule, utterance, weight)
+            if score > draft.score:
+                draft.rule, draft.kind, draft.score, draft.noise = rule.name, rule.kind, score, noise
+            return
         for i, other in enumerate(self.words):
             if _similar(words, other) and same_particulars(said, self.said[i]):
                 draft = self.drafts[i]
@@ -258,6 +267,7 @@ class _Session:
         self.words.append(words)
         self.said.append(said)
         self.by_utterance.setdefault(turn, []).append(len(self.drafts))
+        self.bodies[(turn, body)] = len(self.drafts)
         self.drafts.append(Draft(rule.name, rule.kind, self._base(rule, utterance, weight), False,
                                  summarize(trimmed(statement.text)), body, [utterance], noise=noise))
 
