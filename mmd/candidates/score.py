@@ -64,6 +64,14 @@ the held-back sets. Measured and left out: the agent's asides kept in a body (+0
 "… Let me check the function."), a paragraph limit of 300 (+0.008 / +0.004), assistant 0.6 or 0.8, min score 0.5
 (recall 0.305), slope 0.75.
 
+Issue 30, an error analysis of that estimate (2026-12-02, ``bench/queue_quality.py --extra ROOT --misses``), one
+change at a time, kept when the cv phrases estimate rose on the 18 and on the 33 (or on one, the other holding):
+two noise cues of the agent's, a fragment (a body under 20 words) and what is in progress (the present progressive),
+``assistant-code-fact`` 0.5 → 0.55 (a plain code fact clears the floor, one with a cue does not), and one draft per
+body (two sentences of one short paragraph wrote the same text twice): cv phrases 0.436 / 0.333 → 0.467 / 0.370 at
+3.9 a session, in-sample 0.475 / 0.386, cv params+phrases 0.386 / 0.325 → 0.447 / 0.341. ``docs/candidates.md``
+keeps each step's figures and what was measured and left out.
+
 Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
 applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
 drafts come back with ``visible=False``), or imports anything outside the standard library
