@@ -178,10 +178,10 @@ def test_a_root_made_before_the_home_starts_serves_and_injects_as_the_user_root_
     code, out, _ = cli(daemon, "list")
     assert (code, out) == (0, "deploy-region\nnode-version\nstyle\n")
     said = hook(daemon, tmp_path)  # a folder in no repository: a session there is a project with no root yet
-    mmctl = os.path.join(os.path.dirname(__import__("sys").executable), "mmctl")
+    from mmd.inject.baseline import mmctl_path  # "mmctl" when the one on PATH is this one (as in CI), else its path
+
     expected = (HOME_V1 / "inject-session-start.txt").read_text()
-    assert said == expected.replace("{root}", str(root)).replace(
-        "{mmctl}", mmctl if os.path.exists(mmctl) else "mmctl"), said
+    assert said == expected.replace("{root}", str(root)).replace("{mmctl}", mmctl_path()), said
     assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*.md")} == files
     assert not (root / "projects").exists()
     import sqlite3
@@ -216,8 +216,13 @@ def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_
                what="the pulled note")
     daemon.stop()
     again = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
-    roots = {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
-    assert roots[key] == str(team)  # served from the start: the home remembers it
+
+    def served() -> dict[str, str]:
+        return {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
+
+    # opened once the daemon serves (one root a loop turn), no request naming it: the home remembers it
+    wait_until(lambda: key in served(), timeout_s=60, what="the remembered .mm root")
+    assert served()[key] == str(team)
 
 
 def test_more_roots_than_cached_injection_maps_each_inject_and_confirm(start_daemon, tmp_path: Path) -> None:
