@@ -120,3 +120,22 @@ def test_the_modules_the_hook_may_load_exist() -> None:
 
     for name in sorted(ON_THE_FILES):
         importlib.import_module(name)
+
+
+def test_sha256_hex_is_hashlibs_digest_and_loads_hashlib_only_for_long_data() -> None:
+    """Short keys (a root's, a project's, an injection's hashes) use CPython's built-in SHA-256 and leave OpenSSL
+    unloaded; data past :data:`mmd.core.sha.BUILTIN_MAX_BYTES` loads hashlib, which then hashes everything."""
+    import hashlib
+
+    from mmd.core.sha import BUILTIN_MAX_BYTES
+
+    script = ("import sys, json; from mmd.core.sha import sha256_hex\n"
+              "out = [sha256_hex(b''), sha256_hex(b'api'), 'hashlib' in sys.modules]\n"
+              f"out += [sha256_hex(b'x' * {BUILTIN_MAX_BYTES + 1}), 'hashlib' in sys.modules, sha256_hex(b'api')]\n"
+              "print(json.dumps(out))")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    empty, short, loaded, long, loaded_after, short_after = json.loads(proc.stdout)
+    assert (empty, short, short_after) == (hashlib.sha256(b"").hexdigest(), hashlib.sha256(b"api").hexdigest(),
+                                           hashlib.sha256(b"api").hexdigest())
+    assert long == hashlib.sha256(b"x" * (BUILTIN_MAX_BYTES + 1)).hexdigest()
+    assert (loaded, loaded_after) == (False, True)
