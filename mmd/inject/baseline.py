@@ -56,7 +56,7 @@ def command_for(root: Path | None) -> str:
     """``mmctl``, or ``mmctl --root <root>`` (shell-quoted) when ``root`` is not the default root
     ``~/.dsh/memory``: the command an agent is told to run, in a shell that may resolve another root (and
     :func:`mmctl_path`, when the ``mmctl`` on PATH is not this installation's)."""
-    import shlex  # with shutil below: loaded where used, the hook without a daemon plans here (issue 31)
+    import shlex  # loaded where used: the hook without a daemon plans here (issue 31)
 
     program = mmctl_path()
     if root is None or Path(root) == Path.home() / ".dsh" / "memory":
@@ -69,15 +69,35 @@ def mmctl_path() -> str:
     """``mmctl`` when the one on PATH is this installation's (or none sits beside this Python), else this
     installation's by absolute path, shell-quoted: a hook or a service may run with a PATH that has none."""
     import shlex
-    import shutil
 
     mine = Path(sys.executable).parent / "mmctl"
     if not mine.is_file():
         return "mmctl"
-    found = shutil.which("mmctl")
+    found = _which("mmctl")
     if found is not None and os.path.realpath(found) == os.path.realpath(mine):
         return "mmctl"
     return shlex.quote(str(mine))
+
+
+def _which(program: str) -> str | None:
+    """:func:`shutil.which` of ``program`` on POSIX (the first executable file of that name along ``$PATH``), without
+    importing :mod:`shutil`, whose archive modules (bz2, lzma) cost ~3 ms of the hook without a daemon (issue 31)."""
+    if os.name == "nt":
+        import shutil
+
+        return shutil.which(program)
+    path = os.environ.get("PATH")
+    if path is None:
+        path = os.confstr("CS_PATH") or os.defpath
+    seen: set[str] = set()
+    for folder in path.split(os.pathsep) if path else ():
+        if folder in seen:
+            continue
+        seen.add(folder)
+        candidate = os.path.join(folder, program)
+        if os.path.exists(candidate) and os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def read_hint(command: str = "mmctl", changed: bool = False) -> str:
