@@ -49,7 +49,7 @@ from .config import Config, ConfigError
 from .events import Publisher
 from .failures import startup_failure
 from .gitsync import GitSync, check_root
-from .home import USER, Home, ProposedScope, Root
+from .home import USER, Home, Root
 from .ingest import Ingestor
 from .ingest.extractor import Extractor
 from .ingest.folders import EndedSession
@@ -64,6 +64,7 @@ from .review import Review
 from .rootguard import RootGuard
 from .rpc import RpcServer
 from .scheduler import Schedule
+from .scopes import ProposedScope
 from .sockets import LINGER_MS, Sockets, start_authenticator, take_root_lock
 from .state import MemoryState
 from .statedb import SchemaError, StateDB
