@@ -91,6 +91,8 @@ class NewCandidate:
         evidence: every place it was seen, in order.
         proposal_action: ``create`` a note ``topic`` or ``append`` to it.
         pinned: marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): always visible, never capped.
+        scope: the root it is proposed to when its maker knows it (a sync conflict's: ``user`` or a project key);
+            None: the queue decides from its evidence (``docs/projects.md``).
     """
 
     kind: str
@@ -110,6 +112,7 @@ class NewCandidate:
     evidence: tuple[Evidence, ...] = field(default=())
     proposal_action: str = "create"
     pinned: bool = False
+    scope: str | None = None
 
     @property
     def key(self) -> str:

@@ -93,7 +93,7 @@ class Jobs:
         self.publisher = publisher
         self.injector = injector
         self.git: GitSync | None = None
-        """With ``--git``: told of each revision (its commit)."""
+        """With ``--git``: told of each revision of every root (its commit)."""
 
     def on_change(self, revision: Revision, cause: str) -> None:
         """A new revision of the user root (``cause``: ``write`` | ``delete`` | ``merge`` | ``rename`` |
@@ -104,9 +104,11 @@ class Jobs:
 
     def changed_in(self, root: Root) -> Callable[[Revision, str], None]:
         """The ``on_change`` of a project root's state: as :meth:`on_change`, the event and journal row saying
-        the root's scope."""
+        the root's scope (with ``--git`` its commit, unless the root lives outside the home)."""
         def changed(revision: Revision, cause: str) -> None:
             self._changed(revision, cause, root.scope, root.injector)
+            if self.git is not None:
+                self.git.revised(revision, cause, root.scope)
 
         return changed
 

@@ -108,8 +108,8 @@ class ReviewQueue:
     Args:
         db: the opened state database.
         now_iso: the clock, ISO-8601 UTC with milliseconds.
-        scope_of: the root a new candidate is proposed to (``user`` or a project key, ``docs/projects.md``);
-            None proposes every candidate to the user root.
+        scope_of: the root a new candidate is proposed to (``user`` or a project key, ``docs/projects.md``) when
+            it does not say (``NewCandidate.scope``); None proposes those to the user root.
     """
 
     def __init__(self, db: StateDB, now_iso: Callable[[], str],
@@ -231,7 +231,8 @@ class ReviewQueue:
              c.seq, c.message_id, c.source_kind, now, c.rule, round(c.score, 4), max(1, len(evidence)),
              int(c.pinned or c.visible and not is_draft(c)), int(c.pinned), c.norm, c.proposal_action,
              json.dumps(evidence, ensure_ascii=False), _framed(e["agent"] for e in evidence),
-             _framed(e["project"] for e in evidence), self.scope_of(c) if self.scope_of is not None else "user",
+             _framed(e["project"] for e in evidence),
+             c.scope or (self.scope_of(c) if self.scope_of is not None else "user"),
              int(is_draft(c)), now))
         return cur.lastrowid if cur.rowcount == 1 else None
 

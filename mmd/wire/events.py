@@ -102,13 +102,15 @@ class NudgeEvent(TypedDict):
     agent's session whose log went quiet for ``daemon.sessionIdleSeconds`` (and, for DSH, with its lock
     released): then ``agent`` is the source (``dsh`` | ``claude-code`` | ``codex``), ``project`` the
     session's working directory (None when the log does not say) and ``source`` the log's path.
-    ``due`` lists the topics whose review date has come (today or earlier, UTC), most overdue first.
+    ``due`` lists the topics whose review date has come (today or earlier, UTC), most overdue first. A ``sync``
+    nudge about a project root's index names it (``scope``: its key).
     """
 
     seq: int
     at: str
     reason: str
     queuePending: int
+    scope: NotRequired[str]
     sessionId: NotRequired[str]
     source: NotRequired[str]
     agent: NotRequired[str]
