@@ -1,9 +1,10 @@
 """``mmctl log|diff|revert|restore|sync``: the root's history and sync.
 
 ``log`` and ``restore`` work on every root: a daemon run with ``--git`` answers from the git
-history, any other daemon and ``mmctl`` alone from the version history every write keeps
-(``.mmd/versions.db``, issue 29); ``diff``, ``revert`` and ``sync`` need a daemon run with
-``--git``. REV is a revision ``r42`` of THIS root, a kept version ``v17`` (``log`` lists them),
+history (a project root's commits, topics and ``rN`` its own: ``--project``), any other daemon
+and ``mmctl`` alone from the version history every write keeps (``.mmd/versions.db``, issue 29);
+``diff``, ``revert`` and ``sync`` need a daemon run with ``--git`` (``sync`` syncs every root of
+the home at once). REV is a revision ``r42`` of THIS root, a kept version ``v17`` (``log`` lists them),
 or a commit (any commit-ish git knows; revision numbers are per root: another machine's ``r42``
 is named by its commit hash; ``log`` prints the hash beside each and marks other roots'
 commits). A revert or a restore is a new write under every budget, never a history rewrite.
