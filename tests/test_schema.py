@@ -382,6 +382,20 @@ def _queue_methods(wire: Wire) -> None:
     assert wire.result("queue.undo", {"id": second})["reverted"] is None
     assert wire.result("queue.accept", {"project": "user", "id": first, "topic": "vpn"})["ok"] is True
     wire.error("queue.undo", {"id": third}, "E_INVALID")
+    # an agent's proposals (issue 28): every status of the answer, and a replace shown beside the note
+    queued = wire.result("memory.propose", {"content": "Releases are cut on Tuesdays.", "agent": "codex",
+                                            "session": "s-9", "reason": "the person said so"})
+    assert queued["status"] == "queued" and queued["candidate"]["proposal"]["by"] == "codex"
+    assert wire.result("memory.propose", {"content": "Releases are cut on Tuesdays!"})["status"] == "merged"
+    replace = wire.result("memory.propose", {"topic": "vpn", "action": "replace",
+                                             "content": "Connect through WireGuard since March."})
+    vpn = wire.result("memory.read", {"topic": "vpn"})["body"]
+    assert wire.result("queue.get", {"id": replace["id"]})["proposal"]["current"] == vpn
+    assert wire.result("memory.propose", {"content": vpn, "topic": "vpn"})["status"] == "held"
+    wire.result("queue.reject", {"id": replace["id"]})
+    assert wire.result("memory.propose", {"topic": "vpn", "action": "replace",
+                                          "content": "Connect through WireGuard since March."})["status"] == "rejected"
+    wire.error("memory.propose", {"topic": "vpn", "action": "create", "content": "x"}, "E_EXISTS")
 
 
 def _error_paths(wire: Wire) -> None:

@@ -32,6 +32,7 @@ from .revision import Revision
 from .statedb import StateDB
 
 if TYPE_CHECKING:
+    from .agents import Agents
     from .gitsync import GitSync
     from .lifecycle import Running
 
@@ -94,6 +95,8 @@ class Jobs:
         self.injector = injector
         self.git: GitSync | None = None
         """With ``--git``: told of each revision of every root (its commit)."""
+        self.agents: Agents | None = None
+        """The agents' use-cases (set once built): a session-end nudge names the session's proposals."""
 
     def on_change(self, revision: Revision, cause: str) -> None:
         """A new revision of the user root (``cause``: ``write`` | ``delete`` | ``merge`` | ``rename`` |
@@ -195,6 +198,8 @@ class Jobs:
             try:
                 gone = self.injector.expire()
                 drafts = self.review.queue.expire() if self.review.queue is not None else []
+                if self.agents is not None:  # the prompt counts of the same clients go with them
+                    self.agents.expire(self.injector.cutoff(self.state.now_iso()))
             except sqlite3.Error as error:
                 log.error("inject.expire_failed error=%s", error)
                 return
@@ -213,7 +218,8 @@ class Jobs:
     def session_ended(self, ended: EndedSession) -> None:
         """A followed agent session went quiet (and its source reports no writer): a ``session-end`` nudge
         naming the agent, its session id, the project (null when unknown) and the log; its first suggested
-        action names the session's visible pending candidates (the best three, ids and summaries), if any."""
+        action names the session's visible pending candidates (the best three, ids and summaries), if any, and
+        ``proposals`` every proposal the agent made in it (``[{id, status, topic, summary}]``)."""
         report = self._nudge_report()
         queue = self.review.queue
         if queue is not None and ended.session_id:  # what this session left, named first: it is fresh in mind
@@ -227,7 +233,27 @@ class Jobs:
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
                                               "sessionId": ended.session_id, "source": ended.file,
                                               "agent": ended.agent, "project": ended.project,
-                                              "due": self.injector.due_now()})
+                                              "due": self.injector.due_now(),
+                                              "proposals": self.agents.of_session(ended.session_id)
+                                              if self.agents is not None else []})
+
+
+    def distill(self, session: EndedSession) -> None:
+        """A followed agent session ran :data:`~mmd.inject.guide.DISTILL_AFTER_PROMPTS` prompts without a proposal:
+        one ``memory/nudge`` (reason ``distill``) carrying the line to give its agent (a DSH agent subscribes), naming
+        the agent, its session, project and log; none with ``nudge.distill = "off"``."""
+        if self._config().distill == "off":
+            return
+        from mmd.inject.guide import distill_line
+
+        line = distill_line(self._config().lang)
+        report = self._nudge_report()
+        report["suggestedActions"].insert(0, line)
+        log.info("memory.nudge reason=distill agent=%s session=%s", session.agent, session.session_id)
+        self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "distill", "queuePending": self.review.pending,
+                                              "sessionId": session.session_id, "source": session.file,
+                                              "agent": session.agent, "project": session.project,
+                                              "due": self.injector.due_now(), "distill": line})
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:

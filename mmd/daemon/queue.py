@@ -40,12 +40,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mmd.candidates import NewCandidate
-from mmd.candidates.identity import normalized, shingles
+from mmd.candidates.identity import shingles
+from mmd.candidates.proposals import is_proposal
 from mmd.wire.protocol import CandidateJson
 
 from . import queue_offers as offers
 from .queue_index import StatementIndex, same_idea
 from .queue_offers import Allowance, Sighting, is_draft, session_of
+from .queue_rows import framed, place, replay, row_json
 from .statedb import CursorRow, StateDB
 
 __all__ = ["OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
@@ -56,45 +58,6 @@ SAME_SESSION_BONUS = 0.15
 """Score a candidate gains per new sighting in a session it was already seen in."""
 OTHER_SESSION_BONUS = 0.4
 """Score a candidate gains per new session it is seen in: what the user told the agents twice ranks first."""
-
-
-def _framed(values: Iterable[str | None]) -> str:
-    """``\\n``-framed set of the non-empty values (``\\na\\nb\\n``), for ``LIKE '%\\nX\\n%'`` filters."""
-    found = sorted({v for v in values if v})
-    return "\n" + "\n".join(found) + "\n" if found else ""
-
-
-def _row_json(r: sqlite3.Row) -> CandidateJson:
-    out: CandidateJson = {
-        "id": r["id"], "status": r["status"], "kind": r["kind"], "rule": r["rule"], "score": round(r["score"], 4),
-        "seen": r["seen"], "visible": bool(r["visible"]), "pinned": bool(r["pinned"]), "topic": r["topic"],
-        "proposal": {"action": r["proposal_action"], "topic": r["topic"]},
-        "summary": r["summary"], "body": r["body"], "chars": r["chars"], "overBudget": bool(r["over_budget"]),
-        "evidence": json.loads(r["evidence"]),
-        "source": {"sessionId": r["session_id"], "file": r["file"], "seq": r["seq"], "messageId": r["message_id"],
-                   "kind": r["source_kind"]},
-        "createdAt": r["created_at"], "scope": r["scope"],
-    }
-    if r["decided_at"] is not None:
-        out["decidedAt"] = r["decided_at"]
-    if r["reason"] is not None:
-        out["reason"] = r["reason"]
-    if r["written_topic"] is not None:
-        out["written"] = {"topic": r["written_topic"], "revision": r["written_revision"]}
-    return out
-
-
-def _place(e: dict[str, Any]) -> str:
-    """See :attr:`mmd.candidates.model.Evidence.place` (the same identity over the stored JSON)."""
-    p = e.get("position") or {}
-    where = p.get("uuid") or f"{e.get('sessionId') or p.get('file')}:{p.get('line')}:{p.get('seq')}"
-    return f"{e.get('agent')}|{where}|{e.get('who')}"
-
-
-def _replay(e: dict[str, Any]) -> str:
-    """A sighting's identity across replays: session, who, when (``at``) and the quote, normalized. A resumed
-    session or a copied log replays a record at a new place with its old time: no new sighting."""
-    return f"replay|{session_of(e)}|{e.get('who')}|{e.get('at')}|{normalized(str(e.get('quote') or ''))}"
 
 
 def _session_key(c: NewCandidate) -> str:
@@ -108,8 +71,8 @@ class ReviewQueue:
     Args:
         db: the opened state database.
         now_iso: the clock, ISO-8601 UTC with milliseconds.
-        scope_of: the root a new candidate is proposed to (``user`` or a project key, ``docs/projects.md``) when
-            it does not say (``NewCandidate.scope``); None proposes those to the user root.
+        scope_of: the root a new candidate is proposed to (``user`` or a project key, ``docs/projects.md``);
+            None proposes every candidate to the user root.
     """
 
     def __init__(self, db: StateDB, now_iso: Callable[[], str],
@@ -191,32 +154,39 @@ class ReviewQueue:
             (``c`` brought a session the row had not been seen in, the row's score after the merge).
         """
         evidence: list[dict[str, Any]] = json.loads(row["evidence"])
-        places = {_place(e) for e in evidence} | {_replay(e) for e in evidence if e.get("at")}
+        places = {place(e) for e in evidence} | {replay(e) for e in evidence if e.get("at")}
         sessions = {session_of(e) for e in evidence}
         score = max(float(row["score"]), c.score)
         added = 0
         known = set(sessions)
         for e in (x.to_json() for x in c.evidence):
-            if _place(e) in places or (e.get("at") and _replay(e) in places):
+            if place(e) in places or (e.get("at") and replay(e) in places):
                 continue  # a place already held, or a replay of one (a resumed session, a copied log)
-            places.update((_place(e), _replay(e)) if e.get("at") else (_place(e),))
+            places.update((place(e), replay(e)) if e.get("at") else (place(e),))
             score += OTHER_SESSION_BONUS if session_of(e) not in sessions else SAME_SESSION_BONUS
             sessions.add(session_of(e))
             evidence.append(e)
             added += 1
         again = bool(sessions - known)
         pinned = bool(row["pinned"]) or c.pinned
-        if row["draft"]:
+        takeover = is_proposal(c.rule) and not is_proposal(row["rule"])  # the agent proposes what a rule drafted
+        if row["draft"] and not takeover:
             visible = bool(row["visible"]) or pinned or (c.visible and not is_draft(c))
         else:
-            visible = bool(row["visible"]) or c.visible or (added > 0 and len(sessions) > 1)
-        if not added and score <= row["score"] and visible == bool(row["visible"]) and pinned == bool(row["pinned"]):
+            visible = bool(row["visible"]) or c.visible or pinned or (added > 0 and len(sessions) > 1)
+        if takeover:
+            evidence = [e for e in evidence if e.get("reason") is not None] + \
+                [e for e in evidence if e.get("reason") is None]  # its reason first: the proposal's
+            conn.execute("UPDATE candidates SET kind = ?, rule = ?, topic = ?, proposal_action = ?, draft = 0"
+                         " WHERE id = ?", (c.kind, c.rule, c.topic, c.proposal_action, row["id"]))
+        elif not added and score <= row["score"] and visible == bool(row["visible"]) and \
+                pinned == bool(row["pinned"]):
             return again, float(row["score"])
         conn.execute("UPDATE candidates SET evidence = ?, seen = seen + ?, score = ?, visible = ?, pinned = ?,"
                      " agents = ?, projects = ? WHERE id = ?",
                      (json.dumps(evidence, ensure_ascii=False), added, round(score, 4), int(visible or pinned),
-                      int(pinned), _framed(e.get("agent") for e in evidence),
-                      _framed(e.get("project") for e in evidence), row["id"]))
+                      int(pinned), framed(e.get("agent") for e in evidence),
+                      framed(e.get("project") for e in evidence), row["id"]))
         self.merged += added
         return again, round(score, 4)
 
@@ -230,9 +200,8 @@ class ReviewQueue:
             (f"n:{c.norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
              c.seq, c.message_id, c.source_kind, now, c.rule, round(c.score, 4), max(1, len(evidence)),
              int(c.pinned or c.visible and not is_draft(c)), int(c.pinned), c.norm, c.proposal_action,
-             json.dumps(evidence, ensure_ascii=False), _framed(e["agent"] for e in evidence),
-             _framed(e["project"] for e in evidence),
-             c.scope or (self.scope_of(c) if self.scope_of is not None else "user"),
+             json.dumps(evidence, ensure_ascii=False), framed(e["agent"] for e in evidence),
+             framed(e["project"] for e in evidence), self.scope_of(c) if self.scope_of is not None else "user",
              int(is_draft(c)), now))
         return cur.lastrowid if cur.rowcount == 1 else None
 
@@ -324,6 +293,14 @@ class ReviewQueue:
             self.refresh_counts()
         return ids
 
+    def holding(self, c: NewCandidate) -> CandidateJson | None:
+        """The candidate that holds ``c``'s statement after :meth:`add` (the same text or a near-duplicate, any
+        status), or None when the queue has none: what an agent's proposal became (queued, merged, or decided
+        before)."""
+        conn = self.db.conn()
+        row = self._match(conn, c, shingles(c.body))
+        return row_json(row) if row is not None else None
+
     def known(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` (:func:`~mmd.candidates.identity.norm_key` of statements) the queue's history holds."""
         wanted = list(keys)
@@ -372,7 +349,7 @@ class ReviewQueue:
             order, ordering = f"scope = ? DESC, {order}", (first,)
         rows = conn.execute(f"SELECT * FROM candidates{where} ORDER BY {order} LIMIT ? OFFSET ?",
                             (*args, *ordering, limit, offset)).fetchall()
-        return [_row_json(r) for r in rows], int(total)
+        return [row_json(r) for r in rows], int(total)
 
     def left_out(self, *, project: str | None = None, agent: str | None = None, session: str | None = None,
                  scope: str | None = None) -> dict[str, int]:
@@ -390,7 +367,7 @@ class ReviewQueue:
     def get(self, candidate_id: int) -> CandidateJson | None:
         """One candidate, or None."""
         row = self.db.conn().execute("SELECT * FROM candidates WHERE id = ?", (candidate_id,)).fetchone()
-        return _row_json(row) if row is not None else None
+        return row_json(row) if row is not None else None
 
     def decide(self, candidate_id: int, status: str, *, reason: str | None = None,
                written: dict[str, Any] | None = None) -> CandidateJson | None:

@@ -3,7 +3,9 @@
 Owns: the decisions on candidates — an acceptance writes through the memory
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
 accepted (a new note, or appended to a note: ``into``, or the candidate's
-``append`` proposal); a rejection is for good; many ids at once, each
+``append`` proposal; an agent's proposal may also replace a note's text or
+delete it, and a page or a candidate shows the note's current text beside it);
+a rejection is for good; many ids at once, each
 reported (:meth:`Review.decide_many`); ``reject --below``. Decisions are serialized by one lock, so two
 callers never decide the same candidate twice. Every surface (the RPC method
 table today, a web page later) calls this module with plain Python values;
@@ -20,6 +22,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from mmd.candidates.proposals import is_proposal, summary_to_write
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.projects import is_key, project_for
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
@@ -132,8 +135,18 @@ class Review:
             return found, total, q.left_out(**filters)
 
         found, total, left = await asyncio.to_thread(read)
-        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit,
-                "leftOut": left, "expireDays": q.expire_days()}
+        return {"candidates": [self._with_current(c) for c in found], "total": total, "pending": q.pending,
+                "offset": offset, "limit": limit, "leftOut": left, "expireDays": q.expire_days()}
+
+    def _with_current(self, cand: CandidateJson) -> CandidateJson:
+        """An agent's proposal with ``proposal.current``: the text of the note it targets as that note is now (None
+        when there is none), so a review shows what accepting changes; other candidates as they are."""
+        proposal = cand.get("proposal") or {}
+        if not is_proposal(cand.get("rule")):
+            return cand
+        root = self.home.get(str(cand.get("scope") or USER))
+        note = root.state.current.note(str(proposal.get("topic"))) if root is not None else None
+        return {**cand, "proposal": {**proposal, "current": note.body if note is not None else None}}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
         """The candidate ``raw_id`` (see :func:`candidate_id`).
@@ -147,7 +160,7 @@ class Review:
         found = await asyncio.to_thread(q.get, cid)
         if found is None:
             raise DaemonError(DaemonCode.E_NOT_FOUND, f"no candidate {cid} in the review queue")
-        return found
+        return self._with_current(found)
 
     async def target(self, cand: CandidateJson, project: str | None = None) -> MemoryState:
         """The state of the root ``cand`` is written to: the one ``project`` names (a key, an absolute path, or
@@ -206,10 +219,14 @@ class Review:
             action = cand.get("proposal", {}).get("action")
             if into is None and topic is None and action == "append":
                 into = cand["topic"]
-            if into is None and topic in (None, cand["topic"]) and action in ("replace", "delete"):  # a resolution
+            if into is None and topic in (None, cand["topic"]) and action in ("replace", "delete"):
+                # a sync conflict's resolution, or an agent's proposal of the note's new text (or of its deletion)
                 if action == "delete" and content is None:
                     return await self._delete(state, cand, if_revision)
                 replace = True
+                if is_proposal(cand.get("rule")) and summary is None:  # the note keeps its index line
+                    before = _previous(state, cand["topic"])
+                    summary = summary_to_write(cand["summary"], cand["body"]) or (before or {}).get("summary")
             if into is not None:
                 return await self._append(state, cand, into, content=content, summary=summary, tags=tags,
                                           if_revision=if_revision)
@@ -251,8 +268,8 @@ class Review:
         return await self._accepted(q, state, cand, outcome, previous)
 
     async def _delete(self, state: MemoryState, cand: CandidateJson, if_revision: int | None) -> QueueAcceptResult:
-        """Accept a conflict whose lost version is the topic's deletion: delete the note (the lock is held); undo
-        writes it back."""
+        """Accept a deletion (a conflict whose lost version is the topic's deletion, or an agent's proposal to delete
+        the note): delete the note (the lock is held); undo writes it back."""
         latest = state.current
         topic = cand["topic"]
         previous = _previous(state, topic)

@@ -54,6 +54,9 @@ class ProposedScope:
     def __call__(self, candidate: NewCandidate) -> str:
         from mmd.candidates.scope import proposed_scope
 
+        if candidate.scope is not None:  # its maker named the root (an agent's proposal, a sync conflict)
+            return candidate.scope
+
         folder = next((e.project for e in candidate.evidence if e.project), None)
         return proposed_scope(candidate, self.key_of(folder))
 

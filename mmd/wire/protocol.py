@@ -188,8 +188,10 @@ class CandidateJson(TypedDict):
     """A review-queue candidate (DESIGN "Sources and utterances"): ``kind`` the rule family, ``rule`` the
     rule's name, ``score`` (higher first), ``seen`` (places it was seen), ``visible`` (within its
     session's budget, or ``pinned``: marked on purpose), ``topic`` and ``proposal`` (``{action: create |
-    append, topic}``), ``summary`` (≤ 120 code points), ``body`` (≤ 500 for agent logs), ``evidence`` (every
-    place: ``{agent, sessionId, project, file, position, at, who, quote}``), ``source`` (the first place, the
+    append, topic}``; an agent's proposal, rule ``agent.propose``, also ``{action: replace | delete, by: the agent,
+    reason: its one line or null}`` and, from ``queue.get`` and ``queue.list``, ``current``: the note's text now, or
+    null), ``summary`` (≤ 120 code points), ``body`` (≤ 500 for agent logs), ``evidence`` (every
+    place: ``{agent, sessionId, project, file, position, at, who, quote, reason?}``), ``source`` (the first place, the
     older shape); ``status`` is ``pending`` | ``accepted`` | ``rejected`` | ``expired`` (``reason``: ``age`` or
     ``backfill``); times are ISO-8601 UTC;
     ``written`` is the note an acceptance wrote (``{topic, revision}``)."""
@@ -203,7 +205,7 @@ class CandidateJson(TypedDict):
     visible: bool
     pinned: bool
     topic: str
-    proposal: dict[str, str]
+    proposal: dict[str, Any]
     summary: str
     body: str
     chars: int

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ..errors import RpcError
-from ..render import candidates, cut, table, terminal_width
+from ..render import candidates, cut, proposal_lines, table, terminal_width
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
@@ -22,11 +22,15 @@ __all__ = ["cmd_merge", "cmd_queue", "every_candidate"]
 _COLUMNS = ("id", "score", "seen", "kind", "root", "topic", "summary")
 
 
+_MARKS = {"append": "+", "replace": "~", "delete": "-"}
+
+
 def _proposed(c: dict[str, Any]) -> str:
-    """The proposed topic, ``+topic`` when the proposal appends to an existing note."""
+    """The proposed topic: ``+topic`` when accepting appends to that note, ``~topic`` when it replaces its text,
+    ``-topic`` when it deletes it (an agent's proposals)."""
     proposal = c.get("proposal") or {}
     topic = str(proposal.get("topic") or c.get("topic", ""))
-    return f"+{topic}" if proposal.get("action") == "append" else topic
+    return _MARKS.get(str(proposal.get("action")), "") + topic
 
 
 def _project(c: dict[str, Any]) -> str:
@@ -120,7 +124,8 @@ def _queue_table(result: Any, status: str, offset: int = 0, filtered: bool = Fal
     if not items:
         return head + "\n"
     return (head + ":\n\n" + _rows(items) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
-            "accept or reject it (+topic: accepting appends to that note).\n")
+            "accept or reject it (+topic: accepting appends to that note; ~topic replaces its text, -topic deletes "
+            "it: an agent's proposal).\n")
 
 
 NARROW = 110
@@ -166,6 +171,8 @@ def _rows(items: list[Any], width: int | None = None) -> str:
 
 def _show(candidate: dict[str, Any]) -> str:
     rows = [(k, v) for k, v in candidate.items() if k not in ("body", "evidence", "source")]
+    if isinstance(candidate.get("proposal"), dict):  # the note's whole text is shown below, not in a row
+        rows = [(k, {x: y for x, y in v.items() if x != "current"} if k == "proposal" else v) for k, v in rows]
     out = aligned(rows) + f"\n{candidate.get('body', '')}\n"
     evidence = candidate.get("evidence") or []
     if candidate.get("kind") == "conflict" and evidence:
@@ -180,7 +187,8 @@ def _show(candidate: dict[str, Any]) -> str:
             out += (f"- {e.get('at') or '?'} {e.get('agent')} {e.get('who')} in {e.get('project') or '?'} "
                     f"(session {e.get('sessionId') or '-'}, {e.get('file')}{where})\n"
                     f"  > {e.get('quote', '')}\n")
-    return out
+    said = proposal_lines(candidate)  # an agent's proposal: who, why, and what accepting changes
+    return out + ("\n" + "\n".join(said) + "\n" if said else "")
 
 
 def _version(e: dict[str, Any], label: str) -> str:

@@ -78,6 +78,9 @@ class Ingestor:
         idle_s: quiet seconds after which a followed session log counts as ended.
         on_added: called (in the worker thread) after each slice that added candidates.
         on_session_end: called (in the worker thread) once per ended session.
+        on_distill: called (in the worker thread) once per followed session that has grown past
+            :data:`~mmd.inject.guide.DISTILL_AFTER_PROMPTS` prompts of the person without a proposal of the agent
+            (the ``distill`` nudge, issue 28); it decides whether the nudge is wanted.
         monotonic: the clock for idleness, seconds.
         debounce_ms, step_ms: watchfiles' grouping window and step, milliseconds.
     """
@@ -86,11 +89,13 @@ class Ingestor:
                  write_budget: Callable[[], int], exclude: Sequence[Path] = (), idle_s: float = 300.0,
                  on_added: Callable[[AddedBatch], None] = lambda batch: None,
                  on_session_end: Callable[[EndedSession], None] = lambda ended: None,
+                 on_distill: Callable[[EndedSession], None] = lambda session: None,
                  monotonic: Callable[[], float] = time.monotonic, debounce_ms: int = 50, step_ms: int = 50) -> None:
         self.folders = Folders(sources, exclude)
         self.queue = queue
         self.idle_s = idle_s
         self._on_session_end = on_session_end
+        self._on_distill = on_distill
         self._monotonic = monotonic
         self.debounce_ms, self.step_ms = debounce_ms, step_ms
         self._stop = threading.Event()
@@ -371,6 +376,7 @@ class Ingestor:
             folder.health.candidates_added += added
             if consumed and self._following:
                 t.grew_at, t.ended = self._monotonic(), False
+                self._maybe_distill(t)
             return consumed, added
         except FileNotFoundError:
             self._forget(path)  # gone between the event and the read
@@ -418,6 +424,19 @@ class Ingestor:
         folder.health.files += 1
         self.health.files_tracked = len(self._tracked)
         return t
+
+    def _maybe_distill(self, t: TrackedLog) -> None:
+        """The session's one distillation nudge, once it grew past the prompts that earn it without a proposal."""
+        from mmd.candidates.proposals import PROPOSAL_RULE
+        from mmd.inject.guide import DISTILL_AFTER_PROMPTS
+
+        if t.distilled or t.session_id is None or t.prompts <= DISTILL_AFTER_PROMPTS:
+            return
+        t.distilled = True
+        proposed = self.queue.db.conn().execute("SELECT 1 FROM candidates WHERE rule = ? AND session_id = ? LIMIT 1",
+                                                (PROPOSAL_RULE, t.session_id)).fetchone()
+        if proposed is None:
+            self._on_distill(EndedSession(t.source.name, t.session_id, t.project, t.path))
 
     # --- ended sessions -------------------------------------------------------------------------
 

@@ -57,7 +57,8 @@ class AddedBatch:
 
 @dataclass
 class TrackedLog:
-    """One log being followed: its source, session, opaque cursor JSON, project (the session's cwd) and quiet time."""
+    """One log being followed: its source, session, opaque cursor JSON, project (the session's cwd), quiet time, and
+    the person's prompts read (for the one distillation nudge of its session)."""
 
     path: str
     source: Source
@@ -66,6 +67,8 @@ class TrackedLog:
     project: str | None = None
     grew_at: float | None = None  # monotonic seconds of the last growth seen while following
     ended: bool = True
+    prompts: int = 0  # the person's utterances read so far (the distillation nudge counts them)
+    distilled: bool = False  # its distillation nudge was sent (or is not wanted)
 
 
 class Harvester:
@@ -114,6 +117,7 @@ class Harvester:
                 t.session_id = s.session_id
             if s.project is not None:
                 t.project = s.project
+            t.prompts += sum(1 for u in s.utterances if u.who == "human")
             candidates = self.candidacy.run(s.utterances, write_budget=self._write_budget(),
                                             restarted=s.restarted) if s.utterances else []
             if candidates or s.restarted or t.cursor is None or s.cursor != t.cursor:
