@@ -21,6 +21,11 @@ adds nothing, nor does a replay of one (same session, speaker, time and
 quote at another place). A rejected or accepted statement never comes back. Issue 13
 "Dedupe and repetition".
 
+Every candidate passes one door first, whoever made it (:func:`mmd.candidates.screening.screen_candidate`,
+issue 29): what is stored, listed and published carries secrets redacted and hidden text escaped, its
+``speaker`` and its ``flags``; pending flagged candidates are listed after every other one. Rows of an
+older schema are screened the same way once the daemon runs (:meth:`ReviewQueue.screen_older`).
+
 Threading: every method uses the calling thread's own connection; the
 ingestion worker adds, RPC handlers read and decide (in worker threads); the
 near-duplicate index is guarded by a lock.
@@ -40,13 +45,17 @@ from typing import Any
 from mmd.candidates import NewCandidate
 from mmd.candidates.identity import normalized, shingles
 from mmd.candidates.score import MIN_SCORE
+from mmd.candidates.screening import screen_candidate
 from mmd.wire.protocol import CandidateJson
 
 from .queue_index import StatementIndex, same_idea
+from .queue_rows import Screened, candidate_of, screen_older
 from .statedb import CursorRow, StateDB
 
-__all__ = ["OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
+__all__ = ["HELD", "OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
 
+HELD = "held"
+"""The kind of a held topic's candidate (:mod:`.holds`): never merged with a statement, nor one into it."""
 STATUSES = ("pending", "accepted", "rejected")
 """A candidate's possible statuses."""
 SAME_SESSION_BONUS = 0.15
@@ -61,7 +70,9 @@ def _framed(values: Iterable[str | None]) -> str:
     return "\n" + "\n".join(found) + "\n" if found else ""
 
 
-def _row_json(r: sqlite3.Row) -> CandidateJson:
+def _row_json(r: sqlite3.Row | Screened) -> CandidateJson:
+    if not r["speaker"]:  # a row of an older schema, not screened yet (screen_older): shown through the screen
+        return _row_json(Screened(r, screen_candidate(candidate_of(r))))
     out: CandidateJson = {
         "id": r["id"], "status": r["status"], "kind": r["kind"], "rule": r["rule"], "score": round(r["score"], 4),
         "seen": r["seen"], "visible": bool(r["visible"]), "pinned": bool(r["pinned"]), "topic": r["topic"],
@@ -70,8 +81,11 @@ def _row_json(r: sqlite3.Row) -> CandidateJson:
         "evidence": json.loads(r["evidence"]),
         "source": {"sessionId": r["session_id"], "file": r["file"], "seq": r["seq"], "messageId": r["message_id"],
                    "kind": r["source_kind"]},
-        "createdAt": r["created_at"], "scope": r["scope"],
+        "createdAt": r["created_at"], "scope": r["scope"], "speaker": r["speaker"], "flags": json.loads(r["flags"]),
+        "redacted": bool(r["redacted"]),
     }
+    if r["diff"] is not None:
+        out["diff"] = r["diff"]
     if r["decided_at"] is not None:
         out["decidedAt"] = r["decided_at"]
     if r["reason"] is not None:
@@ -137,8 +151,8 @@ class ReviewQueue:
     def _near_index(self, conn: sqlite3.Connection) -> StatementIndex:
         """Every candidate's statement, indexed (built once, then kept current by :meth:`add`)."""
         if self._near is None:
-            self._near = StatementIndex((r[0], r[1], r[2])
-                                        for r in conn.execute("SELECT id, body, summary FROM candidates"))
+            self._near = StatementIndex((r[0], r[1], r[2]) for r in conn.execute(
+                "SELECT id, body, summary FROM candidates WHERE kind != 'held'"))
         return self._near
 
     def _match(self, conn: sqlite3.Connection, c: NewCandidate, words: frozenset[str]) -> sqlite3.Row | None:
@@ -192,35 +206,45 @@ class ReviewQueue:
             added += 1
         visible = bool(row["visible"]) or c.visible or (added > 0 and len(sessions) > 1)
         pinned = bool(row["pinned"]) or c.pinned
-        if not added and score <= row["score"] and visible == bool(row["visible"]) and pinned == bool(row["pinned"]):
+        speaker = "person" if c.speaker == "person" else row["speaker"]  # the person said what the agent proposed
+        had = json.loads(row["flags"])
+        flags = had + [f for f in c.flags if f not in had]
+        if not added and score <= row["score"] and visible == bool(row["visible"]) and \
+                pinned == bool(row["pinned"]) and speaker == row["speaker"] and len(flags) == len(had):
             return False
         conn.execute("UPDATE candidates SET evidence = ?, seen = seen + ?, score = ?, visible = ?, pinned = ?,"
-                     " agents = ?, projects = ? WHERE id = ?",
+                     " agents = ?, projects = ?, speaker = ?, flags = ?, flagged = ?, redacted = ? WHERE id = ?",
                      (json.dumps(evidence, ensure_ascii=False), added, round(score, 4), int(visible or pinned),
                       int(pinned), _framed(e.get("agent") for e in evidence),
-                      _framed(e.get("project") for e in evidence), row["id"]))
+                      _framed(e.get("project") for e in evidence), speaker, json.dumps(flags, ensure_ascii=False),
+                      int(bool(flags)), int(bool(row["redacted"]) or c.redacted), row["id"]))
         self.merged += added
         return True
 
     def _insert(self, conn: sqlite3.Connection, c: NewCandidate, now: str) -> int | None:
         evidence = [e.to_json() for e in c.evidence]
+        norm = c.norm if c.kind != HELD else f"h:{c.file}#{c.message_id}"  # a held topic's change: its own, always
         cur = conn.execute(
             "INSERT OR IGNORE INTO candidates (key, kind, topic, summary, body, chars, over_budget, session_id, file,"
             " seq, message_id, source_kind, created_at, rule, score, seen, visible, pinned, norm, proposal_action,"
-            " evidence, agents, projects, scope)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (f"n:{c.norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
+            " evidence, agents, projects, scope, speaker, flags, flagged, redacted, diff)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (f"n:{norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
              c.seq, c.message_id, c.source_kind, now, c.rule, round(c.score, 4), max(1, len(evidence)),
-             int(c.visible or c.pinned), int(c.pinned), c.norm, c.proposal_action,
+             int(c.visible or c.pinned), int(c.pinned), norm, c.proposal_action,
              json.dumps(evidence, ensure_ascii=False), _framed(e["agent"] for e in evidence),
-             _framed(e["project"] for e in evidence), self.scope_of(c) if self.scope_of is not None else "user"))
+             _framed(e["project"] for e in evidence),
+             c.scope or (self.scope_of(c) if self.scope_of is not None else "user"),
+             c.speaker, json.dumps(list(c.flags), ensure_ascii=False), int(bool(c.flags)), int(c.redacted), c.diff))
         return cur.lastrowid if cur.rowcount == 1 else None
 
     def add(self, items: Iterable[NewCandidate], cursor: CursorRow | None = None) -> list[int]:
         """Add the new statements, merge the ones seen before, and store ``cursor``, in one transaction.
 
-        A statement equal to (or a near-duplicate of) a pending candidate merges into it; one
-        equal to an accepted or rejected candidate is dropped.
+        Each goes through the door first (:func:`~mmd.candidates.screening.screen_candidate`: redacted, escaped,
+        its speaker and flags set), so the identity compared and stored is the screened statement's. A statement
+        equal to (or a near-duplicate of) a pending candidate merges into it; one equal to an accepted or rejected
+        candidate is dropped.
 
         Returns:
             The ids of the candidates added (not those merged), in order.
@@ -228,15 +252,16 @@ class ReviewQueue:
         Raises:
             sqlite3.Error: if the database cannot be written (nothing of the call is kept).
         """
+        screened = [screen_candidate(c) for c in items]  # before the transaction: the screen is CPU work
         conn = self.db.conn()
         now = self._now_iso()
         ids: list[int] = []
         try:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
-                for c in items:
+                for c in screened:
                     words = shingles(c.body)
-                    row = self._match(conn, c, words)
+                    row = self._match(conn, c, words) if c.kind != HELD else None
                     if row is not None:
                         if row["status"] == "pending":
                             self._merge(conn, row, c)
@@ -244,6 +269,7 @@ class ReviewQueue:
                     cid = self._insert(conn, c, now)
                     if cid is not None:
                         ids.append(cid)
+                    if cid is not None and c.kind != HELD:
                         with self._near_lock:  # later candidates of this call match it too
                             self._near_index(conn).add(cid, c.body, c.summary)
                 if cursor is not None:
@@ -255,6 +281,26 @@ class ReviewQueue:
         if ids:
             self.refresh_counts()
         return ids
+
+    def screen_older(self) -> int:
+        """Screen the rows an older schema stored unscreened (:func:`.queue_rows.screen_older`); returns how many.
+
+        Raises:
+            sqlite3.Error: if the database cannot be written (the rows done stay done).
+        """
+        done = screen_older(self.db.conn())
+        if done:
+            with self._near_lock:
+                self._near = None  # rebuilt from the screened statements
+        return done
+
+    def flagged(self, ids: Iterable[int]) -> dict[int, list[dict[str, str]]]:
+        """``{id: flags}`` of those of ``ids`` that are flagged (what a bulk accept must not take unnamed)."""
+        wanted = list(ids)
+        marks = ",".join("?" * len(wanted))
+        rows = self.db.conn().execute(f"SELECT id, flags FROM candidates WHERE flagged = 1 AND id IN ({marks})",
+                                      wanted).fetchall() if wanted else []
+        return {int(r[0]): json.loads(r[1]) for r in rows}
 
     def known(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` (:func:`~mmd.candidates.identity.norm_key` of statements) the queue's history holds."""
@@ -273,7 +319,8 @@ class ReviewQueue:
              first: str | None = None) -> tuple[list[CandidateJson], int]:
         """Candidates with ``status`` (or ``"all"``): ``(page, total matching)``.
 
-        Pending candidates come highest score first (ties: oldest first); other statuses oldest first.
+        Pending candidates come highest score first (ties: oldest first), flagged ones after every other one; other
+        statuses oldest first.
 
         Args:
             hidden: include pending candidates hidden by their session's budget (decided ones are always listed).
@@ -316,7 +363,7 @@ class ReviewQueue:
                 folder = project.rstrip("/")
                 args += [f"\n{folder or '/'}\n", f"\n{folder}/"]
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        order = "score DESC, id" if status == "pending" else "id"
+        order = "flagged, score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]
         ordering: tuple[Any, ...] = ()
         if first is not None and status == "pending":

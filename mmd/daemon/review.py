@@ -1,6 +1,6 @@
 """The review use-cases: list, show, accept, reject and undo review-queue candidates.
 
-Owns: the decisions on candidates — an acceptance writes through the memory
+Owns: the decisions on candidates (a ``held`` topic's are :mod:`.holds`') — an acceptance writes through the memory
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
 accepted (a new note, or appended to a note: ``into``, or the candidate's
 ``append`` proposal); a rejection is for good; many ids at once, each
@@ -18,7 +18,7 @@ import asyncio
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.projects import is_key, project_for
@@ -26,8 +26,11 @@ from mmd.wire.methods import ID_DIGITS, INT_LIMIT
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
 from .home import USER, Home
-from .queue import ReviewQueue
+from .queue import HELD, ReviewQueue
 from .state import MemoryState
+
+if TYPE_CHECKING:
+    from .holds import Holds
 
 __all__ = ["QUEUE_LIST_MAX", "QUEUE_STATUSES", "Review", "candidate_id"]
 
@@ -68,6 +71,8 @@ class Review:
         self.state = home.user.state
         self.queue = queue
         self._deciding = asyncio.Lock()
+        self.holds: Holds | None = None
+        """The held topics' decisions (:mod:`.holds`): a ``held`` candidate is accepted, rejected and undone there."""
 
     @property
     def pending(self) -> int:
@@ -178,11 +183,13 @@ class Review:
             DaemonError(E_EXISTS): if the topic has a note and ``replace`` is false; the candidate stays pending.
             DaemonError(E_CONFLICT), MMError(E_INVALID | E_IO): as the state's write; the candidate stays pending.
         """
-        q = self._queue()
+        self._queue()
         async with self._deciding:
             cand = await self.get(raw_id)
             if cand["status"] != "pending":
                 raise _decided(cand)
+            if cand["kind"] == HELD and self.holds is not None:
+                return await self.holds.accept(self, cand, topic=topic, content=content, summary=summary, tags=tags)
             state = await self.target(cand, project)
             if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
@@ -206,7 +213,7 @@ class Review:
             outcome = await state.write(
                 topic, cand["body"] if content is None else content, if_revision=if_revision,
                 summary=cand["summary"] if summary is None else summary, tags=tags, cause="accept")
-            return await self._accepted(q, state, cand, outcome, previous)
+            return await self.accepted(state, cand, outcome, previous)
 
     async def _append(self, state: MemoryState, cand: CandidateJson, into: str, *, content: str | None,
                       summary: str | None, tags: str | Sequence[str] | None,
@@ -215,7 +222,6 @@ class Review:
         lock is held).
 
         The note keeps its summary unless ``summary`` is given (a new note takes the candidate's)."""
-        q = self._queue()
         latest = state.current
         existing = latest.note(into)
         previous = _previous(state, into)
@@ -226,19 +232,34 @@ class Review:
             into, body, if_revision=latest.revision if if_revision is None else if_revision,
             summary=summary if summary is not None else None if existing is not None else cand["summary"], tags=tags,
             budget=max(len(body), existing.entry.write_budget) if existing else None, cause="accept")
-        return await self._accepted(q, state, cand, outcome, previous)
+        return await self.accepted(state, cand, outcome, previous)
 
-    async def _accepted(self, q: ReviewQueue, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
-                        previous: dict[str, Any] | None) -> QueueAcceptResult:
+    async def accepted(self, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
+                       previous: dict[str, Any] | None) -> QueueAcceptResult:
         """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root), journaling what :meth:`undo`
         needs: the root's scope, the note's text before (``previous``) and the sha256 of the text written; a
         refused write leaves it pending."""
+        q = self._queue()
         if not outcome.get("ok"):
             return {"ok": False, "candidate": cand, "write": outcome}
         written = {"topic": outcome["topic"], "revision": outcome["revision"], "previous": previous,
                    "sha256": _body_hash(state.current.note(outcome["topic"])), "scope": self._scope_of(state)}
         decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
         return {"ok": True, "candidate": decided or cand, "write": outcome}
+
+    async def refuse_flagged(self, raw_id: int | str) -> None:
+        """Refuse a flagged candidate in a bulk accept (issue 29): a person names it alone, or says so (``flagged``).
+
+        Raises:
+            DaemonError(E_INVALID): when ``raw_id`` is flagged, its message naming the id and why (``data.flags``).
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`.
+        """
+        cand = await self.get(raw_id)
+        if cand.get("flags") and cand["status"] == "pending":
+            why = "; ".join(f"{f['kind']}: {f['why']}" for f in cand["flags"])
+            raise DaemonError(ErrorCode.E_INVALID, f"candidate {cand['id']} is flagged ({why}); a bulk accept takes "
+                              f"no flagged candidate: accept it alone, or with --flagged", id=cand["id"],
+                              flags=cand["flags"])
 
     async def decide_many(self, raw_ids: Sequence[int | str],
                           one: Callable[[int | str], Awaitable[Any]]) -> dict[str, Any]:
@@ -307,6 +328,8 @@ class Review:
                 return cand
             if cand["status"] != "pending":
                 raise _decided(cand)
+            if cand["kind"] == HELD and self.holds is not None:
+                await self.holds.reject(cand)  # the version before it comes back
             decided = await asyncio.to_thread(q.decide, cand["id"], "rejected", reason=reason)
             return decided or cand
 
@@ -333,7 +356,9 @@ class Review:
             if cand["status"] == "pending":
                 raise DaemonError(ErrorCode.E_INVALID, f"candidate {cand['id']} is pending: there is nothing to undo")
             out: dict[str, Any] = {"ok": True, "reverted": None}
-            if cand["status"] == "accepted":
+            if cand["kind"] == HELD and self.holds is not None:
+                out.update(await self.holds.undo(cand))  # the text that arrived, held again
+            elif cand["status"] == "accepted":
                 out.update(await self._revert(await asyncio.to_thread(q.last_acceptance, cand["id"])))
             reopened = await asyncio.to_thread(q.reopen, cand["id"], cand["status"])
             return {**out, "candidate": reopened or await self.get(cand["id"])}

@@ -6,13 +6,15 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 4; version 3 lacked ``candidates.scope``;
+Tables (schema version 5; version 4 lacked ``candidates.speaker``, ``flags``, ``flagged``, ``redacted`` and
+``diff``; version 3 lacked ``candidates.scope``;
 version 1 lacked the ``inject_*`` and ``due_announced`` tables, versions
 1 and 2 the review queue's columns of issue 13 and ``extractors``: an upgrade adds them in place)::
 
     candidates  the review queue: one row per candidate ever seen (the whole history); schema 3 added
                 rule, score, seen, visible, pinned, norm (the statement's identity), proposal_action,
-                evidence (JSON list), agents and projects (``\n``-framed sets, for filters)
+                evidence (JSON list), agents and projects (``\n``-framed sets, for filters); schema 5 added
+                speaker, flags (JSON list of ``{kind, why}``), flagged, redacted and diff (issue 29)
     extractors  one row per ended session the extractor command ran on (``session``: agent + id or file)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
     journal     every change the daemon saw or made: each new revision of the memory
@@ -45,8 +47,8 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 4
-"""``PRAGMA user_version`` of the schema this module creates (1 to 3 are upgraded in place, see
+SCHEMA_VERSION = 5
+"""``PRAGMA user_version`` of the schema this module creates (1 to 4 are upgraded in place, see
 :func:`_migrate_candidates`)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
@@ -133,9 +135,16 @@ _CANDIDATE_COLUMNS = (
     ("agents", "TEXT NOT NULL DEFAULT ''"),
     ("projects", "TEXT NOT NULL DEFAULT ''"),
     ("scope", "TEXT NOT NULL DEFAULT 'user'"),
+    ("speaker", "TEXT NOT NULL DEFAULT ''"),
+    ("flags", "TEXT NOT NULL DEFAULT '[]'"),
+    ("flagged", "INTEGER NOT NULL DEFAULT 0"),
+    ("redacted", "INTEGER NOT NULL DEFAULT 0"),
+    ("diff", "TEXT"),
 )
-"""Columns schemas 3 and 4 add to ``candidates`` (name, SQL type and default): 4 added ``scope``, the root a
-candidate is proposed to (``user`` or a project key, ``docs/projects.md``)."""
+"""Columns schemas 3 to 5 add to ``candidates`` (name, SQL type and default): 4 added ``scope``, the root a
+candidate is proposed to (``user`` or a project key, ``docs/projects.md``); 5 added what the queue's door found
+(:mod:`mmd.candidates.screening`): ``speaker``, ``flags`` and ``flagged`` (it has any), ``redacted`` and a held
+topic's ``diff`` (a row of an older schema has ``speaker`` '' until the queue screens it at start)."""
 _SCHEMA_3 = """
 CREATE INDEX IF NOT EXISTS candidates_by_norm ON candidates (norm);
 CREATE INDEX IF NOT EXISTS candidates_by_score ON candidates (status, visible, score);
@@ -148,12 +157,15 @@ CREATE TABLE IF NOT EXISTS extractors (
 );
 """
 _RANKED = """
-CREATE INDEX IF NOT EXISTS candidates_ranked ON candidates (status, visible, score DESC, id);
-CREATE INDEX IF NOT EXISTS candidates_ranked_all ON candidates (status, score DESC, id)
+DROP INDEX IF EXISTS candidates_ranked;
+DROP INDEX IF EXISTS candidates_ranked_all;
+CREATE INDEX IF NOT EXISTS candidates_ranked_flagged ON candidates (status, visible, flagged, score DESC, id);
+CREATE INDEX IF NOT EXISTS candidates_ranked_flagged_all ON candidates (status, flagged, score DESC, id)
 """
-"""The queue's pages in their order (best score first, then oldest), visible or all: a page of 100 out of
-100,000 reads 100 rows instead of sorting them all (the review page, ``bench/web_bench.py``). Made on
-every open (``IF NOT EXISTS``), so a database of this schema version gets them too."""
+"""The queue's pages in their order (flagged ones last, best score first, then oldest), visible or all: a page of
+100 out of 100,000 reads 100 rows instead of sorting them all (the review page, ``bench/web_bench.py``). Made on
+every open (``IF NOT EXISTS``), so a database of this schema version gets them too (schema 4's, without
+``flagged``, are dropped)."""
 _WHO = {"user": "human", "assistant": "assistant", "compaction": "summary"}
 _WEIGHTS = {"uri": 2.0, "explicit": 2.0, "summary": 0.6, "heading": 0.4}
 
