@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tests.test_candidates_screening import AGENT_LINES
+from tests.test_daemon_helpers import sync_call
 from tests.test_ingest_helpers import backfilled, call, candidates, wait_until
 from tests.test_mmctl_daemon import cli
 from tests.test_sources_daemon import claude_record
@@ -80,3 +81,21 @@ def test_the_pages_batch_accepts_the_unflagged_and_says_why_it_left_the_flagged(
     _, _, told = request(url, headers["location"], cookie=cookie)
     assert "accept: 1 of 2 done" in told and f"#{flagged[0]['id']}: candidate {flagged[0]['id']} is flagged" in told
     assert _status(daemon, plain[0]["id"]) == "accepted" and _status(daemon, flagged[0]["id"]) == "pending"
+
+
+def test_an_accept_over_a_note_holding_a_persons_secret_journals_no_value_and_undo_brings_it_back(
+        start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    daemon, plain, _ = _queued(start_daemon, tmp_path)
+    text = "the staging db password is hunter2"
+    assert cli(daemon, "write", "staging-db", "--content", text, "--allow-secret")[0] == 0
+    refused = sync_call(daemon.rpc, "queue.accept", {"id": plain[0]["id"], "into": "staging-db", "project": "user"})
+    assert refused["error"]["data"]["code"] == "E_SECRET"  # an accept never lets a secret through, old or new
+    answer = call(daemon, "queue.accept", {"id": plain[0]["id"], "topic": "staging-db", "replace": True,
+                                           "project": "user"})
+    assert answer["ok"] and call(daemon, "memory.read", {"topic": "staging-db"})["body"] == plain[0]["body"]
+    with sqlite3.connect(daemon.root / ".mmd" / "state.db") as db:
+        assert "hunter2" not in "\n".join(db.iterdump())  # the text it replaced is named by its version
+    undone = call(daemon, "queue.undo", {"id": plain[0]["id"]})
+    assert undone["reverted"] == "restored" and call(daemon, "memory.read", {"topic": "staging-db"})["body"] == text

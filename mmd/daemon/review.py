@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.projects import is_key, project_for
+from mmd.screen.secrets import find_secrets
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
@@ -386,6 +387,7 @@ class Review:
             done = await state.delete(topic, if_revision=latest.revision)
             return {"reverted": "deleted", "revision": done["revision"], **later}
         # the text was in the memory before the acceptance: what a person let through then comes back with it
+        previous = await _kept(state, str(topic), previous)
         done = await state.write(topic, previous["body"], if_revision=latest.revision,
                                       summary=previous.get("summary", ""), tags=previous.get("tags") or [],
                                       budget=max(previous.get("writeBudget") or 0, len(previous["body"])) or None,
@@ -397,12 +399,33 @@ class Review:
 
 
 def _previous(state: MemoryState, topic: str) -> dict[str, Any] | None:
-    """What an acceptance may replace: the note's ``{body, summary, tags, writeBudget}``, or None."""
+    """What an acceptance may replace: the note's ``{body, summary, tags, writeBudget}``, or None; a text holding a
+    secret (a person let it in) is named by its version instead (``{version: "r42", writeBudget}``): the journal
+    in ``state.db`` never keeps a value (issue 29), the version history has the text."""
     before = state.current.note(topic)
     if before is None:
         return None
+    if find_secrets("\n".join((before.body, before.entry.summary, ", ".join(before.entry.tags)))):
+        return {"version": f"r{state.current.revision}", "writeBudget": before.entry.write_budget}
     return {"body": before.body, "summary": before.entry.summary, "tags": list(before.entry.tags),
             "writeBudget": before.entry.write_budget}
+
+
+async def _kept(state: MemoryState, topic: str, previous: dict[str, Any]) -> dict[str, Any]:
+    """``previous`` as :func:`_previous` gave it, its text taken from the version history when it names a version.
+
+    Raises:
+        DaemonError(E_CONFLICT): when that version is no longer kept.
+    """
+    ref = previous.get("version")
+    if not isinstance(ref, str):
+        return previous
+    kept = await asyncio.to_thread(state.store.versions.at, topic, ref)
+    if kept is None or kept.body is None:
+        raise DaemonError(DaemonCode.E_CONFLICT, f"{topic}: the text before the acceptance ({ref}) is no longer kept "
+                          f"(`mmctl log {topic}`); undo refused", topic=topic)
+    return {"body": kept.body, "summary": kept.summary, "tags": [t.strip() for t in kept.tags.split(",") if t.strip()],
+            "writeBudget": previous.get("writeBudget") or kept.write_budget}
 
 
 def _folders(cand: CandidateJson) -> list[str]:
