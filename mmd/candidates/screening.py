@@ -28,10 +28,11 @@ import re
 from collections.abc import Iterable, Sequence
 
 from mmd.core.text import TOPIC_MAX_LENGTH, TOPIC_RE
-from mmd.screen.hidden import escape_hidden, find_hidden, reveal
+from mmd.screen.hidden import Hidden, escape_hidden, find_hidden, reveal
 from mmd.screen.instructions import KINDS as INSTRUCTION_KINDS
 from mmd.screen.instructions import flags as instruction_flags
-from mmd.screen.secrets import MARKER_RE, find_secrets, redact
+from mmd.screen.secrets import MARKER_RE, Finding, find_secrets, marker, redact
+from mmd.screen.spans import replace_spans
 
 from .model import NewCandidate
 from .pipeline import MARKED_SCORE
@@ -75,18 +76,46 @@ def shown(text: str) -> str:
     return escape_hidden(redact(text))
 
 
+class _Memo:
+    """What the screen finds in each distinct text of one candidate, found once (a body, its summary and its quotes
+    are often the same words)."""
+
+    def __init__(self) -> None:
+        self._secrets: dict[str, list[Finding]] = {}
+        self._hidden: dict[str, list[Hidden]] = {}
+
+    def secrets(self, text: str) -> list[Finding]:
+        if text not in self._secrets:
+            self._secrets[text] = find_secrets(text)
+        return self._secrets[text]
+
+    def hidden(self, text: str) -> list[Hidden]:
+        if text not in self._hidden:
+            self._hidden[text] = find_hidden(text)
+        return self._hidden[text]
+
+    def shown(self, text: str) -> str:
+        """:func:`shown` of ``text``, from what was found."""
+        found = self.secrets(text)
+        out = replace_spans(text, ((f.start, f.end, marker(f.kind)) for f in found)) if found else text
+        return escape_hidden(out) if self.hidden(text) else out
+
+
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def text_flags(texts: Iterable[str], *, already: Sequence[dict[str, str]] = ()) -> list[dict[str, str]]:
-    """The flags of ``texts`` (raw or already screened): each instruction aimed at an agent in what they say once
-    hidden text is revealed, then one ``secret`` flag naming the kinds found (or already redacted), then one
-    ``hidden text`` flag; ``already`` (flags found before, kept) first, each ``(kind, why)`` once.
+def text_flags(texts: Iterable[str], *, already: Sequence[dict[str, str]] = (),
+               memo: _Memo | None = None) -> list[dict[str, str]]:
+    """The flags of ``texts`` (raw or already screened; each distinct one read once): each instruction aimed at an
+    agent in what they say once hidden text is revealed, then one ``secret`` flag naming the kinds found (or
+    already redacted), then one ``hidden text`` flag; ``already`` (flags found before, kept) first, each
+    ``(kind, why)`` once.
 
     Returns:
         ``[{kind, why}]`` (:data:`FLAG_KINDS`), empty when nothing was found.
     """
+    memo = memo or _Memo()
     out: list[dict[str, str]] = [dict(f) for f in already]
     seen = {(f.get("kind"), f.get("why")) for f in out}
     secrets: list[str] = []
@@ -98,13 +127,13 @@ def text_flags(texts: Iterable[str], *, already: Sequence[dict[str, str]] = ()) 
             seen.add((kind, why))
             out.append({"kind": kind, "why": why})
 
-    for text in texts:
+    for text in dict.fromkeys(texts):
         if not text:
             continue
-        for flag in instruction_flags(reveal(text)):
+        for flag in instruction_flags(reveal(text) if memo.hidden(text) else text):
             add(flag.kind, flag.why)
-        secrets += [f.kind for f in find_secrets(text)] + [m.group()[10:-1] for m in MARKER_RE.finditer(text)]
-        found = find_hidden(text)
+        secrets += [f.kind for f in memo.secrets(text)] + [m.group()[10:-1] for m in MARKER_RE.finditer(text)]
+        found = memo.hidden(text)
         most = max(most, len(found))
         for h in found:
             hidden[h.kind] = 1
@@ -118,10 +147,10 @@ def text_flags(texts: Iterable[str], *, already: Sequence[dict[str, str]] = ()) 
     return out
 
 
-def _topic(topic: str, raw: Sequence[str], body: str) -> str:
+def _topic(topic: str, raw: Sequence[str], body: str, memo: _Memo) -> str:
     """``topic`` without the words of any secret in ``raw`` (a proposal made a slug of them, maybe cut short); a
     topic left blank, a slug no more, or still holding a secret becomes ``memo-<8 hex of the redacted body>``."""
-    words = {w for text in raw for f in find_secrets(text)
+    words = {w for text in dict.fromkeys(raw) for f in memo.secrets(text)
              for w in re.split(r"[^a-z0-9]+", text[f.start:f.end].lower()) if w}
     kept = "-".join(w for w in topic.split("-") if w not in words) if words else topic
     if kept == topic and not find_secrets(topic) and not find_secrets(topic.replace("-", " ")):
@@ -138,11 +167,11 @@ def screen_candidate(c: NewCandidate) -> NewCandidate:
     ``flags`` set, ``redacted`` when a value was taken out, and an agent's marked line unpinned (visible still)
     and scored at most :data:`AGENT_MARK_SCORE`. Idempotent: a screened candidate screened again is unchanged
     (the flags found the first time are kept: an escaped character is no hidden text any more)."""
-    speaker = speaker_of(c)
+    speaker, memo = speaker_of(c), _Memo()
     raw = [c.summary, c.body, *(e.quote for e in c.evidence), *([c.diff] if c.diff else [])]
-    flags = text_flags(raw, already=c.flags)
-    body = shown(c.body)
-    evidence = tuple(e if shown(e.quote) == e.quote else dataclasses.replace(e, quote=shown(e.quote))
+    flags = text_flags(raw, already=c.flags, memo=memo)
+    body = memo.shown(c.body)
+    evidence = tuple(e if memo.shown(e.quote) == e.quote else dataclasses.replace(e, quote=memo.shown(e.quote))
                      for e in c.evidence)
     redacted = c.redacted or any(f["kind"] == "secret" for f in flags)
     pinned, visible, score = c.pinned, c.visible, c.score
@@ -151,6 +180,6 @@ def screen_candidate(c: NewCandidate) -> NewCandidate:
         if c.rule.startswith("mm."):
             score = min(score, AGENT_MARK_SCORE)
     return dataclasses.replace(
-        c, topic=_topic(c.topic, raw, body), summary=shown(c.summary), body=body, chars=len(body),
+        c, topic=_topic(c.topic, raw, body, memo), summary=memo.shown(c.summary), body=body, chars=len(body),
         evidence=evidence, speaker=speaker, flags=tuple(flags), redacted=bool(redacted), pinned=pinned,
-        visible=visible, score=score, diff=shown(c.diff) if c.diff else c.diff)
+        visible=visible, score=score, diff=memo.shown(c.diff) if c.diff else c.diff)
