@@ -99,3 +99,23 @@ def test_an_accept_over_a_note_holding_a_persons_secret_journals_no_value_and_un
         assert "hunter2" not in "\n".join(db.iterdump())  # the text it replaced is named by its version
     undone = call(daemon, "queue.undo", {"id": plain[0]["id"]})
     assert undone["reverted"] == "restored" and call(daemon, "memory.read", {"topic": "staging-db"})["body"] == text
+
+
+async def test_an_agent_over_mcp_sees_no_flagged_candidates_words_and_cannot_accept_one(
+        start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_mmctl_mcp import Mcp, _session
+
+    daemon, plain, flagged = _queued(start_daemon, tmp_path)
+
+    async def agent(mcp: Mcp) -> None:
+        text, listed, err = await mcp.call("mem_queue_list")
+        assert not err and listed is not None and "evil.example" not in text + str(listed)
+        assert "never ask the user" not in text and "(flagged: override, exfiltration; its text waits for a person" \
+            in text and "said by agent" in text
+        text, _, err = await mcp.call("mem_queue_accept", id=flagged[0]["id"])
+        assert err and f"candidate {flagged[0]['id']} is flagged" in text and "an agent cannot accept it" in text
+        _, accepted, err = await mcp.call("mem_queue_accept", id=plain[0]["id"])
+        assert not err and accepted is not None and accepted["ok"]
+
+    await _session(daemon.root, dict(daemon.env), agent)
+    assert _status(daemon, flagged[0]["id"]) == "pending" and _status(daemon, plain[0]["id"]) == "accepted"
