@@ -3,7 +3,8 @@
 A topic added or changed by a sync (revision cause ``sync``) or by an edit made outside mmd (``external``; at
 start, a note whose text on disk is not its latest kept version: an edit made while no daemon ran) is screened
 like a candidate (:func:`mmd.candidates.screening.text_flags`: instructions aimed at an agent, secrets, hidden
-text). Unflagged, it flows as before (a delta names where it came from). Flagged, it is **held**: recorded in the
+text; a note no version of which is kept is screened once at start, then kept). Unflagged, it flows as before (a
+delta names where it came from). Flagged, it is **held**: recorded in the
 root's ``.mmd/held.json`` (:mod:`mmd.inject.held`), so every injection and export shows a "held for review" line
 instead of its text, and queued as a ``held`` candidate (speaker ``remote`` or ``outside-edit``, its diff, its
 text redacted and escaped by the queue's door) until a person decides:
@@ -132,39 +133,45 @@ class Holds:
         return self._screen(root, changes, gone, speaker, before.revision if before is not None else 0, after)
 
     def at_start(self, root: Root) -> list[int]:
-        """The edits made while no daemon ran: each note whose text on disk is not its latest kept version is
-        screened as an outside edit (a note the history never kept predates it, and is left as it is)."""
+        """The edits made while no daemon ran, screened as outside edits: each note whose text on disk is not its
+        latest kept version, and each note no version of which is kept (made by hand while no daemon ran, or older
+        than the history: screened once, then kept as ``found``, so it is never screened as new again)."""
         snapshot = root.state.current
         try:
             latest = root.state.store.versions.latest([n.topic for n in snapshot.notes])
         except MMError as error:
             log.error("holds.history_unreadable scope=%s error=%s", root.scope, error.message)
             return []
-        held, changes, since = self.held(root).get(), [], 0
+        held, changes, unknown, since = self.held(root).get(), [], [], 0
         for note in snapshot.notes:
             last = latest.get(note.topic)
-            if last is None or last.body is not None and (last.sha256, last.summary, last.tags) == (
+            if last is not None and last.body is not None and (last.sha256, last.summary, last.tags) == (
                     body_sha(note.body), note.entry.summary, ", ".join(note.entry.tags)):
                 continue
             if is_held(note, held.get(note.topic)):
                 continue  # held before the restart: still waiting
+            if last is None:
+                unknown.append((note.topic, note, None))
+                continue
             was = (last.summary, tuple(t.strip() for t in last.tags.split(",") if t.strip()), last.body) \
                 if last.body is not None else None
             changes.append((note.topic, note, was))
             since = max(since, last.revision or 0)
-        return self._screen(root, changes, [], "outside-edit", since, snapshot) if changes else []
+        ids = self._screen(root, changes, [], "outside-edit", since, snapshot) if changes else []
+        return ids + (self._screen(root, unknown, [], "outside-edit", 0, snapshot, "found") if unknown else [])
 
     def _screen(self, root: Root, changes: Sequence[tuple[str, Note, Text | None]], gone: Sequence[str],
-                speaker: str, before: int, after: Snapshot) -> list[int]:
-        """Keep, screen, hold and queue ``changes`` (``(topic, note now, its text before or None)``); drop the holds
-        of the ``gone`` topics and of every changed one (superseding their pending candidates)."""
+                speaker: str, before: int, after: Snapshot, cause: str | None = None) -> list[int]:
+        """Keep (as ``cause``, default the speaker's: ``sync`` | ``external``), screen, hold and queue ``changes``
+        (``(topic, note now, its text before or None)``); drop the holds of the ``gone`` topics and of every changed
+        one (superseding their pending candidates)."""
         held = self.held(root)
         holds, superseded = dict(held.get()), []
         for topic in (*gone, *(c[0] for c in changes)):
             old = holds.pop(topic, None)
             if old is not None and old.candidate is not None:
                 superseded.append(old.candidate)
-        self._keep(root, changes, speaker, before, after.revision)
+        self._keep(root, changes, cause or _CAUSE[speaker], before, after.revision)
         ids, at = [], root.state.now_iso()
         for topic, note, was in changes:
             flags = text_flags([note.entry.summary, ", ".join(note.entry.tags), note.body])
@@ -189,7 +196,7 @@ class Holds:
                                         "agent": "git" if speaker == "remote" else "files"})
         return ids
 
-    def _keep(self, root: Root, changes: Sequence[tuple[str, Note, Text | None]], speaker: str, before: int,
+    def _keep(self, root: Root, changes: Sequence[tuple[str, Note, Text | None]], cause: str, before: int,
               revision: int) -> None:
         """Keep each text that arrived as a version (``sync`` | ``external``), the text before it first when the
         history's latest version of the topic is another (a rejection brings it back)."""
@@ -205,7 +212,7 @@ class Holds:
                     rows.append(NewVersion(topic, before, "found", was[2], was[0], ", ".join(was[1])))
                 elif was is None and last is not None and last.body is not None:
                     rows.append(NewVersion(topic, before, "found", None))  # it did not exist before
-                rows.append(NewVersion(topic, revision, _CAUSE[speaker], note.body, note.entry.summary,
+                rows.append(NewVersion(topic, revision, cause, note.body, note.entry.summary,
                                        ", ".join(note.entry.tags), note.entry.write_budget))
             versions.keep(rows, root.state.now_iso())
         except MMError as error:  # the texts stay on disk; a rejection then finds no version before to restore
