@@ -119,3 +119,17 @@ async def test_an_agent_over_mcp_sees_no_flagged_candidates_words_and_cannot_acc
 
     await _session(daemon.root, dict(daemon.env), agent)
     assert _status(daemon, flagged[0]["id"]) == "pending" and _status(daemon, plain[0]["id"]) == "accepted"
+
+
+def test_review_shows_who_said_each_and_why_it_is_flagged_the_flagged_last(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import subprocess
+    import sys
+
+    daemon, plain, flagged = _queued(start_daemon, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "mmctl", "review", "--root", str(daemon.root)],
+                          input="j\n" * 6 + "q\n", env=daemon.env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    cards = [c for c in done.stdout.split("\n[")[1:] if c[:1].isdigit()]  # "[3/6] #…", not the keys' prompt
+    assert len(cards) == 6 and all("said by the person" in c for c in cards[:3])
+    assert all("said by the agent" in c and "⚑ " in c for c in cards[3:])
+    assert "⚑ fetched script: runs a script fetched from the network" in done.stdout
