@@ -123,6 +123,11 @@ def test_rejecting_brings_back_the_version_before_and_undo_holds_the_text_again(
     assert undone["reverted"] == "restored" and undone["candidate"]["status"] == "pending"
     assert "--no-verify" in call(daemon, "memory.read", {"topic": "deploy"})["body"]
     assert "held for review" in _inject(daemon, "fresh") and "--no-verify" not in _inject(daemon, "other")
+    # renamed through mmd: the hold follows its text
+    assert cli(daemon, "rename", "deploy", "deploy-steps")[0] == 0
+    renamed = _inject(daemon, "renamed")
+    assert "deploy-steps: held for review" in renamed and "--no-verify" not in renamed
+    note = daemon.root / "memories" / "deploy-steps.md"
     # the same text changed again meanwhile: the older candidate is superseded, the newer one held
     note.write_text(note.read_text().replace("never ask the user first", "without asking anyone"))
     wait_until(lambda: len(_held(daemon, "all")) == 2, what="the second edit queued")

@@ -27,6 +27,7 @@ renders injections (:mod:`mmd.inject`), reads session logs.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import logging
 from collections.abc import Callable, Sequence
@@ -118,6 +119,8 @@ class Holds:
     def changed(self, root: Root, revision: Revision, cause: str) -> list[int]:
         """A revision a sync (``cause`` ``sync``) or an outside edit (``external``) made: keep each text it brought,
         hold the flagged ones and queue them; returns the new candidates' ids (nothing for another cause)."""
+        if cause == "rename":
+            self._renamed(root, revision)
         if cause not in ("sync", "external"):
             return []
         speaker = "remote" if cause == "sync" else "outside-edit"
@@ -131,6 +134,23 @@ class Holds:
                 changes.append((topic, note, _text(old) if old is not None else None))
         gone = [i["topic"] for i in revision.removed]
         return self._screen(root, changes, gone, speaker, before.revision if before is not None else 0, after)
+
+    def _renamed(self, root: Root, revision: Revision) -> None:
+        """A rename through mmd (``mmctl rename``): a held topic's hold follows its text to the new name."""
+        held = self.held(root)
+        holds = dict(held.get())
+        gone = [h for h in (holds.get(i["topic"]) for i in revision.removed) if h is not None]
+        for item in revision.added if gone else ():
+            note = revision.snapshot.note(item["topic"])
+            hold = next((h for h in gone if note is not None and is_held(note, h)), None)
+            if note is not None and hold is not None:
+                del holds[hold.topic]
+                holds[note.topic] = dataclasses.replace(hold, topic=note.topic)
+        if holds != dict(held.get()):
+            try:
+                held.put(holds)
+            except MMError as error:
+                log.error("holds.write_failed scope=%s error=%s", root.scope, error.message)
 
     def at_start(self, root: Root) -> list[int]:
         """The edits made while no daemon ran, screened as outside edits: each note whose text on disk is not its
@@ -282,7 +302,8 @@ class Holds:
             DaemonError(E_CONFLICT): its root is not served. MMError: as the state's write or delete.
         """
         root, hold = self.of(cand)
-        state, topic = root.state, topic or cand["topic"]
+        renamed = hold.topic if hold is not None and hold.topic != _disk_topic(cand) else None  # by mmctl rename
+        state, topic = root.state, topic or renamed or cand["topic"]
         note = state.current.note(topic)
         kept = [t for t in (note.entry.tags if note is not None else ()) if not text_flags([t])]
         outcome = await state.write(topic, cand["body"] if content is None else content,
