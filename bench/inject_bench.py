@@ -1,4 +1,11 @@
-"""Injection: bytes saved by deltas over a session, and the per-call cost on a big root (issue 14).
+"""Injection: what an agent gets per session, the bytes deltas save, the per-call cost on a big root (issues 14, 28).
+
+0. What an agent (Claude Code or Codex, through its hooks) gets in one session on a 27-topic and a 200-topic root
+   whose notes have realistic bodies (80 to 1,800 characters): the guide and the baseline at ``SessionStart`` (the
+   newest notes with their text, the rest by title), the distillation line on the sixth prompt, and the deltas of
+   12 prompts with 4 writes between them (each changed note's text), beside the budgets of the agents' own memory:
+   Claude Code loads 25 KiB of ``MEMORY.md`` at start, Codex gives its memory summary 2,500 tokens (~4 bytes a
+   token of English; the table shows bytes / 4).
 
 1. A simulated agent session on a 40-topic root: 30 prompts, 15 writes between
    them (10 updates, 5 new topics, one topic's review date coming due). Each
@@ -42,6 +49,12 @@ from core_bench import build_root  # noqa: E402
 from mmd.core import Memory, MemoryOptions  # noqa: E402
 from mmd.inject.baseline import render_baseline  # noqa: E402
 from mmd.inject.delta import ClientView, plan_injection, prepare  # noqa: E402
+from mmd.inject.guide import DISTILL, DISTILL_AFTER_PROMPTS, agent_guide, with_guide  # noqa: E402
+
+CLAUDE_CODE_BYTES = 25 * 1024
+"""What Claude Code loads of its own ``MEMORY.md`` at session start (200 lines / 25 KiB)."""
+CODEX_TOKENS = 2500
+"""What Codex gives its own memory summary, tokens."""
 
 TODAY = date(2026, 3, 1)
 SUBJECTS = ("deploy region", "ci cache", "db migrations", "release checklist", "api auth", "log retention",
@@ -51,6 +64,49 @@ SUBJECTS = ("deploy region", "ci cache", "db migrations", "release checklist", "
 def clocked(start: datetime) -> Callable[[], datetime]:
     minutes = iter(range(10**6))
     return lambda: start + timedelta(minutes=next(minutes))
+
+
+def agent_session(tmp: Path, topics: int) -> None:
+    """One hook session on a ``topics``-topic root: bytes per part beside the agents' own budgets."""
+    import random
+
+    rng = random.Random(topics)
+    options = MemoryOptions.create(root=tmp / f"agents-{topics}", env={"DSH_HOME": str(tmp)}, index_lines=2000,
+                                   index_bytes=200_000)
+    memory = Memory.ensure(options, now=clocked(datetime(2026, 1, 1, tzinfo=UTC)), fts5=False)
+    words = "deploy region cache queue retry schema budget token snapshot agent review build test release".split()
+    for i in range(topics):
+        subject = SUBJECTS[i % len(SUBJECTS)]
+        size = min(1800, max(80, int(rng.lognormvariate(6.0, 0.7))))  # median ~400 characters
+        body = " ".join(rng.choice(words) for _ in range(size // 6))[:size]
+        assert memory.write(f"{subject.replace(' ', '-')}-{i:03d}", f"How we handle {subject}: {body}",
+                            summary=f"{subject.capitalize()}: the rule we settled on (note {i})")["ok"]
+    snap = memory.reload().snapshot
+    start = plan_injection(None, snap, today=TODAY)
+    view = start.view
+    rows = [("guide", len(agent_guide().encode())), ("baseline", start.bytes)]
+    deltas, writes = 0, [3, 5, 8, 10]
+    for prompt in range(1, 13):
+        if prompt in writes:
+            topic = f"{SUBJECTS[prompt % 10].replace(' ', '-')}-{prompt:03d}" if prompt != 10 else "new-finding"
+            assert memory.write(topic, f"Rewritten at prompt {prompt}: " + "new details " * 50,
+                                summary=f"{topic} (prompt {prompt})")["ok"]
+        plan = plan_injection(view, memory.reload().snapshot, today=TODAY)
+        view = plan.view
+        deltas += plan.bytes
+    rows += [("distillation line (once)", len(DISTILL.encode()) + 2), (f"deltas ({len(writes)} writes)", deltas)]
+    import re
+
+    listed = len([ln for ln in start.text.split("\n") if ln.startswith("- ")])
+    with_text = re.search(r", (\d+) with their text", start.text.split("\n")[0])[1]  # type: ignore[index]
+    print(f"\nwhat an agent gets in one session, {topics} topics: {with_text} notes with their text, "
+          f"{listed - int(with_text)} more by title, {topics - listed} by count; 12 prompts, the distillation line "
+          f"after {DISTILL_AFTER_PROMPTS}:")
+    print(f"{'part':<28} {'bytes':>7} {'~tokens':>8} {'of Claude Code 25 KiB':>22} {'of Codex 2,500 tokens':>22}")
+    for name, size in rows + [("session start (guide+base)", len(with_guide(start.text).encode())),
+                              ("whole session", sum(size for _, size in rows))]:
+        print(f"{name:<28} {size:>7} {size // 4:>8} {size / CLAUDE_CODE_BYTES:>21.0%} "
+              f"{size / 4 / CODEX_TOKENS:>21.0%}")
 
 
 def session(tmp: Path) -> None:
@@ -217,8 +273,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topics", type=int, default=20_000)
     parser.add_argument("--no-daemon", action="store_true", help="skip the figures through a real mmd")
+    parser.add_argument("--sessions-only", action="store_true", help="only what an agent gets per session (0.)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        for topics in (27, 200):
+            agent_session(Path(tmp), topics)
+        if args.sessions_only:
+            return
         session(Path(tmp))
         big_root(Path(tmp), args.topics)
         if not args.no_daemon:

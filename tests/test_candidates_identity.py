@@ -55,7 +55,8 @@ def test_marks_are_pinned_headings_never_count_and_a_note_already_holding_it_dro
         said("human", "mm://local/conventions Commit messages are in English.", 3)], write_budget=4000, seen=seen)
     assert [(c.body, c.rule, c.pinned, c.visible, c.topic) for c in got] == [
         ("invoices go out monthly.", "mm.explicit", True, True, "invoices"),
-        ("the staging DB is read-only.", "mm.explicit", True, True, "deploy"),  # staging: the deploy note
+        # the agent's own mark is its proposal (issue 28); staging: the deploy note
+        ("the staging DB is read-only.", "agent.propose", True, True, "deploy"),
         ("Commit messages are in English.", "mm.uri", True, True, "conventions")]
     (first,) = [c for c in got if c.body.startswith("invoices")]
     assert [e.to_json() for e in first.evidence] == [{

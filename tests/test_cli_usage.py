@@ -98,6 +98,8 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmctl", ["sync", "--root", "{tmp}/typo"], {}, 1, _E, ""),
     ("mmctl", ["watch", "--count", "x"], {}, 2, 'mmctl: --count expects a non-negative integer (got "x")', ""),
     ("mmctl", ["watch", "--topic", "bogus/x"], {}, 2, "mmctl: watch: --topic 'bogus/x' matches no event topic", ""),
+    ("mmctl", ["propose", "--reason", "r"], {}, 2, "mmctl: propose needs the text: --content TEXT", ""),
+    ("mmctl", ["propose", "t", "--action", "drop"], {}, 2, "mmctl: propose: argument --action: invalid choice", ""),
     ("mmctl", ["guide", "--lang", "fr"], {}, 2, "mmctl: guide: argument --lang: invalid choice: 'fr'", ""),
     ("mmctl", ["guide", "--json"], {}, 2, "mmctl: guide: unknown option --json", ""),
     ("mmctl", ["doctor", "--fix", "x"], {}, 2, "mmctl: doctor: unexpected argument 'x'", ""),

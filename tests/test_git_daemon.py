@@ -3,8 +3,9 @@
 Property guarded (issue 18): every revision becomes a commit of the root's own repository (never of
 ``.mmd/``); ``mmctl sync`` commits, fetches, merges by topic, pushes and reloads — distinct topics
 converge, a topic written on both ends keeps one version in the files and queues the other as a
-``conflict`` candidate on the machine that merged, a delete against an edit keeps the edit and
-queues the delete; an unreachable remote loses no local revision and the daemon's own retries
+``conflict`` candidate on both machines (issue 30: the one that merged, and the other at its next sync, each
+naming the other machine and commit), one accept resolves it and the next sync carries it, a delete against
+an edit keeps the edit and queues the delete; an unreachable remote loses no local revision and the daemon's own retries
 recover; log, diff, revert and restore work on a root with 50 revisions, reverts and restores
 being new writes under every budget; a root inside another repository, or no git, is refused at
 start with the reason.
@@ -119,7 +120,6 @@ def test_the_same_topic_written_on_both_ends_keeps_the_newer_and_queues_the_othe
     assert candidate["source"]["kind"] == "sync" and candidate["source"]["file"] == "git:origin/main"
     kept, other = candidate["source"]["messageId"].split("..")
     assert other == git(laptop.root, "rev-parse", "HEAD") and kept == conflict["keptCommit"]  # both revisions
-    assert conflicts(laptop) == []  # only the machine that merged has it
     mmctl_sync(laptop)
     for daemon in (laptop, box):
         assert bodies(daemon) == {"deploy-region": "We deploy to us-east-1 (box, written later)."}
@@ -128,6 +128,49 @@ def test_the_same_topic_written_on_both_ends_keeps_the_newer_and_queues_the_othe
     code, out, _ = cli(box, "queue", "accept", str(candidate["id"]), "--replace")
     assert code == 0, out
     assert bodies(box)["deploy-region"] == long_laptop  # the other version, back through a normal write
+
+
+def root_id(daemon: DaemonProcess) -> str:
+    return (daemon.root / ".mmd" / "root-id").read_text().strip()
+
+
+def test_a_conflict_is_seen_on_both_machines_and_one_accept_resolves_it_on_both(pair: Any) -> None:
+    """Issue 30: after a merge conflict only the side that synced second saw the losing version, its evidence read
+    `? git text in ?`, and a plain accept was refused."""
+    laptop, box = pair
+    write(laptop, "deploy-region", "Laptop: we deploy to eu-west-1.")
+    write(box, "deploy-region", "Box: we deploy to us-east-1 (written later, kept).")
+    laptop_commit, box_commit = (json.loads(cli(d, "log", "--json")[1])["commits"][0]["commit"]  # once committed
+                                 for d in (laptop, box))
+    mmctl_sync(laptop)
+    merged = mmctl_sync(box)
+    assert merged["merged"] == "merge" and merged["conflicts"][0]["kept"] == "ours"
+    assert "Mmd-Conflict: deploy-region " + laptop_commit in git(box.root, "log", "-1", "--format=%B")
+    assert mmctl_sync(laptop)["merged"] == "fast-forward"  # the laptop takes the box's merge, and learns of it
+    seen = {}
+    for daemon, other, commit in ((box, laptop, laptop_commit), (laptop, box, box_commit)):
+        (cand,) = conflicts(daemon)
+        assert cand["body"] == "Laptop: we deploy to eu-west-1." and cand["status"] == "pending"  # the lost one
+        assert cand["proposal"] == {"action": "replace", "topic": "deploy-region"}
+        lost, kept = (e["position"] for e in cand["evidence"])
+        assert (lost["uuid"], lost["root"], kept["uuid"], kept["root"]) == (
+            laptop_commit, root_id(laptop), box_commit, root_id(box))  # each names the other machine and commit
+        assert lost["machine"] and all(e["at"] for e in cand["evidence"])
+        code, out, _ = cli(daemon, "queue", "show", str(cand["id"]))
+        assert code == 0 and f"commit {commit[:12]} by {lost['machine'] if other is laptop else kept['machine']}" \
+            f" (root {root_id(other)[:8]})" in out and "? git text in ?" not in out, out
+        seen[daemon.root.name] = cand
+    for daemon in (laptop, box):
+        assert bodies(daemon) == {"deploy-region": "Box: we deploy to us-east-1 (written later, kept)."}
+    code, out, err = cli(laptop, "queue", "accept", str(seen["laptop"]["id"]))  # no --replace: it is a resolution
+    assert code == 0 and out.startswith(f"accepted {seen['laptop']['id']}: updated "), (out, err)
+    assert bodies(laptop) == {"deploy-region": "Laptop: we deploy to eu-west-1."}
+    mmctl_sync(laptop)
+    assert mmctl_sync(box)["merged"] == "fast-forward"  # the next sync carries the resolution
+    assert bodies(box) == {"deploy-region": "Laptop: we deploy to eu-west-1."} and files(box.root) == files(laptop.root)
+    resolved = call(box, "queue.get", {"id": seen["box"]["id"]})
+    assert resolved["status"] == "accepted" and resolved["written"]["topic"] == "deploy-region"  # on both machines
+    assert call(box, "queue.list")["total"] == 0 and call(laptop, "queue.list")["total"] == 0
 
 
 def test_a_delete_on_one_side_and_an_edit_on_the_other_keeps_the_edit_and_queues_the_delete(pair: Any) -> None:
@@ -144,6 +187,17 @@ def test_a_delete_on_one_side_and_an_edit_on_the_other_keeps_the_edit_and_queues
     assert merged["conflicts"][0]["candidate"]["action"] == "delete"
     assert mmctl_sync(laptop)["merged"] == "fast-forward"
     assert bodies(laptop) == bodies(box) == {"oncall": "Rotation on Tuesdays now."}
+    # both machines hold the delete; accepting it deletes the note, undo writes it back, the sync carries it
+    (theirs,) = conflicts(laptop)
+    assert theirs["proposal"] == candidate["proposal"] == {"action": "delete", "topic": "oncall"}
+    code, out, _ = cli(box, "queue", "accept", str(candidate["id"]))
+    assert code == 0 and out.startswith(f"accepted {candidate['id']}: deleted oncall\n") and bodies(box) == {}
+    code, out, _ = cli(box, "queue", "undo", str(candidate["id"]))
+    assert code == 0 and bodies(box) == {"oncall": "Rotation on Tuesdays now."}, out
+    assert cli(box, "queue", "accept", str(candidate["id"]))[0] == 0 and bodies(box) == {}
+    mmctl_sync(box)
+    mmctl_sync(laptop)
+    assert bodies(laptop) == {} and call(laptop, "queue.get", {"id": theirs["id"]})["status"] == "accepted"
 
 
 def test_an_unreachable_remote_keeps_every_local_revision_and_the_retries_recover(

@@ -15,6 +15,7 @@ import pytest
 
 from mmd.inject.baseline import command_for
 from mmd.inject.blocks import BEGIN_MARKER, END_MARKER, read_block
+from mmd.inject.guide import with_guide
 from tests.test_daemon_helpers import DaemonProcess, Subscriber, sync_call
 from tests.test_ingest_helpers import wait_until
 
@@ -93,7 +94,7 @@ def test_two_clients_keep_separate_views_and_bad_params_are_refused(daemon) -> N
     assert error_code(daemon, "memory.inject", {"client": "fresh", "maxBytes": 0}) == "E_INVALID"
     # a refused call created no view: the client still gets its baseline
     # the heading and the count line name the root (not ~/.dsh/memory), and mmctl by path when PATH lacks it
-    room = 170 + 2 * (len(command_for(daemon.root)) - len("mmctl"))
+    room = 210 + 2 * (len(command_for(daemon.root)) - len("mmctl"))
     small = inject(daemon, "fresh", maxBytes=room)
     assert small["mode"] == "baseline" and small["bytes"] <= room and "2 older topics not shown" in small["text"]
 
@@ -202,7 +203,8 @@ def test_the_export_block_follows_100_revisions_and_keeps_a_hand_edit(start_daem
     d = start_daemon("--config", str(config))
 
     def caught_up() -> bool:
-        expected = inject(d, "probe")["text"]  # the baseline of the current revision, as a new client sees it
+        # the guide and the baseline of the current revision, as a new client sees it
+        expected = with_guide(inject(d, "probe")["text"])
         block = read_block(agents.read_bytes())
         return block == expected
 

@@ -81,7 +81,9 @@ def test_baseline_then_none_then_delta_of_exactly_the_written_topic(root: Root) 
         "Memory mm://local/ changed since you last saw it: 1 added, 1 updated; 4 unchanged "
         f"(read one: {command} read <topic>, MCP mem_reload then mem_read):",
         "- added new-topic: a new one <mm://local/new-topic>",
+        "  fresh",
         "- updated topic-2: summary 2 <mm://local/topic-2>",
+        "  body 2 changed",
     ]
     assert delta.to_json() == {"mode": "delta", "text": delta.text, "added": ["new-topic"], "updated": ["topic-2"],
                                "removed": [], "unchanged": 4, "reminded": [], "bytes": len(delta.text.encode())}

@@ -87,11 +87,14 @@ def test_export_agents_md_keeps_every_byte_outside_the_block(mm: Any, tmp_path: 
     out = mm("export", "agents-md", "--file", str(agents), "--json")
     assert out.code == 0 and out.json["changed"] is True
     from mmd.inject.baseline import command_for
+    from mmd.inject.guide import agent_guide
 
     command = command_for(tmp_path / "root").encode()  # "mmctl --root …": the root is not ~/.dsh/memory
-    assert agents.read_bytes() == (b"# Rules\r\n\r\nTabs.\r\n<!-- mm:begin -->\r\nMemory mm://local/ \xe2\x80\x94 1 "
-                                   b"topic, newest first (read one: " + command + b" read <topic>, MCP mem_read):"
-                                   b"\r\n- alpha: The first <mm://local/alpha>\r\n<!-- mm:end -->\r\ntail\r\n")
+    assert agents.read_bytes() == (b"# Rules\r\n\r\nTabs.\r\n<!-- mm:begin -->\r\n" + agent_guide().encode() +
+                                   b"\r\n\r\nMemory mm://local/ \xe2\x80\x94 1 topic, newest and most used first, 1 "
+                                   b"with their text (read one: " + command + b" read <topic>, MCP mem_read):"
+                                   b"\r\n- alpha: The first <mm://local/alpha>\r\n  First.\r\n<!-- mm:end -->"
+                                   b"\r\ntail\r\n")
     assert mm("export", "agents-md", "--file", str(agents)).out.startswith("unchanged:")
     agents.write_bytes(b"<!-- mm:end -->\n<!-- mm:begin -->\n")
     broken = mm("export", "agents-md", "--file", str(agents))

@@ -264,7 +264,8 @@ def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.Mon
 
 ONE_SHOT_MODULES = {
     "mmctl", "mmctl.backend", "mmctl.cli", "mmctl.cli.checks", "mmctl.cli.main", "mmctl.cli.output", "mmctl.cli.parser",
-    "mmctl.cli.reference", "mmctl.pins", "mmctl.render", "mmd", "mmd.core", "mmd.core.budget", "mmd.core.clock",
+    "mmctl.cli.reference", "mmctl.cli.table", "mmctl.pins", "mmctl.render", "mmd", "mmd.core", "mmd.core.budget",
+    "mmd.core.clock",
     "mmd.core.config_file", "mmd.core.durable", "mmd.core.engine", "mmd.core.errors", "mmd.core.format",
     "mmd.core.index_state", "mmd.core.lazyre", "mmd.core.live_budget", "mmd.core.memory", "mmd.core.model",
     "mmd.core.options", "mmd.core.paths", "mmd.core.record", "mmd.core.rootfs", "mmd.core.snapshot", "mmd.core.store",

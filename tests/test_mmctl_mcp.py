@@ -16,11 +16,11 @@ from typing import Any
 import jsonschema
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from mmd.core.guide import guide_text
+from mmd.inject.guide import instructions
 from tests.test_mmctl_daemon import cli
 
 TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_delete", "mem_due", "mem_inject",
-         "mem_reload", "mem_queue_list", "mem_queue_accept", "mem_queue_reject"}
+         "mem_reload", "mem_queue_list", "mem_queue_accept", "mem_queue_reject", "mem_propose"}
 
 
 class Mcp:
@@ -38,15 +38,26 @@ class Mcp:
         return text, result.structured_content, bool(result.is_error)
 
 
+def direct_writes(env: dict[str, str], root: Path) -> dict[str, str]:
+    """``env`` with a config file (in a folder beside ``root``, the test's own) saying ``[agents] writes = "direct"``:
+    these tests exercise the tools' own writes; proposals (the default, issue 28) are tested in
+    ``tests/test_agents_end_to_end.py``."""
+    near = next(p for p in root.parents if p.is_dir())  # the root itself may not exist yet
+    base = near / f"{root.name}-mcp-config"
+    (base / "mmd").mkdir(parents=True, exist_ok=True)
+    (base / "mmd" / "config.toml").write_text('[agents]\nwrites = "direct"\n', encoding="utf-8")
+    return {**env, "XDG_CONFIG_HOME": str(base)}
+
+
 async def _session(root: Path, env: dict[str, str], test: Any) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
-                                   env=env)
+                                   env=direct_writes(env, root))
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             tools = (await session.list_tools()).tools
             assert {t.name for t in tools} == TOOLS
-            assert init.instructions == guide_text("en")
+            assert init.instructions == instructions("en")
             await test(Mcp(session, {t.name: t.output_schema for t in tools}))
 
 

@@ -35,8 +35,10 @@ class Changes:
 
 
 async def _session(root: Path, env: dict[str, str], test: Any) -> None:
+    from tests.test_mmctl_mcp import direct_writes
+
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
-                                   env=env)
+                                   env=direct_writes(env, root))
     changes = Changes()
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), \

@@ -21,8 +21,6 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mmctl import Client
 from mmctl.cli.main import main
 
-from mmd.candidates.score import MIN_SCORE
-
 from .test_ingest_helpers import backfilled, copy_samples
 
 
@@ -59,8 +57,8 @@ def test_queue_list_shows_an_aligned_table_and_json_pages(queued, monkeypatch) -
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("3 of ") and "pending" in lines[0]
     assert lines[2].split() == ["id", "score", "seen", "kind", "by", "root", "topic", "summary"]
-    assert {line.split()[4] for line in lines[3:6]} == {"person"}  # who said each (issue 29)
     page = json.loads(cli(queued, "queue", "list", "--json", "--limit", "3")[1])
+    assert [line.split()[4] for line in lines[3:6]] == [c["speaker"] for c in page["candidates"]]  # who said each
     # 80 columns: each summary on a line of its own under its row, readable, not cut to a dozen characters
     monkeypatch.setenv("COLUMNS", "80")
     lines = cli(queued, "queue", "list", "--limit", "3")[1].splitlines()
@@ -307,16 +305,40 @@ def test_the_queue_list_head_says_what_is_hidden_and_how_to_page_on() -> None:
 
 
 
-def test_a_decision_says_which_candidate_is_shown_in_its_place(queued) -> None:  # type: ignore[no-untyped-def]
+def test_deciding_every_candidate_on_show_empties_the_queue_and_the_list_says_what_was_left_out(
+        queued) -> None:  # type: ignore[no-untyped-def]
+    """Issue 30: `queue reject` of 82 ids answered "shown in their place: …" and the list stayed as long."""
     backfilled(queued)
     everything = json.loads(cli(queued, "queue", "list", "--all", "--json")[1])["candidates"]
-    waiting = {c["source"]["sessionId"] for c in everything if not c["visible"] and c["score"] >= MIN_SCORE}
-    decided = next(c for c in everything if c["visible"] and not c["pinned"] and c["source"]["sessionId"] in waiting)
-    heir = max((c for c in everything if not c["visible"] and c["score"] >= MIN_SCORE
-                and c["source"]["sessionId"] == decided["source"]["sessionId"]), key=lambda c: (c["score"], -c["id"]))
-    code, out, _ = cli(queued, "queue", "reject", str(decided["id"]))
-    assert code == 0 and out.splitlines()[0] == f"rejected {decided['id']}"
-    assert out.splitlines()[1].startswith(f"shown in their place: {heir['id']} "), out
-    assert heir["id"] in [c["id"] for c in json.loads(cli(queued, "queue", "list", "--json")[1])["candidates"]]
-    code, out, _ = cli(queued, "queue", "reject", str(decided["id"]))  # nothing decided: nothing said
-    assert code == 1 and "shown in their place" not in out
+    shown = [str(c["id"]) for c in everything if c["visible"]]
+    hidden = sum(1 for c in everything if not c["visible"])
+    assert shown and hidden, everything
+    code, out, _ = cli(queued, "queue", "reject", *shown[:-1])
+    assert code == 0 and out.splitlines() == [f"rejected {cid}" for cid in shown[:-1]]  # one is left: nothing said
+    code, out, _ = cli(queued, "queue", "reject", shown[-1])
+    assert code == 0 and out == f"rejected {shown[-1]}\nthe review queue is empty: nothing left on show\n"
+    code, out, _ = cli(queued, "queue", "list")
+    assert (code, out) == (0, f"no pending candidate on show: the review queue is empty ({hidden} more hidden by "
+                              "their session's budget: --all lists them)\n")
+    page = json.loads(cli(queued, "queue", "list", "--json")[1])
+    assert (page["candidates"], page["total"], page["expireDays"]) == ([], 0, 30)
+    assert page["leftOut"] == {"hidden": hidden, "expired": 0, "heldBack": 0}
+    code, out, _ = cli(queued, "queue", "reject", shown[0])  # nothing decided: nothing said about the queue
+    assert code == 1 and "empty" not in out
+
+
+def test_the_queue_list_head_says_why_candidates_were_left_out() -> None:
+    from mmctl.cli.queue import _queue_head
+
+    left = {"hidden": 4, "expired": 3, "heldBack": 120}
+    assert _queue_head(0, 0, 7, "pending", 0, left=left, days=30) == (
+        "no pending candidate on show: the review queue is empty (4 more hidden by their session's budget: --all "
+        "lists them; 123 expired (120 held back by the first backfill, 3 pending over 30 days): --status expired "
+        "lists them, `mmctl queue undo ID` brings one back)")
+    # --all lists the hidden ones: only the expired ones are left out
+    assert _queue_head(4, 4, 7, "pending", 0, filtered=True, left={**left, "heldBack": 0}, days=14) == (
+        "4 of 4 pending candidate(s) (3 expired (3 pending over 14 days): --status expired lists them, "
+        "`mmctl queue undo ID` brings one back)")
+    assert _queue_head(2, 2, 7, "pending", 0, left={"hidden": 0, "expired": 0, "heldBack": 0}) == (
+        "2 of 2 pending candidate(s)")
+    assert _queue_head(0, 0, 7, "pending", 0, filtered=True, left=left).startswith("no pending candidate matches (")

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from mmctl.cli.main import main
+
 from mmd.core.projects import project_for
 
 
@@ -107,7 +107,7 @@ def test_agent_commands_take_the_scope(home: dict[str, Any], tmp_path: Path) -> 
     assert code == 0 and f"mm://{home['key']}/deploy" in out and "mm://local/shell" in out
     assert out.index("Project memory") < out.index("User memory")
     code, out, _ = run(env, "inject", "--client", "me", "--user")
-    assert code == 0 and "deploy" not in out
+    assert code == 0 and "/deploy>" not in out and "make ship" not in out
     agents = tmp_path / "AGENTS.md"
     assert run(env, "export", "agents-md", "--file", str(agents), "--project", repo)[0] == 0
     text = agents.read_text()
@@ -116,7 +116,7 @@ def test_agent_commands_take_the_scope(home: dict[str, Any], tmp_path: Path) -> 
     assert run(env, "export", "agents-md", "--file", str(inside))[0] == 0
     assert f"mm://{home['key']}/deploy" in inside.read_text()
     assert run(env, "export", "agents-md", "--file", str(inside), "--user")[0] == 0
-    assert "deploy" not in inside.read_text()
+    assert "/deploy>" not in inside.read_text() and "mm://local/shell" in inside.read_text()
     assert run(env, "nudge", "--project", repo, "--json")[0] == 0
     code, out, _ = run(env, "doctor", "--project", repo, "--json")
     assert code == 0

@@ -110,11 +110,11 @@ def test_candidates_land_in_their_projects_root_and_each_session_sees_only_its_o
     # the SessionStart hook: a project's notes and the user's, labelled, never another project's
     in_api = hook(daemon, paths["api"])
     assert f"mm://{api_key}/{api_topic}" in in_api and f"mm://local/{personal['topic']}" in in_api
-    assert notes_c["topic"] not in in_api and in_api.index("Project memory") < in_api.index("User memory")
+    assert f"/{notes_c['topic']}>" not in in_api and in_api.index("Project memory") < in_api.index("User memory")
     in_tree = hook(daemon, paths["worktree"], sid="s-2")
-    assert f"mm://{api_key}/{api_topic}" in in_tree and notes_c["topic"] not in in_tree
+    assert f"mm://{api_key}/{api_topic}" in in_tree and f"/{notes_c['topic']}>" not in in_tree
     in_notes = hook(daemon, paths["notes"], sid="s-3")
-    assert f"mm://{notes_key}/{notes_c['topic']}" in in_notes and api_topic not in in_notes
+    assert f"mm://{notes_key}/{notes_c['topic']}" in in_notes and f"mm://{api_key}/" not in in_notes
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -187,7 +187,7 @@ def test_a_root_made_before_the_home_starts_serves_and_injects_as_the_user_root_
     import sqlite3
 
     with sqlite3.connect(root / ".mmd" / "state.db") as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 6
 
 
 def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_others(
@@ -216,8 +216,13 @@ def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_
                what="the pulled note")
     daemon.stop()
     again = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
-    roots = {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
-    assert roots[key] == str(team)  # served from the start: the home remembers it
+
+    def served() -> dict[str, str]:
+        return {r["scope"]: r["root"] for r in call(again, "daemon.status")["roots"]}
+
+    # opened once the daemon serves (one root a loop turn), no request naming it: the home remembers it
+    wait_until(lambda: key in served(), timeout_s=60, what="the remembered .mm root")
+    assert served()[key] == str(team)
 
 
 def test_more_roots_than_cached_injection_maps_each_inject_and_confirm(start_daemon, tmp_path: Path) -> None:

@@ -247,8 +247,10 @@ def test_a_candidate_on_a_noted_subject_proposes_an_append_and_accepting_appends
     assert note["summary"] == "how staging deploys work" and note["tags"] == ["staging", "vpn"]
 
 
-def test_a_decided_candidate_leaves_its_place_to_its_sessions_best_hidden_one(start_daemon, tmp_path: Path) -> None:
-    """A fresh user rejected visible candidates of a long session and saw none of its hidden ones come up."""
+def test_a_decided_draft_keeps_its_place_so_deciding_a_session_empties_it_until_a_new_one_comes(
+        start_daemon, tmp_path: Path) -> None:
+    """Issue 30: every decision handed its place to a hidden draft ("shown in their place: 332 …"), so deciding never
+    shortened the queue. A session offers at most its budget in all, decided ones counted."""
     from mmd.candidates.score import MIN_SCORE
 
     rules = ["Always run the linter before you push to the shared branch.",
@@ -269,14 +271,59 @@ def test_a_decided_candidate_leaves_its_place_to_its_sessions_best_hidden_one(st
     daemon = start_daemon("--sessions", str(sessions))
     backfilled(daemon)
     every = candidates(daemon, "pending")
-    hidden = sorted((c for c in every if not c["visible"] and c["score"] >= MIN_SCORE),
-                    key=lambda c: (-c["score"], c["id"]))
-    pinned = next(c for c in every if c["pinned"])
-    shown = [c for c in every if c["visible"] and not c["pinned"]]
-    assert shown and hidden, [(c["visible"], c["score"]) for c in every]  # the session's budget hides some
-    call(daemon, "queue.reject", {"id": pinned["id"]})  # a pinned one held no place: nothing comes up
-    assert not {c["id"]: c for c in candidates(daemon, "pending")}[hidden[0]["id"]]["visible"]
-    call(daemon, "queue.reject", {"id": shown[0]["id"]})
-    after = {c["id"]: c for c in candidates(daemon, "pending")}
-    assert after[hidden[0]["id"]]["visible"]  # the best hidden one took the rejected one's place
-    assert sum(c["visible"] and not c["pinned"] for c in after.values()) == len(shown)  # one out, one in
+    hidden = [c for c in every if not c["visible"] and c["score"] >= MIN_SCORE]
+    shown = [c for c in every if c["visible"]]
+    assert hidden and any(c["pinned"] for c in shown), [(c["visible"], c["score"]) for c in every]
+    for c in shown:  # the pinned one first: it holds no place, and nothing comes up after any decision
+        call(daemon, "queue.reject", {"id": c["id"]})
+        assert {x["id"] for x in candidates(daemon, "pending") if x["visible"]} == {
+            x["id"] for x in shown[shown.index(c) + 1:]}
+    page = call(daemon, "queue.list")
+    assert (page["candidates"], page["total"]) == ([], 0)
+    assert page["leftOut"] == {"hidden": len([c for c in every if not c["visible"]]), "expired": 0, "heldBack": 0}
+    session_log(sessions, "--home-test-shop--", "s-next", [("n-1", "Never merge on Fridays without a second review.")])
+    (new,) = wait_until(lambda: call(daemon, "queue.list")["candidates"], timeout_s=20, what="the new session's draft")
+    assert new["body"].startswith("Never merge on Fridays") and new["source"]["sessionId"] == "s-next"
+
+
+def test_a_first_backfill_shows_the_newest_sessions_best_and_expired_drafts_come_back_by_undo(
+        start_daemon, tmp_path: Path) -> None:
+    """Issue 30: a first backfill made 608 candidates and showed 129; deciding them never ended."""
+    import os
+
+    from tests.test_mmctl_daemon import cli
+
+    sessions = tmp_path / "sessions"
+    said = {"s-old": ["Always tag releases with a signed annotated tag.", "Never force-push to the main branch."],
+            "s-mid": ["Always run database migrations inside a transaction.", "Never store secrets in the repo."],
+            "s-new": ["Always pin the node version in the CI config.", "Never edit generated client code by hand."]}
+    for age, (sid, prompts) in enumerate(reversed(said.items())):  # s-new is the newest log
+        log = session_log(sessions, "--home-test-shop--", sid, [(f"{sid}-{i}", p) for i, p in enumerate(prompts)])
+        os.utime(log, (1_790_000_000 - age * 86_400,) * 2)
+    daemon = start_daemon("--sessions", str(sessions), "--backfill-shown", "2")
+    backfilled(daemon)
+    page = call(daemon, "queue.list")
+    assert sorted(c["body"] for c in page["candidates"]) == sorted(said["s-new"])
+    assert page["leftOut"] == {"hidden": 0, "expired": 0, "heldBack": 4}
+    held = call(daemon, "queue.list", {"status": "expired"})["candidates"]
+    assert sorted(c["body"] for c in held) == sorted(said["s-old"] + said["s-mid"])
+    assert {(c["reason"], c["visible"]) for c in held} == {("backfill", False)}
+    code, out, _ = cli(daemon, "queue", "list", "--status", "expired")
+    assert code == 0 and out.startswith("4 of 4 expired candidate(s)") and out.count("expired:backfill") == 4, out
+    code, out, _ = cli(daemon, "queue", "undo", str(held[0]["id"]))
+    assert code == 0 and out.startswith(f"undone {held[0]['id']}: pending again"), out
+    assert held[0]["id"] in [c["id"] for c in call(daemon, "queue.list")["candidates"]]  # asked for: on show
+    # a session that starts after the backfill is not held back
+    session_log(sessions, "--home-test-shop--", "s-live", [("l-0", "Always squash fixup commits before merging.")])
+    wait_until(lambda: any(c["source"]["sessionId"] == "s-live" for c in call(daemon, "queue.list")["candidates"]),
+               timeout_s=20, what="the live session's draft")
+    # 30 days pending, counted from when each was queued (or brought back): expired, out of the default view
+    db = sqlite3.connect(daemon.root / ".mmd" / "state.db")
+    with db:
+        db.execute("UPDATE candidates SET queued_at = '2020-01-01T00:00:00.000Z' WHERE status = 'pending'")
+    db.close()
+    code, out, _ = cli(daemon, "queue", "list")
+    assert code == 0 and out == ("no pending candidate on show: the review queue is empty (7 expired (3 held back by "
+                                 "the first backfill, 4 pending over 30 days): --status expired lists them, "
+                                 "`mmctl queue undo ID` brings one back)\n"), out  # the undone one counts by age
+    assert call(daemon, "daemon.status")["queue"]["expired"] == 7

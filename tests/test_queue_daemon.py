@@ -37,8 +37,9 @@ def test_queue_list_pages_filters_and_checks_its_params(start_daemon, tmp_path: 
     scores = [c["score"] for c in everything]
     assert scores == sorted(scores, reverse=True)
     assert call(daemon, "queue.list")["total"] == VISIBLE  # pending and visible by default
-    assert call(daemon, "queue.list", {"status": "rejected"}) == {"candidates": [], "total": 0, "pending": PENDING,
-                                                                 "offset": 0, "limit": 100}
+    assert call(daemon, "queue.list", {"status": "rejected"}) == {
+        "candidates": [], "total": 0, "pending": PENDING, "offset": 0, "limit": 100, "expireDays": 30,
+        "leftOut": {"hidden": PENDING - VISIBLE, "expired": 0, "heldBack": 0}}
     assert call(daemon, "queue.get", {"id": "3"}) == call(daemon, "queue.get", {"id": 3})
     assert error_code(daemon, "queue.list", {"status": "done"}) == "E_INVALID"
     assert error_code(daemon, "queue.list", {"limit": 0}) == "E_INVALID"
@@ -68,7 +69,7 @@ def test_accept_writes_the_note_through_memory_write_with_overrides(start_daemon
     assert error_code(daemon, "queue.accept", {"project": "user", "id": 1}) == "E_DECIDED"
     assert error_code(daemon, "queue.reject", {"id": 1}) == "E_DECIDED"
     st = call(daemon, "daemon.status")
-    assert st["queue"] == {"pending": PENDING - 2, "accepted": 2, "rejected": 0, "total": PENDING}
+    assert st["queue"] == {"pending": PENDING - 2, "accepted": 2, "rejected": 0, "expired": 0, "total": PENDING}
     assert [c["id"] for c in candidates(daemon, "accepted")] == [1, 2]
 
 

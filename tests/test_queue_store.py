@@ -40,7 +40,7 @@ def test_a_candidate_seen_once_is_never_added_again_whatever_its_status(queue: R
     assert queue.add([_cand("one", seq=7)]) == []
     assert queue.decide(1, "rejected", reason="noise") is not None
     assert queue.add([_cand("one ", seq=8), _cand("three", seq=9)]) == [3]
-    assert queue.counts == {"pending": 2, "accepted": 0, "rejected": 1, "total": 3}
+    assert queue.counts == {"pending": 2, "accepted": 0, "rejected": 1, "expired": 0, "total": 3}
     assert queue.known([_cand("one").norm, _cand("four").norm]) == {_cand("one").norm}
 
 

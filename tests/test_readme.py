@@ -50,7 +50,8 @@ async def test_the_mcp_registration_writes_to_its_root_with_an_mcp_clients_few_v
     args = [a.replace("/home/you", str(you)) for a in config["args"]]
     root = Path(args[2])
     home = tmp_path / "client-home"  # the MCP client's own HOME: the default root would be under it
-    home.mkdir()
+    (home / ".config" / "mmd").mkdir(parents=True)  # writes at once (no daemon here to take proposals)
+    (home / ".config" / "mmd" / "config.toml").write_text('[agents]\nwrites = "direct"\n', encoding="utf-8")
     params = StdioServerParameters(command=str(MMCTL) if MMCTL.exists() else sys.executable,
                                    args=args if MMCTL.exists() else ["-m", "mmctl", *args],
                                    env={"HOME": str(home), "XDG_RUNTIME_DIR": str(tmp_path / "run")})

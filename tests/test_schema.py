@@ -375,12 +375,27 @@ def _queue_methods(wire: Wire) -> None:
     assert wire.result("queue.list", {"status": "accepted"})["candidates"][0]["decidedAt"]
     assert wire.result("queue.list", {"status": "rejected"})["total"] == 1
     assert wire.result("queue.get", {"id": third})["source"]["kind"] == "user"
-    assert wire.result("daemon.status")["queue"] == {"pending": 1, "accepted": 1, "rejected": 1, "total": 3}
+    assert wire.result("daemon.status")["queue"] == {"pending": 1, "accepted": 1, "rejected": 1, "expired": 0,
+                                                     "total": 3}
     undone = wire.result("queue.undo", {"id": first})
     assert undone["reverted"] == "deleted" and undone["candidate"]["status"] == "pending"
     assert wire.result("queue.undo", {"id": second})["reverted"] is None
     assert wire.result("queue.accept", {"project": "user", "id": first, "topic": "vpn"})["ok"] is True
     wire.error("queue.undo", {"id": third}, "E_INVALID")
+    # an agent's proposals (issue 28): every status of the answer, and a replace shown beside the note
+    queued = wire.result("memory.propose", {"content": "Releases are cut on Tuesdays.", "agent": "codex",
+                                            "session": "s-9", "reason": "the person said so"})
+    assert queued["status"] == "queued" and queued["candidate"]["proposal"]["by"] == "codex"
+    assert wire.result("memory.propose", {"content": "Releases are cut on Tuesdays!"})["status"] == "merged"
+    replace = wire.result("memory.propose", {"topic": "vpn", "action": "replace",
+                                             "content": "Connect through WireGuard since March."})
+    vpn = wire.result("memory.read", {"topic": "vpn"})["body"]
+    assert wire.result("queue.get", {"id": replace["id"]})["proposal"]["current"] == vpn
+    assert wire.result("memory.propose", {"content": vpn, "topic": "vpn"})["status"] == "held"
+    wire.result("queue.reject", {"id": replace["id"]})
+    assert wire.result("memory.propose", {"topic": "vpn", "action": "replace",
+                                          "content": "Connect through WireGuard since March."})["status"] == "rejected"
+    wire.error("memory.propose", {"topic": "vpn", "action": "create", "content": "x"}, "E_EXISTS")
 
 
 def _error_paths(wire: Wire) -> None:

@@ -98,7 +98,7 @@ async def test_no_secret_or_hidden_character_reaches_any_surface_and_the_agents_
     assert len(cands) == len(PASTED) + 5 and nudge["sessionId"] == SID
     # --- who said it, and what it asks
     agents = [c for c in cands if c["speaker"] == "agent"]
-    assert len(agents) == 5 and all(not c["pinned"] and c["score"] < 2.0 for c in agents)
+    assert len(agents) == 5 and all(not c["pinned"] and c["rule"] == "agent.propose" for c in agents)
     flagged = {c["body"]: {f["kind"] for f in c["flags"]} for c in agents}
     assert flagged[AGENT_LINES[0].split(": ", 1)[1]] == {"override", "exfiltration"}
     assert flagged[AGENT_LINES[1].split(": ", 1)[1]] == {"fetched script"}

@@ -328,19 +328,20 @@ class Methods(QueueMethods):
         return self._call(wire.MEMORY_NUDGE.name, {"sessionId": session_id})
 
     def inject(self, client: str, *, max_bytes: int | None = None, commit: bool = False,
-               reset: bool = False, project: str | None = None) -> Any:
+               reset: bool = False, project: str | None = None, prompt: bool = False) -> Any:
         """``memory.inject`` → ``{mode, text, added, updated, removed, unchanged, reminded, bytes, token,
         revision, committed}``: what to give the agent ``client`` (``baseline`` | ``delta`` | ``reminder`` |
         ``none``). Without ``commit`` the client's view moves only on :meth:`injected` with the token.
 
         ``project`` names the root (else this client's :attr:`project`); each root keeps its own view.
+        ``prompt``: a hook before an agent's prompt; the result may carry the session's one ``distill`` line.
 
         Raises:
             RpcError(E_INVALID): for a bad client key or a ``max_bytes`` too small for the heading.
         """
         return self._call(wire.MEMORY_INJECT.name, {"client": client, "maxBytes": max_bytes,
                                                      "commit": commit or None, "reset": reset or None,
-                                                     "project": project})
+                                                     "project": project, "prompt": prompt or None})
 
     def injected(self, client: str, token: str, *, project: str | None = None) -> Any:
         """``memory.injected`` → ``{ok: true, client, token}``: the text of ``token`` reached the agent (in the

@@ -1,4 +1,5 @@
-"""The review queue's methods of the client library (a mixin of :class:`~._base.Methods`): ``queue.*``.
+"""The review queue's methods of the client library (a mixin of :class:`~._base.Methods`): ``queue.*`` and an agent's
+``memory.propose``.
 
 Each method sends one request through ``_call`` (the twin clients' I/O) and returns the daemon's JSON value.
 This module never touches a socket.
@@ -17,7 +18,8 @@ Post = Any
 
 
 class QueueMethods:
-    """``queue.list|get|accept|reject|undo``; see :class:`~._base.Methods` for what every method raises."""
+    """``queue.list|get|accept|reject|undo`` and ``memory.propose``; see :class:`~._base.Methods` for what every method
+    raises."""
 
     def _call(self, method: str, params: dict[str, Any], post: Post = None) -> Any:
         raise NotImplementedError
@@ -25,10 +27,11 @@ class QueueMethods:
     def queue_list(self, *, status: str | None = None, limit: int | None = None, offset: int | None = None,
                    all: bool = False, min_score: float | None = None, project: str | None = None,
                    agent: str | None = None, session: str | None = None, first: str | None = None) -> Any:
-        """``queue.list`` → ``{candidates, total, pending, offset, limit}``; pending ones highest score first.
+        """``queue.list`` → ``{candidates, total, pending, offset, limit, leftOut, expireDays}``; pending ones highest
+        score first; ``leftOut`` (``{hidden, expired, heldBack}``) what the default view leaves out (docs/queue.md).
 
         Args:
-            status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``all``.
+            status: ``pending`` (default) | ``accepted`` | ``rejected`` | ``expired`` | ``all``.
             limit: page size, 1–1000 (default 100). offset: candidates to skip.
             all: include candidates hidden by their session's budget. min_score: only those scoring at least this.
             project: ``user`` or a project key: only the candidates proposed to that root; else only candidates
@@ -97,3 +100,29 @@ class QueueMethods:
                 changed since it was accepted.
         """
         return self._call(wire.QUEUE_UNDO.name, {"id": candidate_id})
+
+    def propose(self, content: str | None = None, *, topic: str | None = None, action: str | None = None,
+                summary: str | None = None, reason: str | None = None, agent: str | None = None,
+                session: str | None = None, session_id: str | None = None, project: str | None = None) -> Any:
+        """``memory.propose`` → ``{ok, status, id, candidate?, topic, scope}``: an agent's proposal, a candidate of
+        the review queue marked as the agent's; the note is untouched until a person accepts it.
+
+        Args:
+            content: the text (a new note's body, an append's addition, a replace's whole new text; none for delete).
+            topic: the note it targets (None: a topic is proposed). action: ``create`` | ``append`` | ``replace`` |
+                ``delete`` (default: append to a note that exists, else create).
+            reason: the agent's one-line reason. agent: ``claude-code`` | ``codex`` | ``dsh`` | ``other``.
+            session: the agent's session id (a hook's ``session_id``). session_id: a ``memory.open`` session.
+            project: the scope (else this client's :attr:`project`).
+
+        Returns:
+            ``status`` ``queued`` (a new candidate ``id``), ``merged`` (joined the pending ``id``), ``accepted`` |
+            ``rejected`` (decided before as ``id``), or ``held`` (a note already holds it).
+
+        Raises:
+            RpcError(E_UNAVAILABLE): the daemon runs without the review queue. RpcError(E_EXISTS | E_NOT_FOUND):
+                ``create`` of a topic with a note, or another action on one without. RpcError(E_INVALID).
+        """
+        return self._call(wire.MEMORY_PROPOSE.name, {
+            "content": content, "topic": topic, "action": action, "summary": summary, "reason": reason,
+            "agent": agent, "session": session, "sessionId": session_id, "project": project})

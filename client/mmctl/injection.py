@@ -46,7 +46,8 @@ from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR
 
 __all__ = ["HOOK_AGENTS", "HOOK_EVENTS", "INJECT_DIR", "STALE", "STALE_PROMPT", "TTL_DAYS", "HookInput", "Injection",
-           "baseline_text", "guarded", "hook_error", "hook_input", "hook_output", "plan", "plan_direct", "stale_text"]
+           "baseline_text", "guarded", "hook_error", "hook_input", "hook_output", "plan", "plan_direct",
+           "session_context", "stale_text"]
 
 INJECT_DIR = "inject"
 """The folder under ``<root>/.mmd/`` holding the views of clients injected without a daemon."""
@@ -83,9 +84,12 @@ class Injection:
 
 
 def plan(client_key: str, *, daemon: Any | None, options: Callable[[], MemoryOptions], now: Clock,
-         max_bytes: int | None = None, reset: bool = False, lock_wait_s: float | None = None) -> Injection:
+         max_bytes: int | None = None, reset: bool = False, lock_wait_s: float | None = None,
+         prompt: bool = False) -> Injection:
     """The injection for ``client_key``: through ``daemon`` (a :class:`mmctl.Client`) when given, else on the files
     (waiting at most ``lock_wait_s`` seconds for the root's lock, default :data:`mmctl.backend.LOCK_WAIT_S`).
+    ``prompt``: a hook before an agent's prompt (the daemon counts it and may add the session's ``distill`` line;
+    on the files there is none: no queue knows the session's proposals).
 
     Raises:
         RpcError / MmctlError: as the daemon answers (a bad client key or ``max_bytes`` is ``E_INVALID``).
@@ -93,7 +97,9 @@ def plan(client_key: str, *, daemon: Any | None, options: Callable[[], MemoryOpt
     """
     if daemon is None:
         return plan_direct(options(), client_key, now=now, max_bytes=max_bytes, reset=reset, lock_wait_s=lock_wait_s)
-    result = daemon.inject(client_key, max_bytes=max_bytes, reset=reset)
+    result = daemon.inject(client_key, max_bytes=max_bytes, reset=reset, **({"prompt": True} if prompt else {}))
+    if result.get("token") is None:  # a project without a root yet: nothing was given, nothing to confirm
+        return Injection(result, lambda: None)
     return Injection(result, lambda: daemon.injected(client_key, result["token"]))
 
 
@@ -268,9 +274,20 @@ def stale_text(event: str, options: MemoryOptions, *, now: Clock, max_bytes: int
     return baseline_text(options, now=now, max_bytes=budget).rstrip("\n") + "\n" + STALE
 
 
+def session_context(event: str, text: str, distill: str | None = None) -> str:
+    """What a hook gives for ``event``: at ``SessionStart`` the agents' guide (:func:`mmd.inject.guide.with_guide`)
+    before ``text``, so every session learns how memory works; a prompt's ``text`` with the session's one
+    distillation line after it when the daemon gave one (``distill``)."""
+    if event != "SessionStart":
+        return f"{text}\n\n{distill}" if text and distill else text or distill or ""
+    from mmd.inject.guide import with_guide
+
+    return with_guide(text)
+
+
 def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None = None) -> str:
-    """The baseline of the root's files as they are now (``mmctl export agents-md``), held topics shown held, through
-    :func:`guarded`.
+    """The baseline of the root's files as they are now (``mmctl export agents-md``), the newest and most recently
+    updated notes with their text, held topics shown held, through :func:`guarded`.
 
     Raises:
         MMError(E_INVALID): for a bad ``max_bytes``. MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as the snapshot.
@@ -279,8 +296,10 @@ def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None =
     from mmd.inject.baseline import DEFAULT_MAX_BYTES, command_for, render_baseline
 
     snapshot = _held(load_snapshot(options, loaded_at=iso_ms(now()), engine="scan"))
+    bodies = {n.topic: n.body for n in reversed(snapshot.notes)}  # a topic indexed twice: its first note
     return guarded(render_baseline(snapshot.entries, memory_id=snapshot.memory_id, command=command_for(snapshot.root),
-                                   max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes).text)
+                                   max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+                                   bodies=bodies).text)
 
 
 def state_files(root: Path) -> list[Path]:

@@ -26,7 +26,7 @@ __all__ = ["plan_scoped"]
 
 def plan_scoped(scope: Scope, client_key: str, *, daemon: Any | None, options: Callable[[Scope | None], MemoryOptions],
                 now: Clock, max_bytes: int | None = None, reset: bool = False,
-                lock_wait_s: float | None = None) -> Injection:
+                lock_wait_s: float | None = None, prompt: bool = False) -> Injection:
     """The injection for ``client_key`` over ``scope``'s roots.
 
     Args:
@@ -34,6 +34,8 @@ def plan_scoped(scope: Scope, client_key: str, *, daemon: Any | None, options: C
         options: the memory options of the scope's own root (given ``scope``) or of the user root (given None).
         max_bytes: the whole text's budget, UTF-8 bytes (default :data:`mmd.inject.baseline.DEFAULT_MAX_BYTES`).
         lock_wait_s: how long a part on the files waits for its root's lock (default :func:`~.injection.plan`'s).
+        prompt: a hook before an agent's prompt: sent with the scope's own part (the daemon counts the prompt in
+            that scope), whose ``distill`` line the joined result keeps.
 
     Raises:
         As :func:`~.injection.plan`, for any part.
@@ -44,14 +46,15 @@ def plan_scoped(scope: Scope, client_key: str, *, daemon: Any | None, options: C
     labels = [label for label, _ in scope.read_roots()]
     if not scope.is_project or labels == [USER] and scope.alone:
         return plan(client_key, daemon=daemon, options=lambda: options(None), now=now, max_bytes=max_bytes,
-                    reset=reset, lock_wait_s=lock_wait_s)
+                    reset=reset, lock_wait_s=lock_wait_s, prompt=prompt)
     budgets = budget_split(DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, len(labels))
     parts: list[tuple[str, Injection]] = []
     for label, budget in zip(labels, budgets, strict=True):
         of: Scope | None = scope if label != USER else None
         remote = None if daemon is None else _Scoped(daemon, scope.param if of is not None else USER)
         parts.append((label, plan(client_key, daemon=remote, options=_fixed(options, of), now=now,
-                                  max_bytes=budget, reset=reset, lock_wait_s=lock_wait_s)))
+                                  max_bytes=budget, reset=reset, lock_wait_s=lock_wait_s,
+                                  prompt=prompt and not parts)))
     where = str(scope.project.top) if scope.project is not None else None
     result = join_injections([(label, injection.result) for label, injection in parts], where)
 

@@ -38,6 +38,7 @@ class Evidence:
         position: ``{file, line?, seq?, uuid?}`` (:meth:`mmd.sources.base.Position.to_json`).
         who: ``human`` | ``assistant`` | ``summary`` | ``text``.
         quote: the statement as said, at most :data:`QUOTE_MAX` code points.
+        reason: why the agent proposed it (its one line, :mod:`.proposals`), else None.
     """
 
     agent: str
@@ -48,6 +49,7 @@ class Evidence:
     at: str | None
     who: str
     quote: str
+    reason: str | None = None
 
     @classmethod
     def of(cls, u: Utterance, quote: str) -> Evidence:
@@ -64,16 +66,21 @@ class Evidence:
         return f"{self.agent}|{where}|{self.who}"
 
     def to_json(self) -> dict[str, Any]:
-        """The wire shape: ``{agent, sessionId, project, file, position, at, who, quote}``."""
-        return {"agent": self.agent, "sessionId": self.session_id, "project": self.project, "file": self.file,
-                "position": dict(self.position), "at": self.at, "who": self.who, "quote": self.quote}
+        """The wire shape: ``{agent, sessionId, project, file, position, at, who, quote, reason?}`` (``reason`` only
+        when the agent gave one)."""
+        out = {"agent": self.agent, "sessionId": self.session_id, "project": self.project, "file": self.file,
+               "position": dict(self.position), "at": self.at, "who": self.who, "quote": self.quote}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Evidence:
         """The inverse of :meth:`to_json`."""
+        reason = raw.get("reason")
         return cls(str(raw.get("agent") or "other"), raw.get("sessionId"), raw.get("project"), str(raw["file"]),
                    dict(raw.get("position") or {"file": raw["file"]}), raw.get("at"), str(raw.get("who") or "text"),
-                   str(raw.get("quote") or ""))
+                   str(raw.get("quote") or ""), reason if isinstance(reason, str) else None)
 
 
 @dataclass(frozen=True)
@@ -89,7 +96,8 @@ class NewCandidate:
         score: higher first; comparable across sessions.
         visible: within its session's budget (or marked on purpose); hidden candidates are listed on request.
         evidence: every place it was seen, in order.
-        proposal_action: ``create`` a note ``topic`` or ``append`` to it.
+        proposal_action: ``create`` a note ``topic`` or ``append`` to it; an agent's proposal (:mod:`.proposals`)
+            may also ``replace`` its text or ``delete`` it.
         pinned: marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): always visible, never capped.
         speaker: who said it (:data:`~.screening.SPEAKERS`: ``person``, ``agent``, ``summary``, ``remote``,
             ``outside-edit``); '' until the queue's door (:func:`~.screening.screen_candidate`) derives it from the
@@ -97,8 +105,8 @@ class NewCandidate:
         flags: what the screen found (``[{kind, why}]``: an instruction aimed at an agent, a secret, hidden text),
             set by the door. redacted: the door replaced a secret by ``‹secret: <kind>›`` somewhere in it.
         diff: a held topic's change (a sync's or an outside edit's), unified, as the door shows it; else None.
-        scope: the root it is proposed to when its maker knows it (``user`` or a project key: a held topic's root),
-            else None (the daemon decides from the evidence).
+        scope: the root it is proposed to when its maker knows it (``user`` or a project key: an agent's proposal
+            through the daemon, a held topic's root), else None (the daemon decides from the evidence).
     """
 
     kind: str
@@ -118,11 +126,11 @@ class NewCandidate:
     evidence: tuple[Evidence, ...] = field(default=())
     proposal_action: str = "create"
     pinned: bool = False
+    scope: str | None = None
     speaker: str = ""
     flags: tuple[dict[str, str], ...] = ()
     redacted: bool = False
     diff: str | None = None
-    scope: str | None = None
 
     @property
     def key(self) -> str:

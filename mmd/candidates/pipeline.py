@@ -7,7 +7,8 @@ Owns: :func:`candidates_from` and :func:`proposed_topic`. Issue 13.
   ``记住：``, ``Summary:`` / ``Conclusion:`` / ``总结：`` / ``结论：``, in human text too) and a line
   opening with ``mm: …`` — plus our own rules through :func:`mmd.candidates.score.select` (one
   statement a candidate, scored, a visible budget per session). ``mm:`` and the explicit markers
-  are *pinned*: always visible, never capped; a ``##`` heading is never a candidate here.
+  are *pinned*: always visible, never capped; a ``##`` heading is never a candidate here. In the
+  agent's own reply they are the agent's proposal (:mod:`.proposals`).
 - ``text`` utterances (a file that is no agent log): the mm v1 rules exactly as the reference
   applies them (classified ``text`` / ``session-log`` and, for a session log, flattened first;
   the conformance vectors pin those).
@@ -26,12 +27,14 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 
 from mmd.core.digest import digest
+from mmd.core.errors import MMError
 from mmd.core.text import js_trim, slug_for_topic
 from mmd.sources.base import Utterance
 
 from .dedupe import Seen, fresh
 from .identity import near_duplicate, normalized, shingles
 from .model import SOURCE_KINDS, Evidence, NewCandidate
+from .proposals import make_proposal
 from .rules import MM_V1, Found, apply, may_hold_candidates
 from .score import WHO_FACTOR, Draft, select
 from .signals import standing
@@ -158,12 +161,34 @@ class _Batch:
         for c in found:
             body = _EMPHASIS_LEFT.sub("", c["body"]) or c["body"]
             pinned = c["kind"] in _PINNED_KINDS
+            if pinned and u.who == "assistant":  # the agent marked it: its proposal (issue 28)
+                self.marked.append(shingles(c["body"]))
+                self.propose(u, c)
+                continue
             score = MARKED_SCORE if pinned else _WEIGHT["summary"] * WHO_FACTOR.get(u.who, 0.5) + \
                 (_WORDED_AS_RULE if standing(body) else 0.0)
             self.marked.append(shingles(body))
             self.make(kind=c["kind"], rule=f"mm.{c['kind']}", body=body, summary=_EMPHASIS_LEFT.sub("", c["summary"]),
                       score=score, visible=True, evidence=[Evidence.of(u, body)],
                       topic=c["topic"] if c["kind"] == "uri" else None, pinned=pinned)
+
+    def propose(self, u: Utterance, c: Found) -> None:
+        """An ``mm:`` (``mm://…/<topic>``, ``MEMO:`` …) line of the agent's reply as its proposal
+        (:func:`~.proposals.make_proposal`): appended to the note it names when that note exists, else created."""
+        topic = c["topic"] if c["kind"] == "uri" else None
+        action = "append" if topic is not None and any(s.topic == topic for s in self.seen.subjects) else "create"
+        norm = normalized(c["body"])
+        body = c["body"][:max(1, self.budget)]
+        try:
+            made = make_proposal(self.seen, action=action, body=body, topic=topic, summary=c["summary"],
+                                 evidence=[Evidence.of(u, c["body"])], max_chars=max(1, self.budget),
+                                 taken={t for t, n in self.topics.items() if n != norm})
+        except MMError:
+            return  # a line no note could hold (a topic that is no slug): it stays in the log, nothing is queued
+        if made is not None:
+            self.out.append(made)
+            if made.proposal_action == "create":
+                self.topics.setdefault(made.topic, norm)
 
     def draft(self, d: Draft) -> None:
         """One draft of our rules, unless it restates a marked candidate of this batch."""

@@ -27,8 +27,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["MEMORY_KEYS", "ConfigError", "check_kind", "config_path", "configured_root", "load_config",
-           "memory_options", "options_refused", "read_config"]
+__all__ = ["AGENT_CHOICES", "MEMORY_KEYS", "ConfigError", "agent_setting", "check_choice", "check_kind", "config_path",
+           "configured_root", "load_config", "memory_options", "options_refused", "read_config"]
 
 MEMORY_KEYS = {
     "memoryId": "memory_id", "indexLines": "index_lines", "indexBytes": "index_bytes",
@@ -44,6 +44,12 @@ MEMORY_KINDS = {
     "nudge.enabled": "bool", "nudge.intervalMs": "int",
 }
 """The kind of each memory key's value (as ``mmd.daemon.config.OPTIONS`` gives them): checked by :func:`check_kind`."""
+
+
+AGENT_CHOICES = {"agents.writes": ("propose", "direct"), "nudge.distill": ("once", "off")}
+"""The keys of how agents work with memory (issue 28), each with its values, the default first: ``agents.writes``
+(an agent's MCP ``mem_write``/``mem_delete`` becomes a proposal, or writes at once) and ``nudge.distill`` (one
+distillation line a session, or none). ``mmd`` and ``mmctl`` read them from the same file."""
 
 
 class ConfigError(MMError):
@@ -98,6 +104,30 @@ def check_kind(key: str, kind: str, value: Any) -> Any:
     if kind == "str" and not value.strip():
         raise ConfigError(key, value, "must not be blank")
     return value
+
+
+def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``.
+
+    Raises:
+        ConfigError: ``must be one of …``.
+    """
+    if value not in choices:
+        raise ConfigError(key, value, f"must be one of {', '.join(choices)}")
+    return str(value)
+
+
+def agent_setting(key: str, env: Mapping[str, str], path: Path | None = None) -> str:
+    """The value of ``key`` (one of :data:`AGENT_CHOICES`) in the config file at ``path`` (None: the default file,
+    when there is one), else its default.
+
+    Raises:
+        ConfigError: if the file cannot be read, is not TOML, or holds another value.
+    """
+    file = path if path is not None else config_path(None, env)
+    flat = load_config(file, explicit=False) if file is not None else {}
+    choices = AGENT_CHOICES[key]
+    return check_choice(key, flat[key], choices) if key in flat else choices[0]
 
 
 def options_refused(error: MMError, given: Mapping[str, Any]) -> ConfigError:

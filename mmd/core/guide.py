@@ -1,8 +1,9 @@
-"""The agent-facing guide to the memory protocol, in English and Chinese.
+"""The agent-facing reference to the memory protocol, in English and Chinese.
 
-``mmctl guide`` prints it and the MCP server sends it as its instructions, so
-an agent learns the rules (index first, budgets, frozen snapshot, review queue)
-before its first tool call. Text only; nothing here reads or writes memory.
+``mmctl guide`` prints it and the MCP server sends it as its instructions, after the short guide every agent
+gets at session start (:mod:`mmd.inject.guide`), so an agent learns the rules (index first, budgets, frozen
+snapshot, proposals and the review queue) before its first tool call. Text only; nothing here reads or writes
+memory.
 """
 
 from __future__ import annotations
@@ -28,16 +29,19 @@ and read it.
 - What to keep: durable facts another session or agent will need (decisions and their reasons, constraints, \
 environment, where things are, how to run them). Put the one-liner in the summary and the details in the note. \
 Never store secrets.
-- Candidates: mem_digest distills a session log or text into candidate memories without writing; review them \
-and mem_write the ones worth keeping. When the daemon runs, candidates from your session logs wait in the review \
-queue: list them, then accept or reject each one.
-- Mark a memory on purpose: a line "mm: <the fact>" (or "mm://<memoryId>/<topic> <the fact>" to name its \
-topic), "remember: …" or "MEMO: …" (also 记住：/记忆：) in a prompt or reply always reaches the review queue, \
-never capped. By itself the queue picks up a person's standing rules and corrections ("always …", "never \
-…", "from now on …", "we use X", "prefer X over Y"), an agent's findings (a root cause, a fix, a \
-pitfall, a decision with its reason, a plain statement about named code) and the durable sections \
-of compaction summaries, one statement each, a few per session; a statement already in a note is \
-not queued, and one said again (another session, another agent) ranks higher.
+- Proposals: a person decides what memory keeps. What you propose — a line "mm: <the fact>" in a reply, \
+"mm://<memoryId>/<topic> <the fact>" to add to that note, or mem_propose (append to a note, or replace it with \
+new text) — waits in the review queue, marked as yours with your reason, until a person accepts or rejects it. \
+Unless the person set [agents] writes = "direct", mem_write and mem_delete are proposals too: the reply says \
+"queued for review as #N" and the note stays as it is until it is accepted. mem_digest distills a session log or \
+text into candidates without writing. Once per session, after a few prompts without a proposal, a line asks \
+you to propose what the session settled: do so, or ignore it.
+- By itself the queue also picks up a person's standing rules and corrections ("always …", "never \
+…", "from now on …", "we use X", "prefer X over Y"), marks a person made ("mm:", "remember: …", "MEMO: …", \
+记住：/记忆：), an agent's findings (a root cause, a fix, a pitfall, a decision with its reason, a plain \
+statement about named code) and the durable sections of compaction summaries, one statement each, a few per \
+session; a statement already in a note is not queued, and one said again (another session, another agent) \
+ranks higher.
 """
 
 _ZH = """\
@@ -54,15 +58,15 @@ mem_budget 显示待生效的写入数。mem_reload 重新取快照；改写其�
 需先 reload 并读取它。
 - 记什么：其他会话或 agent 以后会用到的持久事实（决策及其理由、约束、环境、东西在哪、如何运行）。\
 一行概述写进摘要，细节写进笔记。切勿保存密钥等机密。
-- 候选记忆：mem_digest 从会话日志或文本中提炼候选记忆，但不写入；审查后用 mem_write 保存值得保留的条目。\
-守护进程运行时，来自会话日志的候选会进入审查队列：先列出，再逐条接受或拒绝。
-- 主动标记记忆：在提示或回复中写一行 “mm: <事实>”\
-（或 “mm://<memoryId>/<topic> <事实>” 指定主题）、“remember: …”、“MEMO: …”、\
-“记住：…” 或 “记忆：…”，它总会进入审查队列，不受数量限制。\
-队列还会自动收集：用户的长期规则与纠正（“always …”“never …”“以后…”“不要…”\
-“我们用 X”“优先 X 而不是 Y”）、agent 的发现（根因、修复、坑、带理由的决定、关于具体代码的陈述）\
-以及压缩摘要中的持久部分，每条一句，每个会话少量；已在笔记中的内容不会再入队，\
-在其他会话或其他 agent 中重复出现的会排得更靠前。
+- 提议：记忆保留什么由人决定。你的提议——回复中的一行 “mm: <事实>”、追加到某笔记的 \
+“mm://<memoryId>/<topic> <事实>”，或 mem_propose（追加到笔记，或用新文本替换它）——会标记为你的提议并附上理由，\
+进入审查队列，直到有人接受或拒绝。除非用户设置了 [agents] writes = "direct"，mem_write 和 mem_delete 也是提议：\
+回复会说 “queued for review as #N”，笔记在被接受前保持不变。mem_digest 从会话日志或文本中提炼候选记忆，不写入。\
+每个会话在若干轮提示都没有提议后，会有一行请你提议本会话确定的内容：照做，或忽略它。
+- 队列还会自动收集：用户的长期规则与纠正（“always …”“never …”“以后…”“不要…”\
+“我们用 X”“优先 X 而不是 Y”）、用户的标记（“mm:”“remember: …”“MEMO: …”“记住：”“记忆：”）、\
+agent 的发现（根因、修复、坑、带理由的决定、关于具体代码的陈述）以及压缩摘要中的持久部分，\
+每条一句，每个会话少量；已在笔记中的内容不会再入队，在其他会话或其他 agent 中重复出现的会排得更靠前。
 """
 
 

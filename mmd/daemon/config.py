@@ -29,7 +29,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mmd.core.config_file import ConfigError, check_kind, config_path, load_config, options_refused
+from mmd.core.config_file import (
+    AGENT_CHOICES,
+    ConfigError,
+    check_choice,
+    check_kind,
+    config_path,
+    load_config,
+    options_refused,
+)
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import dsh_home, expand_path
@@ -82,7 +90,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("search.maxSnippetChars", "--max-snippet-chars", "int", 160, "snippet cap, in code points"),
     Option("nudge.enabled", "--nudge", "bool", True, "publish periodic memory/nudge events"),
     Option("nudge.intervalMs", "--nudge-interval-ms", "int", 1_800_000, "nudge period, in milliseconds"),
+    Option("nudge.distill", "--distill", "str", "once",
+           "once: a session that ran a few prompts without a proposal is asked, once, to propose what it settled; off"),
     Option("lang", "--lang", "str", "auto", "guide language: auto | en | zh"),
+    Option("agents.writes", "--agent-writes", "str", "propose",
+           "propose: an agent's MCP mem_write / mem_delete is queued for review; direct: it writes at once"),
     Option("daemon.sessions", "--sessions", "path", None,
            "DSH session logs, the dsh source's folder (default $DSH_HOME/sessions)"),
     Option("daemon.sources", "--source", "sources", (),
@@ -111,6 +123,10 @@ OPTIONS: tuple[Option, ...] = (
            "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
     Option("candidates.perSession", "--per-session", "int", None,
            "visible candidates per agent session (default: 3 to 8, by the session's length)"),
+    Option("candidates.expireDays", "--expire-days", "int", 30,
+           "days a rule draft stays pending, counted from when it was queued, before it is expired"),
+    Option("candidates.backfillShown", "--backfill-shown", "int", 24,
+           "rule drafts a first backfill of old logs shows in all (the newest sessions' best; the rest expire)"),
     Option("candidates.command", "--extractor-command", "argv", None,
            "extractor run once per ended session: utterances as JSON on stdin, candidates as JSON on stdout"),
     Option("candidates.timeoutMs", "--extractor-timeout-ms", "int", 60_000,
@@ -158,9 +174,13 @@ class Config:
         inject_ttl_days: days a client's injection view is kept after its last confirmation.
         export_files: absolute paths of the files whose memory block the daemon refreshes.
         per_session: ``candidates.perSession``, visible candidates per agent session (None: scaled by size).
+        expire_days: ``candidates.expireDays``, days a rule draft stays pending before it expires.
+        backfill_shown: ``candidates.backfillShown``, rule drafts a first backfill shows in all.
         extractor: ``candidates.command``, the extractor command (empty: none).
         extractor_timeout_ms: ``candidates.timeoutMs``, its time limit, milliseconds.
         git: the ``[git]`` settings (off by default).
+        agent_writes: ``agents.writes``, ``propose`` | ``direct`` (the MCP server reads it from the file too).
+        distill: ``nudge.distill``, ``once`` | ``off``.
         http_listen: ``(host, port)`` of the review page (a loopback address; port 0 = any free one), or None.
     """
 
@@ -187,10 +207,14 @@ class Config:
     inject_ttl_days: int = 30
     export_files: tuple[Path, ...] = ()
     per_session: int | None = None
+    expire_days: int = 30
+    backfill_shown: int = 24
     extractor: tuple[str, ...] = ()
     extractor_timeout_ms: int = 60_000
     git: GitSettings = GitSettings()
     http_listen: tuple[str, int] | None = None
+    agent_writes: str = "propose"
+    distill: str = "once"
 
     @property
     def root(self) -> Path:
@@ -296,9 +320,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         else:
             raw[opt.key] = opt.default
     memory = _memory_options(raw, env)
-    for key, choices in (("lang", LANGS), ("daemon.logLevel", LOG_LEVELS)):
-        if raw[key] not in choices:
-            raise ConfigError(key, raw[key], f"must be one of {', '.join(choices)}")
+    for key, choices in (("lang", LANGS), ("daemon.logLevel", LOG_LEVELS), *AGENT_CHOICES.items()):
+        check_choice(key, raw[key], choices)
     sessions = _path(raw["daemon.sessions"], env) if raw["daemon.sessions"] else dsh_home(env) / "sessions"
     from .config_sources import source_settings
 
@@ -334,6 +357,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         log_level=raw["daemon.logLevel"],
         config_file=config_file,
         per_session=raw["candidates.perSession"],
+        expire_days=raw["candidates.expireDays"],
+        backfill_shown=raw["candidates.backfillShown"],
         extractor=tuple(raw["candidates.command"] or ()),
         extractor_timeout_ms=raw["candidates.timeoutMs"],
         notify_socket=env.get("NOTIFY_SOCKET") or None,
@@ -343,6 +368,8 @@ def build_config(flags: Mapping[str, Any], env: Mapping[str, str]) -> Config:
         export_files=_export_files(raw["export.files"], env),
         git=git_settings(raw),
         http_listen=_listen(raw["http.listen"]),
+        agent_writes=raw["agents.writes"],
+        distill=raw["nudge.distill"],
     )
 
 

@@ -10,9 +10,10 @@ the sync (``memory.sync`` and every ``git.syncIntervalMs``, backing off after
 a failure) with the state's lock as the engine's lock; the reload after a sync
 changed the files (``memory/changed`` with ``cause: "sync"``, installed under
 the same lock so the watcher never reports those files as external); the
-conflict records queued as ``kind: "conflict"`` review candidates (the sync's,
-the topics of a remote commit held back because it would leave the root unusable,
-and those the merge driver spooled during a person's own ``git merge``); one sync at
+conflict records queued as ``kind: "conflict"`` review candidates through :mod:`.gitconflicts` (the sync's,
+those another machine's merge decided about this root's versions, the topics of a remote commit held back
+because it would leave the root unusable, and those the merge driver spooled during a person's own
+``git merge``), and a resolution a sync brings accepted here too; one sync at
 a time (a second ``memory.sync`` meanwhile is refused at once with ``E_BUSY``, saying
 what the running one waits for); the remote commit refused last (``git.refused`` in
 status until the remote changes, never weighed twice against the same HEAD); the
@@ -35,18 +36,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mmd.candidates import Evidence, NewCandidate
-from mmd.candidates.model import QUOTE_MAX
 from mmd.core.clock import iso_ms, parse_iso_ms
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import nudge_report
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
-from mmd.wire.events import MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_ADDED
+from mmd.wire.events import MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_DECIDED
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .config import GitSettings
 from .events import Publisher
 from .git.runner import NETWORK_TIMEOUT_S
+from .gitconflicts import ConflictQueue
 from .githistory import HistoryUses
 from .queue import ReviewQueue
 from .revision import Revision
@@ -160,6 +160,8 @@ class GitSync(HistoryUses):
         except GitMissing as error:
             raise _no_git(error) from error
         self.loop = asyncio.get_running_loop()
+        self.conflicts = ConflictQueue(queue, state, publisher, self.loop)
+        """The conflicts' review candidates (:mod:`.gitconflicts`)."""
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mmd-git")
         self._pending: list[tuple[int, str, list[str]]] = []
         self._flush_queued = False
@@ -368,9 +370,12 @@ class GitSync(HistoryUses):
                     lock=lambda: _LoopLock(self), history=self.history, refused=self.refused, progress=self._step)
         result = done.to_json()
         source = f"git:{result['remote']}/{result['branch']}"
-        result["queued"] = self._queue([c["candidate"] for c in result["conflicts"] if "candidate" in c], source)
-        result["queued"] += self._queue(done.held, source) if done.held else []
+        result["queued"] = self.conflicts.add([c["candidate"] for c in result["conflicts"] if "candidate" in c]
+                                              + done.received, source)
+        result["queued"] += self.conflicts.add(done.held, source) if done.held else []
         result["queued"] += self.drain_spool()
+        if result["changed"]:  # a resolution accepted on the other machine came with it: accepted here too
+            self.conflicts.resolved(self._decided)
         if result["fetched"]:  # kept until a sync reaches the remote and takes it (or refuses another commit)
             self.refused = done.refused
         if done.refused is not None and done.held:
@@ -410,6 +415,11 @@ class GitSync(HistoryUses):
 
         asyncio.run_coroutine_threadsafe(adopt(), self.loop).result()
 
+    def _decided(self, cand: dict[str, Any]) -> None:
+        """Worker thread: publish ``queue/decided`` for a conflict the sync resolved."""
+        self.loop.call_soon_threadsafe(self.publisher.publish, QUEUE_DECIDED, {
+            "id": cand["id"], "status": cand["status"], "queuePending": self.queue.pending, "topic": cand["topic"]})
+
     def drain_spool(self) -> list[int]:
         """Queue the conflicts ``git merge`` left in the driver's spool (a person's own ``git pull``); run after
         each commit (an external edit's included) and each sync. Returns the new candidates' ids."""
@@ -419,26 +429,7 @@ class GitSync(HistoryUses):
                 "body": r["otherBody"] if r.get("otherBody") is not None else r.get("keptBody") or "",
                 "evidence": {side: {"body": r.get(f"{side}Body")} for side in ("kept", "other")}}
                for r in drain_conflicts(self.root)]
-        return self._queue(out, "git merge driver") if out else []
-
-    def _queue(self, candidates: list[dict[str, Any]], source: str) -> list[int]:
-        """Add pinned ``conflict`` candidates, their evidence both versions (``position.uuid``: the commit, ``-``
-        when unknown; ``messageId``: ``<kept>..<other>``), then ``queue/added``."""
-        rows = []
-        for c in candidates:
-            body, ev = c.get("body") or "", c.get("evidence") or {}
-            evidence = tuple(Evidence("git", None, None, source, {"file": source, "uuid": str(v.get("commit") or "-")},
-                                      None, "text", str(v["body"] if v.get("body") is not None else body)[:QUOTE_MAX])
-                             for v in (ev.get("other") or {}, ev.get("kept") or {}))
-            rows.append(NewCandidate(
-                "conflict", c["topic"], (c.get("entrySummary") or c.get("summary") or c["topic"])[:120], body,
-                len(body), False, None, source, None, f"{evidence[1].position['uuid']}..{evidence[0].position['uuid']}",
-                "sync", rule="git.sync-conflict", score=2.0, visible=True, evidence=evidence, pinned=True))
-        ids = self.queue.add(rows) if rows else []
-        if ids:
-            self.loop.call_soon_threadsafe(self.publisher.publish, QUEUE_ADDED,
-                                           {"ids": ids, "sessionId": None, "source": source})
-        return ids
+        return self.conflicts.add(out, "git merge driver") if out else []
 
     async def _schedule(self) -> None:
         """Sync every ``syncIntervalMs``; after a failure sooner, then backing off (:func:`retry_delay_ms`)."""

@@ -97,6 +97,9 @@ class ProposedScope:
     def __call__(self, candidate: NewCandidate) -> str:
         from mmd.candidates.scope import proposed_scope
 
+        if candidate.scope is not None:  # the proposer named the root (an agent's proposal through the daemon)
+            return candidate.scope
+
         folder = next((e.project for e in candidate.evidence if e.project), None)
         return proposed_scope(candidate, self.key_of(folder))
 

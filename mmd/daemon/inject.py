@@ -13,8 +13,9 @@ Use-cases over the pure layer :mod:`mmd.inject`:
   rides along in every ``memory/nudge``.
 - ``[export] files``: after each revision (debounced by :data:`EXPORT_DEBOUNCE_S`,
   at most :data:`EXPORT_MAX_DELAY_S` behind) each file's ``<!-- mm:begin -->``
-  block gets the baseline; :func:`mmd.inject.blocks.write_block` keeps every
-  byte outside the block, hand edits made meanwhile included.
+  block gets the agents' guide and the baseline (:func:`mmd.inject.guide.with_guide`);
+  :func:`mmd.inject.blocks.write_block` keeps every byte outside the block, hand
+  edits made meanwhile included.
 
 Each new revision is *prepared* (its content hashes, reusing the previous
 revision's for unchanged notes) in a worker thread as soon as it is installed,
@@ -37,6 +38,7 @@ import asyncio
 import logging
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from datetime import date, timedelta
@@ -54,6 +56,7 @@ from mmd.inject.baseline import DEFAULT_MAX_BYTES, render_baseline
 from mmd.inject.blocks import write_block
 from mmd.inject.delta import ClientView, Prepared, plan_injection, prepare
 from mmd.inject.due import DueReport, due_topics
+from mmd.inject.guide import with_guide
 from mmd.inject.held import HeldTopics, held_view
 from mmd.inject.scopes import join_texts
 from mmd.screen.hidden import escape_hidden
@@ -65,7 +68,8 @@ from .injectdb import InjectDB
 from .state import MemoryState
 from .statedb import StateDB
 
-__all__ = ["CLIENT_MAX_CHARS", "EXPORT_DEBOUNCE_S", "EXPORT_MAX_DELAY_S", "Injector", "check_client", "guarded"]
+__all__ = ["CLIENT_MAX_CHARS", "EXPORT_DEBOUNCE_S", "EXPORT_MAX_DELAY_S", "USES_SAVE_EVERY", "Injector", "check_client",
+           "guarded"]
 
 log = logging.getLogger("mmd.daemon")
 
@@ -77,6 +81,8 @@ EXPORT_MAX_DELAY_S = 5.0
 """Longest an export lags behind a stream of revisions, seconds."""
 _write_block = aiofiles.os.wrap(write_block)
 """:func:`mmd.inject.blocks.write_block` run by aiofiles (its read, its atomic write and fsync off the loop)."""
+USES_SAVE_EVERY = 20
+"""Reads of notes counted before the counts are stored (and at stop)."""
 
 
 def check_client(client: object) -> str:
@@ -128,6 +134,10 @@ class Injector:
         self._warming = False
         self._export_timer: asyncio.TimerHandle | None = None
         self._export_since: float | None = None
+        self._uses: dict[str, int] | None = None
+        self._reads: dict[str, int] = {}
+        self._reads_lock = threading.Lock()
+        self._saving = False
         self.exports = 0
         """How many export passes ran (``daemon.status``)."""
         self.project_of: Callable[[Path], Injector | None] = lambda path: None
@@ -193,12 +203,12 @@ class Injector:
             prep, key, _ = self._prepare(snapshot)
             row = None if reset else self.views.client(client)
             view = None
-            if row is not None and row.committed_at >= self._cutoff(now):
+            if row is not None and row.committed_at >= self.cutoff(now):
                 hashes = self.views.hashes(row.view_key)
                 view = None if hashes is None else ClientView(hashes, row.reminded)
             plan = plan_injection(view, prep, today=_today(now),
                                   max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-                                  origins=self.origins)
+                                  uses=self._read_counts() if view is None else None, origins=self.origins)
             token = secrets.token_urlsafe(12)
             self.views.store_map(key, now)
             if commit:
@@ -208,6 +218,51 @@ class Injector:
         out = plan.to_json()
         out["text"] = guarded(out["text"])
         return {**out, "token": token, "revision": snapshot.revision, "committed": commit}
+
+    # --- what agents read (a baseline's order, issue 28) ---------------------------------------------
+
+    def _read_counts(self) -> dict[str, int]:
+        """topic → reads: the saved counts (loaded once; worker thread, under views.lock) plus the reads since."""
+        if self._uses is None:
+            try:
+                self._uses = self.views.uses(self.scope)
+            except sqlite3.Error as error:  # counted from now on: the order is by recency meanwhile
+                log.error("inject.uses_failed error=%s", error)
+                self._uses = {}
+        with self._reads_lock:
+            fresh = dict(self._reads)
+        return {t: self._uses.get(t, 0) + fresh.get(t, 0) for t in {*self._uses, *fresh}}
+
+    def read(self, topic: str) -> None:
+        """An agent read the note ``topic`` (``memory.read``; any thread): it counts toward a baseline's order
+        (:func:`mmd.inject.content.use_order`); the counts are saved every :data:`USES_SAVE_EVERY` reads and at
+        stop."""
+        with self._reads_lock:
+            self._reads[topic] = self._reads.get(topic, 0) + 1
+            due = sum(self._reads.values()) >= USES_SAVE_EVERY
+        if due and not self._saving:
+            self._saving = True
+            self._spawn(asyncio.to_thread(self.save_uses))
+
+    def save_uses(self) -> None:
+        """Store the read counts (worker thread); on a failure they stay in memory and are tried again later."""
+        with self.views.lock:
+            counts = self._read_counts()
+            try:
+                self.views.save_uses(self.scope, counts)
+            except sqlite3.Error as error:
+                log.error("inject.uses_save_failed error=%s", error)
+                return
+            finally:
+                self._saving = False
+            with self._reads_lock:
+                for topic, count in list(self._reads.items()):
+                    left = count - (counts.get(topic, 0) - (self._uses or {}).get(topic, 0))
+                    if left > 0:
+                        self._reads[topic] = left
+                    else:
+                        del self._reads[topic]
+            self._uses = counts
 
     async def injected(self, client: Any, token: Any) -> dict[str, Any]:
         """``memory.injected {client, token}`` → ``{ok: true, client, token}``: the text of ``token`` reached
@@ -232,7 +287,7 @@ class Injector:
                               "confirmation, expired, or never given); call memory.inject again")
         return {"ok": True, "client": client, "token": token}
 
-    def _cutoff(self, now_iso: str) -> str:
+    def cutoff(self, now_iso: str) -> str:
         """The ISO time before which a client's last confirmation is too old."""
         return iso_ms(parse_iso_ms(now_iso) - timedelta(days=self._ttl_days()))
 
@@ -243,7 +298,7 @@ class Injector:
             sqlite3.Error: if the rows cannot be deleted.
         """
         with self.views.lock:
-            return self.views.expire(self._cutoff(self.state.now_iso()))
+            return self.views.expire(self.cutoff(self.state.now_iso()))
 
     # --- review dates ---------------------------------------------------------------------------------
 
@@ -363,7 +418,8 @@ class Injector:
         """The baseline the export blocks get (worker thread: preparing a revision is CPU work)."""
         with self.views.lock:
             prep, _, _ = self._prepare(snapshot)
-        return render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command).text
+        return render_baseline(prep.order, memory_id=prep.memory_id, ordered=True, command=prep.command,
+                               bodies=prep.bodies).text
 
     async def export_now(self) -> int:
         """Write the current baseline into every ``[export] files`` block; how many changed.
@@ -378,9 +434,9 @@ class Injector:
         changed, failed = 0, None
         for path in self._export_files():
             own = self.project_of(path)  # a file in a project's folder gets that project's memory first
-            block = text if own is None else join_texts(
+            block = with_guide(text if own is None else join_texts(
                 [(own.scope, await asyncio.to_thread(own._export_text, own.state.current)), (self.scope, text)],
-                str(path.parent))
+                str(path.parent)))
             block = await asyncio.to_thread(guarded, block)
             try:
                 changed += await _write_block(path, block)
@@ -403,7 +459,10 @@ class Injector:
                 "lastError": self.export_error}
 
     async def stop(self) -> None:
-        """Run a scheduled export now, then wait for the running tasks (exports finish their files)."""
+        """Run a scheduled export now, store the read counts, then wait for the running tasks (exports finish their
+        files)."""
+        if self._reads:
+            self._spawn(asyncio.to_thread(self.save_uses))
         if self._export_timer is not None:
             self._export_timer.cancel()
             self._export_timer = None

@@ -8,8 +8,8 @@ topics the root holds. Maps are cached in memory by key (the current one
 always, a few older ones read back after a restart).
 
 Tables (see :mod:`.statedb`): ``inject_views``, ``inject_clients``,
-``inject_pending``, ``due_announced``. Times are ISO-8601 UTC strings, compared
-as text.
+``inject_pending``, ``due_announced``; and ``note_uses`` (created here on first use, issue 28): per root and topic,
+how many times agents read the note (a baseline's order). Times are ISO-8601 UTC strings, compared as text.
 
 Owns: those rows and the map cache. Never: plans an injection (:mod:`mmd.inject.delta`
 does), reads a clock (times are passed in), or touches a socket. Each method
@@ -196,6 +196,32 @@ class InjectDB:
         return (conn.execute("SELECT 1 FROM inject_clients LIMIT 1").fetchone() is not None
                 or conn.execute("SELECT 1 FROM inject_pending LIMIT 1").fetchone() is not None)
 
+    # --- note uses (issue 28) ---------------------------------------------------------------------------
+
+    def uses(self, scope: str) -> dict[str, int]:
+        """topic → reads of the root ``scope`` as last saved (:meth:`save_uses`).
+
+        Raises:
+            sqlite3.Error: if the table cannot be made or read.
+        """
+        conn = self.db.conn()
+        with conn:
+            conn.execute(_USES)
+        rows = conn.execute("SELECT topic, reads FROM note_uses WHERE scope = ?", (scope,)).fetchall()
+        return {r["topic"]: int(r["reads"]) for r in rows}
+
+    def save_uses(self, scope: str, reads: Mapping[str, int]) -> None:
+        """Store the read counts of the root ``scope`` (one transaction; topics not given are left as they are).
+
+        Raises:
+            sqlite3.Error: if the rows cannot be written.
+        """
+        conn = self.db.conn()
+        with conn:
+            conn.execute(_USES)
+            conn.executemany("INSERT OR REPLACE INTO note_uses (scope, topic, reads) VALUES (?, ?, ?)",
+                             ((scope, topic, count) for topic, count in reads.items()))
+
     # --- due announcements ----------------------------------------------------------------------------
 
     def announce(self, topic: str, review_after: str, now_iso: str) -> bool:
@@ -209,6 +235,10 @@ class InjectDB:
             cursor = conn.execute("INSERT OR IGNORE INTO due_announced (topic, review_after, announced_at)"
                                   " VALUES (?, ?, ?)", (topic, review_after, now_iso))
         return cursor.rowcount == 1
+
+
+_USES = ("CREATE TABLE IF NOT EXISTS note_uses (scope TEXT NOT NULL, topic TEXT NOT NULL, reads INTEGER NOT NULL,"
+         " PRIMARY KEY (scope, topic))")
 
 
 def _dump(value: Mapping[str, str]) -> str:

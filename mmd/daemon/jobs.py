@@ -34,6 +34,7 @@ from .revision import Revision
 from .statedb import StateDB
 
 if TYPE_CHECKING:
+    from .agents import Agents
     from .gitsync import GitSync
     from .lifecycle import Running
 
@@ -44,7 +45,8 @@ log = logging.getLogger("mmd.daemon")
 DUE_CHECK_MS = 60_000
 """How often review dates are checked without a new revision (a date comes at midnight UTC), ms."""
 INJECT_EXPIRE_MS = 3_600_000
-"""How often injection clients past ``daemon.injectTtlDays`` are forgotten, ms."""
+"""How often injection clients past ``daemon.injectTtlDays`` are forgotten (and rule drafts past
+``candidates.expireDays`` expired), ms."""
 
 
 def periods_ms(cfg: Config) -> dict[str, int | None]:
@@ -95,6 +97,8 @@ class Jobs:
         self.injector = injector
         self.git: GitSync | None = None
         """With ``--git``: told of each revision (its commit)."""
+        self.agents: Agents | None = None
+        """The agents' use-cases (set once built): a session-end nudge names the session's proposals."""
         self.holds = review.holds = Holds(home, review.queue, publisher.publish)
         """The held topics (issue 29): each sync's and outside edit's revision is screened before it is injected."""
 
@@ -209,16 +213,23 @@ class Jobs:
                 root.injector.check_due()
 
     def inject_expire(self) -> None:
-        """Forget injection clients idle for ``daemon.injectTtlDays`` (worker thread; logged)."""
+        """Forget injection clients idle for ``daemon.injectTtlDays``, and expire the review queue's rule drafts
+        pending longer than ``candidates.expireDays`` (so status counts them without a list first; worker thread;
+        logged)."""
 
         def run() -> None:
             try:
                 gone = self.injector.expire()
+                drafts = self.review.queue.expire() if self.review.queue is not None else []
+                if self.agents is not None:  # the prompt counts of the same clients go with them
+                    self.agents.expire(self.injector.cutoff(self.state.now_iso()))
             except sqlite3.Error as error:
                 log.error("inject.expire_failed error=%s", error)
                 return
             if gone:
                 log.info("inject.expired clients=%d", gone)
+            if drafts:
+                log.info("queue.expired drafts=%d (pending longer than candidates.expireDays)", len(drafts))
 
         asyncio.get_running_loop().run_in_executor(None, run)
 
@@ -231,7 +242,8 @@ class Jobs:
         """A followed agent session went quiet (and its source reports no writer): a ``session-end`` nudge
         naming the agent, its session id, the project (null when unknown) and the log; its first suggested
         action names the session's visible pending candidates (the best three, ids and summaries; a flagged one by its
-        flags' kinds alone: an instruction is never repeated to every subscriber), if any."""
+        flags' kinds alone: an instruction is never repeated to every subscriber), if any, and ``proposals`` every
+        proposal the agent made in it (``[{id, status, topic, summary}]``, a flagged one's summary its flags)."""
         report = self._nudge_report()
         queue = self.review.queue
         if queue is not None and ended.session_id:  # what this session left, named first: it is fresh in mind
@@ -245,7 +257,27 @@ class Jobs:
         self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
                                               "sessionId": ended.session_id, "source": ended.file,
                                               "agent": ended.agent, "project": ended.project,
-                                              "due": self.injector.due_now()})
+                                              "due": self.injector.due_now(),
+                                              "proposals": self.agents.of_session(ended.session_id)
+                                              if self.agents is not None else []})
+
+
+    def distill(self, session: EndedSession) -> None:
+        """A followed agent session ran :data:`~mmd.inject.guide.DISTILL_AFTER_PROMPTS` prompts without a proposal:
+        one ``memory/nudge`` (reason ``distill``) carrying the line to give its agent (a DSH agent subscribes), naming
+        the agent, its session, project and log; none with ``nudge.distill = "off"``."""
+        if self._config().distill == "off":
+            return
+        from mmd.inject.guide import distill_line
+
+        line = distill_line(self._config().lang)
+        report = self._nudge_report()
+        report["suggestedActions"].insert(0, line)
+        log.info("memory.nudge reason=distill agent=%s session=%s", session.agent, session.session_id)
+        self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "distill", "queuePending": self.review.pending,
+                                              "sessionId": session.session_id, "source": session.file,
+                                              "agent": session.agent, "project": session.project,
+                                              "due": self.injector.due_now(), "distill": line})
 
 
 def _named(c: CandidateJson) -> str:

@@ -45,6 +45,7 @@ from mmd.core.rootfs import make_folders
 from mmd.core.snapshot import Snapshot
 from mmd.wire.endpoints import ensure_private_dir, ipc_path
 
+from .agents import Agents
 from .config import Config, ConfigError
 from .events import Publisher
 from .failures import startup_failure
@@ -238,6 +239,7 @@ class Daemon:
         proposed = ProposedScope(cfg.root)  # the root a candidate goes to; also whose notes a session is seen against
         queue = ReviewQueue(db, state.now_iso, proposed) if cfg.ingest or cfg.git.enabled else None
         if queue is not None:
+            queue.expire_days = lambda: self.config.expire_days
             await asyncio.to_thread(queue.refresh_counts)
         review = Review(home, queue)
         injector = home.user.injector = Injector(state, db, publisher.publish, lambda: self.config.inject_ttl_days,
@@ -245,6 +247,7 @@ class Daemon:
         undo.push_async_callback(injector.stop)
         injector.project_of = functools.partial(_export_project, home, proposed)
         jobs = Jobs(lambda: self.config, home, db, review, publisher, injector)
+        jobs.agents = Agents(home, queue, db, publisher.publish, lambda: self.config.distill, lambda: self.config.lang)
         state.on_change, state.on_allowed = jobs.on_change, jobs.allowed
 
         home.opened = functools.partial(_wire_project, home=home, db=db, publish=publisher.publish,
@@ -290,9 +293,11 @@ class Daemon:
             ingestor = Ingestor(
                 cfg.sources, queue, notes=lambda: state.current if state.revision else None,
                 write_budget=lambda: state.options.default_write_budget, exclude=[cfg.root],
-                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end)
+                idle_s=cfg.session_idle_s, on_added=from_worker(loop, jobs.queue_added), on_session_end=on_end,
+                on_distill=from_worker(loop, jobs.distill))
             ingestor.harvester.candidacy.per_session = lambda: self.config.per_session
             ingestor.harvester.candidacy.project_notes = functools.partial(_project_snapshot, home, proposed)
+            ingestor.backfill_shown = lambda: self.config.backfill_shown
             ingestor.start()
             undo.push_async_callback(asyncio.to_thread, ingestor.stop)
         # 5. scheduler
@@ -319,7 +324,7 @@ class Daemon:
         undo.callback(lambda: publisher.close(self._linger_ms()))
         router = sockets.bind(context, zmq.ROUTER, cfg.rpc_endpoint)
         digests = BoundedPool("digest", processes=True, timeout_s=DIGEST_TIMEOUT_S)
-        methods = Methods(home, self._status, publisher.publish, review, injector, digests, git)
+        methods = Methods(home, self._status, publisher.publish, review, injector, digests, git, agents=jobs.agents)
         rpc = RpcServer(router, methods, cfg.max_request_bytes, max_queued_bytes=cfg.max_queued_bytes)
         undo.callback(lambda: rpc.close(self._linger_ms()))
         # 7. the review page (only with --http; imported only then): it stops before the sockets close

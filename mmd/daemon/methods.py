@@ -33,18 +33,20 @@ from mmd.wire.protocol import DaemonError, OpenResult
 from .handling import bind, handles
 from .home import USER, Home, Root, Scoped
 from .inject import Injector
+from .methods_agents import AgentMethods
 from .methods_queue import QueueMethods
 from .offload import BoundedPool
 from .review import Review
 from .state import MemoryState
 
 if TYPE_CHECKING:
+    from .agents import Agents
     from .gitsync import GitSync
 
 __all__ = ["Methods", "handles"]
 
 
-class Methods(QueueMethods):
+class Methods(QueueMethods, AgentMethods):
     """The method table of one daemon.
 
     Args:
@@ -58,12 +60,14 @@ class Methods(QueueMethods):
             a fresh one when None.
         git: the git part (``--git``); without it ``memory.log`` and ``memory.restore`` read the version
             history (:class:`.history.VersionHistory`) and the other history and sync methods answer ``E_UNAVAILABLE``.
+        agents: the agents' use-cases (``memory.propose``, the distillation line of ``memory.inject {prompt}``).
     """
 
     def __init__(self, home: Home, status: Callable[[], dict[str, Any]],
                  publish: Callable[[str, dict[str, Any]], Any], review: Review, injector: Injector,
-                 digests: BoundedPool | None = None, git: GitSync | None = None) -> None:
+                 digests: BoundedPool | None = None, git: GitSync | None = None, *, agents: Agents) -> None:
         self.home = home
+        self.agents = agents
         self.state = home.user.state
         self.git = git
         self.digests = digests or BoundedPool("digest")
@@ -159,7 +163,8 @@ class Methods(QueueMethods):
         self.home.session_scopes.pop(sid, None)
         report = nudge_report(self.state.current, pending, self.state.now_iso())
         self._publish(MEMORY_NUDGE, {**report, "reason": "session-end", "queuePending": self.review.pending,
-                                       "sessionId": sid, "due": self.injector.due_now()})
+                                       "sessionId": sid, "due": self.injector.due_now(),
+                                       "proposals": self.agents.of_session(sid)})
         return {"ok": True, "sessionId": sid, "pendingWrites": pending}
 
     # --- reads ----------------------------------------------------------------------------------
@@ -203,6 +208,8 @@ class Methods(QueueMethods):
         for root, snap in snaps:
             note = snap.note(topic)
             if note is not None:
+                if root.injector is not None:  # it counts toward a baseline's order: newest and most used first
+                    root.injector.read(topic)
                 return _scoped(note.to_json(), scoped, root)
         return None
 
@@ -327,19 +334,28 @@ class Methods(QueueMethods):
 
     @handles(wire.MEMORY_INJECT)
     async def inject(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.inject {client, maxBytes?, commit?, reset?}`` → ``{mode, text, added, updated, removed, unchanged,
-        reminded, bytes, token, revision, committed}``.
+        """``memory.inject {client, maxBytes?, commit?, reset?, prompt?}`` → ``{mode, text, added, updated, removed,
+        unchanged, reminded, bytes, token, revision, committed, distill?}``; with ``prompt`` (a hook before an agent's
+        prompt) the prompt is counted and ``distill`` is the session's one distillation line when it is due
+        (:meth:`.agents.Agents.prompted`; never part of ``text``).
 
         Raises:
             MMError(E_INVALID): as :meth:`.inject.Injector.inject`.
         """
-        root = self.home.resolve(p).root
+        scoped = self.home.resolve(p)
+        root = scoped.root
         if root is None:  # a project without a root yet: nothing to inject from it
-            return {"mode": "none", "text": "", "added": [], "updated": [], "removed": [], "unchanged": 0,
-                    "reminded": [], "bytes": 0, "token": None, "revision": 0, "committed": False,
-                    "scope": self.home.resolve(p).scope}
-        injected: dict[str, Any] = await root.injector.inject(
-            p["client"], max_bytes=p.get("maxBytes"), commit=bool(p.get("commit")), reset=bool(p.get("reset")))
+            injected: dict[str, Any] = {
+                "mode": "none", "text": "", "added": [], "updated": [], "removed": [], "unchanged": 0, "reminded": [],
+                "bytes": 0, "token": None, "revision": 0, "committed": False, "scope": scoped.scope}
+        else:
+            injected = await root.injector.inject(p["client"], max_bytes=p.get("maxBytes"),
+                                                  commit=bool(p.get("commit")), reset=bool(p.get("reset")))
+        if p.get("prompt"):
+            line = await self.agents.prompted(p["client"], scoped.scope, injected["token"],
+                                              commit=bool(p.get("commit")))
+            if line is not None:
+                injected["distill"] = line
         return injected
 
     @handles(wire.MEMORY_INJECTED)
@@ -351,6 +367,7 @@ class Methods(QueueMethods):
         """
         root = self.home.resolve(p).root or self.home.user
         confirmed: dict[str, Any] = await root.injector.injected(p["client"], p["token"])
+        await self.agents.confirmed(p["client"], p["token"])
         return confirmed
 
     @handles(wire.MEMORY_DUE)

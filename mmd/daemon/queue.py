@@ -2,9 +2,10 @@
 
 Owns: the candidates' rows in the state database (:mod:`.statedb`), their
 wire shape (:class:`~mmd.wire.protocol.CandidateJson`), the status changes
-``pending → accepted | rejected`` (and back, ``queue.undo``) with a journal row each, and the merge of a
-statement seen again. A candidate's identity is its statement:
-:func:`mmd.candidates.identity.norm_key` (NFKC, casefold, punctuation and
+``pending → accepted | rejected | expired`` (and back, ``queue.undo``) with a journal row each, and the merge of
+a statement seen again. Which rule drafts are on show (a budget per session, decided ones counted; an age; a
+first backfill's share) is :mod:`.queue_offers`'s rule, applied here in the same transactions. A
+candidate's identity is its statement: :func:`mmd.candidates.identity.norm_key` (NFKC, casefold, punctuation and
 whitespace folded), or a near-duplicate of the statement itself — the summary, never the context
 around it (word or CJK-bigram Jaccard ≥ 0.8), kept for the queue's whole history. A statement
 seen again — the same
@@ -15,11 +16,12 @@ another session of the same project, and a compaction summary's bullet that
 restates something said earlier in its own session, when the two statements themselves share
 content words (a shared context alone never merges). Merging: new places join its
 ``evidence``, ``seen`` grows, its score rises (more when it comes from
-another session), and a hidden one becomes visible when the new sighting is;
+another session), and a hidden one may take a place in the new sighting's session (:func:`.queue_offers.offer`);
 a place already in the evidence (the record's uuid, or session and line)
 adds nothing, nor does a replay of one (same session, speaker, time and
-quote at another place). A rejected or accepted statement never comes back. Issue 13
-"Dedupe and repetition".
+quote at another place). A rejected or accepted statement never comes back; an expired one comes back
+(pending, its clock started again) when it is said again in a session it was not seen in, or marked on purpose.
+Issue 13 "Dedupe and repetition", issue 30 "A queue that ends".
 
 Every candidate passes one door first, whoever made it (:func:`mmd.candidates.screening.screen_candidate`,
 issue 29): what is stored, listed and published carries secrets redacted and hidden text escaped, its
@@ -43,20 +45,21 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mmd.candidates import NewCandidate
-from mmd.candidates.identity import normalized, shingles
-from mmd.candidates.score import MIN_SCORE
+from mmd.candidates.identity import shingles
+from mmd.candidates.proposals import is_proposal
 from mmd.candidates.screening import screen_candidate
 from mmd.wire.protocol import CandidateJson
 
+from . import queue_offers as offers
 from .queue_index import StatementIndex, same_idea
-from .queue_rows import Screened, candidate_of, screen_older
+from .queue_offers import Allowance, Sighting, is_draft, session_of
+from .queue_rows import HELD, filters, framed, place, replay, row_json
+from .queue_screen import screen_older
 from .statedb import CursorRow, StateDB
 
 __all__ = ["HELD", "OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
 
-HELD = "held"
-"""The kind of a held topic's candidate (:mod:`.holds`): never merged with a statement, nor one into it."""
-STATUSES = ("pending", "accepted", "rejected")
+STATUSES = ("pending", "accepted", "rejected", "expired")
 """A candidate's possible statuses."""
 SAME_SESSION_BONUS = 0.15
 """Score a candidate gains per new sighting in a session it was already seen in."""
@@ -64,52 +67,9 @@ OTHER_SESSION_BONUS = 0.4
 """Score a candidate gains per new session it is seen in: what the user told the agents twice ranks first."""
 
 
-def _framed(values: Iterable[str | None]) -> str:
-    """``\\n``-framed set of the non-empty values (``\\na\\nb\\n``), for ``LIKE '%\\nX\\n%'`` filters."""
-    found = sorted({v for v in values if v})
-    return "\n" + "\n".join(found) + "\n" if found else ""
-
-
-def _row_json(r: sqlite3.Row | Screened) -> CandidateJson:
-    if not r["speaker"]:  # a row of an older schema, not screened yet (screen_older): shown through the screen
-        return _row_json(Screened(r, screen_candidate(candidate_of(r))))
-    out: CandidateJson = {
-        "id": r["id"], "status": r["status"], "kind": r["kind"], "rule": r["rule"], "score": round(r["score"], 4),
-        "seen": r["seen"], "visible": bool(r["visible"]), "pinned": bool(r["pinned"]), "topic": r["topic"],
-        "proposal": {"action": r["proposal_action"], "topic": r["topic"]},
-        "summary": r["summary"], "body": r["body"], "chars": r["chars"], "overBudget": bool(r["over_budget"]),
-        "evidence": json.loads(r["evidence"]),
-        "source": {"sessionId": r["session_id"], "file": r["file"], "seq": r["seq"], "messageId": r["message_id"],
-                   "kind": r["source_kind"]},
-        "createdAt": r["created_at"], "scope": r["scope"], "speaker": r["speaker"], "flags": json.loads(r["flags"]),
-        "redacted": bool(r["redacted"]),
-    }
-    if r["diff"] is not None:
-        out["diff"] = r["diff"]
-    if r["decided_at"] is not None:
-        out["decidedAt"] = r["decided_at"]
-    if r["reason"] is not None:
-        out["reason"] = r["reason"]
-    if r["written_topic"] is not None:
-        out["written"] = {"topic": r["written_topic"], "revision": r["written_revision"]}
-    return out
-
-
-def _place(e: dict[str, Any]) -> str:
-    """See :attr:`mmd.candidates.model.Evidence.place` (the same identity over the stored JSON)."""
-    p = e.get("position") or {}
-    where = p.get("uuid") or f"{e.get('sessionId') or p.get('file')}:{p.get('line')}:{p.get('seq')}"
-    return f"{e.get('agent')}|{where}|{e.get('who')}"
-
-
-def _replay(e: dict[str, Any]) -> str:
-    """A sighting's identity across replays: session, who, when (``at``) and the quote, normalized. A resumed
-    session or a copied log replays a record at a new place with its old time: no new sighting."""
-    return f"replay|{_session(e)}|{e.get('who')}|{e.get('at')}|{normalized(str(e.get('quote') or ''))}"
-
-
-def _session(e: dict[str, Any]) -> str:
-    return f"{e.get('agent')}|{e.get('sessionId') or e.get('file')}"
+def _session_key(c: NewCandidate) -> str:
+    """The session whose budget the rule draft ``c`` counts in: its first sighting's (:func:`.session_of`)."""
+    return session_of(c.evidence[0].to_json()) if c.evidence else f"other|{c.session_id or c.file}"
 
 
 class ReviewQueue:
@@ -127,10 +87,12 @@ class ReviewQueue:
         self.db = db
         self._now_iso = now_iso
         self.scope_of = scope_of
-        self.counts: dict[str, int] = {"pending": 0, "accepted": 0, "rejected": 0, "total": 0}
+        self.counts: dict[str, int] = {"pending": 0, "accepted": 0, "rejected": 0, "expired": 0, "total": 0}
         """Candidates per status, refreshed after every change (read it from any thread)."""
         self.merged = 0
         """Sightings merged into existing candidates since the start (new evidence, not new candidates)."""
+        self.expire_days: Callable[[], int] = lambda: offers.EXPIRE_DAYS
+        """Days a rule draft stays pending (``candidates.expireDays``; the composition root may replace it)."""
         self._near: StatementIndex | None = None
         self._near_lock = threading.Lock()
 
@@ -182,44 +144,62 @@ class ReviewQueue:
             return False
         theirs = json.loads(row[0])
         mine = [x.to_json() for x in c.evidence]
-        if any(e["who"] == "summary" and _session(e) in {_session(t) for t in theirs} for e in mine):
+        if any(e["who"] == "summary" and session_of(e) in {session_of(t) for t in theirs} for e in mine):
             return True
         human = [e for e in theirs if e.get("who") == "human"]
         projects = {e.get("project") for e in human} - {None}
-        sessions = {_session(e) for e in human}
-        return any(e["who"] == "human" and e["project"] in projects and _session(e) not in sessions for e in mine)
+        sessions = {session_of(e) for e in human}
+        return any(e["who"] == "human" and e["project"] in projects and session_of(e) not in sessions for e in mine)
 
-    def _merge(self, conn: sqlite3.Connection, row: sqlite3.Row, c: NewCandidate) -> bool:
-        """Merge ``c`` into the pending ``row``: new places, seen, score, visibility. True when it changed."""
+    def _merge(self, conn: sqlite3.Connection, row: sqlite3.Row, c: NewCandidate) -> tuple[bool, float]:
+        """Merge ``c`` into the pending (or expired) ``row``: new places, seen, score, visibility.
+
+        A rule draft's visibility is :func:`.queue_offers.offer`'s (only a pinned or a marked sighting shows it
+        here); another candidate is shown by a sighting shown, or seen in a second session.
+
+        Returns:
+            (``c`` brought a session the row had not been seen in, the row's score after the merge).
+        """
         evidence: list[dict[str, Any]] = json.loads(row["evidence"])
-        places = {_place(e) for e in evidence} | {_replay(e) for e in evidence if e.get("at")}
-        sessions = {_session(e) for e in evidence}
+        places = {place(e) for e in evidence} | {replay(e) for e in evidence if e.get("at")}
+        sessions = {session_of(e) for e in evidence}
         score = max(float(row["score"]), c.score)
         added = 0
+        known = set(sessions)
         for e in (x.to_json() for x in c.evidence):
-            if _place(e) in places or (e.get("at") and _replay(e) in places):
+            if place(e) in places or (e.get("at") and replay(e) in places):
                 continue  # a place already held, or a replay of one (a resumed session, a copied log)
-            places.update((_place(e), _replay(e)) if e.get("at") else (_place(e),))
-            score += OTHER_SESSION_BONUS if _session(e) not in sessions else SAME_SESSION_BONUS
-            sessions.add(_session(e))
+            places.update((place(e), replay(e)) if e.get("at") else (place(e),))
+            score += OTHER_SESSION_BONUS if session_of(e) not in sessions else SAME_SESSION_BONUS
+            sessions.add(session_of(e))
             evidence.append(e)
             added += 1
-        visible = bool(row["visible"]) or c.visible or (added > 0 and len(sessions) > 1)
+        again = bool(sessions - known)
         pinned = bool(row["pinned"]) or c.pinned
+        takeover = is_proposal(c.rule) and not is_proposal(row["rule"])  # the agent proposes what a rule drafted
+        if row["draft"] and not takeover:
+            visible = bool(row["visible"]) or pinned or (c.visible and not is_draft(c))
+        else:
+            visible = bool(row["visible"]) or c.visible or pinned or (added > 0 and len(sessions) > 1)
+        if takeover:
+            evidence = [e for e in evidence if e.get("reason") is not None] + \
+                [e for e in evidence if e.get("reason") is None]  # its reason first: the proposal's
+            conn.execute("UPDATE candidates SET kind = ?, rule = ?, topic = ?, proposal_action = ?, draft = 0"
+                         " WHERE id = ?", (c.kind, c.rule, c.topic, c.proposal_action, row["id"]))
         speaker = "person" if c.speaker == "person" else row["speaker"]  # the person said what the agent proposed
         had = json.loads(row["flags"])
         flags = had + [f for f in c.flags if f not in had]
-        if not added and score <= row["score"] and visible == bool(row["visible"]) and \
+        if not takeover and not added and score <= row["score"] and visible == bool(row["visible"]) and \
                 pinned == bool(row["pinned"]) and speaker == row["speaker"] and len(flags) == len(had):
-            return False
+            return again, float(row["score"])
         conn.execute("UPDATE candidates SET evidence = ?, seen = seen + ?, score = ?, visible = ?, pinned = ?,"
                      " agents = ?, projects = ?, speaker = ?, flags = ?, flagged = ?, redacted = ? WHERE id = ?",
                      (json.dumps(evidence, ensure_ascii=False), added, round(score, 4), int(visible or pinned),
-                      int(pinned), _framed(e.get("agent") for e in evidence),
-                      _framed(e.get("project") for e in evidence), speaker, json.dumps(flags, ensure_ascii=False),
+                      int(pinned), framed(e.get("agent") for e in evidence),
+                      framed(e.get("project") for e in evidence), speaker, json.dumps(flags, ensure_ascii=False),
                       int(bool(flags)), int(bool(row["redacted"]) or c.redacted), row["id"]))
         self.merged += added
-        return True
+        return again, round(score, 4)
 
     def _insert(self, conn: sqlite3.Connection, c: NewCandidate, now: str) -> int | None:
         evidence = [e.to_json() for e in c.evidence]
@@ -227,24 +207,31 @@ class ReviewQueue:
         cur = conn.execute(
             "INSERT OR IGNORE INTO candidates (key, kind, topic, summary, body, chars, over_budget, session_id, file,"
             " seq, message_id, source_kind, created_at, rule, score, seen, visible, pinned, norm, proposal_action,"
-            " evidence, agents, projects, scope, speaker, flags, flagged, redacted, diff)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " evidence, agents, projects, scope, draft, queued_at, speaker, flags, flagged, redacted, diff)"
+            f" VALUES ({', '.join('?' * 31)})",
             (f"n:{norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
              c.seq, c.message_id, c.source_kind, now, c.rule, round(c.score, 4), max(1, len(evidence)),
-             int(c.visible or c.pinned), int(c.pinned), norm, c.proposal_action,
-             json.dumps(evidence, ensure_ascii=False), _framed(e["agent"] for e in evidence),
-             _framed(e["project"] for e in evidence),
-             c.scope or (self.scope_of(c) if self.scope_of is not None else "user"),
-             c.speaker, json.dumps(list(c.flags), ensure_ascii=False), int(bool(c.flags)), int(c.redacted), c.diff))
+             int(c.pinned or c.visible and not is_draft(c)), int(c.pinned), norm, c.proposal_action,
+             json.dumps(evidence, ensure_ascii=False), framed(e["agent"] for e in evidence),
+             framed(e["project"] for e in evidence), self.scope_of(c) if self.scope_of is not None else "user",
+             int(is_draft(c)), now, c.speaker, json.dumps(list(c.flags), ensure_ascii=False), int(bool(c.flags)),
+             int(c.redacted), c.diff))
         return cur.lastrowid if cur.rowcount == 1 else None
 
-    def add(self, items: Iterable[NewCandidate], cursor: CursorRow | None = None) -> list[int]:
-        """Add the new statements, merge the ones seen before, and store ``cursor``, in one transaction.
+    def add(self, items: Iterable[NewCandidate], cursor: CursorRow | None = None,
+            allowance: Allowance | None = None) -> list[int]:
+        """Add the new statements, merge the ones seen before, put each session's best rule drafts on show
+        (:func:`.queue_offers.offer`), and store ``cursor``, in one transaction.
 
-        Each goes through the door first (:func:`~mmd.candidates.screening.screen_candidate`: redacted, escaped,
-        its speaker and flags set), so the identity compared and stored is the screened statement's. A statement
-        equal to (or a near-duplicate of) a pending candidate merges into it; one equal to an accepted or rejected
-        candidate is dropped.
+        Each goes through the door first (:func:`~mmd.candidates.screening.screen_candidate`: redacted, escaped, its
+        speaker and flags set), so the identity compared and stored is the screened statement's. A statement equal
+        to (or a near-duplicate of) a pending candidate merges into it; one
+        equal to an accepted or rejected candidate is dropped; one equal to an expired candidate merges into
+        it and brings it back (pending, hidden until a place is found for it) when it is pinned or, outside a
+        first backfill, seen in a session the candidate was not seen in.
+
+        Args:
+            allowance: a first backfill's share of places (what it holds back is expired from the start).
 
         Returns:
             The ids of the candidates added (not those merged), in order.
@@ -259,31 +246,80 @@ class ReviewQueue:
         try:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
+                drafts: dict[str, list[Sighting]] = {}
                 for c in screened:
-                    words = shingles(c.body)
-                    row = self._match(conn, c, words) if c.kind != HELD else None
-                    if row is not None:
-                        if row["status"] == "pending":
-                            self._merge(conn, row, c)
-                        continue
-                    cid = self._insert(conn, c, now)
-                    if cid is not None:
-                        ids.append(cid)
-                    if cid is not None and c.kind != HELD:
-                        with self._near_lock:  # later candidates of this call match it too
-                            self._near_index(conn).add(cid, c.body, c.summary)
+                    seen = self._one(conn, c, now, allowance, ids)
+                    if seen is not None:
+                        drafts.setdefault(_session_key(c), []).append(seen)
+                for session, seen_there in drafts.items():
+                    offers.offer(conn, session, seen_there, now, allowance)
                 if cursor is not None:
                     self.db.put_cursor(cursor, now)
         except BaseException:
             with self._near_lock:
                 self._near = None  # rolled back: rebuilt from the table on the next add
             raise
+        if ids or drafts:
+            self.refresh_counts()
+        return ids
+
+    def _one(self, conn: sqlite3.Connection, c: NewCandidate, now: str, allowance: Allowance | None,
+             ids: builtins.list[int]) -> Sighting | None:
+        """Add or merge one statement (see :meth:`add`); its :class:`.Sighting` when it is a rule draft held by a
+        rule draft's row, whatever its status (its place is :func:`.queue_offers.offer`'s, and one the pipeline shows
+        counts in its session's budget even when decided), else None."""
+        row = self._match(conn, c, shingles(c.body)) if c.kind != HELD else None
+        if row is None:
+            cid = self._insert(conn, c, now)
+            if cid is None:
+                return None
+            ids.append(cid)
+            with self._near_lock:  # later candidates of this call match it too (a held topic never merges)
+                if c.kind != HELD:
+                    self._near_index(conn).add(cid, c.body, c.summary)
+            return Sighting(cid, c.visible, False, True, c.score) if is_draft(c) else None
+        if row["status"] == "expired" and (c.pinned or allowance is None and self._elsewhere(row, c)):
+            conn.execute("UPDATE candidates SET status = 'pending', decided_at = NULL, reason = NULL, visible = 0,"
+                         " offered_by = NULL, queued_at = ? WHERE id = ?", (now, row["id"]))
+            conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.return', ?, ?)",
+                         (now, row["id"], json.dumps({"was": "expired", "reason": row["reason"]})))
+            row = conn.execute("SELECT * FROM candidates WHERE id = ?", (row["id"],)).fetchone()
+        again, score = self._merge(conn, row, c) if row["status"] in ("pending", "expired") else (False, row["score"])
+        if not (is_draft(c) and row["draft"]):
+            return None
+        return Sighting(int(row["id"]), c.visible, again, False, float(score))  # a decided one counts in the budget
+
+    @staticmethod
+    def _elsewhere(row: sqlite3.Row, c: NewCandidate) -> bool:
+        """Whether ``c`` was said in a session ``row`` was never seen in."""
+        theirs = {session_of(e) for e in json.loads(row["evidence"])}
+        return any(session_of(e.to_json()) not in theirs for e in c.evidence)
+
+    def expire(self) -> builtins.list[int]:
+        """Move the rule drafts pending longer than :attr:`expire_days` to ``expired`` (reason ``age``), each
+        journaled (``queue.expire``); returns their ids. See :func:`.queue_offers.expire`."""
+        conn = self.db.conn()
+        now = self._now_iso()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            ids = offers.expire(conn, now, self.expire_days())
+            detail = json.dumps({"status": "expired", "reason": offers.AGE})
+            conn.executemany("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.expire', ?, ?)",
+                             [(now, cid, detail) for cid in ids])
         if ids:
             self.refresh_counts()
         return ids
 
+    def holding(self, c: NewCandidate) -> CandidateJson | None:
+        """The candidate that holds ``c``'s statement after :meth:`add` (the same text or a near-duplicate, any
+        status), or None when the queue has none: what an agent's proposal became (queued, merged, or decided
+        before)."""
+        conn = self.db.conn()
+        row = self._match(conn, c, shingles(c.body))
+        return row_json(row) if row is not None else None
+
     def screen_older(self) -> int:
-        """Screen the rows an older schema stored unscreened (:func:`.queue_rows.screen_older`); returns how many.
+        """Screen the rows an older schema stored unscreened (:func:`.queue_screen.screen_older`); how many.
 
         Raises:
             sqlite3.Error: if the database cannot be written (the rows done stay done).
@@ -293,14 +329,6 @@ class ReviewQueue:
             with self._near_lock:
                 self._near = None  # rebuilt from the screened statements
         return done
-
-    def flagged(self, ids: Iterable[int]) -> dict[int, list[dict[str, str]]]:
-        """``{id: flags}`` of those of ``ids`` that are flagged (what a bulk accept must not take unnamed)."""
-        wanted = list(ids)
-        marks = ",".join("?" * len(wanted))
-        rows = self.db.conn().execute(f"SELECT id, flags FROM candidates WHERE flagged = 1 AND id IN ({marks})",
-                                      wanted).fetchall() if wanted else []
-        return {int(r[0]): json.loads(r[1]) for r in rows}
 
     def known(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` (:func:`~mmd.candidates.identity.norm_key` of statements) the queue's history holds."""
@@ -334,8 +362,7 @@ class ReviewQueue:
             first: pending candidates proposed to this root (a project key) come before the others.
         """
         conn = self.db.conn()
-        clauses: list[str] = []
-        args: list[Any] = []
+        clauses, args = filters(project=project, agent=agent, session=session, scope=scope)
         if status != "all":
             clauses.append("status = ?")
             args.append(status)
@@ -344,24 +371,6 @@ class ReviewQueue:
             args.append(min_score)
         elif not hidden:  # the budget hides pending candidates only: a decided one is listed whatever it was
             clauses.append("(visible = 1 OR status != 'pending')")
-        if session is not None:
-            clauses.append("session_id = ?")
-            args.append(session)
-        if agent is not None:
-            clauses.append("instr(agents, ?) > 0")
-            args.append(f"\n{agent}\n")
-        if scope is not None:
-            clauses.append("scope = ?")
-            args.append(scope)
-        if project is not None:  # the project or a folder below it (a session started in a subfolder of the repo)
-            clauses.append("(instr(projects, ?) > 0 OR instr(projects, ?) > 0)")
-            if "/" not in project and project.endswith("…"):  # a name as the list cut it: its folder's start
-                args += [f"/{project[:-1]}"] * 2
-            elif "/" not in project:  # a folder's name, as `queue list` shows it: the project's last folder
-                args += [f"/{project}\n", f"/{project}/"]
-            else:
-                folder = project.rstrip("/")
-                args += [f"\n{folder or '/'}\n", f"\n{folder}/"]
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
         order = "flagged, score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]
@@ -370,7 +379,14 @@ class ReviewQueue:
             order, ordering = f"scope = ? DESC, {order}", (first,)
         rows = conn.execute(f"SELECT * FROM candidates{where} ORDER BY {order} LIMIT ? OFFSET ?",
                             (*args, *ordering, limit, offset)).fetchall()
-        return [_row_json(r) for r in rows], int(total)
+        return [row_json(r) for r in rows], int(total)
+
+    def left_out(self, *, project: str | None = None, agent: str | None = None, session: str | None = None,
+                 scope: str | None = None) -> dict[str, int]:
+        """What the default view leaves out among the candidates these filters select (as :meth:`list` reads
+        them): ``{hidden, expired, heldBack}`` (:func:`.queue_offers.left_out`)."""
+        clauses, args = filters(project=project, agent=agent, session=session, scope=scope)
+        return offers.left_out(self.db.conn(), " AND ".join(clauses), args)
 
     def below(self, score: float) -> builtins.list[int]:
         """Ids of the pending candidates scoring below ``score``, oldest first."""
@@ -381,11 +397,11 @@ class ReviewQueue:
     def get(self, candidate_id: int) -> CandidateJson | None:
         """One candidate, or None."""
         row = self.db.conn().execute("SELECT * FROM candidates WHERE id = ?", (candidate_id,)).fetchone()
-        return _row_json(row) if row is not None else None
+        return row_json(row) if row is not None else None
 
     def decide(self, candidate_id: int, status: str, *, reason: str | None = None,
                written: dict[str, Any] | None = None) -> CandidateJson | None:
-        """Move a pending candidate to ``accepted`` or ``rejected`` and journal it.
+        """Move a pending (or expired) candidate to ``accepted`` or ``rejected`` and journal it.
 
         Args:
             candidate_id: the candidate.
@@ -393,31 +409,22 @@ class ReviewQueue:
             reason: why (rejections), kept on the row.
             written: ``{"topic", "revision"}`` of the note an acceptance wrote.
 
-        A visible candidate decided (not a pinned one: those never count) leaves a place in its
-        session's budget: the session's best hidden pending candidate (scoring at least
-        :data:`~mmd.candidates.score.MIN_SCORE`) takes it, so a person who rejects the noise sees
-        what came next.
+        A rule draft decided keeps its place in its session's budget (:mod:`.queue_offers`): no hidden draft
+        takes it, so reviewing a session's drafts empties the view of it.
 
         Returns:
-            The candidate after the change, or None when it is not pending (any more).
+            The candidate after the change, or None when it is neither pending nor expired (any more).
         """
         conn = self.db.conn()
         now = self._now_iso()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            before = conn.execute("SELECT visible, pinned, session_id FROM candidates WHERE id = ?",
-                                  (candidate_id,)).fetchone()
             cur = conn.execute(
                 "UPDATE candidates SET status = ?, decided_at = ?, reason = ?, written_topic = ?,"
-                " written_revision = ? WHERE id = ? AND status = 'pending'",
+                " written_revision = ? WHERE id = ? AND status IN ('pending', 'expired')",
                 (status, now, reason, (written or {}).get("topic"), (written or {}).get("revision"), candidate_id))
             if cur.rowcount != 1:
                 return None
-            if before is not None and before["visible"] and not before["pinned"] and before["session_id"] is not None:
-                # its place in the session's budget goes to the session's best hidden candidate
-                conn.execute("UPDATE candidates SET visible = 1 WHERE id = (SELECT id FROM candidates WHERE"
-                             " status = 'pending' AND visible = 0 AND session_id = ? AND score >= ?"
-                             " ORDER BY score DESC, id LIMIT 1)", (before["session_id"], MIN_SCORE))
             detail = {"status": status, "reason": reason, "written": written}
             conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, ?, ?, ?)",
                          (now, f"queue.{status[:-2] if status.endswith('ed') else status}", candidate_id,
@@ -449,7 +456,10 @@ class ReviewQueue:
         return written if isinstance(written, dict) else {}
 
     def reopen(self, candidate_id: int, was: str) -> CandidateJson | None:
-        """Move a decided candidate (status ``was``) back to ``pending`` and journal it (``queue.undo``).
+        """Move a decided or expired candidate (status ``was``) back to ``pending`` and journal it (``queue.undo``).
+
+        Its clock starts again (``queued_at``: now); an expired one comes back on show (the person asked for it;
+        a place it had in its session's budget stays counted).
 
         Returns:
             The candidate after the change, or None when its status is not ``was`` (any more).
@@ -460,10 +470,12 @@ class ReviewQueue:
             conn.execute("BEGIN IMMEDIATE")
             cur = conn.execute(
                 "UPDATE candidates SET status = 'pending', decided_at = NULL, reason = NULL, written_topic = NULL,"
-                " written_revision = NULL WHERE id = ? AND status = ?", (candidate_id, was))
+                " written_revision = NULL, queued_at = ?, visible = CASE WHEN status = 'expired' THEN 1 ELSE visible"
+                " END WHERE id = ? AND status = ?", (now, candidate_id, was))
             if cur.rowcount != 1:
                 return None
             conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.undo', ?, ?)",
                          (now, candidate_id, json.dumps({"was": was})))
         self.refresh_counts()
         return self.get(candidate_id)
+

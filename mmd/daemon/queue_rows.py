@@ -1,70 +1,102 @@
-"""The review queue's rows of an older schema, screened as a new candidate is (issue 29).
+"""The review queue's rows as the wire sees them, and a sighting's identities (:mod:`.queue`'s helpers).
 
-Owns: reading a stored row back as the candidate it was made from (:func:`candidate_of`), a row's values with
-the screened candidate's in their place (:class:`Screened`), and :func:`screen_older`: the rows a schema before
-5 stored (``speaker`` '') redacted, escaped, re-identified and flagged in place, a batch a transaction, once the
-daemon runs. Until then :func:`mmd.daemon.queue._row_json` shows such a row through the same screen.
-
-Threading: the caller's connection, in the caller's thread (a worker). Never: publishes or decides.
+Owns: a ``candidates`` row as :class:`~mmd.wire.protocol.CandidateJson` (an agent's proposal with who proposed it
+and why, issue 28; who said it, its flags, whether a secret was redacted and a held topic's diff, issue 29: a row
+an older schema stored unscreened is shown through the queue's door), the ``\\n``-framed sets the filters match and
+the filters' SQL, a sighting's place and its replay identity. Never does: SQL writes, decisions.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mmd.candidates import Evidence, NewCandidate
-from mmd.candidates.screening import screen_candidate
+from mmd.candidates.identity import normalized
+from mmd.candidates.proposals import is_proposal
+from mmd.wire.protocol import CandidateJson
 
-__all__ = ["BATCH", "Screened", "candidate_of", "screen_older"]
+from .queue_offers import session_of
 
-BATCH = 200
-"""Rows screened in one transaction (the ingestion worker's writes wait at most one batch)."""
-_SCREENED = ("topic", "summary", "body", "chars", "score", "pinned", "visible", "evidence", "speaker", "flags",
-             "flagged", "redacted", "diff")
-"""The columns the screen may change, besides the identity (``key``, ``norm``)."""
+__all__ = ["HELD", "filters", "framed", "place", "replay", "row_json"]
 
-
-def candidate_of(r: sqlite3.Row | Screened) -> NewCandidate:
-    """A stored row as the candidate it was made from."""
-    evidence = tuple(Evidence.from_json(e) for e in json.loads(r["evidence"]))
-    return NewCandidate(r["kind"], r["topic"], r["summary"], r["body"], r["chars"], bool(r["over_budget"]),
-                        r["session_id"], r["file"], r["seq"], r["message_id"], r["source_kind"], r["rule"],
-                        float(r["score"]), bool(r["visible"]), evidence, r["proposal_action"], bool(r["pinned"]),
-                        diff=r["diff"])
+HELD = "held"
+"""The kind of a held topic's candidate (:mod:`.holds`): never merged with a statement, nor one into it."""
 
 
-class Screened(dict[str, Any]):
-    """A row's values (``{column: value}``) with the screened candidate ``c``'s in their place."""
-
-    def __init__(self, r: sqlite3.Row | Screened, c: NewCandidate) -> None:
-        super().__init__({k: r[k] for k in r.keys()})  # noqa: SIM118 - a Row iterates its values, not its keys
-        self.update(topic=c.topic, summary=c.summary, body=c.body, chars=c.chars, score=c.score, pinned=int(c.pinned),
-                    visible=int(c.visible), evidence=json.dumps([e.to_json() for e in c.evidence], ensure_ascii=False),
-                    speaker=c.speaker, flags=json.dumps(list(c.flags), ensure_ascii=False), flagged=int(bool(c.flags)),
-                    redacted=int(c.redacted), diff=c.diff)
+def framed(values: Iterable[str | None]) -> str:
+    """``\\n``-framed set of the non-empty values (``\\na\\nb\\n``), for ``LIKE '%\\nX\\n%'`` filters."""
+    found = sorted({v for v in values if v})
+    return "\n" + "\n".join(found) + "\n" if found else ""
 
 
-def screen_older(conn: sqlite3.Connection, batch: int = BATCH) -> int:
-    """Screen every row stored unscreened (``speaker`` ''), ``batch`` rows a transaction: text redacted and escaped,
-    the identity the screened statement's (a ``n:`` key that held a value is replaced; ``#<id>`` is added when the
-    screened key is another row's), speaker and flags set. Returns how many rows.
+def row_json(r: sqlite3.Row | Mapping[str, Any]) -> CandidateJson:
+    """The ``candidates`` row ``r`` as the wire's candidate (``decidedAt``, ``reason``, ``written``, ``diff`` when
+    set); a row not screened yet (``speaker`` '', :func:`.queue_screen.screen_older`) as the door would store it."""
+    if not r["speaker"]:
+        from .queue_screen import screened_row
 
-    Raises:
-        sqlite3.Error: if the database cannot be written (the batches done stay done).
-    """
-    done = 0
-    while rows := conn.execute("SELECT * FROM candidates WHERE speaker = '' LIMIT ?", (batch,)).fetchall():
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            for r in rows:
-                c = screen_candidate(candidate_of(r))
-                key = r["key"] if c.norm == r["norm"] or not str(r["key"]).startswith("n:") else f"n:{c.norm}"
-                if key != r["key"] and conn.execute("SELECT 1 FROM candidates WHERE key = ?", (key,)).fetchone():
-                    key = f"{key}#{r['id']}"
-                values = Screened(r, c)
-                conn.execute(f"UPDATE candidates SET key = ?, norm = ?, {', '.join(f'{k} = ?' for k in _SCREENED)}"
-                             " WHERE id = ?", (key, c.norm, *(values[k] for k in _SCREENED), r["id"]))
-        done += len(rows)
-    return done
+        return row_json(screened_row(r))
+    out: CandidateJson = {
+        "id": r["id"], "status": r["status"], "kind": r["kind"], "rule": r["rule"], "score": round(r["score"], 4),
+        "seen": r["seen"], "visible": bool(r["visible"]), "pinned": bool(r["pinned"]), "topic": r["topic"],
+        "proposal": {"action": r["proposal_action"], "topic": r["topic"]},
+        "summary": r["summary"], "body": r["body"], "chars": r["chars"], "overBudget": bool(r["over_budget"]),
+        "evidence": json.loads(r["evidence"]),
+        "source": {"sessionId": r["session_id"], "file": r["file"], "seq": r["seq"], "messageId": r["message_id"],
+                   "kind": r["source_kind"]},
+        "createdAt": r["created_at"], "scope": r["scope"], "speaker": r["speaker"], "flags": json.loads(r["flags"]),
+        "redacted": bool(r["redacted"]),
+    }
+    if r["diff"] is not None:
+        out["diff"] = r["diff"]
+    if is_proposal(r["rule"]):  # the agent's own: who proposed it and why (issue 28)
+        first = out["evidence"][0] if out["evidence"] else {}
+        out["proposal"] = {**out["proposal"], "by": first.get("agent"), "reason": first.get("reason")}
+    if r["decided_at"] is not None:
+        out["decidedAt"] = r["decided_at"]
+    if r["reason"] is not None:
+        out["reason"] = r["reason"]
+    if r["written_topic"] is not None:
+        out["written"] = {"topic": r["written_topic"], "revision": r["written_revision"]}
+    return out
+
+
+def place(e: dict[str, Any]) -> str:
+    """See :attr:`mmd.candidates.model.Evidence.place` (the same identity over the stored JSON)."""
+    p = e.get("position") or {}
+    where = p.get("uuid") or f"{e.get('sessionId') or p.get('file')}:{p.get('line')}:{p.get('seq')}"
+    return f"{e.get('agent')}|{where}|{e.get('who')}"
+
+
+def replay(e: dict[str, Any]) -> str:
+    """A sighting's identity across replays: session, who, when (``at``) and the quote, normalized. A resumed
+    session or a copied log replays a record at a new place with its old time: no new sighting."""
+    return f"replay|{session_of(e)}|{e.get('who')}|{e.get('at')}|{normalized(str(e.get('quote') or ''))}"
+
+
+def filters(*, project: str | None, agent: str | None, session: str | None,
+             scope: str | None) -> tuple[list[str], list[Any]]:
+    """The SQL conditions (and their arguments) of :meth:`.queue.ReviewQueue.list`'s filters but status and score."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    if session is not None:
+        clauses.append("session_id = ?")
+        args.append(session)
+    if agent is not None:
+        clauses.append("instr(agents, ?) > 0")
+        args.append(f"\n{agent}\n")
+    if scope is not None:
+        clauses.append("scope = ?")
+        args.append(scope)
+    if project is not None:  # the project or a folder below it (a session started in a subfolder of the repo)
+        clauses.append("(instr(projects, ?) > 0 OR instr(projects, ?) > 0)")
+        if "/" not in project and project.endswith("…"):  # a name as the list cut it: its folder's start
+            args += [f"/{project[:-1]}"] * 2
+        elif "/" not in project:  # a folder's name, as `queue list` shows it: the project's last folder
+            args += [f"/{project}\n", f"/{project}/"]
+        else:
+            folder = project.rstrip("/")
+            args += [f"\n{folder or '/'}\n", f"\n{folder}/"]
+    return clauses, args

@@ -3,7 +3,9 @@
 Owns: the decisions on candidates (a ``held`` topic's are :mod:`.holds`') — an acceptance writes through the memory
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
 accepted (a new note, or appended to a note: ``into``, or the candidate's
-``append`` proposal); a rejection is for good; many ids at once, each
+``append`` proposal; an agent's proposal may also replace a note's text or
+delete it, and a page or a candidate shows the note's current text beside it);
+a rejection is for good; many ids at once, each
 reported (:meth:`Review.decide_many`); ``reject --below``. Decisions are serialized by one lock, so two
 callers never decide the same candidate twice. Every surface (the RPC method
 table today, a web page later) calls this module with plain Python values;
@@ -20,13 +22,15 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mmd.candidates.proposals import is_proposal, summary_to_write
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.projects import is_key, project_for
-from mmd.screen.secrets import find_secrets
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
 from .home import USER, Home
+from .previous import kept as _kept
+from .previous import previous as _previous
 from .queue import HELD, ReviewQueue
 from .state import MemoryState
 
@@ -37,8 +41,10 @@ __all__ = ["QUEUE_LIST_MAX", "QUEUE_STATUSES", "Review", "candidate_id"]
 
 QUEUE_LIST_MAX = 1000
 """Largest ``queue.list`` page."""
-QUEUE_STATUSES = ("pending", "accepted", "rejected", "all")
+QUEUE_STATUSES = ("pending", "accepted", "rejected", "expired", "all")
 """The status filters of a page."""
+_OPEN = ("pending", "expired")
+"""Statuses a candidate may be accepted or rejected from (an expired one left the view, not the queue)."""
 
 
 def candidate_id(raw: int | str) -> int:
@@ -90,7 +96,8 @@ class Review:
                    min_score: float | None = None, project: str | None = None,
                    agent: str | None = None, session: str | None = None,
                    first: str | None = None) -> QueueListResult:
-        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``all``).
+        """One page of candidates with ``status`` (``pending`` | ``accepted`` | ``rejected`` | ``expired`` |
+        ``all``), once the rule drafts pending too long have expired (:meth:`.queue.ReviewQueue.expire`).
 
         Pending candidates come highest score first; others oldest first. Candidates hidden by
         their session's budget are left out unless ``hidden`` or ``min_score`` asks for them.
@@ -107,7 +114,9 @@ class Review:
                 candidates proposed to that root come first.
 
         Returns:
-            ``{candidates, total, pending, offset, limit}``; ``total`` counts every candidate with that status.
+            ``{candidates, total, pending, offset, limit, leftOut, expireDays}``; ``total`` counts every candidate
+            with that status; ``leftOut`` what the default view leaves out among the candidates the filters
+            select (``{hidden, expired, heldBack}``, :meth:`.queue.ReviewQueue.left_out`).
 
         Raises:
             DaemonError(E_INVALID): for another status, a limit out of range or a negative offset.
@@ -123,10 +132,28 @@ class Review:
         if first is not None and not is_key(first) and os.path.isabs(first):  # a folder: the project it is in
             folder = await asyncio.to_thread(project_for, first, self.home.home, session=True)
             first = folder.key if folder is not None else None
-        found, total = await asyncio.to_thread(q.list, status, limit=limit, offset=offset, hidden=hidden,
-                                               min_score=min_score, project=None if scope else project,
-                                               agent=agent, session=session, scope=scope, first=first)
-        return {"candidates": found, "total": total, "pending": q.pending, "offset": offset, "limit": limit}
+        filters: dict[str, Any] = {"project": None if scope else project, "agent": agent, "session": session,
+                                   "scope": scope}
+
+        def read() -> tuple[list[CandidateJson], int, dict[str, int]]:
+            q.expire()
+            found, total = q.list(status, limit=limit, offset=offset, hidden=hidden, min_score=min_score,
+                                  first=first, **filters)
+            return found, total, q.left_out(**filters)
+
+        found, total, left = await asyncio.to_thread(read)
+        return {"candidates": [self._with_current(c) for c in found], "total": total, "pending": q.pending,
+                "offset": offset, "limit": limit, "leftOut": left, "expireDays": q.expire_days()}
+
+    def _with_current(self, cand: CandidateJson) -> CandidateJson:
+        """An agent's proposal with ``proposal.current``: the text of the note it targets as that note is now (None
+        when there is none), so a review shows what accepting changes; other candidates as they are."""
+        proposal = cand.get("proposal") or {}
+        if not is_proposal(cand.get("rule")):
+            return cand
+        root = self.home.get(str(cand.get("scope") or USER))
+        note = root.state.current.note(str(proposal.get("topic"))) if root is not None else None
+        return {**cand, "proposal": {**proposal, "current": note.body if note is not None else None}}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
         """The candidate ``raw_id`` (see :func:`candidate_id`).
@@ -140,7 +167,7 @@ class Review:
         found = await asyncio.to_thread(q.get, cid)
         if found is None:
             raise DaemonError(DaemonCode.E_NOT_FOUND, f"no candidate {cid} in the review queue")
-        return found
+        return self._with_current(found)
 
     async def target(self, cand: CandidateJson, project: str | None = None) -> MemoryState:
         """The state of the root ``cand`` is written to: the one ``project`` names (a key, an absolute path, or
@@ -171,6 +198,10 @@ class Review:
         ``into`` the caller names must be a note (a typo never creates a topic); a proposed one that
         is gone meanwhile is created.
 
+        A sync conflict (``kind: conflict``) is a resolution: with no ``into`` (nor another ``topic``), accepting it
+        replaces the note without ``replace`` (proposal ``replace``), or deletes it (proposal ``delete``: the version
+        that lost was the topic's deletion), and the next sync carries the result to the other machine.
+
         The write goes through the memory state, so budgets hold: an over-budget write is
         ``{ok: false, candidate, write}`` with the usage in ``write``, and the candidate stays
         pending. On success it becomes ``accepted`` with ``written = {topic, revision}``. A topic
@@ -187,15 +218,24 @@ class Review:
         self._queue()
         async with self._deciding:
             cand = await self.get(raw_id)
-            if cand["status"] != "pending":
+            if cand["status"] not in _OPEN:
                 raise _decided(cand)
             if cand["kind"] == HELD and self.holds is not None:
                 return await self.holds.accept(self, cand, topic=topic, content=content, summary=summary, tags=tags)
             state = await self.target(cand, project)
             if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
-            if into is None and topic is None and cand.get("proposal", {}).get("action") == "append":
+            action = cand.get("proposal", {}).get("action")
+            if into is None and topic is None and action == "append":
                 into = cand["topic"]
+            if into is None and topic in (None, cand["topic"]) and action in ("replace", "delete"):
+                # a sync conflict's resolution, or an agent's proposal of the note's new text (or of its deletion)
+                if action == "delete" and content is None:
+                    return await self._delete(state, cand, if_revision)
+                replace = True
+                if is_proposal(cand.get("rule")) and summary is None:  # the note keeps its index line
+                    before = _previous(state, cand["topic"])
+                    summary = summary_to_write(cand["summary"], cand["body"]) or (before or {}).get("summary")
             if into is not None:
                 return await self._append(state, cand, into, content=content, summary=summary, tags=tags,
                                           if_revision=if_revision)
@@ -235,16 +275,27 @@ class Review:
             budget=max(len(body), existing.entry.write_budget) if existing else None, cause="accept")
         return await self.accepted(state, cand, outcome, previous)
 
+    async def _delete(self, state: MemoryState, cand: CandidateJson, if_revision: int | None) -> QueueAcceptResult:
+        """Accept a deletion (a conflict whose lost version is the topic's deletion, or an agent's proposal to delete
+        the note): delete the note (the lock is held); undo writes it back."""
+        latest = state.current
+        topic = cand["topic"]
+        previous = _previous(state, topic)
+        outcome = await state.delete(topic, if_revision=latest.revision if if_revision is None else if_revision)
+        return await self.accepted(state, cand, outcome, previous, deleted=True)
+
     async def accepted(self, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
-                       previous: dict[str, Any] | None) -> QueueAcceptResult:
-        """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root), journaling what :meth:`undo`
-        needs: the root's scope, the note's text before (``previous``) and the sha256 of the text written; a
-        refused write leaves it pending."""
+                       previous: dict[str, Any] | None, deleted: bool = False) -> QueueAcceptResult:
+        """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root, or a delete), journaling what
+        :meth:`undo` needs: the root's scope, the note's text before (``previous``) and the sha256 of the text
+        written (``deleted``: the note was deleted); a refused write leaves it pending."""
         q = self._queue()
         if not outcome.get("ok"):
             return {"ok": False, "candidate": cand, "write": outcome}
         written = {"topic": outcome["topic"], "revision": outcome["revision"], "previous": previous,
                    "sha256": _body_hash(state.current.note(outcome["topic"])), "scope": self._scope_of(state)}
+        if deleted:
+            written["deleted"] = True
         decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
         return {"ok": True, "candidate": decided or cand, "write": outcome}
 
@@ -327,7 +378,7 @@ class Review:
             cand = await self.get(raw_id)
             if cand["status"] == "rejected":
                 return cand
-            if cand["status"] != "pending":
+            if cand["status"] not in _OPEN:
                 raise _decided(cand)
             if cand["kind"] == HELD and self.holds is not None:
                 await self.holds.reject(cand)  # the version before it comes back
@@ -370,14 +421,19 @@ class Review:
     async def _revert(self, written: dict[str, Any]) -> dict[str, Any]:
         """Revert the note an acceptance wrote (``written`` as journaled, in the root its ``scope`` names):
         ``{reverted, revision}``."""
-        topic = written.get("topic")
+        topic = str(written.get("topic") or "")
         root = self.home.get(written.get("scope") or USER)
         if root is None:
             raise DaemonError(DaemonCode.E_CONFLICT, f"the project root {written.get('scope')} the candidate was "
                               "accepted into is not served; undo refused", topic=topic)
         state = root.state
         latest = state.current
-        note = latest.note(topic) if isinstance(topic, str) else None
+        note = latest.note(topic) if topic else None
+        if written.get("synced"):  # accepted on another machine, brought here by a sync: the note is not ours to undo
+            return {"reverted": None, "revision": latest.revision}
+        if written.get("deleted") and note is None and isinstance(written.get("previous"), dict):
+            # a conflict's lost deletion, accepted: the note it deleted comes back
+            return await self._write_back(state, topic, written["previous"], latest.revision, "restored", {})
         previous = written.get("previous")
         if note is None and not isinstance(previous, dict):
             return {"reverted": "deleted", "revision": latest.revision, "topic": topic}
@@ -387,45 +443,26 @@ class Review:
             done = await state.delete(topic, if_revision=latest.revision)
             return {"reverted": "deleted", "revision": done["revision"], **later}
         # the text was in the memory before the acceptance: what a person let through then comes back with it
-        previous = await _kept(state, str(topic), previous)
-        done = await state.write(topic, previous["body"], if_revision=latest.revision,
-                                      summary=previous.get("summary", ""), tags=previous.get("tags") or [],
-                                      budget=max(previous.get("writeBudget") or 0, len(previous["body"])) or None,
-                                      cause="undo", allow_secret=True, allow_hidden=True)
+        return await self._write_back(state, topic, previous, latest.revision, "restored", later)
+
+    @staticmethod
+    async def _write_back(state: MemoryState, topic: str, previous: dict[str, Any], revision: int,
+                          how: str, later: dict[str, Any]) -> dict[str, Any]:
+        """Write ``previous`` (``{body, summary, tags, writeBudget}``, or ``{version}``: :func:`.previous.kept`) back as
+        ``topic`` at ``revision``: ``{reverted: how, revision, **later}``.
+
+        Raises:
+            DaemonError(E_CONFLICT): if the write is refused (its message says why), or the version is not kept.
+        """
+        previous = await _kept(state, topic, previous)
+        done = await state.write(topic, previous["body"], if_revision=revision,
+                                 summary=previous.get("summary", ""), tags=previous.get("tags") or [],
+                                 budget=max(previous.get("writeBudget") or 0, len(previous["body"])) or None,
+                                 cause="undo", allow_secret=True, allow_hidden=True)
         if not done.get("ok"):
             raise DaemonError(DaemonCode.E_CONFLICT, f"{topic}: the text before the acceptance cannot be restored "
-                              f"({done.get('message')})", topic=topic, revision=latest.revision)
-        return {"reverted": "restored", "revision": done["revision"], **later}
-
-
-def _previous(state: MemoryState, topic: str) -> dict[str, Any] | None:
-    """What an acceptance may replace: the note's ``{body, summary, tags, writeBudget}``, or None; a text holding a
-    secret (a person let it in) is named by its version instead (``{version: "r42", writeBudget}``): the journal
-    in ``state.db`` never keeps a value (issue 29), the version history has the text."""
-    before = state.current.note(topic)
-    if before is None:
-        return None
-    if find_secrets("\n".join((before.body, before.entry.summary, ", ".join(before.entry.tags)))):
-        return {"version": f"r{state.current.revision}", "writeBudget": before.entry.write_budget}
-    return {"body": before.body, "summary": before.entry.summary, "tags": list(before.entry.tags),
-            "writeBudget": before.entry.write_budget}
-
-
-async def _kept(state: MemoryState, topic: str, previous: dict[str, Any]) -> dict[str, Any]:
-    """``previous`` as :func:`_previous` gave it, its text taken from the version history when it names a version.
-
-    Raises:
-        DaemonError(E_CONFLICT): when that version is no longer kept.
-    """
-    ref = previous.get("version")
-    if not isinstance(ref, str):
-        return previous
-    kept = await asyncio.to_thread(state.store.versions.at, topic, ref)
-    if kept is None or kept.body is None:
-        raise DaemonError(DaemonCode.E_CONFLICT, f"{topic}: the text before the acceptance ({ref}) is no longer kept "
-                          f"(`mmctl log {topic}`); undo refused", topic=topic)
-    return {"body": kept.body, "summary": kept.summary, "tags": [t.strip() for t in kept.tags.split(",") if t.strip()],
-            "writeBudget": previous.get("writeBudget") or kept.write_budget}
+                              f"({done.get('message')})", topic=topic, revision=revision)
+        return {"reverted": how, "revision": done["revision"], **later}
 
 
 def _folders(cand: CandidateJson) -> list[str]:

@@ -6,15 +6,19 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 5; version 4 lacked ``candidates.speaker``, ``flags``, ``flagged``, ``redacted`` and
-``diff``; version 3 lacked ``candidates.scope``;
-version 1 lacked the ``inject_*`` and ``due_announced`` tables, versions
-1 and 2 the review queue's columns of issue 13 and ``extractors``: an upgrade adds them in place)::
+Tables (schema version 6; version 5 lacked ``candidates.speaker``, ``flags``, ``flagged``, ``redacted`` and
+``diff``; version 4 lacked the ``expired`` status, ``candidates.draft``, ``offered_by`` and
+``queued_at`` and the ``budgets`` table; version 3 lacked ``candidates.scope``; version 1 lacked the
+``inject_*`` and ``due_announced`` tables, versions 1 and 2 the review queue's columns of issue 13 and
+``extractors``: an upgrade adds them in place)::
 
     candidates  the review queue: one row per candidate ever seen (the whole history); schema 3 added
                 rule, score, seen, visible, pinned, norm (the statement's identity), proposal_action,
                 evidence (JSON list), agents and projects (``\n``-framed sets, for filters); schema 5 added
+                draft (a rule draft, inside its session's budget), offered_by (the session whose budget
+                it took a place in) and queued_at (when it last entered the queue), and ``expired``; schema 6
                 speaker, flags (JSON list of ``{kind, why}``), flagged, redacted and diff (issue 29)
+    budgets     one row per agent session with rule drafts: the most it may offer (:mod:`.queue_offers`)
     extractors  one row per ended session the extractor command ran on (``session``: agent + id or file)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
     journal     every change the daemon saw or made: each new revision of the memory
@@ -47,9 +51,9 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 5
-"""``PRAGMA user_version`` of the schema this module creates (1 to 4 are upgraded in place, see
-:func:`_migrate_candidates`)."""
+SCHEMA_VERSION = 6
+"""``PRAGMA user_version`` of the schema this module creates (1 to 5 are upgraded in place, see
+:func:`_migrate_candidates` and :func:`_migrate_statuses`)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
 
@@ -57,7 +61,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS candidates (
     id INTEGER PRIMARY KEY,
     key TEXT NOT NULL UNIQUE,
-    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'accepted', 'rejected')),
+    status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'accepted', 'rejected', 'expired')),
     kind TEXT NOT NULL,
     topic TEXT NOT NULL,
     summary TEXT NOT NULL,
@@ -135,19 +139,29 @@ _CANDIDATE_COLUMNS = (
     ("agents", "TEXT NOT NULL DEFAULT ''"),
     ("projects", "TEXT NOT NULL DEFAULT ''"),
     ("scope", "TEXT NOT NULL DEFAULT 'user'"),
+    ("draft", "INTEGER NOT NULL DEFAULT 0"),
+    ("offered_by", "TEXT"),
+    ("queued_at", "TEXT"),
     ("speaker", "TEXT NOT NULL DEFAULT ''"),
     ("flags", "TEXT NOT NULL DEFAULT '[]'"),
     ("flagged", "INTEGER NOT NULL DEFAULT 0"),
     ("redacted", "INTEGER NOT NULL DEFAULT 0"),
     ("diff", "TEXT"),
 )
-"""Columns schemas 3 to 5 add to ``candidates`` (name, SQL type and default): 4 added ``scope``, the root a
-candidate is proposed to (``user`` or a project key, ``docs/projects.md``); 5 added what the queue's door found
-(:mod:`mmd.candidates.screening`): ``speaker``, ``flags`` and ``flagged`` (it has any), ``redacted`` and a held
-topic's ``diff`` (a row of an older schema has ``speaker`` '' until the queue screens it at start)."""
+"""Columns schemas 3 to 6 add to ``candidates`` (name, SQL type and default): 4 added ``scope``, the root a
+candidate is proposed to (``user`` or a project key, ``docs/projects.md``); 5 added ``draft``, ``offered_by``
+and ``queued_at`` (see :mod:`.queue_offers`; a NULL ``queued_at`` reads as ``created_at``); 6 added what the
+queue's door found (:mod:`mmd.candidates.screening`): ``speaker``, ``flags`` and ``flagged`` (it has any),
+``redacted`` and a held topic's ``diff`` (a row of an older schema has ``speaker`` '' until the queue screens it
+at start)."""
 _SCHEMA_3 = """
 CREATE INDEX IF NOT EXISTS candidates_by_norm ON candidates (norm);
 CREATE INDEX IF NOT EXISTS candidates_by_score ON candidates (status, visible, score);
+CREATE INDEX IF NOT EXISTS candidates_by_offer ON candidates (offered_by);
+CREATE TABLE IF NOT EXISTS budgets (
+    session TEXT PRIMARY KEY,
+    budget INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS extractors (
     session TEXT PRIMARY KEY,
     at TEXT NOT NULL,
@@ -199,6 +213,39 @@ def _migrate_candidates(conn: sqlite3.Connection) -> None:
                      " WHERE id = ?",
                      (f"mm.{r[1]}", _WEIGHTS.get(r[1], 0.5), int(r[1] in ("uri", "explicit")), norm_key(r[2]),
                       json.dumps(evidence, ensure_ascii=False), f"\n{agent}\n", r[0]))
+
+
+def _migrate_statuses(conn: sqlite3.Connection, version: int) -> None:
+    """Schema 1 to 4 → 5 in place: ``candidates`` rebuilt with ``expired`` in its status CHECK (SQLite cannot
+    alter a CHECK: a new table, every row copied with its id, the old one dropped), then each old row's
+    ``draft`` and ``offered_by`` (a visible rule draft took a place in its session's budget) and, for a pending
+    one, ``queued_at`` = now (its age counts from the upgrade, so an upgrade expires nothing at once)."""
+    from mmd.core.clock import iso_ms, system_clock
+
+    from .queue_offers import RULE_NAMES, session_of
+
+    (table,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'candidates'").fetchone()
+    if "'expired'" not in table:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(candidates)")]
+        conn.execute(_SCHEMA.split(";")[0].replace("TABLE IF NOT EXISTS candidates", "TABLE candidates_v5"))
+        have = {r[1] for r in conn.execute("PRAGMA table_info(candidates_v5)")}
+        for name, kind in _CANDIDATE_COLUMNS:
+            if name not in have:
+                conn.execute(f"ALTER TABLE candidates_v5 ADD COLUMN {name} {kind}")
+        listed = ", ".join(columns)
+        conn.execute(f"INSERT INTO candidates_v5 ({listed}) SELECT {listed} FROM candidates")
+        conn.execute("DROP TABLE candidates")
+        conn.execute("ALTER TABLE candidates_v5 RENAME TO candidates")
+    if version >= 5:
+        return
+    now = iso_ms(system_clock())
+    rows = conn.execute("SELECT id, rule, pinned, visible, status, evidence FROM candidates").fetchall()
+    for cid, rule, pinned, visible, status, evidence in rows:
+        draft = not pinned and rule in RULE_NAMES
+        found = json.loads(evidence or "[]")
+        offered = session_of(found[0]) if draft and visible and found else None
+        conn.execute("UPDATE candidates SET draft = ?, offered_by = ?, queued_at = ? WHERE id = ?",
+                     (int(draft), offered, now if status == "pending" else None, cid))
 
 
 class SchemaError(Exception):
@@ -260,7 +307,8 @@ class StateDB:
                     if statement.strip():
                         conn.execute(statement)
                 _migrate_candidates(conn)
-                for statement in _SCHEMA_3.split(";"):
+                _migrate_statuses(conn, version)
+                for statement in (_SCHEMA + _SCHEMA_3).split(";"):  # the rebuilt table's indexes too
                     if statement.strip():
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

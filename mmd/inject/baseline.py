@@ -1,6 +1,7 @@
 """The baseline injection: every index entry as one short, id-free line within a byte budget (issue 14).
 
-The text an agent gets at session start (and what an AGENTS.md block holds)::
+With the notes' bodies (issue 28) the newest and most used notes carry their text first
+(:mod:`.content`); the shape below is the part every baseline shares. Without bodies::
 
     Memory mm://local/ — 42 topics, newest first (read one: mmctl read <topic>, MCP mem_read):
     - deploy-region: Deploy only to eu-west-1; us-east is frozen <mm://local/deploy-region>
@@ -25,7 +26,7 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +47,12 @@ __all__ = [
     "render_baseline",
 ]
 
-DEFAULT_MAX_BYTES = 3072
-"""Default budget of one injection, in UTF-8 bytes."""
+DEFAULT_MAX_BYTES = 6144
+"""Default budget of one injection, UTF-8 bytes (issue 28; it was 3072 when the baseline held titles only). With
+the guide (at most 600 bytes, :mod:`.guide`) a session starts with at most ~6.6 KiB: about 1,700 tokens of English
+(~4 bytes a token), 2,250 of code-heavy text (~3), under the 2,500 tokens Codex gives its own memory summary and a
+quarter of the 25 KiB of ``MEMORY.md`` Claude Code loads at start; ``bench/inject_bench.py`` prints what a session
+gets."""
 LINE_MAX_CHARS = 120
 """Longest entry line, in code points."""
 ELLIPSIS = "…"
@@ -213,19 +218,29 @@ class Baseline:
 
 
 def render_baseline(entries: Sequence[IndexEntry], *, memory_id: str, max_bytes: int = DEFAULT_MAX_BYTES,
-                    ordered: bool = False, command: str = "mmctl") -> Baseline:
+                    ordered: bool = False, command: str = "mmctl", bodies: Mapping[str, str] | None = None,
+                    uses: Mapping[str, int] | None = None) -> Baseline:
     """The baseline text of an index (see the module docstring for its shape).
 
     Args:
         entries: index entries; a topic listed twice counts once.
         memory_id: the memory id of the URIs.
-        max_bytes: budget in UTF-8 bytes (default 3072).
-        ordered: ``entries`` are already :func:`recency_order`-ed (skips the sort on big roots).
+        max_bytes: budget in UTF-8 bytes (default :data:`DEFAULT_MAX_BYTES`).
+        ordered: ``entries`` are already in their order (:func:`recency_order`, or :func:`.content.use_order`):
+            skips the sort on big roots.
         command: how the text names mmctl (:func:`command_for` the root).
+        bodies: topic → note body: the newest and most used notes then carry their text
+            (:func:`mmd.inject.content.render_with_text`); None: one line per topic.
+        uses: topic → reads, for the order with ``bodies`` (:func:`mmd.inject.content.use_order`).
 
     Raises:
         MMError(E_INVALID): if ``max_bytes`` is not a positive integer or too small (see :func:`fit_lines`).
     """
+    if bodies is not None and entries:
+        from .content import render_with_text, use_order
+
+        order = list(entries) if ordered else use_order(entries, uses)
+        return render_with_text(order, bodies, memory_id=memory_id, max_bytes=max_bytes, command=command)
     order = list(entries) if ordered else recency_order(entries)
 
     def omitted_line(count: int) -> str:

@@ -4,10 +4,11 @@ A client (an agent session, a hook's session id) keeps a :class:`ClientView`:
 the content hash of every topic it was last shown, and which review reminders
 it was given. :func:`plan_injection` compares that view with a snapshot:
 
-- no view yet → ``baseline``: every entry as a line (see :mod:`.baseline`); the
-  new view records every topic, shown or named only by count;
-- topics added / updated (hash changed) / removed → ``delta``: only those, and
-  "N unchanged";
+- no view yet → ``baseline``: the newest and most used notes with their text, the
+  rest as a line each (see :mod:`.content`, :mod:`.baseline`); the new view records
+  every topic, shown or named only by count;
+- topics added / updated (hash changed) / removed → ``delta``: only those, each added
+  or updated one with its text, and "N unchanged";
 - nothing changed, and a topic's review date has come that this client was
   not yet reminded of → ``reminder``: one "may be stale" line per such topic,
   given once per topic and date;
@@ -39,13 +40,13 @@ from mmd.core.snapshot import Snapshot
 from .baseline import (
     DEFAULT_MAX_BYTES,
     command_for,
-    entry_line,
     fit_lines,
     list_hint,
     read_hint,
     recency_order,
     render_baseline,
 )
+from .content import note_block, use_order
 from .due import parse_review_date
 
 __all__ = ["ClientView", "Injection", "Prepared", "content_hash", "plan_injection", "prepare"]
@@ -113,6 +114,7 @@ class Prepared:
         rank: topic → its position in ``order``.
         reviews: ``(topic, stored review value)`` of the entries that carry one.
         command: how the texts name mmctl (:func:`~mmd.inject.baseline.command_for` the root).
+        bodies: topic → note body (the snapshot's strings, shared): baselines and deltas carry the notes' text.
     """
 
     memory_id: str
@@ -121,6 +123,7 @@ class Prepared:
     rank: dict[str, int]
     reviews: tuple[tuple[str, str], ...]
     command: str = "mmctl"
+    bodies: Mapping[str, str] = field(default_factory=dict)
 
 
 _lock = threading.Lock()
@@ -140,6 +143,7 @@ def prepare(snapshot: Snapshot) -> Prepared:
             return _last[1]
         memo: dict[tuple[str, tuple[str, ...], str], str] = {}
         hashes: dict[str, str] = {}
+        bodies: dict[str, str] = {}
         for note in snapshot.notes:
             if note.topic in hashes:
                 continue
@@ -147,10 +151,11 @@ def prepare(snapshot: Snapshot) -> Prepared:
             key = (entry.summary, entry.tags, note.body)
             digest = _memo.get(key) or content_hash(*key)
             memo[key] = hashes[note.topic] = digest
+            bodies[note.topic] = note.body
         order = tuple(recency_order(snapshot.entries))
         reviews = tuple((e.topic, value) for e in order if (value := e.review_after) is not None)
         prepared = Prepared(snapshot.memory_id, order, hashes, {e.topic: i for i, e in enumerate(order)}, reviews,
-                            command_for(snapshot.root))
+                            command_for(snapshot.root), bodies)
         _last, _memo = (snapshot, prepared), memo
         return prepared
 
@@ -205,7 +210,8 @@ def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: l
         for word, topics in (("added ", added), ("updated ", updated)):
             for topic in topics:
                 origin = origins.get(topic)  # a sync's or an outside edit's change says so (issue 29)
-                yield entry_line(prep.order[prep.rank[topic]], prep.memory_id, f"{word}({origin}) " if origin else word)
+                yield note_block(prep.order[prep.rank[topic]], prep.bodies.get(topic, ""), prep.memory_id,
+                                 prep.command, f"{word}({origin}) " if origin else word)
         for topic in removed:
             yield f"- removed {topic}"
 
@@ -225,15 +231,21 @@ def _reminder_text(prep: Prepared, due: list[tuple[str, str]], max_bytes: int) -
 
 
 def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, today: date,
-                   max_bytes: int = DEFAULT_MAX_BYTES, origins: Mapping[str, str] | None = None) -> Injection:
+                   max_bytes: int = DEFAULT_MAX_BYTES, uses: Mapping[str, int] | None = None,
+                   origins: Mapping[str, str] | None = None) -> Injection:
     """What to inject for a client whose last committed view is ``view`` (None: never injected).
+
+    A baseline carries the text of the newest and most used notes and names the rest
+    (:func:`mmd.inject.content.render_with_text`); a delta carries the text of each note added or updated
+    (:func:`mmd.inject.content.note_block`).
 
     Args:
         view: the client's stored view, or None for a new client.
         snapshot: the current snapshot (or its :func:`prepare` form).
         today: the date review dates are compared with (UTC, from the caller's clock).
-        max_bytes: budget of the text in UTF-8 bytes (default 3072); what does
-            not fit is named by count, and the new view still records it.
+        max_bytes: budget of the text in UTF-8 bytes (default :data:`~mmd.inject.baseline.DEFAULT_MAX_BYTES`);
+            what does not fit is named by count, and the new view still records it.
+        uses: topic → how often agents read the note: a baseline's order (:func:`mmd.inject.content.use_order`).
         origins: topic → where its last change came from when that was no write through mmd (``sync``,
             ``outside edit``): a delta's line says it (``- added (sync) build-setup: …``).
 
@@ -246,8 +258,8 @@ def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, to
     prep = snapshot if isinstance(snapshot, Prepared) else prepare(snapshot)
     current = prep.hashes
     if view is None:
-        base = render_baseline(prep.order, memory_id=prep.memory_id, max_bytes=max_bytes, ordered=True,
-                               command=prep.command)
+        base = render_baseline(use_order(prep.order, uses) if uses else prep.order, memory_id=prep.memory_id,
+                               max_bytes=max_bytes, ordered=True, command=prep.command, bodies=prep.bodies)
         return Injection("baseline", base.text, (), (), (), 0, (), ClientView(current, {}))
     old = view.hashes
     reminded = {t: d for t, d in view.reminded.items() if t in current}

@@ -53,7 +53,7 @@ def join_injections(parts: Sequence[tuple[str, dict[str, Any]]], where: str | No
     non-empty texts are joined, each under its :func:`heading` (``where``: the project's folder); ``mode`` is
     the first of :data:`MODES` any part has; ``added``/``updated``/``removed``/``reminded`` list the parts'
     topics in order; ``unchanged`` and ``bytes`` are sums (``bytes``: UTF-8 of the joined text); ``roots`` keeps
-    each part (``{scope, …its result}``).
+    each part (``{scope, …its result}``); ``distill`` is the first part's distillation line, when one has it.
     """
     if len(parts) == 1:
         return parts[0][1]
@@ -67,4 +67,7 @@ def join_injections(parts: Sequence[tuple[str, dict[str, Any]]], where: str | No
         "bytes": len(text.encode("utf-8")),
         "roots": [{"scope": label, **result} for label, result in parts],
     }
+    distill = next((r["distill"] for _, r in parts if r.get("distill")), None)
+    if distill is not None:
+        out["distill"] = distill
     return out

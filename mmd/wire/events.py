@@ -27,6 +27,7 @@ __all__ = [
     "DueItem",
     "HeartbeatEvent",
     "NudgeEvent",
+    "ProposalItem",
     "QueueAddedEvent",
     "QueueDecidedEvent",
     "SyncedEvent",
@@ -94,15 +95,28 @@ class DueEvent(TypedDict):
     scope: NotRequired[str]
 
 
+class ProposalItem(TypedDict):
+    """An agent's proposal a ``session-end`` nudge names: its candidate id, status, topic and summary."""
+
+    id: int
+    status: str
+    topic: str
+    summary: str
+
+
 class NudgeEvent(TypedDict):
     """``memory/nudge``: the mm nudge report plus the reason (``schedule`` | ``session-end`` | ``sync``: a git
-    sync merged an index over its caps).
+    sync merged an index over its caps | ``distill``).
 
     A ``session-end`` nudge names the session: the daemon session of ``memory.close``, or the
     agent's session whose log went quiet for ``daemon.sessionIdleSeconds`` (and, for DSH, with its lock
     released): then ``agent`` is the source (``dsh`` | ``claude-code`` | ``codex``), ``project`` the
     session's working directory (None when the log does not say) and ``source`` the log's path.
     ``due`` lists the topics whose review date has come (today or earlier, UTC), most overdue first.
+    A ``session-end`` nudge also names the session's ``proposals`` (the agent's own, ``[{id, status, topic,
+    summary}]``, oldest first). A ``distill`` nudge (issue 28) is for an agent's session that ran a few prompts
+    without proposing anything (``nudge.distill = "once"``): ``distill`` is the one line to give the agent,
+    sent once per session.
     """
 
     seq: int
@@ -119,6 +133,8 @@ class NudgeEvent(TypedDict):
     needsCommit: bool
     suggestedActions: list[str]
     due: list[DueItem]
+    proposals: NotRequired[list[ProposalItem]]
+    distill: NotRequired[str]
 
 
 class HeartbeatEvent(TypedDict):

@@ -40,6 +40,7 @@ __all__ = [
     "MEMORY_MERGE",
     "MEMORY_NUDGE",
     "MEMORY_OPEN",
+    "MEMORY_PROPOSE",
     "MEMORY_READ",
     "MEMORY_RELOAD",
     "MEMORY_RENAME",
@@ -154,7 +155,8 @@ QUEUE_REJECT = Method("queue.reject", {"id": Param(_IDS), "below": Param(_NUM), 
 QUEUE_UNDO = Method("queue.undo", {"id": Param(_ID, True)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
 MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes": Param(_INT),
-                                         "commit": Param(_BOOL), "reset": Param(_BOOL), **_SCOPE})
+                                         "commit": Param(_BOOL), "reset": Param(_BOOL), "prompt": Param(_BOOL),
+                                         **_SCOPE})
 MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True), **_SCOPE},
                          idempotent=True)
 MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT), **_SCOPE}, idempotent=True)
@@ -165,6 +167,10 @@ MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_S
 MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
 MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True), **_SCOPE})
 MEMORY_SYNC = Method("memory.sync", idempotent=True)
+# The agent proposes, the person decides (issue 28): a candidate marked as the agent's, in the review queue.
+MEMORY_PROPOSE = Method("memory.propose", {
+    "content": Param(_STR), "topic": Param(_STR), "action": Param(_STR), "summary": Param(_STR),
+    "reason": Param(_STR), "agent": Param(_STR), "session": Param(_STR), **_IN_SCOPE})
 # The memory home (issue 27): notes of the user root moved into a project's root, one revision in each.
 MEMORY_ADOPT = Method("memory.adopt", {"topics": Param((list,), True), SCOPE_PARAM: Param(_STR, True)})
 
@@ -172,7 +178,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     MEMORY_OPEN, MEMORY_CLOSE, MEMORY_RELOAD, MEMORY_INDEX, MEMORY_READ, MEMORY_LIST, MEMORY_SEARCH, MEMORY_BUDGET,
     MEMORY_WRITE, MEMORY_DELETE, MEMORY_MERGE, MEMORY_RENAME, MEMORY_DIGEST, MEMORY_NUDGE, QUEUE_LIST, QUEUE_GET,
     QUEUE_ACCEPT, QUEUE_REJECT, QUEUE_UNDO, DAEMON_STATUS, MEMORY_INJECT, MEMORY_INJECTED, MEMORY_DUE, MEMORY_LOG,
-    MEMORY_DIFF, MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC, MEMORY_ADOPT)}
+    MEMORY_DIFF, MEMORY_REVERT, MEMORY_RESTORE, MEMORY_SYNC, MEMORY_ADOPT,
+    MEMORY_PROPOSE)}
 """Every method, by name."""
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", float: "a number"}

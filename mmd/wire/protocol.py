@@ -188,9 +188,12 @@ class CandidateJson(TypedDict):
     """A review-queue candidate (DESIGN "Sources and utterances"): ``kind`` the rule family, ``rule`` the
     rule's name, ``score`` (higher first), ``seen`` (places it was seen), ``visible`` (within its
     session's budget, or ``pinned``: marked on purpose), ``topic`` and ``proposal`` (``{action: create |
-    append, topic}``), ``summary`` (≤ 120 code points), ``body`` (≤ 500 for agent logs), ``evidence`` (every
-    place: ``{agent, sessionId, project, file, position, at, who, quote}``), ``source`` (the first place, the
-    older shape); ``status`` is ``pending`` | ``accepted`` | ``rejected``; times are ISO-8601 UTC;
+    append, topic}``; an agent's proposal, rule ``agent.propose``, also ``{action: replace | delete, by: the agent,
+    reason: its one line or null}`` and, from ``queue.get`` and ``queue.list``, ``current``: the note's text now, or
+    null), ``summary`` (≤ 120 code points), ``body`` (≤ 500 for agent logs), ``evidence`` (every
+    place: ``{agent, sessionId, project, file, position, at, who, quote, reason?}``), ``source`` (the first place, the
+    older shape); ``status`` is ``pending`` | ``accepted`` | ``rejected`` | ``expired`` (``reason``: ``age`` or
+    ``backfill``); times are ISO-8601 UTC;
     ``written`` is the note an acceptance wrote (``{topic, revision}``)."""
 
     id: int
@@ -202,7 +205,7 @@ class CandidateJson(TypedDict):
     visible: bool
     pinned: bool
     topic: str
-    proposal: dict[str, str]
+    proposal: dict[str, Any]
     summary: str
     body: str
     chars: int
@@ -227,13 +230,17 @@ class CandidateJson(TypedDict):
 
 
 class QueueListResult(TypedDict):
-    """``queue.list`` → one page (oldest first), how many match the status filter, and how many are pending."""
+    """``queue.list`` → one page (oldest first), how many match the status filter, how many are pending, what the
+    default view leaves out (``leftOut``: ``{hidden, expired, heldBack}``) and after how many days pending a rule
+    draft expires (``expireDays``)."""
 
     candidates: list[CandidateJson]
     total: int
     pending: int
     offset: int
     limit: int
+    leftOut: dict[str, int]
+    expireDays: int
 
 
 class QueueAcceptResult(TypedDict):

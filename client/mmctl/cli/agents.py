@@ -105,7 +105,7 @@ def _hook(ctx: Ctx, form: str) -> int:
     import time
 
     from ..errors import MmctlError
-    from ..injection import hook_input, hook_output, stale_text
+    from ..injection import hook_input, hook_output, session_context, stale_text
 
     budget_s = _budget_s(ctx.env)
     deadline = time.monotonic() + budget_s
@@ -126,12 +126,13 @@ def _hook(ctx: Ctx, form: str) -> int:
                               max_bytes=max_bytes)
             ctx.error(f"{root}: no answer from its daemon (or its lock) within {budget_s:g} s; "
                       "answered from the files")
-            return _hook_print(ctx, hook_output(hook.event, text))
+            return _hook_print(ctx, hook_output(hook.event, session_context(hook.event, text)))
     except MMError as error:
         return _hook_fail(ctx, f"{error.code.value}: {error.message}")
     except Failure as failure:
         return _hook_fail(ctx, str(failure))
-    if not _hook_printed(ctx, hook_output(hook.event, injection.text)):
+    said = session_context(hook.event, injection.text, injection.result.get("distill"))
+    if not _hook_printed(ctx, hook_output(hook.event, said)):
         return EXIT_OK  # the agent went away: nothing committed, the next call gives the same text
     try:
         if daemon is not None:
@@ -168,7 +169,7 @@ def _hook_plan(ctx: Ctx, hook: Any, left_ms: Any) -> tuple[Any, Any]:
             daemon.client.project = scope.param
         return daemon, plan_scoped(scope, client, daemon=daemon.client if daemon else None, options=ctx.options_of,
                                    now=ctx.now, max_bytes=ctx.args.integer("--max-bytes"), reset=hook.reset,
-                                   lock_wait_s=left_ms() / 1000)
+                                   lock_wait_s=left_ms() / 1000, prompt=hook.event == "UserPromptSubmit")
     except MMError as error:
         if error.code.value != "E_IO":
             raise
@@ -246,6 +247,7 @@ def _when(days_left: int) -> str:
 def cmd_export(ctx: Ctx) -> int:
     """``export agents-md [--file PATH]``: the baseline into the file's memory block."""
     from mmd.inject.blocks import write_block
+    from mmd.inject.guide import with_guide
 
 
     if not ctx.rest:
@@ -256,7 +258,7 @@ def cmd_export(ctx: Ctx) -> int:
     if not (ctx.args.text("--project") or ctx.args.flag("--user") or ctx.root_flag()):
         ctx.scope_for_session(str(path.parent), session=False)  # the file's folder's project
     ctx.need_root()
-    text = _call(lambda: _export_text(ctx))
+    text = with_guide(_call(lambda: _export_text(ctx)))
     changed = _call(lambda: write_block(path, text, home=ctx.env.get("HOME")))
     if ctx.json:
         ctx.print_json({"file": str(path), "changed": changed, "bytes": len(text.encode("utf-8"))})

@@ -3,7 +3,7 @@
 - ``nudge``: aligned rows and the suggested actions, then a ``warning:`` line when the index is
   near its caps (:data:`.advice.NEAR_CAPS` of its lines or bytes); ``--json`` the reference's
   ``{at, pendingWrites, noteCount, indexOverBudget, needsCommit, suggestedActions}``;
-- ``guide``: the agents' guide text (also the MCP server's instructions).
+- ``guide``: the agents' guide and the protocol's reference (also the MCP server's instructions).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ def cmd_nudge(ctx: Ctx) -> int:
 
 
 def cmd_guide(ctx: Ctx) -> int:
-    """``guide [--lang en|zh]``: the agents' guide (also the MCP server's instructions)."""
-    from mmd.core.guide import guide_text
+    """``guide [--lang en|zh]``: the agents' guide and the protocol's reference (the MCP server's instructions)."""
+    from mmd.inject.guide import instructions
 
     lang = ctx.args.text("--lang") or "en"
     if lang not in ("en", "zh", "auto"):
         raise UsageError(f'--lang expects en or zh (got "{lang}")')
     options = ctx.direct().options()
-    ctx.write(guide_text(lang, index_lines=options.index_lines, index_bytes=options.index_bytes))
+    ctx.write(instructions(lang, index_lines=options.index_lines, index_bytes=options.index_bytes))
     return EXIT_OK

@@ -19,7 +19,7 @@ from mmd.candidates.labels import flag_lines, is_flagged, speaker_of
 from mmd.screen.hidden import escape_hidden
 
 from ..errors import RpcError
-from ..render import candidates, cut, table, terminal_width
+from ..render import candidates, cut, proposal_lines, table, terminal_width
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
@@ -28,11 +28,15 @@ __all__ = ["cmd_merge", "cmd_queue", "every_candidate"]
 _COLUMNS = ("id", "score", "seen", "kind", "by", "root", "topic", "summary")
 
 
+_MARKS = {"append": "+", "replace": "~", "delete": "-"}
+
+
 def _proposed(c: dict[str, Any]) -> str:
-    """The proposed topic, ``+topic`` when the proposal appends to an existing note."""
+    """The proposed topic: ``+topic`` when accepting appends to that note, ``~topic`` when it replaces its text,
+    ``-topic`` when it deletes it (an agent's proposals)."""
     proposal = c.get("proposal") or {}
     topic = str(proposal.get("topic") or c.get("topic", ""))
-    return f"+{topic}" if proposal.get("action") == "append" else topic
+    return _MARKS.get(str(proposal.get("action")), "") + topic
 
 
 def _project(c: dict[str, Any]) -> str:
@@ -73,15 +77,41 @@ def _scope_param(ctx: Ctx) -> str | None:
     return project.key if project is not None else raw
 
 
-def _queue_head(shown: int, total: int, pending: int | None, status: str, offset: int,
-                filtered: bool = False) -> str:
-    """``3 of 92 pending candidate(s) (275 more hidden by their session's budget: --all lists them); --offset 3 …``
+def _left_out(left: dict[str, Any], days: Any, hidden: bool = True) -> list[str]:
+    """What the default view left out, in words (``leftOut`` of ``queue.list``): the drafts hidden by their
+    session's budget (unless the list shows them: ``hidden`` false), and the expired ones and why."""
+    parts = []
+    if hidden and left.get("hidden"):
+        parts.append(f"{left['hidden']} more hidden by their session's budget: --all lists them")
+    why = [f"{left['heldBack']} held back by the first backfill"] if left.get("heldBack") else []
+    why += [f"{left['expired']} pending over {days or 30} days"] if left.get("expired") else []
+    if why:
+        parts.append(f"{int(left.get('heldBack') or 0) + int(left.get('expired') or 0)} expired ({', '.join(why)}): "
+                     "--status expired lists them, `mmctl queue undo ID` brings one back")
+    return parts
 
-    ``pending`` counts the whole queue: with a filter (``--project``, ``--agent``, ``--min-score``, ``--all``)
-    the difference is not what the budget hides, so no number is claimed then."""
-    head = f"{shown} of {total} {status} candidate(s)"
-    if pending is not None and status == "pending" and pending > total and not filtered:
-        head += f" ({pending - total} more hidden by their session's budget: --all lists them)"
+
+def _queue_head(shown: int, total: int, pending: int | None, status: str, offset: int,
+                filtered: bool = False, left: dict[str, Any] | None = None, days: Any = None,
+                listed_hidden: bool | None = None) -> str:
+    """``3 of 92 pending candidate(s) (275 more hidden by their session's budget: --all lists them); --offset 3 …``;
+    with nothing on show, ``the review queue is empty: …``.
+
+    ``left`` (``queue.list``'s ``leftOut``) counts what the default view leaves out among the candidates the
+    filters select; from a daemon that gives none, ``pending`` counts the whole queue, and with a filter
+    (``--project``, ``--agent``, ``--min-score``, ``--all``) the difference is not what the budget hides, so
+    no number is claimed then. ``listed_hidden`` (default ``filtered``): the list shows the hidden ones too
+    (``--all``, ``--min-score``), so they are not counted as left out."""
+    if status == "pending" and total == 0:
+        head = "no pending candidate matches" if filtered else "no pending candidate on show: the review queue is empty"
+    else:
+        head = f"{shown} of {total} {status} candidate(s)"
+    listed_hidden = filtered if listed_hidden is None else listed_hidden
+    notes = _left_out(left, days, not listed_hidden) if left is not None and status == "pending" else []
+    if left is None and pending is not None and status == "pending" and pending > total and not filtered:
+        notes = [f"{pending - total} more hidden by their session's budget: --all lists them"]
+    if notes:
+        head += f" ({'; '.join(notes)})"
     elif pending is not None and status != "pending":
         head += f"; {pending} pending"
     if offset + shown < total:
@@ -89,18 +119,22 @@ def _queue_head(shown: int, total: int, pending: int | None, status: str, offset
     return head
 
 
-def _queue_table(result: Any, status: str, offset: int = 0, filtered: bool = False) -> str:
+def _queue_table(result: Any, status: str, offset: int = 0, filtered: bool = False, listed_hidden: bool = False,
+                 ) -> str:
     items = candidates(result)
     total = result.get("total", len(items)) if isinstance(result, dict) else len(items)
     pending = result.get("pending") if isinstance(result, dict) else None
-    head = _queue_head(len(items), total, pending, status, offset, filtered)
+    left = result.get("leftOut") if isinstance(result, dict) and isinstance(result.get("leftOut"), dict) else None
+    days = result.get("expireDays") if isinstance(result, dict) else None
+    head = _queue_head(len(items), total, pending, status, offset, filtered, left, days, listed_hidden)
     if not items:
         return head + "\n"
     flagged = sum(map(is_flagged, items))
     warn = f"\n⚑ {flagged} flagged (listed last): read why first; a bulk accept takes none of them unless --flagged." \
         if flagged else ""
     return (head + ":\n\n" + _rows(items) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
-            "accept or reject it (+topic: accepting appends to that note)." + warn + "\n")
+            "accept or reject it (+topic: accepting appends to that note; ~topic replaces its text, -topic deletes "
+            "it: an agent's proposal)." + warn + "\n")
 
 
 NARROW = 110
@@ -109,10 +143,13 @@ NARROW = 110
 
 def _state(c: dict[str, Any]) -> str:
     """"" for a pending candidate on show; ``hidden`` (by its session's budget), ``rejected``, ``accepted``
-    (``accepted→topic`` naming the note it went to)."""
+    (``accepted→topic`` naming the note it went to), ``expired`` (``expired:backfill`` when a first backfill held
+    it back)."""
     status = c.get("status", "pending")
     if status == "pending":
         return "" if c.get("visible", True) else "hidden"
+    if status == "expired":
+        return "expired:backfill" if c.get("reason") == "backfill" else "expired"
     written = (c.get("written") or {}).get("topic")
     return f"{status}→{written}" if written else str(status)
 
@@ -152,13 +189,18 @@ def _flagged(c: dict[str, Any], width: int) -> list[str]:
 
 
 def _show(candidate: dict[str, Any]) -> str:
-    rows = [(k, escape_hidden(v) if isinstance(v, str) else v) for k, v in candidate.items()
-            if k not in ("body", "evidence", "source", "flags", "diff")]
+    rows: list[tuple[str, Any]] = [(k, escape_hidden(v) if isinstance(v, str) else v) for k, v in candidate.items()
+                                   if k not in ("body", "evidence", "source", "flags", "diff")]
+    if isinstance(candidate.get("proposal"), dict):  # the note's whole text is shown below, not in a row
+        rows = [(k, {x: y for x, y in v.items() if x != "current"} if k == "proposal" else v) for k, v in rows]
     out = aligned(rows) + "".join(f"\n{escape_hidden(line)}" for line in flag_lines(candidate))
     out += f"\n{escape_hidden(str(candidate.get('body', '')))}\n"
     if candidate.get("diff"):
         out += f"\nwhat changed (held until a person accepts it):\n{escape_hidden(str(candidate['diff']))}\n"
     evidence = candidate.get("evidence") or []
+    if candidate.get("kind") == "conflict" and evidence:
+        return out + "\n" + "".join(_version(e, label) for e, label in zip(
+            evidence, ("the version under review (accepting writes it back)", "the version kept"), strict=False))
     if evidence:
         out += f"\nseen {len(evidence)} time(s):\n"
         for e in evidence:
@@ -168,7 +210,17 @@ def _show(candidate: dict[str, Any]) -> str:
             out += (f"- {e.get('at') or '?'} {e.get('agent')} {e.get('who')} in {e.get('project') or '?'} "
                     f"(session {e.get('sessionId') or '-'}, {e.get('file')}{where})\n"
                     f"  > {escape_hidden(str(e.get('quote', '')))}\n")
-    return out
+    said = proposal_lines(candidate)  # an agent's proposal: who, why, and what accepting changes
+    return out + ("\n" + "\n".join(escape_hidden(line) for line in said) + "\n" if said else "")
+
+
+def _version(e: dict[str, Any], label: str) -> str:
+    """One version of a sync conflict: ``- the version kept: commit 3f2a1b9c0d1e by box (root 8c1d…), <time>``."""
+    pos = e.get("position") or {}
+    who = " ".join(x for x in (pos.get("machine"), f"(root {pos['root'][:8]})" if pos.get("root") else "") if x)
+    commit = str(pos.get("uuid") or "-")[:12]
+    return (f"- {label}: commit {commit}{f' by {who}' if who else ''}, {e.get('at') or 'time unknown'} "
+            f"({e.get('file')})\n  > {escape_hidden(str(e.get('quote', '')))}\n")
 
 
 def _candidate_id(raw: str) -> str | int:
@@ -197,6 +249,8 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
             if result.get("laterEdits") else ""
         return f"undone {cid}: pending again{_UNDONE.get(result.get('reverted') or '', '')}{later}\n"
     write = result.get("write") or {}
+    if result.get("ok") and "removed" in write:  # a sync conflict whose lost version was the topic's deletion
+        return f"accepted {cid}: deleted {write.get('topic', '')}\n"
     if result.get("ok"):
         return f"accepted {cid}: {write.get('action', 'written')} {write.get('uri', '')}\n"
     usage, code = write.get("usage", {}), write.get("code")
@@ -265,8 +319,10 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
                                min_score=min_score, project=project,
                                agent=a.text("--agent"), session=a.text("--session"),
                                first=(ctx.scope().key or _cwd()) if project is None else None)
-    filtered = a.flag("--all") or min_score is not None or bool(project or a.text("--agent") or a.text("--session"))
-    ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status, offset or 0, filtered))
+    listed_hidden = a.flag("--all") or min_score is not None
+    filtered = listed_hidden or bool(project or a.text("--agent") or a.text("--session"))
+    ctx.write(js_json(result) + "\n" if ctx.json else _queue_table(result, status, offset or 0, filtered,
+                                                                   listed_hidden))
     return EXIT_OK
 
 
@@ -336,38 +392,29 @@ def cmd_queue(ctx: Ctx) -> int:
     if a.flag("--dry-run"):
         raise UsageError("--dry-run goes with queue reject --below S")
     if below is not None:
-        before = None if ctx.json else _visible(client)
         outcome = client.queue_reject_below(below, reason=a.text("--reason"))
         failed = sum(_report(ctx, sub, r["id"], r) for r in outcome["results"])
         if not outcome["results"] and not ctx.json:
             ctx.write(f"no pending candidate scores below {below:g}\n")
-        elif before is not None:
-            _in_their_place(ctx, client, before)
+        elif not ctx.json:
+            _what_is_left(ctx, client)
         return EXIT_FAILED if failed else EXIT_OK
     return _each(ctx, client, sub, ids, content)
 
 
-def _visible(client: Any) -> dict[int, str]:
-    """``{id: summary}`` of the pending candidates on show."""
-    return {c["id"]: c.get("summary", "") for c in client.queue_list(limit=1000)["candidates"]}
-
-
-def _in_their_place(ctx: Ctx, client: Any, before: dict[int, str]) -> None:
-    """Say which candidates a decision brought on show (each decided visible one hands its place to its
-    session's best hidden one), so a person deciding in bulk need not list again to see them."""
-    shown = {cid: text for cid, text in _visible(client).items() if cid not in before}
-    if shown:
-        ctx.write("shown in their place: " + "; ".join(f"{cid} {cut(text, 60)}" for cid, text in shown.items())
-                  + "\n")
+def _what_is_left(ctx: Ctx, client: Any) -> None:
+    """After decisions (as text): say so when they emptied the review queue (a decision hands its place to no
+    other candidate: a session shows at most its budget, decided ones counted)."""
+    if not int(client.queue_list(limit=1).get("total") or 0):
+        ctx.write("the review queue is empty: nothing left on show\n")
 
 
 def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) -> int:
-    """``accept``, ``reject`` or ``undo`` of each id, each reported, then (as text) the candidates brought on
-    show in their place; exit 1 when any failed."""
+    """``accept``, ``reject`` or ``undo`` of each id, each reported, then (as text) whether the queue is empty now;
+    exit 1 when any failed."""
     a = ctx.args
     failed = 0
     target = _accept_target(ctx) if sub == "accept" else None
-    before = _visible(client) if sub != "undo" and not ctx.json else None
     bulk = sub == "accept" and len(ids) > 1 and not a.flag("--flagged")
     for raw in ids:
         cid = _candidate_id(raw)
@@ -385,8 +432,8 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
         except RpcError as error:
             result = {"ok": False, "id": cid, "error": {"code": error.code, "message": _said(error)}}
         failed += _report(ctx, sub, cid, result)
-    if before is not None and failed < len(ids):
-        _in_their_place(ctx, client, before)
+    if not ctx.json and sub != "undo" and failed < len(ids):
+        _what_is_left(ctx, client)
     return EXIT_FAILED if failed else EXIT_OK
 
 

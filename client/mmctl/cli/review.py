@@ -31,7 +31,7 @@ from mmd.screen.hidden import escape_hidden
 from mmd.wire.methods import QUEUE_ACCEPT
 
 from ..errors import RpcError
-from ..render import terminal_width, wrap
+from ..render import proposal_lines, terminal_width, wrap
 from .output import EXIT_OK, Ctx
 from .queue import every_candidate
 
@@ -140,7 +140,7 @@ class _Screen:
         if "seen" in cand:
             meta.append(f"seen {cand['seen']}×")
         proposal = cand.get("proposal")
-        if isinstance(proposal, dict):
+        if isinstance(proposal, dict) and proposal.get("action") in {"append", "create", None}:
             meta.append("append to it" if proposal.get("action") == "append" else "a new note")
         self.say("")
         for line in wrap(f"[{at}/{total}] #{cand['id']} {cand.get('topic', '')} ", self.width):
@@ -160,6 +160,12 @@ class _Screen:
         quote = quote_besides(cand)
         for line in wrap(escape_hidden(f"{where} — “{quote}”" if quote else where), self.width, "  > "):
             self.say(self.style(line, "2"))
+        changes = proposal_lines(cand)
+        for line in changes:  # an agent's proposal: who, why, and what accepting changes
+            self.say(self.style(f"  {line}", "31" if line.startswith("-") and not line.startswith("---") else
+                                "32" if line.startswith("+") and not line.startswith("+++") else "36"))
+        if isinstance(proposal, dict) and not changes and proposal.get("action") in {"replace", "delete"}:
+            self.say(self.style(f"  proposal: {proposal.get('action', '')} {proposal.get('topic', '')}", "36"))
 
 
 def _where(cand: dict[str, Any]) -> str:

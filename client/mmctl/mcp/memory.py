@@ -93,6 +93,12 @@ class SessionMemory:
         """``queue.<action>`` (``list`` | ``get`` | ``accept`` | ``reject``) with the given params."""
         raise NotImplementedError
 
+    async def propose(self, **params: Any) -> dict[str, Any]:
+        """``memory.propose`` (an agent's proposal, issue 28); on the files there is no queue to take it."""
+        raise MemoryUnavailable("proposals wait in the review queue of the mmd daemon, which is not running: nothing "
+                                "was written; put the fact on a line `mm: …` in your reply instead (mmd reads it "
+                                "from this session's log once it runs)")
+
     async def close(self) -> None:
         """Release the snapshot."""
 
@@ -250,7 +256,12 @@ class DaemonMemory(SessionMemory):
         return result
 
     async def inject(self, client: str, max_bytes: int | None) -> dict[str, Any]:
-        result: dict[str, Any] = await self.client.inject(client, max_bytes=max_bytes, commit=True)
+        from .agents import inject_scoped
+
+        return await inject_scoped(self.client, client, max_bytes)
+
+    async def propose(self, **params: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self._in_session(lambda: self.session.propose(**params))
         return result
 
     async def queue(self, action: str, **params: Any) -> Any:
@@ -460,6 +471,9 @@ class FollowingMemory(SessionMemory):
 
     async def queue(self, action: str, **params: Any) -> Any:
         return await (await self._memory()).queue(action, **params)
+
+    async def propose(self, **params: Any) -> dict[str, Any]:
+        return await (await self._memory()).propose(**params)
 
     async def close(self) -> None:
         await self.current.close()

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "QueueOut", "ReadOut", "ReloadOut",
-           "SearchOut", "WriteOut"]
+__all__ = ["BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "ProposeOut", "QueueOut", "ReadOut",
+           "ReloadOut", "SearchOut", "WriteOut"]
 
 
 class _Out(BaseModel):
@@ -38,9 +38,11 @@ class WriteOut(_Out):
     code: str | None = None
     message: str | None = None
     reason: str | None = None
-    usage: dict[str, Any]
+    usage: dict[str, Any] | None = None
     pendingWrites: int | None = None
     revision: int | None = None
+    proposal: dict[str, Any] | None = None
+    """Under ``[agents] writes = "propose"``: ``{status, id, scope}`` of the proposal the write became (no usage)."""
 
 
 class SearchOut(_Out):
@@ -87,9 +89,11 @@ class DeleteOut(_Out):
     ok: bool
     removed: bool
     topic: str
-    usage: dict[str, Any]
+    usage: dict[str, Any] | None = None
     pendingWrites: int | None = None
     revision: int | None = None
+    proposal: dict[str, Any] | None = None
+    """Under ``[agents] writes = "propose"``: ``{status, id, scope}`` of the proposal the delete became."""
 
 
 class ReloadOut(_Out):
@@ -124,6 +128,17 @@ class InjectOut(_Out):
     committed: bool
     scope: str | None = None
     """The root injected: ``user`` or a project key, through a daemon."""
+
+
+class ProposeOut(_Out):
+    """``mem_propose``: ``status`` queued | merged | accepted | rejected | held, the candidate ``id`` (null when held),
+    the ``topic`` proposed and the root it waits for (``scope``)."""
+
+    ok: bool
+    status: str
+    id: int | None = None
+    topic: str | None = None
+    scope: str | None = None
 
 
 class QueueOut(_Out):

@@ -1,7 +1,8 @@
 """``mmctl mcp``: the Model Context Protocol server over stdio (the official SDK's ``MCPServer``).
 
 Tools: ``mem_read``, ``mem_write``, ``mem_search``, ``mem_budget``,
-``mem_digest`` (the reference's five, same meaning), ``mem_delete``,
+``mem_digest`` (the reference's five, same meaning; under ``[agents] writes = "propose"``, the default,
+``mem_write`` and ``mem_delete`` are proposals for a person to review, :mod:`.agents`), ``mem_propose``, ``mem_delete``,
 ``mem_due`` (notes whose review date has come), ``mem_inject`` (the index
 once, then only what changed), ``mem_reload`` (a new snapshot) and ``mem_queue_list``, ``mem_queue_accept``,
 ``mem_queue_reject`` (the daemon's review queue: a flagged candidate is listed without its words and
@@ -9,8 +10,8 @@ never accepted here, a person decides it; issue 29). One frozen snapshot per
 connection (:mod:`.memory`); the resources (:mod:`.resources`) show the latest revision. Every tool returns both a
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
-schema (the pydantic models of :mod:`.outputs`). The agents' guide is the server's
-instructions. Errors (a bad topic, a topic with no note, a parameter the tool
+schema (the pydantic models of :mod:`.outputs`). The agents' guide and the protocol's reference are the server's
+instructions (:func:`mmd.inject.guide.instructions`). Errors (a bad topic, a topic with no note, a parameter the tool
 does not declare, no daemon for the queue) come back as tool errors whose text
 says what to do; a refused write is a result, ``ok: false``
 with its usage, as mm v1 §6 wants.
@@ -30,14 +31,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 
 from mmd import __version__
+from mmd.core.config_file import agent_setting
 from mmd.core.errors import MMError
-from mmd.core.guide import guide_text
 from mmd.core.options import SEARCH_MODES
 from mmd.core.paths import INDEX_NAME
+from mmd.inject.guide import instructions as guide_instructions
 from mmd.wire.methods import ID_DIGITS
 
 from ..errors import MmctlError
 from ..render import budget_lines, candidates
+from .agents import PROPOSE_DESCRIPTION, ProposalTools, agent_of
 from .memory import (
     DaemonMemory,
     DirectMemory,
@@ -53,6 +56,7 @@ from .outputs import (
     DigestOut,
     DueOut,
     InjectOut,
+    ProposeOut,
     QueueOut,
     ReadOut,
     ReloadOut,
@@ -65,8 +69,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..scope import Scope
 
-__all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "QueueOut",
-           "ReadOut", "ReloadOut", "SearchOut", "WriteOut", "build_server", "serve"]
+__all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "MemoryTools", "ProposeOut",
+           "QueueOut", "ReadOut", "ReloadOut", "SearchOut", "WriteOut", "build_server", "serve"]
 
 
 def _result(text: str, data: dict[str, Any]) -> CallToolResult:
@@ -147,12 +151,13 @@ DESCRIPTIONS = {
                   "(E_CONFLICT) until you reload and read it (or read its mm:// resource, which shows the latest).",
     "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs, best "
                       "first (score; seen = how many places said it). status: pending (default) | accepted | "
-                      "rejected; all: also the candidates hidden by their session's budget.",
+                      "rejected | expired; all: also the candidates hidden by their session's budget.",
     "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
                         "content, summary and tags override the candidate's; into appends it to that existing note "
                         "instead. A topic that already has a note is refused unless into names it (append) or "
                         "replace is true (overwrite: the note's text is lost).",
     "mem_queue_reject": "Reject a review-queue candidate, with an optional reason.",
+    "mem_propose": PROPOSE_DESCRIPTION,
 }
 """Tool name → the description the model reads."""
 
@@ -180,15 +185,18 @@ def _summary_and_body(candidate: dict[str, Any]) -> str:
     return summary if summary.strip() == body.strip() else f"{summary}\n  {body}"
 
 
-class MemoryTools:
+class MemoryTools(ProposalTools):
     """The tools of one connection, as methods named after the tools, over ``memory``.
 
-    ``client`` is the injection client of ``mem_inject`` (one per connection: an agent session).
+    ``client`` is the injection client of ``mem_inject`` (one per connection: an agent session). ``writes``:
+    ``propose`` (``[agents] writes``' default) makes ``mem_write`` and ``mem_delete`` proposals
+    (:class:`~.agents.ProposalTools`); ``direct`` writes at once.
     """
 
-    def __init__(self, memory: FollowingMemory, client: str | None = None) -> None:
+    def __init__(self, memory: FollowingMemory, client: str | None = None, writes: str = "propose") -> None:
         self.memory = memory
         self.client = client or f"mcp:{secrets.token_hex(6)}"
+        self.writes = writes
 
     async def mem_read(self, topic: str | None = None, all: bool = False) -> Annotated[CallToolResult, ReadOut]:
         memory = self.memory
@@ -213,6 +221,8 @@ class MemoryTools:
                         budget: int | None = None,
                         reviewAfter: str | None = None) -> Annotated[CallToolResult, WriteOut]:
         _positive("budget (code points)", budget)
+        if self.writes == "propose":  # the agent proposes, the person decides (issue 28)
+            return await self.proposed_write(topic, content, summary, tags, reviewAfter)
         try:
             await self.memory.check_unchanged(topic)
             outcome = await self.memory.write(topic, content, summary, tags, budget, reviewAfter)
@@ -268,6 +278,8 @@ class MemoryTools:
         return _result("\n".join(lines) + "\n", result)
 
     async def mem_delete(self, topic: str) -> Annotated[CallToolResult, DeleteOut]:
+        if self.writes == "propose":
+            return await self.proposed_delete(topic)
         try:
             await self.memory.check_unchanged(topic)
             outcome = await self.memory.delete(topic)
@@ -349,12 +361,16 @@ class MemoryTools:
 class _StrictServer(MemoryServer):
     """The memory server whose tools refuse parameters they do not declare (a mistyped ``topc`` is no ``topic``)."""
 
+    tools: MemoryTools | None = None
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """As :meth:`MCPServer.call_tool`, after checking every argument's name against the tool's schema.
 
         Raises:
             ToolError: ``E_INVALID: <tool> has no parameter 'x' (did you mean 'y'?); its parameters: …``.
         """
+        if self.tools is not None and context is not None:
+            self.tools.agent = agent_of(context)  # who proposes: the client that said initialize
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             known = list(tool.parameters.get("properties", {}))
@@ -369,9 +385,10 @@ class _StrictServer(MemoryServer):
         return await super().call_tool(name, arguments, context)
 
 
-def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memory_id: str) -> MCPServer[Any]:
+def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memory_id: str,
+                 writes: str = "propose") -> MCPServer[Any]:
     """The MCP server for one connection over ``memory`` (tools) and the files of ``root`` (resources);
-    closing the connection releases the snapshot."""
+    closing the connection releases the snapshot. ``writes``: ``[agents] writes`` (``propose`` | ``direct``)."""
 
     @asynccontextmanager
     async def lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -382,7 +399,7 @@ def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memo
 
     server = _StrictServer("mmctl", root=root, memory_id=memory_id, instructions=instructions, version=__version__,
                           lifespan=lifespan, on_note=memory.saw)
-    tools = MemoryTools(memory)
+    tools = server.tools = MemoryTools(memory, writes=writes)
     for name, description in DESCRIPTIONS.items():
         server.add_tool(getattr(tools, name), name=name, description=description)
     return server
@@ -415,7 +432,8 @@ def serve(root: str | None, lang: str, env: Mapping[str, str], scope: Scope | No
                     scope=scope)
     options = direct.options()
     home = scope.home if scope is not None else options.root
-    instructions = guide_text(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
+    instructions = guide_instructions(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
+    writes = agent_setting("agents.writes", env)
     daemon = find_daemon(home, env) if wants_daemon(env) else None
 
     async def through(found: Daemon) -> DaemonMemory:
@@ -443,7 +461,8 @@ def serve(root: str | None, lang: str, env: Mapping[str, str], scope: Scope | No
     async def run() -> None:
         first = await through(daemon) if daemon is not None else on_files()
         memory = await FollowingMemory(first, on_files, later, alive).begin()
-        await build_server(memory, instructions, root=options.root, memory_id=options.memory_id).run_stdio_async()
+        await build_server(memory, instructions, root=options.root, memory_id=options.memory_id,
+                           writes=writes).run_stdio_async()
 
     asyncio.run(run())
     return 0

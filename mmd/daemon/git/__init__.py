@@ -6,7 +6,8 @@ revision with log / diff / restore data (:mod:`.history`), the merge of two
 versions by topic (:mod:`.merge`), git trees and the atomic checkout
 (:mod:`.tree`), sync with a remote (:mod:`.remote`), which paths are memory
 (:mod:`.layout`), what a remote commit may write (:mod:`.contain`) and whether
-its merge may be applied (:mod:`.admit`), and the ``mmd-index`` merge driver git
+its merge may be applied (:mod:`.admit`), who made each version of a conflict and the
+conflicts another machine's merge recorded (:mod:`.versions`), and the ``mmd-index`` merge driver git
 runs itself (:mod:`.driver`). Never does: daemon wiring,
 events, review-queue rows, retries — the daemon calls these.
 """

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,8 @@ from mmd.core.paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
 from .runner import Git, GitError
 from .tree import TreeEntry, identity_env, read_blobs, read_tree
 
-__all__ = ["CAUSES", "ROOT_ID_NAME", "GitHistory", "RootAt", "commit_message", "root_id"]
+__all__ = ["CAUSES", "MACHINE_TRAILER", "NAME_MAX", "ROOT_ID_NAME", "GitHistory", "RootAt", "clean_name",
+           "commit_message", "machine_name", "root_id"]
 
 CAUSES = ("write", "delete", "external edit", "revert", "restore", "accept", "sync")
 """Usual commit causes; any short phrase is accepted."""
@@ -48,6 +50,21 @@ _TRAILERS = ("%(trailers:key=Mmd-Revision,valueonly,separator=%x20)%x1f"
              "%(trailers:key=Mmd-Root,valueonly,separator=%x20)")
 _SUBJECT_TOPICS = 4
 """Most topics named in a commit subject; the trailer lists them all."""
+MACHINE_TRAILER = "Mmd-Machine"
+"""Every mmd commit's trailer naming the machine (its host name) that made it, beside ``Mmd-Root``."""
+NAME_MAX = 64
+"""Most characters of a machine name (a longer one, from a commit, is cut)."""
+
+
+def clean_name(raw: str) -> str:
+    """A machine name as commits record it: letters, digits, ``.``, ``_`` and ``-`` only, at most :data:`NAME_MAX`
+    (anything else dropped: a remote commit's trailer is read as an attacker's)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "", raw.strip())[:NAME_MAX]
+
+
+def machine_name() -> str:
+    """This machine's name for commits: its host name, cleaned (:func:`clean_name`; ``unknown`` when empty)."""
+    return clean_name(socket.gethostname()) or "unknown"
 
 
 def root_id(root: Path) -> str:
@@ -69,11 +86,13 @@ def root_id(root: Path) -> str:
     return made
 
 
-def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str], root: str | None = None) -> str:
-    """``write deploy-region (r42)`` plus the ``Mmd-Revision``, ``Mmd-Topics`` and ``Mmd-Root`` trailers.
+def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str], root: str | None = None,
+                   machine: str | None = None, extra: Sequence[str] = ()) -> str:
+    """``write deploy-region (r42)`` plus the ``Mmd-Revision``, ``Mmd-Topics``, ``Mmd-Root`` and ``Mmd-Machine``
+    trailers, then the ``extra`` trailer lines (a merge's ``Mmd-Conflict``, :mod:`.versions`).
 
     More than four topics are counted in the subject (``write 12 topics (r40, r41)``); ``root`` is the
-    id of the root making the commit (see :func:`root_id`).
+    id of the root making the commit (see :func:`root_id`), ``machine`` the machine's (:func:`machine_name`).
     """
     named = ", ".join(topics) if len(topics) <= _SUBJECT_TOPICS else f"{len(topics)} topics"
     revs = ", ".join(f"r{r}" for r in revisions)
@@ -85,6 +104,9 @@ def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str], 
         trailers.append("Mmd-Topics: " + " ".join(topics))
     if root:
         trailers.append(f"Mmd-Root: {root}")
+    if machine:
+        trailers.append(f"{MACHINE_TRAILER}: {machine}")
+    trailers += extra
     return subject + ("\n\n" + "\n".join(trailers) if trailers else "") + "\n"
 
 
@@ -191,7 +213,7 @@ class GitHistory:
             if not topics:
                 topics = self.staged_topics()
             done = self.git.run("commit", "--quiet", "-F", "-",
-                                input=commit_message(revs, cause, topics, self.root_id).encode(),
+                                input=commit_message(revs, cause, topics, self.root_id, machine_name()).encode(),
                                 env=self.identity, check=False)
             if done.returncode != 0:
                 if b"nothing to commit" in done.stdout or b"nothing added to commit" in done.stdout:

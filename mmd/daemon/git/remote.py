@@ -32,10 +32,11 @@ from mmd.core.store import LOCK_TIMEOUT_S
 
 from .admit import hold
 from .contain import FETCH_CHECKS, Refusal, check_incoming, incoming
-from .history import GitHistory, RootAt, commit_message
+from .history import GitHistory, RootAt, commit_message, machine_name
 from .merge import TopicConflict, merge_index, parse_caps
 from .runner import NETWORK_TIMEOUT_S, Git, GitError
 from .tree import TreeEntry, checkout, commit_tree, hash_blob, read_blobs, read_tree, write_tree
+from .versions import Made, candidate, made_at, note_path, received, trailers
 
 __all__ = ["DEFAULT_REMOTE", "PUSH_ATTEMPTS", "SyncResult", "conflict_record", "merge_commits", "repo_status", "sync"]
 
@@ -73,6 +74,9 @@ class SyncResult:
             so at the ``merge`` stage, and nothing is pushed), or None.
         held: the review candidates of a remote held back just now (``refused.kind == "hold"``), for the
             caller to queue; empty when the same refusal was only reported again. Not in :meth:`to_json`.
+        received: the review candidates of the conflicts another machine's merge commits taken by this sync
+            decided about this root's versions (:func:`~.versions.received`), for the caller to queue, so both
+            machines hold the version that lost. Not in :meth:`to_json`.
     """
 
     remote: str
@@ -92,6 +96,7 @@ class SyncResult:
     note: str | None = None
     refused: Refusal | None = None
     held: list[dict[str, Any]] = field(default_factory=list)
+    received: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -109,41 +114,29 @@ class SyncResult:
 
 
 def conflict_record(conflict: TopicConflict, bodies: Mapping[Hashable, str], commits: Mapping[str, str | None],
-                    remote_ref: str) -> dict[str, Any]:
+                    made: Mapping[str, Made | None] | None = None) -> dict[str, Any]:
     """A topic conflict as JSON, with both whole notes and a ready ``kind: "conflict"`` review candidate.
 
     Args:
         bodies: ``{note blob id: note body}`` for the notes of both versions.
         commits: ``{"ours"|"theirs"|"base": commit id or None}``.
-        remote_ref: ``<remote>/<branch>``, named in the candidate's summary.
+        made: ``{"ours"|"theirs": who made that side's version}`` (:func:`~.versions.made_at`); default: each
+            side's head, no machine known.
 
     Returns:
         ``{topic, kind, kept, other, keptEntry, otherEntry, keptBody, otherBody, keptCommit,
-        otherCommit, baseCommit, candidate: {kind: "conflict", topic, summary, body, action, evidence}}``;
-        ``candidate.action`` is ``write`` (accepting writes the other version back) or ``delete``
-        (the other side deleted the topic); its body is the whole note, not cut to any limit.
+        otherCommit, baseCommit, candidate}``, the candidate :func:`~.versions.candidate`'s (the same on the
+        machine that did not merge); the commits are those that made each version.
     """
     kept_body = bodies.get(conflict.kept_version.note) if conflict.kept_version.note is not None else None
     other_body = bodies.get(conflict.other_version.note) if conflict.other_version.note is not None else None
+    made = made or {}
+    kept, lost = (made.get(side) or Made(commits.get(side) or "-") for side in (conflict.kept, conflict.other))
     record = conflict.to_json()
-    record.update(keptBody=kept_body, otherBody=other_body, keptCommit=commits.get(conflict.kept),
-                  otherCommit=commits.get(conflict.other), baseCommit=commits.get("base"))
-    where = "this machine" if conflict.other == "ours" else remote_ref
-    other_entry = conflict.other_version.entry
-    if conflict.other_version.present:
-        summary = f"sync conflict: the version of {conflict.topic} from {where} (the newer one was kept)"
-        action = "write"
-    else:
-        summary = f"sync conflict: {conflict.topic} was deleted on {where} and edited on the other side (kept)"
-        action = "delete"
-    record["candidate"] = {
-        "kind": "conflict", "topic": conflict.topic, "summary": summary, "action": action,
-        "body": other_body if other_body is not None else (kept_body or ""),
-        "entrySummary": other_entry.summary if other_entry else None,
-        "tags": ", ".join(other_entry.tags) if other_entry else None,
-        "evidence": {"kept": {"commit": record["keptCommit"], "entry": record["keptEntry"], "body": kept_body},
-                     "other": {"commit": record["otherCommit"], "entry": record["otherEntry"], "body": other_body}},
-    }
+    record.update(keptBody=kept_body, otherBody=other_body, keptCommit=kept.commit, otherCommit=lost.commit,
+                  baseCommit=commits.get("base"))
+    record["candidate"] = candidate(conflict.topic, lost, kept, other_body if conflict.other_version.present else None,
+                                    kept_body, record["otherEntry"], record["keptEntry"])
     return record
 
 
@@ -202,9 +195,9 @@ def merge_commits(history: GitHistory, base: str | None, ours: str, theirs: str,
     for topic, side in merged.picks.items():
         state = by_side[side]
         entry = entries.get(topic)
-        note_path = entry.file if entry else f"{DETAIL_DIR}/{topic}.md"
-        if note_path in state.tree:
-            files[note_path] = state.tree[note_path]
+        where = entry.file if entry else f"{DETAIL_DIR}/{topic}.md"
+        if where in state.tree:
+            files[where] = state.tree[where]
     data = merged.text.encode()
     ours_index = o.tree.get(INDEX_NAME)
     same = ours_index is not None and index_text[1].encode() == data
@@ -215,12 +208,15 @@ def merge_commits(history: GitHistory, base: str | None, ours: str, theirs: str,
     blobs = read_blobs(git, note_oids)  # type: ignore[arg-type]
     bodies: dict[Hashable, str] = {oid: parse_note(raw.decode("utf-8", "replace")).body for oid, raw in blobs.items()}
     commits = {"ours": ours, "theirs": theirs, "base": base}
-    conflicts = [conflict_record(c, bodies, commits, remote_ref) for c in merged.conflicts] + path_conflicts
+    made = {c.topic: {side: made_at(git, commits[side], note_path(by_side[c.kept], c.topic))
+                      for side in ("ours", "theirs")} for c in merged.conflicts}
+    records = [conflict_record(c, bodies, commits, made[c.topic]) for c in merged.conflicts]
     tree = write_tree(git, files)
-    message = commit_message([], f"sync: merge {remote_ref}", topics)
+    message = commit_message([], f"sync: merge {remote_ref}", topics, history.root_id, machine_name(),
+                             trailers(records))
     commit = commit_tree(git, tree, [ours, theirs], message, env=history.identity)
-    return commit, files, {"conflicts": conflicts, "topics": topics, "indexOverBudget": merged.over_budget,
-                           "index": merged.text}
+    return commit, files, {"conflicts": records + path_conflicts, "topics": topics,
+                           "indexOverBudget": merged.over_budget, "index": merged.text}
 
 
 def _rev(history: GitHistory, ref: str) -> str | None:
@@ -289,6 +285,7 @@ def _integrate(history: GitHistory, result: SyncResult, theirs: str, ref: str, o
     result.index_over_budget = bool(index_usage(text, *caps)["overBudget"])
     result.topics = sorted(set(result.topics) | set(info["topics"]))
     result.changed = sorted(set(result.changed) | set(checkout(git, trees[1], tree, target, ref, ours)))
+    result.received += received(history, ours, theirs, own_root=history.root_id, note_max_bytes=note_cap)
 
 
 def _caps(options: MemoryOptions | None, ours_index: str) -> tuple[int, int]:

@@ -7,7 +7,9 @@ backfill:
 1. wait until at least one enabled source folder exists (a missing folder is
    looked for at every wake, at most :data:`WAKE_MS` apart: one ``stat``),
 2. backfill the logs already in each folder that appeared, every folder
-   together, newest file first (progress per folder in ``daemon.status``),
+   together, newest file first (progress per folder in ``daemon.status``); the
+   logs read for the first time share :attr:`Ingestor.backfill_shown` places on
+   show (:class:`~..queue_offers.Allowance`: the newest sessions' best),
 3. follow changes in every present folder with one watchfiles watch (native
    backend), until a folder is deleted or replaced (it goes back to 1), a
    missing one appears (it is backfilled) or the daemon stops. When the OS
@@ -47,6 +49,7 @@ from mmd.core.snapshot import Snapshot
 from mmd.sources import SESSIONS_KIND, Source
 
 from ..queue import ReviewQueue
+from ..queue_offers import BACKFILL_SHOWN, Allowance
 from ..statedb import CursorRow
 from ..watching import POLL_DELAY_MS, Backoff, watch_or_poll
 from .folders import EndedSession, Folder, Folders, FolderSetting
@@ -75,6 +78,9 @@ class Ingestor:
         idle_s: quiet seconds after which a followed session log counts as ended.
         on_added: called (in the worker thread) after each slice that added candidates.
         on_session_end: called (in the worker thread) once per ended session.
+        on_distill: called (in the worker thread) once per followed session that has grown past
+            :data:`~mmd.inject.guide.DISTILL_AFTER_PROMPTS` prompts of the person without a proposal of the agent
+            (the ``distill`` nudge, issue 28); it decides whether the nudge is wanted.
         monotonic: the clock for idleness, seconds.
         debounce_ms, step_ms: watchfiles' grouping window and step, milliseconds.
     """
@@ -83,11 +89,13 @@ class Ingestor:
                  write_budget: Callable[[], int], exclude: Sequence[Path] = (), idle_s: float = 300.0,
                  on_added: Callable[[AddedBatch], None] = lambda batch: None,
                  on_session_end: Callable[[EndedSession], None] = lambda ended: None,
+                 on_distill: Callable[[EndedSession], None] = lambda session: None,
                  monotonic: Callable[[], float] = time.monotonic, debounce_ms: int = 50, step_ms: int = 50) -> None:
         self.folders = Folders(sources, exclude)
         self.queue = queue
         self.idle_s = idle_s
         self._on_session_end = on_session_end
+        self._on_distill = on_distill
         self._monotonic = monotonic
         self.debounce_ms, self.step_ms = debounce_ms, step_ms
         self._stop = threading.Event()
@@ -100,6 +108,9 @@ class Ingestor:
         self.backoff = Backoff()
         self.harvester = Harvester(queue, notes=notes, write_budget=write_budget, health=self.health,
                                    on_added=on_added, stop=self._stop)
+        self.backfill_shown: Callable[[], int] = lambda: BACKFILL_SHOWN
+        """Rule drafts a backfill's new logs show in all (``candidates.backfillShown``; the composition root may
+        replace it)."""
 
     # --- life ------------------------------------------------------------------------------------
 
@@ -234,18 +245,18 @@ class Ingestor:
             log.info("ingest.backfill_start kind=%s folder=%s files=%d bytes=%d", f.kind, f.root, len(logs), sizes)
         found.sort(key=lambda item: (-item[0], item[1]))
         last = started
-        for n, (_, path, source, f) in enumerate(found, 1):
-            if self._stop.is_set():
-                return
-            done = self._ingest(path, source, f)
-            b = f.health.backfill
-            f.health.backfill = BackfillHealth(False, b.files + 1, b.bytes + done[0], b.candidates + done[1], None,
-                                               b.files_total, b.bytes_total)
-            now = self._monotonic()
-            if now - last >= PROGRESS_S:
-                last = now
-                log.info("ingest.backfill files=%d/%d bytes=%d candidates=%d", n, len(found),
-                         self.health.bytes_read - b0, self.health.candidates_added - c0)
+        allowance = self.harvester.allowance = Allowance(self.backfill_shown())
+        try:
+            for n, (_, path, source, f) in enumerate(found, 1):
+                if self._stop.is_set():
+                    return
+                last = self._backfill_one(n, found, path, source, f, last, (b0, c0))
+        finally:
+            self.harvester.allowance = None
+        if allowance.held:
+            log.info("ingest.backfill_held drafts=%d shown=%d (the newest sessions' best are shown; the rest are "
+                     "expired: `mmctl queue list --status expired` lists them)", allowance.held,
+                     len(allowance.charged))
         seconds = round(self._monotonic() - started, 3)
         for f in folders:
             b = f.health.backfill
@@ -257,6 +268,21 @@ class Ingestor:
         self.health.backfill = total
         log.info("ingest.backfill_done files=%d bytes=%d candidates=%d seconds=%.3f", len(found), total.bytes,
                  total.candidates, seconds)
+
+    def _backfill_one(self, n: int, found: Sequence[tuple[int, str, Source, Folder]], path: str, source: Source,
+                      f: Folder, last: float, before: tuple[int, int]) -> float:
+        """Read the ``n``-th log of a backfill, count it in its folder's progress and log the progress at most
+        every :data:`PROGRESS_S` seconds; returns when progress was last logged (monotonic seconds)."""
+        done = self._ingest(path, source, f)
+        b = f.health.backfill
+        f.health.backfill = BackfillHealth(False, b.files + 1, b.bytes + done[0], b.candidates + done[1], None,
+                                           b.files_total, b.bytes_total)
+        now = self._monotonic()
+        if now - last < PROGRESS_S:
+            return last
+        log.info("ingest.backfill files=%d/%d bytes=%d candidates=%d", n, len(found),
+                 self.health.bytes_read - before[0], self.health.candidates_added - before[1])
+        return now
 
     def _forget_gone(self, folder: Folder, present: set[str]) -> None:
         """Forget the stored cursors of ``folder``'s sources for logs under it that are no longer there."""
@@ -350,6 +376,7 @@ class Ingestor:
             folder.health.candidates_added += added
             if consumed and self._following:
                 t.grew_at, t.ended = self._monotonic(), False
+                self._maybe_distill(t)
             return consumed, added
         except FileNotFoundError:
             self._forget(path)  # gone between the event and the read
@@ -397,6 +424,19 @@ class Ingestor:
         folder.health.files += 1
         self.health.files_tracked = len(self._tracked)
         return t
+
+    def _maybe_distill(self, t: TrackedLog) -> None:
+        """The session's one distillation nudge, once it grew past the prompts that earn it without a proposal."""
+        from mmd.candidates.proposals import PROPOSAL_RULE
+        from mmd.inject.guide import DISTILL_AFTER_PROMPTS
+
+        if t.distilled or t.session_id is None or t.prompts <= DISTILL_AFTER_PROMPTS:
+            return
+        t.distilled = True
+        proposed = self.queue.db.conn().execute("SELECT 1 FROM candidates WHERE rule = ? AND session_id = ? LIMIT 1",
+                                                (PROPOSAL_RULE, t.session_id)).fetchone()
+        if proposed is None:
+            self._on_distill(EndedSession(t.source.name, t.session_id, t.project, t.path))
 
     # --- ended sessions -------------------------------------------------------------------------
 

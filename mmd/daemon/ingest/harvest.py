@@ -8,7 +8,9 @@ statements a note already holds), and the candidates with the
 file's cursor into the queue in one transaction per slice (at most
 :data:`SLICE_BYTES` of log or :data:`SLICE_CHARS` of text), so memory stays
 bounded and a restart resumes where the last slice ended. The queue merges a
-statement it has seen before into its candidate (and drops a rejected one).
+statement it has seen before into its candidate (and drops a rejected one). During a first backfill
+(:attr:`Harvester.allowance`), a log read for the first time shares the backfill's places on show
+(:class:`~..queue_offers.Allowance`).
 
 Never: names a log format (the adapter decides everything about the file),
 decides which files to read or when (:mod:`.follow` does), or publishes
@@ -28,6 +30,7 @@ from mmd.core.snapshot import Snapshot
 from mmd.sources import Source
 
 from ..queue import ReviewQueue
+from ..queue_offers import Allowance
 from ..statedb import CursorRow
 from .candidacy import Candidacy
 from .health import IngestHealth
@@ -54,7 +57,8 @@ class AddedBatch:
 
 @dataclass
 class TrackedLog:
-    """One log being followed: its source, session, opaque cursor JSON, project (the session's cwd) and quiet time."""
+    """One log being followed: its source, session, opaque cursor JSON, project (the session's cwd), quiet time, and
+    the person's prompts read (for the one distillation nudge of its session)."""
 
     path: str
     source: Source
@@ -63,6 +67,8 @@ class TrackedLog:
     project: str | None = None
     grew_at: float | None = None  # monotonic seconds of the last growth seen while following
     ended: bool = True
+    prompts: int = 0  # the person's utterances read so far (the distillation nudge counts them)
+    distilled: bool = False  # its distillation nudge was sent (or is not wanted)
 
 
 class Harvester:
@@ -89,6 +95,9 @@ class Harvester:
         """The stored cursor of every log, by path (loaded by the caller, kept current here)."""
         self.candidacy = Candidacy(lambda: None, notes)
         """The candidate pipeline (its ``per_session`` is set by the composition root from the config)."""
+        self.allowance: Allowance | None = None
+        """A first backfill's places on show, while one runs (:meth:`.follow.Ingestor._backfill` sets it): a log
+        with no cursor yet shares them."""
 
     def read(self, t: TrackedLog) -> int:
         """Read what is new in one log, slice by slice; returns the bytes consumed.
@@ -98,6 +107,7 @@ class Harvester:
             sqlite3.Error: if the queue cannot be written.
         """
         consumed = 0
+        allowance = self.allowance if t.cursor is None else None  # a log read for the first time
         while not self._stop.is_set():
             s = t.source.read(t.path, t.cursor, max_bytes=SLICE_BYTES, max_chars=SLICE_CHARS)
             self.health.warnings += len(s.warnings)
@@ -107,18 +117,20 @@ class Harvester:
                 t.session_id = s.session_id
             if s.project is not None:
                 t.project = s.project
+            t.prompts += sum(1 for u in s.utterances if u.who == "human")
             candidates = self.candidacy.run(s.utterances, write_budget=self._write_budget(),
                                             restarted=s.restarted) if s.utterances else []
             if candidates or s.restarted or t.cursor is None or s.cursor != t.cursor:
-                self._commit(t, candidates, s.cursor)
+                self._commit(t, candidates, s.cursor, allowance)
             t.cursor = s.cursor
             if not s.more:
                 break
         return consumed
 
-    def _commit(self, t: TrackedLog, candidates: list[NewCandidate], cursor: dict[str, Any]) -> None:
+    def _commit(self, t: TrackedLog, candidates: list[NewCandidate], cursor: dict[str, Any],
+                allowance: Allowance | None) -> None:
         row = CursorRow(t.path, t.source.name, t.session_id, cursor)
-        ids = self.queue.add(candidates, row)
+        ids = self.queue.add(candidates, row, allowance)
         self.rows[t.path] = row
         if ids:
             self.health.candidates_added += len(ids)
