@@ -67,3 +67,32 @@ def test_rows_an_older_schema_stored_are_screened_in_place(queue: ReviewQueue, t
     after = queue.get(cid)
     assert after is not None and after["speaker"] == "person" and after["redacted"]
     assert {f["kind"] for f in after["flags"]} == {"secret", "hidden text"}
+
+
+def test_a_schema_5_database_gains_the_doors_columns_and_its_rows_are_screened(tmp_path: Path) -> None:
+    (db := StateDB(tmp_path)).open()
+    queue = ReviewQueue(db, lambda: "2026-11-30T00:00:00.000Z")
+    queue.add(candidates_from([_said("human", "mm: deploy notes"), _said("assistant", "mm: the cache is in /v", 1)],
+                              write_budget=4000))
+    conn = db.conn()
+    raw = f"mm: the token is {SECRET}"
+    conn.execute("UPDATE candidates SET body = ?, summary = ?, norm = ?, key = ? WHERE id = 1",
+                 (raw, raw, raw, f"n:{raw}"))
+    for index in ("candidates_ranked_flagged", "candidates_ranked_flagged_all"):
+        conn.execute(f"DROP INDEX {index}")
+    for column in ("speaker", "flags", "flagged", "redacted", "diff"):  # the table as schema 5 (issue 30) made it
+        conn.execute(f"ALTER TABLE candidates DROP COLUMN {column}")
+    conn.execute("UPDATE candidates SET pinned = 1")
+    conn.execute("PRAGMA user_version = 5")
+    db.close()
+    (db := StateDB(tmp_path)).open()
+    conn = db.conn()
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert [tuple(r) for r in conn.execute("SELECT id, status, speaker, draft FROM candidates ORDER BY id")] == [
+        (1, "pending", "", 0), (2, "pending", "", 0)]  # every row kept, with issue 30's columns; none screened yet
+    queue = ReviewQueue(db, lambda: "2026-11-30T00:00:00.000Z")
+    assert queue.screen_older() == 2 and SECRET not in _dump(tmp_path)
+    person, agent = queue.get(1), queue.get(2)
+    assert person is not None and (person["speaker"], person["pinned"], person["redacted"]) == ("person", True, True)
+    assert agent is not None and (agent["speaker"], agent["pinned"], agent["visible"]) == ("agent", False, True)
+    assert {f["kind"] for f in person["flags"]} == {"secret"} and agent["flags"] == []
