@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from mmd.candidates.score import DEFAULT_TUNING, Draft, Tuning, budget, select, shown
-from mmd.candidates.signals import RULES, Rule, phrases, without
+from mmd.candidates.signals import RULES, Rule, fire, phrases, quiet, without
+from mmd.candidates.statements import looks_pasted, split
 from mmd.sources.base import Utterance
 
-__all__ = ["RECALL_FLOOR", "Session", "labelled", "report", "repository"]
+__all__ = ["RECALL_FLOOR", "Session", "labelled", "misses", "report", "repository"]
 
 RECALL_FLOOR = 0.35
 """The recall a tuning must reach on the training repositories before its precision counts: above the held-back
@@ -128,6 +129,13 @@ def _support(sessions: Sequence[Session], match: Any) -> dict[tuple[str, int], s
     return support
 
 
+def _own(sessions: Sequence[Session], match: Any) -> dict[str, Sequence[Rule]]:
+    """Per repository, the rules without the phrases whose gold support lies in that repository alone."""
+    support = _support(sessions, match)
+    return {repo: without(RULES, {key for key, repos in support.items() if repos and not repos - {repo}})
+            for repo in {s.repo for s in sessions}}
+
+
 def _print(label: str, rows: Sequence[tuple[int, int, int, int]], floor: tuple[float, float] | None = FLOOR) -> None:
     p, r, per = _figures(rows)
     beside = f"  (target precision {floor[0]:.2f} at recall {floor[1]:.2f})" if floor else ""
@@ -154,10 +162,7 @@ def report(sessions: list[Session], match: Any, *, params: bool) -> None:
     for name in ("first", "second", "third"):
         _print(f"51: set {name}", [rows[s.name] for s in sessions if s.set == name], None)
     _print("51: all, defaults (in-sample)", list(rows.values()))
-    support = _support(sessions, match)
-    own: dict[str, Sequence[Rule]] = {}
-    for repo in {s.repo for s in sessions}:
-        own[repo] = without(RULES, {key for key, repos in support.items() if repos and not repos - {repo}})
+    own = _own(sessions, match)
     held = [_count(s, [d for d in select(s.utterances, rules=own[s.repo]) if d.visible], match) for s in sessions]
     _print("51: cv phrases (by repository)", held)
     if params:
@@ -187,3 +192,58 @@ def _params(sessions: list[Session], match: Any, own: dict[str, Sequence[Rule]])
     _print("51: cv params+phrases", held)
     for tuning, count in picked.most_common(4):
         print(f"  picked for {count:2} of {len(repos)} repositories: {tuning}")
+
+
+# --- the error analysis (``--misses``) --------------------------------------------------------------
+
+
+def _why_missed(s: Session, quote: str, ranked: Sequence[Draft], rules: Sequence[Rule], match: Any,
+                overlap: Any) -> str:
+    """Why one gold quote of ``s`` is not matched by a visible draft of ``ranked`` (the session's drafts)."""
+    texts = [d.summary + "\n" + d.body for d in ranked]
+    hidden = next((d for d, t in zip(ranked, texts, strict=True) if match(quote, t)), None)
+    if hidden is not None:
+        return "drafted, below the floor" if hidden.score < DEFAULT_TUNING.min_score else "drafted, beyond the budget"
+    said = [u for u in s.utterances if overlap(quote, u.text) >= 0.7]
+    if not said:
+        return "its quote is not in the log as read"
+    utterance = max(said, key=lambda u: overlap(quote, u.text))
+    if any(utterance in d.evidence and overlap(quote, t) >= 0.3 for d, t in zip(ranked, texts, strict=True)):
+        return f"drafted ({utterance.who}), the body misses it"
+    if utterance.who == "human" and looks_pasted(utterance.text):
+        return "not drafted (human): a pasted prompt"
+    nearest = max(split(utterance.text), key=lambda st: overlap(quote, st.text), default=None)
+    if nearest is None or utterance.who not in ("human", "assistant", "summary"):
+        return f"not drafted ({utterance.who}): no statement"
+    if quiet(nearest, utterance.who):
+        return f"not drafted ({utterance.who}): a quiet statement"
+    if fire(nearest, utterance.who, rules) is None:
+        return f"not drafted ({utterance.who}): no rule fires"
+    return f"not drafted ({utterance.who}): its rule's draft went to another statement"
+
+
+def misses(sessions: list[Session], match: Any, overlap: Any) -> None:
+    """Print the error analysis of the cv phrases estimate (each session read without its repository's own phrases):
+    the gold items by why they were missed, and the visible false positives by speaker and rule, and by noise cue,
+    each counted on the 18 (set ``first``) and the 33. ``overlap(quote, text)`` is the share of the quote's words in
+    the text (``bench/queue_quality.py``)."""
+    own = _own(sessions, match)
+    why: Counter[tuple[str, bool]] = Counter()
+    wrong: Counter[tuple[str, bool]] = Counter()
+    cue: Counter[tuple[str, bool]] = Counter()
+    for s in sessions:
+        first = s.set == "first"
+        ranked = select(s.utterances, rules=own[s.repo])
+        visible = [d for d in ranked if d.visible]
+        for d, hit in zip(visible, _matches(s, visible, match), strict=True):
+            if not hit:
+                wrong[(f"{d.evidence[0].who} {d.rule}", first)] += 1
+                for c in d.noise or ("(no cue)",):
+                    cue[(c, first)] += 1
+        for quote in s.quotes:
+            seen = any(match(quote, d.summary + "\n" + d.body) for d in visible)
+            why[("visible" if seen else _why_missed(s, quote, ranked, own[s.repo], match, overlap), first)] += 1
+    for title, table in (("gold items", why), ("visible false positives", wrong), ("false positives' cues", cue)):
+        print(f"51, cv phrases: {title}{'':>{50 - len(title)}} the 18  the 33")
+        for key in sorted({k for k, _ in table}, key=lambda k: -(table[(k, True)] + table[(k, False)])):
+            print(f"  {key:64} {table[(key, True)]:5} {table[(key, False)]:6}")

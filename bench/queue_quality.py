@@ -50,7 +50,10 @@ do not have"). ``--extra-from CLONES`` first writes them under ROOT from git clo
 
 With ``--extra ROOT`` it then measures all 51 labelled sessions (the 18 and the 33), cross-validated by repository
 (``bench/queue_cv.py``: phrases; with ``--cv`` the tuning too): issue 30's estimate, target precision ≥ 0.45 at
-recall ≥ 0.40, with candidates per session (``docs/candidates.md`` keeps the figures).
+recall ≥ 0.40, with candidates per session (``docs/candidates.md`` keeps the figures). ``--misses`` adds the error
+analysis of that estimate: each gold item missed, by why (drafted but hidden by the floor or the budget, drafted
+but its body does not hold the quote, never drafted: a pasted prompt, a quiet statement, no rule), and the visible
+false positives by speaker, rule and noise cue.
 
 ``--dsh``: lists the drafts of the DSH sessions (``../shared/sessions``, read by
 ``mmd.sources.dsh``) to be read and judged; there is no gold file beside them.
@@ -59,7 +62,7 @@ Utterances come from the Claude Code and Codex adapters (``mmd.sources.claude_co
 ``mmd.sources.codex``), each file read whole.
 
 Run: ``python bench/queue_quality.py [--root DIR] [--per-session N] [--show] [--rules]
-[--cv-phrases] [--cv] [--other [DIR]] [--extra ROOT [--extra-from CLONES]] [--dsh [DIR]]``
+[--cv-phrases] [--cv] [--other [DIR]] [--extra ROOT [--extra-from CLONES] [--misses]] [--dsh [DIR]]``
 (``--cv`` takes a minute or two).
 """
 
@@ -83,7 +86,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 
-from queue_cv import labelled, report  # noqa: E402
+from queue_cv import labelled, misses, report  # noqa: E402
 
 from mmd.candidates.score import DEFAULT_TUNING, Draft, Tuning, budget, select, shown  # noqa: E402
 from mmd.candidates.signals import RULES, Rule, phrases, without  # noqa: E402
@@ -110,16 +113,18 @@ def _words(text: str) -> list[str]:
     return [w for w in re.findall(r"\w+", text) if len(w) >= 3]
 
 
+def overlap(quote: str, text: str) -> float:
+    """The share of the quote's 3+ character words (normalized as the matching rule does) found in ``text``."""
+    words = _words(_norm(quote))
+    present = set(_words(_norm(text)))
+    return sum(1 for w in words if w in present) / len(words) if words else 0.0
+
+
 def matches(quote: str, candidate: str) -> bool:
     """The README's fair matching rule: substring, or ≥ 70% of the quote's 3+ character words."""
     if len(candidate) > 800:
         return False
-    q, c = _norm(quote), _norm(candidate)
-    if q in c:
-        return True
-    words = _words(q)
-    present = set(_words(c))
-    return bool(words) and sum(1 for w in words if w in present) / len(words) >= 0.7
+    return _norm(quote) in _norm(candidate) or overlap(quote, candidate) >= 0.7
 
 
 # --- reading the logs -----------------------------------------------------------------------------
@@ -427,6 +432,8 @@ def main() -> None:
                         help="also measure the sessions of bench/extra_sessions.json laid out under ROOT")
     parser.add_argument("--extra-from", type=Path, default=None, metavar="CLONES",
                         help="first lay them out under ROOT from git clones CLONES/<owner>/<name>")
+    parser.add_argument("--misses", action="store_true",
+                        help="with --extra: the 51 sessions' gold items missed and visible false positives, by kind")
     args = parser.parse_args()
     if args.extra_from is not None:
         if args.extra is None:
@@ -436,9 +443,9 @@ def main() -> None:
         sys.exit(f"no gold.json under {args.root}: the real sessions are not beside this checkout")
     rows, fired, hit = measure(args.root, args.per_session, args.show)
     print(f"{'file':64} held  shown good gold found")
-    for r in rows:
-        held = "*" if r["held"] else " "
-        print(f"{r['file'][-64:]:64} {held:4} {r['shown']:5} {r['good']:4} {r['gold']:4} {r['found']:5}")
+    for row in rows:
+        held = "*" if row["held"] else " "
+        print(f"{row['file'][-64:]:64} {held:4} {row['shown']:5} {row['good']:4} {row['gold']:4} {row['found']:5}")
     if args.rules:
         for rule, count in fired.most_common():
             print(f"rule {rule:24} visible {count:3}  match {hit[rule]:3}  precision {hit[rule] / count:.2f}")
@@ -463,7 +470,10 @@ def _also(args: argparse.Namespace) -> None:
             print(f"sessions-other: no labels.json under {args.other}, skipped")
     if args.extra is not None:
         extra(args.extra, args.show)
-        report(labelled(args.root, args.extra, read_session, _files), matches, params=args.cv)
+        sessions = labelled(args.root, args.extra, read_session, _files)
+        report(sessions, matches, params=args.cv)
+        if args.misses:
+            misses(sessions, matches, overlap)
     if args.dsh is not None:
         if args.dsh.is_dir():
             dsh(args.dsh)

@@ -40,6 +40,16 @@ CASES = [  # (cue, said by, a text showing it, a text of the same kind that does
     ("narration", "assistant", "Reduced the search input's right padding from pr-24 to pr-16",
      "The search input's right padding is pr-16."),
     ("narration", "assistant", "I've updated the parser so it keeps its cache", "The parser keeps its cache per file."),
+    ("fragment", "assistant", "The existing `.venv` breaks the build.",
+     "The existing `.venv` was made by an older Python, so every build that reuses it fails to import the compiled "
+     "parser module."),
+    ("fragment", "summary", "## Errors and fixes\n- Using `with` instead of `case`",
+     "## Errors and fixes\n- The exporter crashed on an empty cart: `Sum()` returns None on an empty queryset, so "
+     "the totals are wrapped in `Coalesce` now"),
+    ("in-progress", "assistant", "Six of the parser tests are timing out on the build machine at the default limit.",
+     "Six of the parser tests time out on the build machine at the default limit."),
+    ("in-progress", "assistant", "I'm cleaning that generated artifact out of the change set before the commit.",
+     "The generated artifact is left out of the change set before the commit."),
 ]
 
 
@@ -58,6 +68,30 @@ def test_a_standing_rule_is_never_a_task_instruction_or_bug_status() -> None:
     assert _cues("make sure you never push to main directly") == ()
     assert _cues("don't use playwright to browse the web, it doesn't work here") == ()
     assert "bug-status" not in _cues("if it works better the first document can be a folder")
+
+
+def test_the_persons_short_rule_and_a_labelled_lesson_are_no_fragments() -> None:
+    assert "fragment" not in _cues("don't use playwright here", "human")
+    assert "fragment" not in _cues("Pitfall I hit: `Sum()` returns None on an empty queryset.", "assistant")
+    assert "fragment" in _cues("`Sum()` returns None on an empty queryset.", "assistant")
+
+
+def test_the_body_a_candidate_writes_decides_whether_it_is_a_fragment() -> None:
+    (statement,) = split("The `Sum()` aggregate returns None here.")
+    leaning = ("The `Sum()` aggregate returns None here. That is why every total on the page is wrapped in "
+               "`Coalesce` and defaults to zero.")
+    assert "fragment" in cues(statement, "assistant", 1)
+    assert "fragment" not in cues(statement, "assistant", 1, leaning)
+
+
+def test_a_noun_in_ing_is_not_something_in_progress() -> None:
+    for text in ("The default value is nothing, and the locale is missing from the export file.",
+                 "The flag is a string of letters that is read once at start-up by the parser module."):
+        assert "in-progress" not in _cues(text, "assistant"), text
+    assert "in-progress" not in _cues("we are now adding the cache to the parser, it keeps things fast", "human")
+    # a choice the agent is making, with its purpose: the assistant-purpose rule's shape
+    assert "in-progress" not in _cues("I'm pinning `TZ=UTC` on every call so the tests give the same result.",
+                                      "assistant")
 
 
 def test_a_cue_lowers_the_draft_by_the_noise_factor_and_one_factor_changes_nothing() -> None:

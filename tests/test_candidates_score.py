@@ -163,7 +163,7 @@ def test_the_tuning_sets_the_budget_formula_and_the_floor() -> None:
 
 def test_the_budget_grows_to_show_every_sure_draft() -> None:
     rules = ("never touch the parser cache without asking. always run the schema check first. "
-             "don't commit the generated files. never push to the release branch. always sign the tags.")
+             "don't ever commit the generated files. never push to the release branch. always sign the release tags.")
     prompt = [say("human", rules, 1)]
     assert budget(prompt) == 2  # 1.5 + sqrt(1), rounded half to even
     drafts = select(prompt, tuning=Tuning(sure=0.8))
@@ -171,6 +171,27 @@ def test_the_budget_grows_to_show_every_sure_draft() -> None:
     assert budget(prompt, Tuning(sure=0.8), drafts) == 5 and all(d.visible for d in drafts)
     assert budget(prompt, Tuning(sure=0.8, budget_max=4), drafts) == 4
     assert sum(d.visible for d in select(prompt, tuning=Tuning(sure=5.0))) == 2
+
+
+def test_statements_of_one_short_paragraph_are_one_draft_of_its_best_rule() -> None:
+    # both sentences fire; a short paragraph is the body of each: one candidate, not two of the same text
+    prompt = say("human", "We should keep the exports small. The raw logs must stay out of them.", 1)
+    (draft,) = select([prompt])
+    assert draft.body == "We should keep the exports small. The raw logs must stay out of them."
+    assert draft.rule == "human-standing-rule" and draft.score >= 0.9  # the better of human-should and it
+    apart = select([say("human", "We should keep the exports small.\n\nThe raw logs must stay out of them.", 1)])
+    assert [d.body for d in apart] == ["The raw logs must stay out of them.", "We should keep the exports small."]
+
+
+def test_a_plain_fact_about_code_is_shown_and_a_fragment_of_one_is_not() -> None:
+    plain = say("assistant", "Checked the loader. `parse_config()` returns a frozen mapping, so callers that try to "
+                             "update it in place get a TypeError at run time instead of a silent change.", 1)
+    short = say("assistant", "Checked the loader. `parse_config()` returns a frozen mapping.", 1, session="s2")
+    (shown,) = select([plain])
+    (hidden,) = select([short])
+    assert shown.rule == hidden.rule == "assistant-code-fact"
+    assert shown.visible and shown.score >= MIN_SCORE and shown.noise == ()
+    assert not hidden.visible and hidden.score < MIN_SCORE and hidden.noise == ("fragment",)
 
 
 def test_the_tuning_weighs_the_assistant() -> None:

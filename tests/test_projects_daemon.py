@@ -178,10 +178,10 @@ def test_a_root_made_before_the_home_starts_serves_and_injects_as_the_user_root_
     code, out, _ = cli(daemon, "list")
     assert (code, out) == (0, "deploy-region\nnode-version\nstyle\n")
     said = hook(daemon, tmp_path)  # a folder in no repository: a session there is a project with no root yet
-    mmctl = os.path.join(os.path.dirname(__import__("sys").executable), "mmctl")
+    from mmd.inject.baseline import mmctl_path  # "mmctl" when the one on PATH is this one (as in CI), else its path
+
     expected = (HOME_V1 / "inject-session-start.txt").read_text()
-    assert said == expected.replace("{root}", str(root)).replace(
-        "{mmctl}", mmctl if os.path.exists(mmctl) else "mmctl"), said
+    assert said == expected.replace("{root}", str(root)).replace("{mmctl}", mmctl_path()), said
     assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*.md")} == files
     assert not (root / "projects").exists()
     import sqlite3
