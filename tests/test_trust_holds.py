@@ -191,6 +191,11 @@ def test_hidden_text_a_person_let_in_never_reaches_a_hook_and_an_outside_edits_i
     assert code == 0, err
     note = daemon.root / "memories" / "greeting.md"
     assert "\u200b" in note.read_text()  # kept as the person allowed
+    # in the note's text a baseline carries, the last guard escapes it: the daemon's injection and a hook's output
+    hook = hook_output(daemon, tmp_path / "elsewhere", "SessionStart", "s-0")
+    for said in (_inject(daemon, "agent-0"), hook, json.loads(hook)["hookSpecificOutput"]["additionalContext"]):
+        assert not any(ch in said for ch in ("\u202e", "\u200b", TAGS[0])) and "Say hello\\" in said
+    assert "Say hello\\u{200B} to everyone \\u{E0049}" in json.loads(hook)["hookSpecificOutput"]["additionalContext"]
     # the summary line is what a baseline shows: an edit by hand makes it carry a right-to-left override
     index = daemon.root / "MEMORY.md"
     index.write_text(index.read_text().replace("how we greet", "how we greet\u202e everyone"))
@@ -204,6 +209,10 @@ def test_hidden_text_a_person_let_in_never_reaches_a_hook_and_an_outside_edits_i
     assert "\u202e" not in index_text and "how we greet\\u{202E} everyone" in index_text
     said = hook_output(daemon, tmp_path / "elsewhere", "SessionStart", "s-2")
     assert "how we greet\\\\u{202E} everyone" in said  # shown escaped (JSON escapes the backslash)
+    code, _, err = cli(daemon, "write", "farewell", "--summary", "how we part", "--content", "Say bye\u200b",
+                       "--allow-hidden")
+    assert code == 0, err
     daemon.stop()
-    code, out, _ = cli(daemon, "inject", "--client", "offline")
+    code, out, _ = cli(daemon, "inject", "--client", "offline")  # mmctl on the files: its own last guard
     assert code == 0 and "how we greet\\u{202E} everyone" in out and "\u200b" not in out and "\u202e" not in out
+    assert "Say bye\\u{200B}" in out
