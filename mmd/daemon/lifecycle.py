@@ -336,6 +336,8 @@ class Daemon:
             web = WebServer(cfg.http_listen, methods, publisher)
             await web.start()
             undo.push_async_callback(web.stop)
+        jobs.holds.at_start(home.user)  # edits made while no daemon ran: screened before the first injection
+        jobs.screen_queue()
         rpc.start()
         # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish;
         # before that, digests (reading a caller's file) are answered E_SHUTTING_DOWN, never waited for
@@ -452,6 +454,7 @@ def _wire_project(root: Root, *, home: Home, db: StateDB, publish: Callable[[str
     (``<repo>/.mm``: the home's watch does not see it, and mmd's git never commits it) a watcher of its own."""
     root.injector = Injector(root.state, db, publish, ttl_days, lambda: (), scope=root.scope, views=views)
     root.state.on_change, root.state.on_allowed = jobs.changed_in(root), jobs.allowed
+    jobs.holds.at_start(root)
     root.injector.revision_installed(root.state.current)
     if jobs.git is not None:
         jobs.git.opened(root)

@@ -59,14 +59,19 @@ class QueueMethods:
 
     @handles(wire.QUEUE_ACCEPT)
     async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult | dict[str, Any]:
-        """``queue.accept {id, topic?, into?, summary?, tags?, content?, ifRevision?, replace?}`` → ``{ok, candidate,
-        write}``; with a list of ids → ``{ok, results: [{id, ok, candidate?, write?, error?}]}``, each reported.
+        """``queue.accept {id, topic?, into?, summary?, tags?, content?, ifRevision?, replace?, flagged?}`` → ``{ok,
+        candidate, write}``; with a list of ids → ``{ok, results: [{id, ok, candidate?, write?, error?}]}``, each
+        reported, a flagged one among several not accepted unless ``flagged`` (:meth:`.review.Review.refuse_flagged`).
 
         Raises:
             DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED | E_EXISTS | E_CONFLICT), MMError: as
             :meth:`.review.Review.accept` (for one id; a list reports them per id).
         """
+        bulk = isinstance(p["id"], list) and len(p["id"]) > 1 and not p.get("flagged")
+
         async def one(raw: int | str) -> QueueAcceptResult:
+            if bulk:
+                await self.review.refuse_flagged(raw)
             result = await self.review.accept(raw, topic=p.get("topic"), content=p.get("content"),
                                               into=p.get("into"), summary=p.get("summary"), tags=p.get("tags"),
                                               if_revision=p.get("ifRevision"), replace=bool(p.get("replace")),

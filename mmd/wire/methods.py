@@ -149,7 +149,8 @@ QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), 
 QUEUE_GET = Method("queue.get", {"id": Param(_ID, True)}, idempotent=True)
 QUEUE_ACCEPT = Method("queue.accept", {
     "id": Param(_IDS, True), "topic": Param(_STR), "into": Param(_STR), "content": Param(_STR),
-    "summary": Param(_STR), "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL), **_SCOPE})
+    "summary": Param(_STR), "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL),
+    "flagged": Param(_BOOL), **_SCOPE})
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_IDS), "below": Param(_NUM), "reason": Param(_STR)})
 QUEUE_UNDO = Method("queue.undo", {"id": Param(_ID, True)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
