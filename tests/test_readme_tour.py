@@ -174,8 +174,10 @@ def _ok(result: Result, tour: Tour) -> None:
 
 def activate(result: Result, tour: Tour) -> None:
     _ok(result, tour)
-    assert tour.probe("command -v mmctl") == str(Path(sys.prefix) / "bin" / "mmctl")
-    assert tour.probe("command -v mmd") == str(Path(sys.prefix) / "bin" / "mmd")
+    for name in ("mmctl", "mmd"):  # this test's own virtual environment (as its activate script names it)
+        found = tour.probe(f"command -v {name}")
+        assert Path(found).resolve() == (Path(sys.prefix) / "bin" / name).resolve(), found
+        tour.said[name] = found
 
 
 def scratch_home(result: Result, tour: Tour) -> None:
@@ -189,6 +191,7 @@ def scratch_home(result: Result, tour: Tour) -> None:
 def start_daemon(result: Result, tour: Tour) -> None:
     _ok(result, tour)
     assert result.out == result.err == ""  # the daemon's log goes to mmd.log, not to the terminal
+    tour.said["pid"] = int(tour.probe("echo $!"))  # the background job: waited for by its pid once it is killed
 
 
 def wait_for_daemon(result: Result, tour: Tour) -> None:
@@ -306,7 +309,8 @@ def read_accepted(result: Result, tour: Tour) -> None:
 
 def stop_daemon(result: Result, tour: Tour) -> None:
     _ok(result, tour)
-    assert tour.probe("wait %1; echo $?") == "0", tour.log  # SIGTERM: a clean exit
+    # SIGTERM: a clean exit (by pid: bash forgets the job %1 once it has ended, its status it keeps)
+    assert tour.probe(f"wait {tour.said['pid']}; echo $?") == "0", tour.log
     assert "daemon.stopped" in tour.log and tour.probe("pwd") == str(tour.dsh_home)
     assert not list(tour.runtime.rglob("*.rpc")) and not list(tour.runtime.rglob("*.pub"))  # sockets removed
 
@@ -329,8 +333,7 @@ def _hook_runs(command: str, tour: Tour, event: str) -> None:
 
 def claude_hooks(result: Result, tour: Tour) -> None:
     _ok(result, tour)
-    root = tour.home / ".dsh" / "memory"
-    command = f"{Path(sys.prefix) / 'bin' / 'mmctl'} inject --format claude-hook --root {root}"
+    command = f"{tour.said['mmctl']} inject --format claude-hook --root {tour.home / '.dsh' / 'memory'}"
     assert result.out.splitlines()[0] == f"added SessionStart, UserPromptSubmit hooks: {command}", str(result)
     hooks = json.loads((tour.home / ".claude" / "settings.json").read_text(encoding="utf-8"))["hooks"]
     assert {h["command"] for event in ("SessionStart", "UserPromptSubmit") for entry in hooks[event]
@@ -340,7 +343,7 @@ def claude_hooks(result: Result, tour: Tour) -> None:
 
 def codex_hooks(result: Result, tour: Tour) -> None:
     _ok(result, tour)
-    command = f"{Path(sys.prefix) / 'bin' / 'mmctl'} inject --format codex-hook --root {tour.home / '.dsh/memory'}"
+    command = f"{tour.said['mmctl']} inject --format codex-hook --root {tour.home / '.dsh' / 'memory'}"
     assert result.out.splitlines()[0] == f"added SessionStart, UserPromptSubmit hooks: {command}", str(result)
     assert command in (tour.home / ".codex" / "hooks.json").read_text(encoding="utf-8")
     assert "codex_hooks = true" in (tour.home / ".codex" / "config.toml").read_text(encoding="utf-8")
