@@ -6,8 +6,8 @@
 - ``docs/config.md`` names every option of ``mmd.daemon.config.OPTIONS`` with its flag, and its commented example
   holds every key (set, or as a commented line) and loads as ``mmd`` loads a config file, each value it sets the
   option's default.
-- ``docs/wire.md`` names every RPC method, event topic and error code of ``mmd.wire``; ``docs/cli.md`` every
-  ``mmctl`` command.
+- ``docs/wire.md`` names every RPC method with its params (``*`` the required ones), every event topic and error
+  code of ``mmd.wire``; ``docs/cli.md`` every ``mmctl`` command.
 """
 
 from __future__ import annotations
@@ -120,6 +120,11 @@ def test_the_wire_page_names_every_method_event_and_error_code() -> None:
     page = _text(DOCS / "wire.md")
     table = set(re.findall(r"^\| `([\w./]+)` \|", page, re.M))
     assert set(METHODS) <= table and set(TOPICS) <= table, sorted((set(METHODS) | set(TOPICS)) - table)
+    rows = {m.group(1): re.findall(r"`(\w+)(\*?)`", m.group(2))
+            for m in re.finditer(r"^\| `([a-z]+\.[a-z]+)` \| ([^|]*) \|", page, re.M)}
+    said = {name: ({p for p, _ in params}, {p for p, star in params if star}) for name, params in rows.items()}
+    assert said == {m.name: (set(m.params), {p for p, row in m.params.items() if row.required})
+                    for m in METHODS.values()}
     codes = {c.value for enum in (ErrorCode, BudgetCode, DaemonCode) for c in enum}
     assert not [c for c in codes if f"`{c}`" not in page]
 

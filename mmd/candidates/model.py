@@ -99,8 +99,8 @@ class NewCandidate:
         proposal_action: ``create`` a note ``topic`` or ``append`` to it; an agent's proposal (:mod:`.proposals`)
             may also ``replace`` its text or ``delete`` it.
         pinned: marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): always visible, never capped.
-        scope: the root it is proposed to when the proposer named it (``user`` or a project key: an agent's proposal
-            through the daemon), else None (the daemon decides from the evidence).
+        scope: the root it is proposed to when its maker named it (``user`` or a project key: an agent's proposal
+            through the daemon, a sync conflict's root), else None (the daemon decides from the evidence).
     """
 
     kind: str

@@ -94,7 +94,7 @@ class Jobs:
         self.publisher = publisher
         self.injector = injector
         self.git: GitSync | None = None
-        """With ``--git``: told of each revision (its commit)."""
+        """With ``--git``: told of each revision of every root (its commit)."""
         self.agents: Agents | None = None
         """The agents' use-cases (set once built): a session-end nudge names the session's proposals."""
 
@@ -107,9 +107,11 @@ class Jobs:
 
     def changed_in(self, root: Root) -> Callable[[Revision, str], None]:
         """The ``on_change`` of a project root's state: as :meth:`on_change`, the event and journal row saying
-        the root's scope."""
+        the root's scope (with ``--git`` its commit, unless the root lives outside the home)."""
         def changed(revision: Revision, cause: str) -> None:
             self._changed(revision, cause, root.scope, root.injector)
+            if self.git is not None:
+                self.git.revised(revision, cause, root.scope)
 
         return changed
 

@@ -162,8 +162,8 @@ MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT), **_SCOPE}, idempot
 # The root's history and sync (issue 18): log and restore read the version history without --git (issue 29), the
 # others answer E_UNAVAILABLE without it. REV: a commit, ``r42`` or (versions) ``v17``.
 MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT), **_SCOPE}, idempotent=True)
-MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR)}, idempotent=True)
-MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
+MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR), **_SCOPE}, idempotent=True)
+MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True), **_SCOPE})
 MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True), **_SCOPE})
 MEMORY_SYNC = Method("memory.sync", idempotent=True)
 # The agent proposes, the person decides (issue 28): a candidate marked as the agent's, in the review queue.
