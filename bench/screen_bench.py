@@ -6,6 +6,11 @@
 * What the scan reported (kinds and counts): on those transcripts, none is the expected answer.
 * First-call cost: importing ``mmd.screen.secrets`` and its first ``find_secrets`` on a token-like text, which
   loads ``detect-secrets``' provider patterns (milliseconds, in a fresh process).
+* The queue's door (issue 29, :func:`mmd.candidates.screening.screen_candidate`): milliseconds a candidate over
+  every candidate the pipeline makes of those transcripts, beside what making them cost (its floor: the door
+  must not cost more than finding the candidates).
+* The last guard on what reaches an agent (:func:`mmctl.injection.guarded` on a 6 KiB injection, the hook's):
+  milliseconds, beside one ``find_hidden`` pass (a guard cannot cost less than reading the text once).
 
 Target: ≥ 1 M code points a second for ``find_secrets`` (a 900 kB session screened in under a second).
 
@@ -66,6 +71,40 @@ def main() -> None:
         shown = "-" if name == "redact" else dict(kinds) or "none"
         print(f"{name:<13} {rate:6.2f} M/s  {rate / floor:5.1%} of the floor{note}  found: {shown}")
     print(f"first call (import + provider patterns): {first} ms")
+    _door(args.root)
+
+
+def _door(root: Path) -> None:
+    """The door's cost a candidate beside the pipeline's, and the last guard's on a 6 KiB text."""
+    sys.path.insert(0, str(REPO / "bench"))
+    sys.path.insert(0, str(REPO / "client"))
+    from mmctl.injection import guarded
+    from queue_quality import read_session
+
+    from mmd.candidates import candidates_from
+    from mmd.candidates.screening import screen_candidate
+
+    sessions = [read_session(p) for p in sorted(root.rglob("*.jsonl"))]
+    started = time.perf_counter()
+    made = [c for utterances in sessions for c in candidates_from(utterances, write_budget=4000)]
+    making = time.perf_counter() - started
+    started = time.perf_counter()
+    screened = [screen_candidate(c) for c in made]
+    door = time.perf_counter() - started
+    flagged = Counter(f["kind"] for c in screened for f in c.flags)
+    print(f"the door: {door / len(made) * 1000:.3f} ms a candidate over {len(made)} candidates; making them "
+          f"{making / len(made) * 1000:.3f} ms each (floor); flagged: {dict(flagged) or 'none'}")
+    text = "".join(f"- note-{i}: {c.summary} <mm://local/note-{i}>\n" for i, c in enumerate(screened))[:6144]
+    rounds = 50
+    started = time.perf_counter()
+    for _ in range(rounds):
+        guarded(text)
+    guard = (time.perf_counter() - started) / rounds * 1000
+    started = time.perf_counter()
+    for _ in range(rounds):
+        find_hidden(text)
+    floor = (time.perf_counter() - started) / rounds * 1000
+    print(f"the last guard on {len(text.encode())} bytes: {guard:.2f} ms (floor, one find_hidden pass: {floor:.2f} ms)")
 
 
 if __name__ == "__main__":

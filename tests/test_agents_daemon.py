@@ -18,13 +18,13 @@ def propose(daemon: Any, content: str | None = None, **extra: Any) -> dict[str, 
     return dict(call(daemon, "memory.propose", {"content": content, **extra}))
 
 
-def test_a_proposal_is_a_pinned_candidate_of_the_agent_above_the_drafts_with_its_reason(daemon: Any) -> None:
+def test_a_proposal_is_a_visible_candidate_of_the_agent_above_the_drafts_with_its_reason(daemon: Any) -> None:
     out = propose(daemon, "Run the UI tests with the selenium grid, never playwright.", agent="claude-code",
                   session="s-1", reason="the person corrected me twice")
     assert out["ok"] and out["status"] == "queued" and out["scope"] == "user"
     cand = out["candidate"]
-    assert (cand["id"], cand["kind"], cand["rule"], cand["pinned"], cand["visible"]) == \
-        (out["id"], "proposal", "agent.propose", True, True)
+    assert (cand["id"], cand["kind"], cand["rule"], cand["pinned"], cand["visible"], cand["speaker"]) == \
+        (out["id"], "proposal", "agent.propose", False, True, "agent")  # never pinned as the person's (issue 29)
     assert cand["score"] == PROPOSAL_SCORE and cand["source"]["sessionId"] == "s-1"
     # about testing: the testing note (appended, or made by the first accept: issue 30), as a marked line's
     assert cand["topic"] == "testing"

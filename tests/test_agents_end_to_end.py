@@ -164,7 +164,8 @@ async def test_a_scripted_session_proposes_and_the_person_decides(start_daemon: 
     session.log.said("assistant", "Found it.\nmm: the flaky test is a race in the cache warmer, not the network")
     (marked,) = wait_until(lambda: [c for c in proposals(daemon, agent) if "cache warmer" in c["body"]] or None,
                            what="the mm: line's proposal")
-    assert marked["visible"] and marked["pinned"] and marked["source"]["sessionId"] == session.log.session_id
+    assert marked["visible"] and not marked["pinned"] and marked["speaker"] == "agent"  # never pinned as the person's
+    assert marked["source"]["sessionId"] == session.log.session_id
     assert marked["evidence"][0]["who"] == "assistant" and marked["evidence"][0]["project"] == str(work)
 
     async def through_mcp(mcp: ClientSession) -> None:

@@ -1,6 +1,6 @@
 """The house's shape, checked: the layers contract, no import cycle, no module over 500 lines.
 
-The arrows (README "Layout", ``pyproject.toml`` ``[tool.importlinter]``): core → stdlib;
+The arrows (``docs/layout.md``, ``pyproject.toml`` ``[tool.importlinter]``): core → stdlib;
 wire → core; sources → stdlib; candidates → sources, core; inject → core; daemon → all of
 those; mmctl → core, wire, sources, candidates, inject — never the daemon or its dependencies.
 import-linter checks them (every import, lazy ones inside functions included); this file adds

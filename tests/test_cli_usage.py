@@ -286,14 +286,14 @@ def test_the_table_has_a_row_for_every_command() -> None:
     assert set(COMMANDS) <= named and len(ROWS) >= 40
 
 
-def test_the_summary_form_shown_in_help_and_readme_works_as_typed_in_a_shell(tmp_path: Path) -> None:
-    """``--summary='--- draft'`` as ``mmctl write --help`` and the README show it, typed into ``sh``."""
+def test_the_summary_form_shown_in_help_and_docs_works_as_typed_in_a_shell(tmp_path: Path) -> None:
+    """``--summary='--- draft'`` as ``mmctl write --help`` and ``docs/cli.md`` show it, typed into ``sh``."""
     import re
     import shlex
 
     help_text = subprocess.run([*MMCTL_ARGV, "write", "--help"], capture_output=True, text=True, check=True).stdout
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    shown = [m.group(0) for text in (" ".join(help_text.split()), readme)
+    page = (Path(__file__).parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    shown = [m.group(0) for text in (" ".join(help_text.split()), page)
              for m in re.finditer(r"--summary=\S+ \S+?'", text)]
     assert len(shown) == 2, shown
     environ = {**os.environ, "HOME": str(tmp_path), "DSH_MEMORY_ROOT": str(tmp_path / "root"),
@@ -350,12 +350,12 @@ def test_a_refused_queue_action_shows_that_actions_usage() -> None:
     assert usage.startswith("usage: mmctl queue list [-h] [--status S]") and "--into" not in usage, usage
 
 
-def test_the_revision_jump_at_a_restart_is_explained_in_readme_and_status_help() -> None:
+def test_the_revision_jump_at_a_restart_is_explained_in_the_wire_page_and_status_help() -> None:
     from mmd.daemon.state import RESERVE
 
     said = f"blocks of {RESERVE}"
     help_text = subprocess.run([*MMCTL_ARGV, "status", "--help"], capture_output=True, text=True, check=True).stdout
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    rpc_section = readme.split("## RPC and events", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).parents[1] / "docs" / "wire.md").read_text(encoding="utf-8")
+    rpc_section = page.split("\n## RPC\n", 1)[1].split("\n## ", 1)[0]
     assert said in " ".join(help_text.split()) and f"then {RESERVE + 1}" in help_text
     assert said in " ".join(rpc_section.split()) and f"then {RESERVE + 1}" in rpc_section

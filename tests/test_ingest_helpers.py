@@ -117,7 +117,7 @@ def comparable(candidate: dict[str, Any]) -> dict[str, Any]:
     """A candidate without what depends on the run (id, status, times, file path, evidence paths)."""
     source = {k: v for k, v in candidate["source"].items() if k != "file"}
     keep = ("kind", "rule", "score", "seen", "visible", "pinned", "topic", "proposal", "summary", "body", "chars",
-            "overBudget")
+            "overBudget", "speaker", "flags")
     evidence = [{k: v for k, v in e.items() if k not in ("file", "position")} for e in candidate["evidence"]]
     return {**{k: candidate[k] for k in keep}, "source": source, "evidence": evidence}
 

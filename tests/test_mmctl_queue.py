@@ -56,12 +56,13 @@ def test_queue_list_shows_an_aligned_table_and_json_pages(queued, monkeypatch) -
     code, out, _ = cli(queued, "queue", "list", "--limit", "3")
     lines = out.splitlines()
     assert code == 0 and lines[0].startswith("3 of ") and "pending" in lines[0]
-    assert lines[2].split() == ["id", "score", "seen", "kind", "root", "topic", "summary"]
+    assert lines[2].split() == ["id", "score", "seen", "kind", "by", "root", "topic", "summary"]
     page = json.loads(cli(queued, "queue", "list", "--json", "--limit", "3")[1])
+    assert [line.split()[4] for line in lines[3:6]] == [c["speaker"] for c in page["candidates"]]  # who said each
     # 80 columns: each summary on a line of its own under its row, readable, not cut to a dozen characters
     monkeypatch.setenv("COLUMNS", "80")
     lines = cli(queued, "queue", "list", "--limit", "3")[1].splitlines()
-    assert lines[2].split() == ["id", "score", "seen", "kind", "root", "topic", "(summary", "below)"]
+    assert lines[2].split() == ["id", "score", "seen", "kind", "by", "root", "topic", "(summary", "below)"]
     assert all(len(line) <= 80 for line in lines[2:9])
     for k, cand in enumerate(page["candidates"]):
         assert lines[3 + 2 * k].split()[0] == str(cand["id"])
@@ -125,7 +126,7 @@ def test_a_list_with_hidden_or_decided_candidates_says_which_in_a_state_column(q
     rows = {row[0]: row for row in _table(cli(queued, "queue", "list", "--all")[1].splitlines())}
     assert hidden and all(rows[str(c["id"])][3] == "hidden" for c in hidden)
     plain = cli(queued, "queue", "list")[1].splitlines()  # only pending ones on show: no state column
-    assert plain[2].split() == ["id", "score", "seen", "kind", "root", "topic", "summary"]
+    assert plain[2].split() == ["id", "score", "seen", "kind", "by", "root", "topic", "summary"]
 
 
 def test_show_numbers_a_line_as_editors_do() -> None:

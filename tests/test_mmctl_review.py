@@ -194,7 +194,7 @@ def test_review_wraps_at_words_shows_each_body_once_and_takes_the_pages_keys(sta
     first = next(i for i, line in enumerate(lines) if line.startswith("  " + longest["body"][:12]))
     meta = " ".join(line.strip() for line in lines[1:first])  # kind, project, score… wrapped as well
     proposed = "append to it" if longest["proposal"]["action"] == "append" else "a new note"
-    assert meta.startswith("explicit · /home/dev/chess · score") and meta.endswith(proposed), meta
+    assert meta.startswith("explicit · said by the person · /home/dev/chess · score") and meta.endswith(proposed), meta
     body_lines = lines[first:where]
     assert all(len(line) <= 60 for line in lines), [line for line in lines if len(line) > 60]
     assert " ".join(line.strip() for line in body_lines) == longest["body"]  # whole words, nothing lost

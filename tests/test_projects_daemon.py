@@ -187,7 +187,7 @@ def test_a_root_made_before_the_home_starts_serves_and_injects_as_the_user_root_
     import sqlite3
 
     with sqlite3.connect(root / ".mmd" / "state.db") as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 6
 
 
 def test_a_root_committed_with_the_project_is_read_written_and_watched_like_the_others(

@@ -202,13 +202,13 @@ def test_a_schema_4_database_is_upgraded_in_place_keeping_every_row(tmp_path: Pa
     state = StateDB(tmp_path)
     state.open()
     conn = state.conn()
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     rows = conn.execute("SELECT id, status, draft, offered_by, queued_at IS NOT NULL FROM candidates ORDER BY id")
     assert [tuple(r) for r in rows] == [(1, "pending", 1, "codex|s9", 1), (2, "pending", 1, None, 1),
                                         (3, "rejected", 1, "codex|s9", 0), (4, "pending", 0, None, 1)]
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"candidates_by_status", "candidates_by_norm", "candidates_by_score", "candidates_by_offer",
-            "candidates_ranked"} <= indexes
+            "candidates_ranked_flagged"} <= indexes
     assert conn.execute("SELECT COUNT(*) FROM journal").fetchone()[0] == 1
     queue = ReviewQueue(state, clock)
     queue.refresh_counts()

@@ -1,11 +1,13 @@
-"""The README's examples, run as written (issue 10): the MCP registration and the Python example.
+"""The README's examples and the docs pages', run as written (issue 10): the MCP registration and the Python example.
 
-- The MCP registration (``mcpServers`` JSON, ``claude mcp add``, ``codex mcp add``) names ``mmctl`` by its
-  absolute path and the root with ``--root``: started as an MCP client starts it — the SDK's stdio client,
-  which passes only a few variables (``HOME``, ``PATH``, …), no ``DSH_HOME`` — a write lands in that root and
-  nothing appears under ``$HOME/.dsh``.
-- The Python example reads what it wrote (the direct ``Memory`` after ``reload``, and the ``Client`` through
-  a real daemon on the default root).
+- The MCP registration (the ``mcpServers`` JSON of ``docs/agents.md``, every ``claude mcp add`` and ``codex mcp
+  add`` line of the README's tour and of that page) names ``mmctl`` by its absolute path and the root with
+  ``--root``: started as an MCP client starts it — the SDK's stdio client, which passes only a few variables
+  (``HOME``, ``PATH``, …), no ``DSH_HOME`` — a write lands in that root and nothing appears under ``$HOME/.dsh``.
+- The Python example of ``docs/python.md`` reads what it wrote (the direct ``Memory`` after ``reload``, and the
+  ``Client`` through a real daemon on the default root).
+
+The README's five-minute tour is run by ``tests/test_readme_tour.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -24,28 +27,37 @@ from tests.test_daemon_helpers import DaemonProcess
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
+AGENTS = (REPO / "docs" / "agents.md").read_text(encoding="utf-8")
+PYTHON = (REPO / "docs" / "python.md").read_text(encoding="utf-8")
 MMCTL = Path(sys.executable).with_name("mmctl")
 README_MMCTL = "/home/you/.local/bin/mmctl"
 
 
-def _block(after: str, language: str) -> str:
-    """The first fenced ``language`` block after the line ``after``."""
-    start = README.index(after)
-    found = re.search(rf"```{language}\n(.*?)```", README[start:], re.S)
+def _block(text: str, after: str, language: str) -> str:
+    """The first fenced ``language`` block of ``text`` after the line ``after``."""
+    start = text.index(after)
+    found = re.search(rf"```{language}\n(.*?)```", text[start:], re.S)
     assert found, f"no {language} block after {after!r}"
     return found.group(1)
 
 
+def _mcp_config() -> dict[str, Any]:
+    config: dict[str, Any] = json.loads(_block(AGENTS, "**Any MCP client**", "json"))["mcpServers"]["memory"]
+    return config
+
+
 def test_every_mcp_registration_runs_mmctl_by_its_absolute_path_with_a_root() -> None:
-    config = json.loads(_block("**Any MCP client**", "json"))["mcpServers"]["memory"]
+    config = _mcp_config()
     assert config["command"] == README_MMCTL and os.path.isabs(config["command"])
-    adds = [line.split(" -- ", 1)[1] for line in README.splitlines() if re.match(r"(claude|codex) mcp add ", line)]
-    assert len(adds) == 2 and all(shlex.split(a) == [config["command"], *config["args"]] for a in adds), adds
+    adds = {name: [line.split(" -- ", 1)[1] for line in text.splitlines() if re.match(r"(claude|codex) mcp add ", line)]
+            for name, text in (("README.md", README), ("docs/agents.md", AGENTS))}
+    assert all(len(found) == 2 for found in adds.values()), adds  # claude's and codex's, in each
+    assert all(shlex.split(a) == [config["command"], *config["args"]] for found in adds.values() for a in found), adds
     assert config["args"][:2] == ["mcp", "--root"] and os.path.isabs(config["args"][2])
 
 
 async def test_the_mcp_registration_writes_to_its_root_with_an_mcp_clients_few_variables(tmp_path: Path) -> None:
-    config = json.loads(_block("**Any MCP client**", "json"))["mcpServers"]["memory"]
+    config = _mcp_config()
     you = tmp_path / "you"
     args = [a.replace("/home/you", str(you)) for a in config["args"]]
     root = Path(args[2])
@@ -65,7 +77,7 @@ async def test_the_mcp_registration_writes_to_its_root_with_an_mcp_clients_few_v
 
 
 def test_the_python_example_reads_what_it_wrote(tmp_path: Path) -> None:
-    code = _block("### Python", "python")
+    code = _block(PYTHON, "## An example", "python")
     daemon = DaemonProcess(tmp_path, bare=True).start()  # `mmd &` with no flags: the default root
     try:
         env = {**daemon.env, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "client")]),

@@ -55,24 +55,28 @@ class QueueMethods:
         """
         return self._call(wire.QUEUE_GET.name, {"id": candidate_id})
 
-    def queue_accept(self, candidate_id: str | int, *, topic: str | None = None, content: str | None = None,
-                     summary: str | None = None, tags: str | Sequence[str] | None = None,
+    def queue_accept(self, candidate_id: str | int | Sequence[str | int], *, topic: str | None = None,
+                     content: str | None = None, summary: str | None = None, tags: str | Sequence[str] | None = None,
                      if_revision: int | None = None, replace: bool = False, into: str | None = None,
-                     project: str | None = None) -> Any:
+                     project: str | None = None, flagged: bool = False) -> Any:
         """``queue.accept`` → ``{ok, candidate, write}``: the candidate (fields overridden) goes through
         ``memory.write``, so budgets hold; a refused write is ``ok: false`` and the candidate stays pending.
         A topic that already has a note is overwritten only with ``replace``; ``into`` appends the body to
         that note instead (as does a candidate whose proposal is ``append``, when no topic is given).
         It is written to the root it is proposed to (its ``scope``), or the one ``project`` names (``user``, a
-        project key, or a project folder's absolute path).
+        project key, or a project folder's absolute path). A list of ids → ``{ok, results}``, each reported; a
+        flagged one among them (an instruction aimed at an agent, a secret, hidden text) is reported not accepted
+        (``E_INVALID``, ``data.flags``) unless ``flagged`` (issue 29): name it alone, or say so.
 
         Raises:
             RpcError(E_NOT_FOUND | E_DECIDED | E_EXISTS): no such candidate, already decided, or the topic
                 has a note and ``replace`` is false. ConflictError: stale revision.
         """
-        return self._call(wire.QUEUE_ACCEPT.name, {"id": candidate_id, "topic": topic, "content": content,
+        ids = list(candidate_id) if isinstance(candidate_id, (list, tuple)) else candidate_id
+        return self._call(wire.QUEUE_ACCEPT.name, {"id": ids, "topic": topic, "content": content,
                                            "summary": summary, "tags": tags, "ifRevision": if_revision,
-                                           "replace": replace or None, "into": into, "project": project})
+                                           "replace": replace or None, "into": into, "project": project,
+                                           "flagged": flagged or None})
 
     def queue_reject(self, candidate_id: str | int, *, reason: str | None = None) -> Any:
         """``queue.reject`` → ``{ok, candidate}``; a rejected candidate never comes back.

@@ -16,9 +16,13 @@ JSON on stdin with ``session_id`` and ``hook_event_name``; context added by prin
 ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``; nothing printed adds
 nothing; a ``systemMessage`` reaches the person, never the model. Codex refuses any other
 JSON, so nothing else is printed (``tests/fixtures/hook-schemas`` holds the published
-schemas the outputs are tested against). And the baseline text of ``mmctl export
+schemas the outputs are tested against; its context passes :func:`guarded`). And the baseline text of ``mmctl export
 agents-md``, and the text a hook gives from the files when the daemon does not answer
 (:func:`stale_text`, saying once that memory may be stale).
+
+On the files as through the daemon, a topic the daemon holds (a sync's or an outside edit's flagged text, the
+root's ``.mmd/held.json``: :mod:`mmd.inject.held`) is shown held, never its text, and whatever reaches an agent
+or an export passes a last guard (:func:`guarded`: secrets redacted, hidden text escaped; issue 29).
 
 Owns: the offline view files and their TTL, the hook's client key. Never: renders
 text itself (:mod:`mmd.inject` does), or reads the environment (the caller passes it).
@@ -48,8 +52,8 @@ if TYPE_CHECKING:
     from mmd.core.options import MemoryOptions
 
 __all__ = ["HOOK_AGENTS", "HOOK_EVENTS", "INJECT_DIR", "STALE", "STALE_PROMPT", "TTL_DAYS", "HookInput", "Injection",
-           "baseline_text", "hook_error", "hook_input", "hook_output", "plan", "plan_direct", "session_context",
-           "stale_text"]
+           "baseline_text", "guarded", "hook_error", "hook_input", "hook_output", "plan", "plan_direct",
+           "session_context", "stale_text"]
 
 INJECT_DIR = "inject"
 """The folder under ``<root>/.mmd/`` holding the views of clients injected without a daemon."""
@@ -163,12 +167,13 @@ def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_byte
     moment = now()
     path = _view_path(options.root, client_key)
     with patient_lock(options.root, lock_wait_s, revision=False):
-        snapshot = load_snapshot(options, loaded_at=iso_ms(moment), engine="scan")
+        snapshot = _held(load_snapshot(options, loaded_at=iso_ms(moment), engine="scan"))
         view = None if reset else _read_view(path, client_key, moment)
     injection = plan_injection(view, snapshot, today=date.fromisoformat(iso_ms(moment)[:10]),
                                max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
     token = urlsafe_b64encode(os.urandom(12)).rstrip(b"=").decode()  # secrets.token_urlsafe(12), without its ~5 ms
     result = {**injection.to_json(), "token": token, "revision": None, "committed": False}
+    result["text"] = guarded(result["text"])
 
     def commit() -> None:
         data = {"client": client_key, "committedAt": iso_ms(now()), "token": token,
@@ -179,6 +184,24 @@ def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_byte
         result["committed"] = True
 
     return Injection(result, commit)
+
+
+def _held(snapshot: Any) -> Any:
+    """``snapshot`` with the topics its root's daemon holds shown held (:func:`mmd.inject.held.held_view`)."""
+    from mmd.inject.held import HeldTopics, held_view
+
+    return held_view(snapshot, HeldTopics(snapshot.root).get())
+
+
+def guarded(text: str) -> str:
+    """The last guard on a text for an agent or an export: secrets redacted (the own table's kinds: no time spent
+    loading the providers' patterns in a hook), hidden text escaped (``\\u{202E}``)."""
+    if not text:
+        return text
+    from mmd.screen.hidden import escape_hidden
+    from mmd.screen.secrets import redact
+
+    return escape_hidden(redact(text, providers=False))
 
 
 def _check_key(client_key: str) -> None:
@@ -245,7 +268,7 @@ def hook_output(event: str, text: str) -> str:
     agents: Codex validates the shape strictly (no other key, ``hookEventName`` set), Claude Code reads it."""
     if not text:
         return ""
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": guarded(text)}},
                       ensure_ascii=False) + "\n"
 
 
@@ -282,7 +305,7 @@ def session_context(event: str, text: str, distill: str | None = None) -> str:
 
 def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None = None) -> str:
     """The baseline of the root's files as they are now (``mmctl export agents-md``), the newest and most recently
-    updated notes with their text.
+    updated notes with their text, held topics shown held, through :func:`guarded`.
 
     Raises:
         MMError(E_INVALID): for a bad ``max_bytes``. MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as the snapshot.
@@ -291,10 +314,11 @@ def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None =
     from mmd.core.snapshot import load_snapshot
     from mmd.inject.baseline import DEFAULT_MAX_BYTES, command_for, render_baseline
 
-    snapshot = load_snapshot(options, loaded_at=iso_ms(now()), engine="scan")
+    snapshot = _held(load_snapshot(options, loaded_at=iso_ms(now()), engine="scan"))
     bodies = {n.topic: n.body for n in reversed(snapshot.notes)}  # a topic indexed twice: its first note
-    return render_baseline(snapshot.entries, memory_id=snapshot.memory_id, command=command_for(snapshot.root),
-                           max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, bodies=bodies).text
+    return guarded(render_baseline(snapshot.entries, memory_id=snapshot.memory_id, command=command_for(snapshot.root),
+                                   max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
+                                   bodies=bodies).text)
 
 
 def state_files(root: Path) -> list[Path]:

@@ -1,5 +1,5 @@
-"""Labels of a review-queue candidate's JSON that every review surface shows alike: project, score, and what
-besides the body is worth showing.
+"""Labels of a review-queue candidate's JSON that every review surface shows alike: project, score, who said it,
+its flags, its place in the order, and what besides the body is worth showing.
 
 Owns: reading them from a candidate as the daemon answers it (``queue.list`` /
 ``queue.get``), with the fallbacks a queue from an older daemon needs, and the
@@ -15,7 +15,13 @@ import unicodedata
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["project_of", "quote_besides", "score_of", "summary_besides"]
+__all__ = ["FLAG_MARK", "flag_lines", "is_flagged", "project_of", "quote_besides", "rank_key", "score_of",
+           "speaker_of", "speaker_words", "summary_besides"]
+
+FLAG_MARK = "⚑"
+"""What marks a flagged candidate on every surface (then the flag's kind and why)."""
+_SPEAKER_WORDS = {"person": "the person", "agent": "the agent", "summary": "a summary", "remote": "a remote (sync)",
+                  "outside-edit": "an outside edit"}
 
 _MARKS = str.maketrans("", "", "`*_~>#-")
 """Markdown marks left out when comparing what two texts say."""
@@ -63,3 +69,30 @@ def quote_besides(candidate: dict[str, Any]) -> str | None:
         if plain and plain not in body and body not in plain:
             return quote
     return None
+
+
+def speaker_of(candidate: dict[str, Any]) -> str:
+    """Who said it (``person`` | ``agent`` | ``summary`` | ``remote`` | ``outside-edit``), ``?`` from a daemon that
+    does not say (before issue 29)."""
+    return str(candidate.get("speaker") or "?")
+
+
+def speaker_words(candidate: dict[str, Any]) -> str:
+    """Who said it, in words: ``said by the agent`` (a surface's line of who said it)."""
+    speaker = speaker_of(candidate)
+    return f"said by {_SPEAKER_WORDS.get(speaker, speaker)}"
+
+
+def is_flagged(candidate: dict[str, Any]) -> bool:
+    """Whether the queue's door flagged it (an instruction aimed at an agent, a secret, hidden text)."""
+    return bool(candidate.get("flags"))
+
+
+def flag_lines(candidate: dict[str, Any]) -> list[str]:
+    """One line per flag: ``⚑ fetched script: runs a script fetched from the network: "curl … | sh"``."""
+    return [f"{FLAG_MARK} {f.get('kind')}: {f.get('why')}" for f in candidate.get("flags") or [] if isinstance(f, dict)]
+
+
+def rank_key(candidate: dict[str, Any]) -> tuple[bool, float, int]:
+    """The queue's order of pending candidates: unflagged before flagged, then highest score, then oldest."""
+    return is_flagged(candidate), -score_of(candidate), int(candidate.get("id") or 0)

@@ -99,8 +99,15 @@ class NewCandidate:
         proposal_action: ``create`` a note ``topic`` or ``append`` to it; an agent's proposal (:mod:`.proposals`)
             may also ``replace`` its text or ``delete`` it.
         pinned: marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): always visible, never capped.
-        scope: the root it is proposed to when the proposer named it (``user`` or a project key: an agent's proposal
-            through the daemon), else None (the daemon decides from the evidence).
+        speaker: who said it (:data:`~.screening.SPEAKERS`: ``person``, ``agent``, ``summary``, ``remote``,
+            ``outside-edit``); '' until the queue's door (:func:`~.screening.screen_candidate`) derives it from the
+            evidence. A producer that knows better sets it (an agent's proposal: ``agent``).
+        flags: what the screen found (``[{kind, why}]``: an instruction aimed at an agent, a secret, hidden text),
+            set by the door. redacted: the door replaced a secret by ``‹secret: <kind>›`` somewhere in it.
+        diff: a held topic's change (a sync's or an outside edit's), unified, as the door shows it; else None.
+        scope: the root it is proposed to when its maker knows it (``user`` or a project key: an agent's proposal
+            through the daemon, a sync conflict's or a held topic's root), else None (the daemon decides from the
+            evidence).
     """
 
     kind: str
@@ -121,6 +128,10 @@ class NewCandidate:
     proposal_action: str = "create"
     pinned: bool = False
     scope: str | None = None
+    speaker: str = ""
+    flags: tuple[dict[str, str], ...] = ()
+    redacted: bool = False
+    diff: str | None = None
 
     @property
     def key(self) -> str:

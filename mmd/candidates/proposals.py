@@ -3,17 +3,18 @@
 Every way an agent proposes — ``memory.propose`` (RPC, ``mmctl propose``, the MCP tool ``mem_propose``, an
 MCP ``mem_write``/``mem_delete`` under ``[agents] writes = "propose"``) and a line ``mm: …`` (or
 ``mm://<id>/<topic> …``, ``MEMO: …``) in the agent's own reply — makes the same thing, :func:`make_proposal`:
-a :class:`~.model.NewCandidate` of kind :data:`PROPOSAL_KIND` and rule :data:`PROPOSAL_RULE`, pinned (always
-visible, never capped by a session's budget), scored :data:`PROPOSAL_SCORE` (above every draft of the rules and
-every line a person marked), with the agent, its session, the folder it worked in and its one-line reason in
-its evidence. The review queue deduplicates it like any candidate (the same statement merges, a rejected one
-never comes back); here it is dropped when a note already holds it.
+a :class:`~.model.NewCandidate` of kind :data:`PROPOSAL_KIND` and rule :data:`PROPOSAL_RULE`, of speaker ``agent``
+(always visible, never capped by a session's budget; the queue's door never pins it as the person's: issue 29),
+scored :data:`PROPOSAL_SCORE` (above every draft of the rules and every line a person marked), with the agent,
+its session, the folder it worked in and its one-line reason in its evidence. The review queue deduplicates it
+like any candidate (the same statement merges, a rejected one never comes back); here it is dropped when a note
+already holds it.
 
 A proposal may target a note: ``create`` it, ``append`` to it, ``replace`` its text (the review shows the
 difference) or ``delete`` it.
 
-:func:`proposal_text` is the one place a proposal's text enters mmd: the screen for secrets and instructions
-(``mmd/screen``, coming) is called there.
+:func:`proposal_text` is the one place a proposal's text enters mmd; the screen for secrets, hidden text and
+instructions is the queue's door (:func:`mmd.candidates.screening.screen_candidate`), which every proposal passes.
 
 Owns: the proposal's kind, rule, score, actions and limits; turning a proposal into a candidate. Never: stores it
 (the daemon's queue does), reads files, or decides where it is stored (the daemon picks the root).
@@ -55,8 +56,8 @@ def is_proposal(rule: object) -> bool:
 def proposal_text(text: object, *, what: str = "content") -> str:
     """A proposal's text as it enters mmd: CRLF and CR read as LF, trailing blank space dropped.
 
-    The one function every proposal's text passes (the content, the summary, the reason): the secret and
-    instruction screen will be called here.
+    The one function every proposal's text passes (the content, the summary, the reason); the secret, hidden
+    text and instruction screen is the queue's door (:func:`mmd.candidates.screening.screen_candidate`).
 
     Raises:
         MMError(E_INVALID): if ``text`` is not a string, is blank, or holds a NUL or another control character
@@ -150,7 +151,8 @@ def make_proposal(seen: Seen, *, action: str, body: str, evidence: Sequence[Evid
     first = evidence[0]
     return NewCandidate(PROPOSAL_KIND, topic, line, text, len(text), False,
                         first.session_id, first.file, first.position.get("seq"), first.position.get("uuid"),
-                        "assistant", PROPOSAL_RULE, PROPOSAL_SCORE, True, tuple(evidence), action, True, scope)
+                        "assistant", PROPOSAL_RULE, PROPOSAL_SCORE, True, tuple(evidence), action, True, scope,
+                        speaker="agent")  # the queue's door screens it, and never pins it as the person's (issue 29)
 
 
 def _held(text: str, seen: Seen) -> bool:

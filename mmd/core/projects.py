@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEY_PATTERN",
+    "KEY_REGEX",
     "PROJECTS_DIR",
     "PROJECT_FILE",
     "REPO_ROOT_DIR",
@@ -59,7 +60,9 @@ REPO_ROOT_DIR = ".mm"
 """A project root committed with the project's code, at the repository's top (opt-in)."""
 NAME_MAX_CHARS = 40
 """Longest name part of a key, in code points (ASCII)."""
-KEY_PATTERN = lazy_compile(r"[a-z0-9](?:[a-z0-9-]{0,39})-[0-9a-f]{8}")
+KEY_REGEX = r"[a-z0-9](?:[a-z0-9-]{0,39})-[0-9a-f]{8}"
+"""A project key, ``<name>-<8 hex>``, as a regular expression (a git sync's table of memory paths uses it too)."""
+KEY_PATTERN = lazy_compile(KEY_REGEX)
 """A project key: ``<name>-<8 hex>`` (matched whole)."""
 _NOT_NAME = lazy_compile(r"[^a-z0-9]+")
 _SCHEME = lazy_compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")

@@ -23,6 +23,7 @@ loop (the database work runs in worker threads).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import threading
@@ -146,13 +147,14 @@ class Agents:
 
     def of_session(self, session_id: str | None) -> list[dict[str, Any]]:
         """``[{id, status, topic, summary}]`` of the proposals first made in ``session_id``, oldest first (worker
-        thread or loop: one indexed query); none without a queue or a session."""
+        thread or loop: one indexed query); none without a queue or a session. A flagged one's summary names its
+        flags' kinds, never its words (a nudge goes to every subscriber; issue 29)."""
         if self.queue is None or not session_id:
             return []
         rows = self.db.conn().execute(
-            "SELECT id, status, topic, summary FROM candidates WHERE rule = ? AND session_id = ? ORDER BY id",
+            "SELECT id, status, topic, summary, flags FROM candidates WHERE rule = ? AND session_id = ? ORDER BY id",
             (PROPOSAL_RULE, session_id)).fetchall()
-        return [{"id": r["id"], "status": r["status"], "topic": r["topic"], "summary": r["summary"]} for r in rows]
+        return [{"id": r["id"], "status": r["status"], "topic": r["topic"], "summary": _summary(r)} for r in rows]
 
     # --- the distillation line ------------------------------------------------------------------------
 
@@ -211,6 +213,12 @@ class Agents:
         conn = self._conn()
         with self._lock, conn:
             return int(conn.execute("DELETE FROM agent_prompts WHERE updated_at < ?", (cutoff_iso,)).rowcount)
+
+
+def _summary(row: Any) -> str:
+    """A proposal's summary as a nudge names it: its own, or for a flagged one ``(flagged: fetched script)``."""
+    flags = json.loads(row["flags"] or "[]")
+    return f"(flagged: {', '.join(dict.fromkeys(str(f.get('kind')) for f in flags))})" if flags else str(row["summary"])
 
 
 def _check_action(action: str, topic: str | None, uri: str | None, p: dict[str, Any]) -> None:

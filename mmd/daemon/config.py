@@ -122,7 +122,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("export.files", "--export-file", "paths", (),
            "instruction files (AGENTS.md, CLAUDE.md) whose <!-- mm:begin --> block is refreshed after each revision"),
     Option("candidates.perSession", "--per-session", "int", None,
-           "visible candidates per agent session (default: 3 to 8, by the session's length)"),
+           "visible candidates per agent session (default: 2 to 6, by the session's length)"),
     Option("candidates.expireDays", "--expire-days", "int", 30,
            "days a rule draft stays pending, counted from when it was queued, before it is expired"),
     Option("candidates.backfillShown", "--backfill-shown", "int", 24,

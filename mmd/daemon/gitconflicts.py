@@ -6,8 +6,9 @@ held back) and of the merge driver's spool (a person's own ``git merge``): pinne
 each naming the commit and the machine and root that made it (``position``: ``{file, uuid: commit, machine?,
 root?}``, ``at``: the commit's time); proposal ``replace`` (accepting writes the version back over the note
 without ``--replace``: the candidate is a resolution) or ``delete`` (the version that lost was the topic's
-deletion). And :meth:`ConflictQueue.resolved`: after a sync, a pending conflict whose version the root now holds
-(accepted on the other machine, carried by the sync) is accepted here too, so one accept resolves it on both.
+deletion). Each is proposed to the root its topic is in (``scope``: ``user`` or a project key, issue 27). And
+:meth:`ConflictQueue.resolved`: after a sync, a pending conflict whose version its root now holds (accepted on the
+other machine, carried by the sync) is accepted here too, so one accept resolves it on both.
 
 Threading: called from the git worker thread; ``queue/added`` is published on the loop.
 Never: merges, runs git, or writes memory files.
@@ -66,22 +67,24 @@ class ConflictQueue:
 
     Args:
         queue: the review queue.
-        state: the root's memory state (what :meth:`resolved` compares with).
+        state: the user root's memory state (what :meth:`resolved` compares with).
         publisher: publishes ``queue/added``.
         loop: the daemon's loop (events are published there).
+        state_of: the memory state of a project root by key (None when it is not served); default none.
     """
 
     def __init__(self, queue: ReviewQueue, state: MemoryState, publisher: Publisher,
-                 loop: asyncio.AbstractEventLoop) -> None:
+                 loop: asyncio.AbstractEventLoop, state_of: Callable[[str], MemoryState | None] | None = None) -> None:
         self.queue = queue
         self.state = state
         self.publisher = publisher
         self.loop = loop
+        self.state_of = state_of or (lambda scope: None)
 
     def add(self, candidates: list[dict[str, Any]], source: str) -> list[int]:
-        """Queue pinned ``conflict`` candidates (``{topic, body, action, entrySummary?, summary?, evidence: {other,
-        kept}}``), then publish ``queue/added``; returns the new ids (a version already queued or decided adds
-        none: the queue merges it by its text)."""
+        """Queue pinned ``conflict`` candidates (``{topic, body, action, entrySummary?, summary?, scope?, evidence:
+        {other, kept}}``, ``scope`` the root of the topic, default the user root), then publish ``queue/added``;
+        returns the new ids (a version already queued or decided adds none: the queue merges it by its text)."""
         rows = []
         for c in candidates:
             body, ev = c.get("body") or "", c.get("evidence") or {}
@@ -90,7 +93,7 @@ class ConflictQueue:
                 "conflict", c["topic"], (c.get("entrySummary") or c.get("summary") or c["topic"])[:120], body,
                 len(body), False, None, source, None, f"{evidence[1].position['uuid']}..{evidence[0].position['uuid']}",
                 "sync", rule=RULE, score=2.0, visible=True, evidence=evidence, pinned=True,
-                proposal_action="delete" if c.get("action") == "delete" else "replace"))
+                proposal_action="delete" if c.get("action") == "delete" else "replace", scope=c.get("scope") or "user"))
         ids = self.queue.add(rows) if rows else []
         if ids:
             self.loop.call_soon_threadsafe(self.publisher.publish, QUEUE_ADDED,
@@ -101,12 +104,13 @@ class ConflictQueue:
         """Accept the pending conflict candidates whose resolution the root holds now: the note's body is the
         candidate's (proposal ``replace``), or the note is gone (``delete``) — accepted on the other machine and
         brought by the sync. Their ``written`` says ``synced`` (undo leaves the note alone); returns their ids."""
-        snap = self.state.current
         page, _total = self.queue.list("pending", limit=1000, hidden=True)
         out = []
         for cand in page:
-            if cand["rule"] != RULE:
+            state = self.state if cand.get("scope", "user") == "user" else self.state_of(cand["scope"])
+            if cand["rule"] != RULE or state is None:
                 continue
+            snap = state.current
             note = snap.note(cand["topic"])
             action = cand["proposal"]["action"]
             done = note is None if action == "delete" else note is not None and note.body == cand["body"]

@@ -1,9 +1,10 @@
-"""The history use-cases of the daemon's git part (``mmd --git``, issue 18): log, diff, revert, restore.
+"""The history use-cases of the daemon's git part (``mmd --git``, issues 18 and 27): log, diff, revert, restore.
 
-Owns: :class:`HistoryUses`, the part of :class:`~.gitsync.GitSync` that reads the root's history and
-writes from it. Reverts and restores are new writes through the state under every budget, never a
-history rewrite; each waits for the revisions installed before it to be committed. Never does: sync,
-commits, git plumbing (:mod:`.git`).
+Owns: :class:`HistoryUses`, the part of :class:`~.gitsync.GitSync` that reads the user root's history and
+writes from it, and :class:`RootHistory`, the same over a project root of the home (its view of the one
+repository, :meth:`~.git.history.GitHistory.scoped`: its paths, topics and ``rN``). Reverts and restores
+are new writes through the root's state under every budget, never a history rewrite; each waits for the
+revisions installed before it to be committed. Never does: sync, commits, git plumbing (:mod:`.git`).
 
 Threading: git reads run in ``asyncio.to_thread``; writes go through the state on the loop.
 """
@@ -11,7 +12,7 @@ Threading: git reads run in ``asyncio.to_thread``; writes go through the state o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mmd.core.errors import ErrorCode, MMError
@@ -22,16 +23,18 @@ if TYPE_CHECKING:
     from .git import GitHistory
     from .state import MemoryState
 
-__all__ = ["HistoryUses"]
+__all__ = ["HistoryUses", "RootHistory"]
 
 
 class HistoryUses:
-    """Log, diff, revert and restore over the root's history; mixed into :class:`~.gitsync.GitSync`."""
+    """Log, diff, revert and restore over one root's history; mixed into :class:`~.gitsync.GitSync` (the user
+    root's), and :class:`RootHistory`'s."""
 
+    scope: str
     history: GitHistory
     state: MemoryState
-    _labels: dict[str, str]
-    """``{topic: revert | restore}`` while such a write is under way: its revision's commit cause."""
+    _labels: dict[tuple[str, str], str]
+    """``{(scope, topic): revert | restore}`` while such a write is under way: its revision's commit cause."""
 
     async def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         raise NotImplementedError  # the git worker thread's queue (GitSync)
@@ -89,11 +92,29 @@ class HistoryUses:
 
     async def _apply(self, step: dict[str, Any], label: str) -> dict[str, Any]:
         """One write or delete through the state (queued with the others'); its revision commits as ``label``."""
-        self._labels[step["topic"]] = label
+        self._labels[(self.scope, step["topic"])] = label
         try:
             if step["action"] == "delete":
                 return await self.state.delete(step["topic"])
             return await self.state.write(step["topic"], step["content"], summary=step.get("summary") or None,
                                           tags=step.get("tags") or "", cause=label)
         finally:
-            self._labels.pop(step["topic"], None)
+            self._labels.pop((self.scope, step["topic"]), None)
+
+
+class RootHistory(HistoryUses):
+    """The history use-cases of a project root of the home.
+
+    Args:
+        scope: its key; ``state``: its memory state; ``history``: its view of the home's history.
+        labels: the git part's commit causes under way (shared: its commits read them).
+        submit: runs a call on the git worker thread (after the commits queued before it).
+    """
+
+    def __init__(self, scope: str, state: MemoryState, history: GitHistory, labels: dict[tuple[str, str], str],
+                 submit: Callable[..., Awaitable[Any]]) -> None:
+        self.scope, self.state, self.history, self._labels = scope, state, history, labels
+        self._run = submit
+
+    async def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await self._run(fn, *args)

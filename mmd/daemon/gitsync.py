@@ -1,28 +1,25 @@
-"""The daemon's git part (``mmd --git``, issue 18): history commits, sync, conflicts as review candidates.
+"""The daemon's git part (``mmd --git``, issues 18 and 27): history commits, sync, conflicts as review candidates.
 
-Owns: preparing the root's repository at start (:func:`~.git.repo.ensure_repo`,
-the merge driver by the installed ``mmd``'s absolute path), the revision floor
-(numbers continue above the last revision the history records), the commit of
-each revision — or of each batch of revisions that landed while the previous
-commit ran, its message listing them — in ONE worker thread that takes the
-state's write lock, so a commit always holds exactly the files of a revision;
-the sync (``memory.sync`` and every ``git.syncIntervalMs``, backing off after
-a failure) with the state's lock as the engine's lock; the reload after a sync
-changed the files (``memory/changed`` with ``cause: "sync"``, installed under
-the same lock so the watcher never reports those files as external); the
-conflict records queued as ``kind: "conflict"`` review candidates through :mod:`.gitconflicts` (the sync's,
-those another machine's merge decided about this root's versions, the topics of a remote commit held back
-because it would leave the root unusable, and those the merge driver spooled during a person's own
-``git merge``), and a resolution a sync brings accepted here too; one sync at
-a time (a second ``memory.sync`` meanwhile is refused at once with ``E_BUSY``, saying
-what the running one waits for); the remote commit refused last (``git.refused`` in
-status until the remote changes, never weighed twice against the same HEAD); the
-``memory/synced`` event and the ``git`` object of ``daemon.status``. The history
-use-cases (log, diff, revert, restore) are :class:`~.githistory.HistoryUses`.
+Owns: preparing the home's repository at start (:func:`~.git.repo.ensure_repo`, the merge driver by the
+installed ``mmd``'s absolute path; ONE repository at the user root, each project root of the home its folder
+``projects/<key>/``, ``docs/projects.md``), the revision floor (numbers continue above the last revision the
+history records, per root), the commits of every root's revisions (:class:`~.gitcommits.CommitUses`); the sync
+(``memory.sync`` and every ``git.syncIntervalMs``, backing off after a failure) holding every served root's
+write lock (:meth:`~.home.Home.hold_all`: user root first, then project roots by key) as the engine's lock; the
+reload of every root a sync changed (``memory/changed`` with ``cause: "sync"`` and its ``scope``, installed
+under the same locks so the watcher never reports those files as external) and the opening of a project root
+the sync made; the conflict records queued as ``kind: "conflict"`` review candidates in their root's scope
+through :mod:`.gitconflicts` (the sync's, those another machine's merge decided about this home's versions,
+the topics of a remote commit held back because it would leave a root unusable, and those the merge
+driver spooled during a person's own ``git merge``), and a resolution a sync brings accepted here too; one
+sync at a time (a second ``memory.sync`` meanwhile is refused at once with ``E_BUSY``, saying what the running
+one waits for); the remote commit refused last (``git.refused`` in status until the remote changes, never
+weighed twice against the same HEAD); the ``memory/synced`` event and the ``git`` object of ``daemon.status``.
+The history use-cases (log, diff, revert, restore), per root, are :class:`~.githistory.HistoryUses`. A root
+committed with its project (``<repo>/.mm``) is never part of any of this: its project's git carries it.
 
-Threading: git runs in the worker thread (commits, syncs, status) or in
-``asyncio.to_thread`` (reads); events and installs happen on the loop. Never
-does: merges, git plumbing (:mod:`.git`), sockets.
+Threading: git runs in the worker thread (commits, syncs, status) or in ``asyncio.to_thread`` (reads); events
+and installs happen on the loop. Never does: merges, git plumbing (:mod:`.git`), sockets.
 """
 
 from __future__ import annotations
@@ -40,17 +37,19 @@ from mmd.core.clock import iso_ms, parse_iso_ms
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.memory import nudge_report
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.projects import PROJECTS_DIR
 from mmd.wire.events import MEMORY_NUDGE, MEMORY_SYNCED, QUEUE_DECIDED
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .config import GitSettings
 from .events import Publisher
+from .git.layout import USER_SCOPE, scopes_of
 from .git.runner import NETWORK_TIMEOUT_S
+from .gitcommits import CommitUses
 from .gitconflicts import ConflictQueue
-from .githistory import HistoryUses
+from .githistory import HistoryUses, RootHistory
+from .home import Home, Root
 from .queue import ReviewQueue
-from .revision import Revision
-from .state import MemoryState
 
 if TYPE_CHECKING:
     from .git.contain import Refusal
@@ -63,8 +62,6 @@ RETRY_FIRST_MS = 5_000
 """First retry after a failed sync, milliseconds (or the interval, when shorter); doubles per failure."""
 RETRY_MAX_MS = 900_000
 """Longest wait between retries, milliseconds (or the interval, when longer)."""
-_CAUSES = {"write": "write", "delete": "delete", "merge": "merge", "rename": "rename", "external": "external edit"}
-"""The state's change causes → commit causes; others (``config``, ``sync``) commit nothing of their own."""
 
 
 def check_root(root: Path) -> None:
@@ -108,65 +105,73 @@ def retry_delay_ms(interval_ms: int, failures: int) -> int:
     return int(min(first * 2 ** min(failures - 1, 30), max(interval_ms, RETRY_MAX_MS)))
 
 
-class _LoopLock:
-    """The state's asyncio write lock, taken from the git worker thread (the engine's ``lock``).
+class _HomeLock:
+    """Every served root's asyncio write lock, taken from the git worker thread (the engine's ``lock``).
 
-    On entry it commits the revisions still pending; on exit it reloads the root when the files
-    moved under it (a merge or fast-forward), before releasing the lock.
+    On entry it takes them all (:meth:`~.home.Home.hold_all`) and commits the revisions still pending; on
+    exit it reloads each root whose files moved under it (a merge or fast-forward), before releasing them.
     """
 
     def __init__(self, owner: GitSync) -> None:
         self.owner = owner
+        self.head: str | None = None
 
-    def __enter__(self) -> _LoopLock:
-        asyncio.run_coroutine_threadsafe(self.owner.state.lock.acquire(), self.owner.loop).result()
+    def __enter__(self) -> _HomeLock:
+        owner = self.owner
+        owner.held = asyncio.run_coroutine_threadsafe(owner.home.hold_all(), owner.loop).result()
         try:
-            self.owner.commit_pending()
+            owner.commit_pending()
+            self.head = owner.history.head()
         except BaseException:
-            self.owner.loop.call_soon_threadsafe(self.owner.state.lock.release)
+            self._release()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         try:
-            self.owner.reload_if_moved()
+            self.owner.reload_moved(self.head)
         finally:
-            self.owner.loop.call_soon_threadsafe(self.owner.state.lock.release)
+            self._release()
+
+    def _release(self) -> None:
+        held, self.owner.held = self.owner.held, []
+        self.owner.loop.call_soon_threadsafe(self.owner.home.release_all, held)
 
 
-class GitSync(HistoryUses):
+class GitSync(CommitUses, HistoryUses):
     """The git part of one daemon.
 
     Args:
         settings: the ``[git]`` settings (enabled).
-        state: the memory state (its lock serializes commits and merges with writes).
+        home: the roots served (their locks serialize commits and merges with writes).
         queue: the review queue (conflicts become candidates there).
         publisher: the event publisher (``memory/synced``, ``queue/added``).
         driver: the merge driver command (``[<mmd>, "merge-index"]``).
     """
 
-    def __init__(self, settings: GitSettings, state: MemoryState, queue: ReviewQueue, publisher: Publisher,
+    def __init__(self, settings: GitSettings, home: Home, queue: ReviewQueue, publisher: Publisher,
                  driver: Sequence[str]) -> None:
         from .git import GitHistory, GitMissing
 
         self.settings = settings
-        self.state = state
+        self.home = home
+        self.state = home.user.state
+        self.scope = USER_SCOPE
         self.queue = queue
         self.publisher = publisher
         self.driver = list(driver)
-        self.root: Path = state.options.root
+        self.root: Path = self.state.options.root
         try:
             self.history = GitHistory(self.root)
         except GitMissing as error:
             raise _no_git(error) from error
         self.loop = asyncio.get_running_loop()
-        self.conflicts = ConflictQueue(queue, state, publisher, self.loop)
+        self.conflicts = ConflictQueue(queue, self.state, publisher, self.loop, state_of=self._state_of)
         """The conflicts' review candidates (:mod:`.gitconflicts`)."""
         self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="mmd-git")
-        self._pending: list[tuple[int, str, list[str]]] = []
-        self._flush_queued = False
-        self._labels: dict[str, str] = {}
-        """``{topic: revert | restore}`` while such a write is under way: its revision's commit cause."""
+        self._init_commits()
+        self._labels: dict[tuple[str, str], str] = {}
+        """``{(scope, topic): revert | restore}`` while such a write is under way: its revision's commit cause."""
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.failures = 0
@@ -182,6 +187,21 @@ class GitSync(HistoryUses):
         """The sync under way: ``{stage, remote, since, stageSince, timeoutMs}``; None between syncs."""
         self.refused: Refusal | None = None
         """The remote commit the last sync refused (kept until a sync takes the remote again)."""
+        self.held: list[Root] = []
+        """The roots whose locks the sync under way holds (in the worker thread, between its lock's enter and exit)."""
+        self._made: set[str] = set()
+        """Keys of the project roots a sync under way made (opened once it released the locks)."""
+        home.preparing = self.prepare_root
+
+    def _state_of(self, scope: str) -> Any:
+        root = self.home.get(scope)
+        return root.state if root is not None and root not in self.home.outside else None
+
+    def history_of(self, root: Root) -> HistoryUses:
+        """The history use-cases of ``root`` (the user root's are this object's; a project root's paths are
+        ``projects/<key>/…``)."""
+        return self if root.is_user else RootHistory(root.scope, root.state, self.history.scoped(root.scope),
+                                                     self._labels, self._submit)
 
     # --- start and stop ---------------------------------------------------------------------------
 
@@ -212,6 +232,7 @@ class GitSync(HistoryUses):
                               f"git.branch = {wanted!r} but the repository at {self.root} is on "
                               f"{info.branch or 'a detached HEAD'}: check out {wanted} first (mmd never "
                               f"switches a repository's branch)")
+        self.scan_projects()
         last = self.history.last_revision()
         if last > read_mark(self.root):
             try:
@@ -227,7 +248,7 @@ class GitSync(HistoryUses):
 
     def _commit_startup(self, revision: int) -> None:
         try:
-            if self.history.commit([revision], "external edit", []):
+            if self.history.commit([revision], "external edit", [], scopes=[USER_SCOPE]):
                 self.commits += 1
         except MMError as error:
             self.commit_error = str(error)
@@ -250,70 +271,7 @@ class GitSync(HistoryUses):
     async def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.wrap_future(self._worker.submit(fn, *args))
 
-    # --- commits ----------------------------------------------------------------------------------
-
-    def revised(self, revision: Revision, cause: str) -> None:
-        """A revision was installed (on the loop, under the state's lock): queue its commit."""
-        topics = [i["topic"] for part in (revision.added, revision.updated, revision.removed) for i in part]
-        label = next((self._labels[t] for t in topics if t in self._labels), None) or _CAUSES.get(cause)
-        if label is None:
-            return
-        self._pending.append((revision.snapshot.revision, label, topics))
-        if self._stop.is_set():  # shutting down: stop() commits it; after that, the next start does
-            return
-        if not self._flush_queued:
-            self._flush_queued = True
-            self._worker.submit(self._flush)
-
-    def _flush(self) -> None:
-        """Worker thread: stage the files of the pending revisions under the write lock, then commit them as
-        one commit (writes go on meanwhile: the commit records the staged files)."""
-        try:
-            asyncio.run_coroutine_threadsafe(self.state.lock.acquire(), self.loop).result()
-        except RuntimeError:  # the loop is gone: the next start commits the files as an external edit
-            return
-        try:
-            batch = self._take()
-            staged = bool(batch) and self._stage()
-        finally:
-            self.loop.call_soon_threadsafe(self.state.lock.release)
-        if batch and staged:
-            self._commit(batch, True)
-            self.drain_spool()
-        elif batch:  # git add failed: keep the revisions for the next commit (status says why)
-            self._pending[:0] = batch
-
-    def commit_pending(self) -> None:
-        """Commit the revisions installed so far (the caller holds the write lock); errors are kept in status."""
-        batch = self._take()
-        if batch:
-            self._commit(batch, False)
-
-    def _take(self) -> list[tuple[int, str, list[str]]]:
-        self._flush_queued = False
-        batch, self._pending = self._pending, []
-        return batch
-
-    def _stage(self) -> bool:
-        try:
-            self.history.stage()
-            return True
-        except MMError as error:
-            self.commit_error = str(error)
-            log.error("git.stage_failed error=%r", str(error))
-            return False
-
-    def _commit(self, batch: list[tuple[int, str, list[str]]], staged: bool) -> None:
-        causes = list(dict.fromkeys(c for _, c, _ in batch))
-        topics = list(dict.fromkeys(t for _, _, ts in batch for t in ts))
-        try:
-            if self.history.commit([r for r, _, _ in batch], ", ".join(causes), topics, staged=staged):
-                self.commits += 1
-            self.commit_error = None
-            self._repo_stale = True
-        except MMError as error:  # a hook refused it: the files stay, the next commit takes them along
-            self.commit_error = str(error)
-            log.error("git.commit_failed revisions=%s error=%r", [r for r, _, _ in batch], str(error))
+    # --- status of the repository ----------------------------------------------------------------
 
     def _refresh_repo(self) -> None:
         from .git import repo_status
@@ -346,9 +304,12 @@ class GitSync(HistoryUses):
         finally:
             self.syncing = None
         result["revision"] = self.state.revision
-        if result["indexOverBudget"]:  # allowed on disk, as an external edit would be: nudge a consolidation
-            report = nudge_report(self.state.current, 0, self.state.now_iso())
-            self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "sync", "queuePending": self.queue.pending})
+        for scope in result["overBudget"]:  # allowed on disk, as an external edit would be: nudge a consolidation
+            state = self.state if scope == USER_SCOPE else self._state_of(scope)
+            if state is not None:
+                report = nudge_report(state.current, 0, self.state.now_iso())
+                self.publisher.publish(MEMORY_NUDGE, {**report, "reason": "sync", "queuePending": self.queue.pending,
+                                                      **({} if scope == USER_SCOPE else {"scope": scope})})
         self.publisher.publish(MEMORY_SYNCED, {
             k: result[k] for k in ("ok", "remote", "branch", "merged", "pushed", "head", "ahead", "behind", "topics",
                                    "queued", "error", "revision", "indexOverBudget")})
@@ -366,8 +327,11 @@ class GitSync(HistoryUses):
     def _sync(self) -> dict[str, Any]:
         from .git import sync
 
+        roots = {r.scope: r.state.options for r in self.home.projects() if r not in self.home.outside}
         done = sync(self.root, remote=self.settings.remote, branch=self.settings.branch, options=self.state.options,
-                    lock=lambda: _LoopLock(self), history=self.history, refused=self.refused, progress=self._step)
+                    lock=lambda: _HomeLock(self), history=self.history, refused=self.refused, progress=self._step,
+                    roots=roots)
+        self._open_made()
         result = done.to_json()
         source = f"git:{result['remote']}/{result['branch']}"
         result["queued"] = self.conflicts.add([c["candidate"] for c in result["conflicts"] if "candidate" in c]
@@ -394,12 +358,30 @@ class GitSync(HistoryUses):
             self.failures = 0
         return result
 
-    def reload_if_moved(self) -> None:
-        """Worker thread, write lock held: when the files differ from the current revision, load and install
+    def reload_moved(self, before: str | None) -> None:
+        """Worker thread, every served root's lock held: reload each root whose files the commits since ``before``
+        changed (``memory/changed`` with ``cause: "sync"`` and its scope); a project root that is not served
+        yet is remembered, to be opened once the locks are released (:meth:`_open_made`)."""
+        after = self.history.head()
+        if after is None or after == before:
+            return
+        git = self.history.git
+        args = ("diff", "--name-only", "-z", "--no-renames", before, after) if before else \
+            ("ls-tree", "-r", "-z", "--name-only", after)
+        names = git.run(*args, check=False).stdout.decode("utf-8", "surrogateescape").split("\0")
+        for scope in scopes_of(n for n in names if n):
+            root = self.home.get(scope)
+            if root is None:
+                self._made.add(scope)
+            elif root in self.held:
+                self._reload(root)
+
+    def _reload(self, root: Root) -> None:
+        """Worker thread, ``root``'s lock held: when its files differ from its current revision, load and install
         them (``memory/changed`` with ``cause: "sync"``)."""
-        state = self.state
+        state = root.state
         try:
-            notes = [f"{DETAIL_DIR}/{n}" for n in os.listdir(self.root / DETAIL_DIR) if n.endswith(".md")]
+            notes = [f"{DETAIL_DIR}/{n}" for n in os.listdir(root.path / DETAIL_DIR) if n.endswith(".md")]
         except OSError:
             notes = []
         if not state.external_change({INDEX_NAME, *notes, *state.fingerprints}):
@@ -407,13 +389,23 @@ class GitSync(HistoryUses):
         try:
             revision = state.prepare_load()
         except MMError as error:  # the merged files stay on disk; the previous revision stays current
-            log.error("git.reload_failed error=%r", str(error))
+            log.error("git.reload_failed scope=%s error=%r", root.scope, str(error))
             return
 
         async def adopt() -> bool:
             return state.adopt(revision, "sync")
 
         asyncio.run_coroutine_threadsafe(adopt(), self.loop).result()
+
+    def _open_made(self) -> None:
+        """Worker thread, no lock held: open and serve each project root a sync made (``projects/<key>/``)."""
+        made, self._made = self._made, set()
+        for key in sorted(made):
+            if (self.root / PROJECTS_DIR / key / INDEX_NAME).is_file():
+                try:
+                    asyncio.run_coroutine_threadsafe(self.home.ensure_key(key, []), self.loop).result()
+                except Exception as error:  # noqa: BLE001 - the files are synced; the first request opens it then
+                    log.error("git.open_failed scope=%s error=%r", key, str(error))
 
     def _decided(self, cand: dict[str, Any]) -> None:
         """Worker thread: publish ``queue/decided`` for a conflict the sync resolved."""
@@ -427,6 +419,7 @@ class GitSync(HistoryUses):
 
         out = [{"topic": str(r.get("topic")), "entrySummary": (r.get("otherEntry") or {}).get("summary"),
                 "body": r["otherBody"] if r.get("otherBody") is not None else r.get("keptBody") or "",
+                "scope": str(r.get("scope") or USER_SCOPE),
                 "evidence": {side: {"body": r.get(f"{side}Body")} for side in ("kept", "other")}}
                for r in drain_conflicts(self.root)]
         return self.conflicts.add(out, "git merge driver") if out else []
@@ -460,7 +453,7 @@ class GitSync(HistoryUses):
             self._worker.submit(self._refresh_repo)
         return {**{k: self.repo.get(k) for k in ("branch", "head", "remoteConfigured", "ahead", "behind",
                                                  "uncommitted")},
-                "remote": self.settings.remote, "commits": self.commits, "pendingCommits": len(self._pending),
+                "remote": self.settings.remote, "commits": self.commits, "pendingCommits": self.pending_commits,
                 "commitError": self.commit_error, "lastSync": self.last_sync, "lastError": self.last_error,
                 "failures": self.failures, "nextSyncAt": self.next_sync_at,
                 "syncIntervalMs": self.settings.sync_interval_ms, "syncing": self.syncing,

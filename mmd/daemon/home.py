@@ -8,7 +8,10 @@ them by *scope* (``user``, or a project key), finds the project roots at start
 (``<user root>/projects/<key>/`` and the committed ``<repo>/.mm`` roots it
 served before), creates one at its first write, and routes the root watcher's
 changes (project roots live below the user root, so one watch sees them all)
-to the root they belong to.
+to the root they belong to. Two or more roots' write locks are always taken in one order,
+the user root first, then project roots by key (:meth:`Home.ordered`): a move between two
+roots and a git sync holding them all cannot deadlock. While a sync holds them
+(:meth:`Home.hold_all`), a root the home did not serve yet waits to be opened until it ends.
 
 Scope resolution (:meth:`Home.resolve`): no ``project`` param, or ``"user"``, is
 the user root; a key names a project root that exists; an absolute path names the
@@ -32,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mmd.candidates import NewCandidate
 from mmd.core.clock import Clock, system_clock
 from mmd.core.durable import WriteLock, atomic_write
 from mmd.core.errors import ErrorCode, MMError
@@ -54,6 +56,7 @@ from mmd.wire.protocol import DaemonError
 
 from .revision import Revision
 from .rootguard import RootGuard
+from .scopes import ProposedScope, Scoped
 from .state import MemoryState
 
 __all__ = ["USER", "Home", "ProposedScope", "Root", "Scoped"]
@@ -62,46 +65,10 @@ log = logging.getLogger("mmd.daemon")
 
 USER = "user"
 """The user root's scope (never a project key: keys end in ``-<8 hex>``)."""
-FOLDERS_CACHED = 1024
-"""Most folders whose project :class:`ProposedScope` remembers."""
 OUTSIDE_FILE = "roots.json"
 """``{key: path}`` of the project roots served outside the home (``<repo>/.mm``), in the user root's ``.mmd/``."""
 LOCK_WAIT_S = 10.0
 """How long opening a project root waits for its lock (a direct ``mmctl`` write holding it), seconds."""
-
-
-class ProposedScope:
-    """The root a new candidate is proposed to (:func:`mmd.candidates.scope.proposed_scope`): its first evidence's
-    folder's project (found once per folder, :data:`FOLDERS_CACHED` remembered), or the user root for a personal
-    rule and for a candidate said outside any project. Called by the review queue, in the ingestion thread.
-
-    Args:
-        home: the user root (a plain folder below a project root's folder is that project).
-    """
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self._keys: dict[str, str | None] = {}
-
-    def key_of(self, folder: str | None) -> str | None:
-        """The project key of ``folder`` (an agent session's cwd), or None when it is unknown or relative."""
-        if not folder or not os.path.isabs(folder):
-            return None
-        if folder not in self._keys:
-            if len(self._keys) >= FOLDERS_CACHED:
-                self._keys.clear()
-            project = project_for(folder, self.home, session=True)
-            self._keys[folder] = project.key if project is not None else None
-        return self._keys[folder]
-
-    def __call__(self, candidate: NewCandidate) -> str:
-        from mmd.candidates.scope import proposed_scope
-
-        if candidate.scope is not None:  # the proposer named the root (an agent's proposal through the daemon)
-            return candidate.scope
-
-        folder = next((e.project for e in candidate.evidence if e.project), None)
-        return proposed_scope(candidate, self.key_of(folder))
 
 
 @dataclass(eq=False)
@@ -144,30 +111,6 @@ class Root:
                 "project": self.project or None}
 
 
-@dataclass(frozen=True, slots=True)
-class Scoped:
-    """What one request's scope resolved to.
-
-    Attributes:
-        scope: ``user`` or a project key.
-        root: the root it writes to, or None for a project whose root does not exist yet.
-        project: the project (None for the user scope).
-        user: the user root (reads of a project scope see it after the project's root).
-    """
-
-    scope: str
-    root: Root | None
-    project: Project | None
-    user: Root
-
-    @property
-    def roots(self) -> tuple[Root, ...]:
-        """The roots reads see, the scope's own first."""
-        if self.root is None:
-            return (self.user,)
-        return (self.root,) if self.root is self.user else (self.root, self.user)
-
-
 def _nothing(root: Root) -> None:
     """The default :attr:`Home.opened`: nothing to wire."""
 
@@ -205,8 +148,14 @@ class Home:
         """``{key: folder}`` of the project roots found at start, opened or not yet (:meth:`warm`)."""
         self.outside: list[Root] = []
         """The roots served that live outside the home (committed with a project: ``<repo>/.mm``)."""
+        self.preparing: Callable[[str, Path], None] = lambda key, path: None
+        """Called in a worker thread with a project root's key and folder once its lock is held, before its first
+        load (with ``--git``: its revision mark raised to its history's)."""
         self._now_iso = now_iso
         self._opening: dict[str, asyncio.Future[Root]] = {}
+        self._open_gate = asyncio.Event()
+        """Set while new roots may be opened; cleared while a sync holds every root (:meth:`hold_all`)."""
+        self._open_gate.set()
         self.session_scopes: dict[str, str] = {}
         """``{session id: scope}`` of the sessions opened with a project scope."""
 
@@ -227,6 +176,43 @@ class Home:
     def projects(self) -> list[Root]:
         """The project roots served now, by key."""
         return [self.roots[k] for k in sorted(self.roots) if k != USER]
+
+    @staticmethod
+    def ordered(roots: list[Root]) -> list[Root]:
+        """``roots`` in the one order their write locks are taken in: the user root first, then project roots by
+        key (every holder of two or more takes them so, so none waits for another holding one it needs)."""
+        return sorted(set(roots), key=lambda root: (not root.is_user, root.scope))
+
+    async def hold_all(self) -> list[Root]:
+        """Take the write lock of every root of the home (for a git sync): the known roots not served yet are
+        opened first, then the locks are taken in :meth:`ordered`'s order; roots outside the home
+        (``<repo>/.mm``) are left alone. Until :meth:`release_all`, a root not served yet waits to be opened.
+
+        Returns:
+            The roots held, in order.
+        """
+        for key in sorted(self.known):
+            if key not in self.roots and key not in self._opening:
+                self._open_now(key, self.known[key], None)
+        self._open_gate.clear()
+        held: list[Root] = []
+        try:
+            for pending in list(self._opening.values()):  # opened past the gate already: held too once served
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(pending)
+            for root in self.ordered([r for r in self.roots.values() if r not in self.outside]):
+                await root.state.lock.acquire()
+                held.append(root)
+        except BaseException:
+            self.release_all(held)
+            raise
+        return held
+
+    def release_all(self, held: list[Root]) -> None:
+        """Release what :meth:`hold_all` took, in reverse order; new roots may be opened again."""
+        for root in reversed(held):
+            root.state.lock.release()
+        self._open_gate.set()
 
     # --- opening ---------------------------------------------------------------------------------
 
@@ -294,9 +280,13 @@ class Home:
         return await self._open(key, self.home / PROJECTS_DIR / key, None, None)
 
     async def _open(self, key: str, path: Path, project: Project | None, seen: Path | None) -> Root:
+        await self._open_gate.wait()  # a sync holding every root: opened once it ends
         pending = self._opening.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
+        served = self.roots.get(key)
+        if served is not None:  # opened meanwhile (a sync made it, the watcher saw it)
+            return served
         future: asyncio.Future[Root] = asyncio.get_running_loop().create_future()
         self._opening[key] = future
         try:
@@ -322,8 +312,9 @@ class Home:
     def _open_now(self, key: str, path: Path, project: Project | None) -> Root | None:
         """Open an existing project root at once, on the loop (a read found it on disk before any write made the
         daemon open it: a root committed with its project, or one made by another tool); None when its lock is
-        held or it cannot be loaded (logged; the read sees the user root alone)."""
-        if key in self._opening:
+        held, a sync holds every root (it is opened once the sync ends) or it cannot be loaded (logged; the read sees
+        the user root alone)."""
+        if key in self._opening or not self._open_gate.is_set():
             return None
         try:
             lock, options, info = self._lock_and_prepare(key, path, project, None, 0.0)
@@ -346,6 +337,7 @@ class Home:
         lock = WriteLock(path, timeout_s=wait_s)
         lock.acquire(blocking=wait_s > 0)
         try:
+            self.preparing(key, path)
             info = record_project(path, project, seen, self._now_iso()) if project is not None \
                 else read_project_file(path)
             return lock, project_options(self.user.state.options, path, key), info
@@ -450,14 +442,16 @@ class Home:
 
     async def move(self, source: Root, target: Root, topics: list[str]) -> dict[str, Any]:
         """Move ``topics`` from ``source`` into ``target`` (:func:`mmd.core.move.move_notes`) holding both roots'
-        write locks, then install one new revision in each (cause ``adopt``): ``{ok, moved, refused, revisions}``.
+        write locks (in :meth:`ordered`'s order, as a sync takes them), then install one new revision in each
+        (cause ``adopt``): ``{ok, moved, refused, revisions}``.
 
         Raises:
             DaemonError(E_UNAVAILABLE): if either root was lost. MMError: as :func:`~mmd.core.move.move_notes`.
         """
         from mmd.core.move import move_notes
 
-        async with target.state.lock, source.state.lock:  # the only place holding two: always target, then source
+        first, second = self.ordered([source, target])
+        async with first.state.lock, second.state.lock:
             for root in (target, source):
                 if root.state.guard is not None:
                     root.state.guard.require()

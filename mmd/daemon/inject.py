@@ -21,6 +21,11 @@ Each new revision is *prepared* (its content hashes, reusing the previous
 revision's for unchanged notes) in a worker thread as soon as it is installed,
 so an injection costs a dictionary comparison, not a hashing pass.
 
+Issue 29: a revision is prepared as :func:`mmd.inject.held.held_view` shows it (a topic a sync or an outside
+edit brought and the screen flagged is a "held for review" line until a person accepts it: the root's
+``.mmd/held.json``), a delta names the topics a sync or an outside edit changed (:attr:`Injector.origins`), and
+every text given (an injection, an export block) passes a last guard: secrets redacted, hidden text escaped.
+
 Owns: the client-key rules, the token, the TTL cut-off, the due announcements
 and the export schedule. Never: renders text itself, opens sockets (events go
 through the ``publish`` callable), or blocks the event loop on a big root:
@@ -52,7 +57,10 @@ from mmd.inject.blocks import write_block
 from mmd.inject.delta import ClientView, Prepared, plan_injection, prepare
 from mmd.inject.due import DueReport, due_topics
 from mmd.inject.guide import with_guide
+from mmd.inject.held import HeldTopics, held_view
 from mmd.inject.scopes import join_texts
+from mmd.screen.hidden import escape_hidden
+from mmd.screen.secrets import redact
 from mmd.wire.events import MEMORY_DUE, DueItem
 from mmd.wire.protocol import DaemonCode, DaemonError
 
@@ -60,7 +68,8 @@ from .injectdb import InjectDB
 from .state import MemoryState
 from .statedb import StateDB
 
-__all__ = ["CLIENT_MAX_CHARS", "EXPORT_DEBOUNCE_S", "EXPORT_MAX_DELAY_S", "USES_SAVE_EVERY", "Injector", "check_client"]
+__all__ = ["CLIENT_MAX_CHARS", "EXPORT_DEBOUNCE_S", "EXPORT_MAX_DELAY_S", "USES_SAVE_EVERY", "Injector", "check_client",
+           "guarded"]
 
 log = logging.getLogger("mmd.daemon")
 
@@ -114,7 +123,12 @@ class Injector:
         self._publish = publish
         self._ttl_days = ttl_days
         self._export_files = export_files
-        self._prepared: tuple[Snapshot, Prepared, str, tuple[IndexEntry, ...]] | None = None
+        self._prepared: tuple[Snapshot, Prepared, str, tuple[IndexEntry, ...], Any] | None = None
+        self.held = HeldTopics(state.options.root)
+        """The root's held topics (:mod:`mmd.inject.held`): shown as held, never as their text."""
+        self.origins: dict[str, str] = {}
+        """Topic → what last changed it when that was no write through mmd (``sync`` | ``outside edit``): a delta
+        names it. Kept for the daemon's life."""
         self._announced: set[tuple[str, str]] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._warming = False
@@ -137,14 +151,14 @@ class Injector:
 
     def _prepare(self, snapshot: Snapshot) -> tuple[Prepared, str, tuple[IndexEntry, ...]]:
         """``(prepared form, its map key, entries carrying a review date)`` of ``snapshot``, built once."""
-        current = self._prepared
-        if current is not None and current[0] is snapshot:
+        current, holds = self._prepared, self.held.get()
+        if current is not None and current[0] is snapshot and current[4] == self.held.key:
             return current[1], current[2], current[3]
-        prep = prepare(snapshot)
+        prep = prepare(held_view(snapshot, holds))
         key = secrets.token_hex(8)
         self.views.remember(key, prep.hashes, current_of=self.scope)
         reviewed = tuple(e for e in prep.order if e.review_after is not None) if prep.reviews else ()
-        self._prepared = (snapshot, prep, key, reviewed)
+        self._prepared = (snapshot, prep, key, reviewed, self.held.key)
         return prep, key, reviewed
 
     def _warm(self, snapshot: Snapshot, now_iso: str) -> Prepared | None:
@@ -194,14 +208,16 @@ class Injector:
                 view = None if hashes is None else ClientView(hashes, row.reminded)
             plan = plan_injection(view, prep, today=_today(now),
                                   max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes,
-                                  uses=self._read_counts() if view is None else None)
+                                  uses=self._read_counts() if view is None else None, origins=self.origins)
             token = secrets.token_urlsafe(12)
             self.views.store_map(key, now)
             if commit:
                 self.views.commit(client, token, key, plan.view.reminded, now)
             else:
                 self.views.put_pending(client, token, key, plan.view.reminded, now)
-        return {**plan.to_json(), "token": token, "revision": snapshot.revision, "committed": commit}
+        out = plan.to_json()
+        out["text"] = guarded(out["text"])
+        return {**out, "token": token, "revision": snapshot.revision, "committed": commit}
 
     # --- what agents read (a baseline's order, issue 28) ---------------------------------------------
 
@@ -338,12 +354,20 @@ class Injector:
 
     # --- after each revision ---------------------------------------------------------------------------
 
-    def revision_installed(self, snapshot: Snapshot) -> None:
+    def revision_installed(self, snapshot: Snapshot, cause: str | None = None, topics: tuple[str, ...] = ()) -> None:
         """A new revision is current (loop thread): prepare it, announce due topics, schedule the export.
 
-        Revisions that come faster than they are prepared (a group commit installs several at
-        once) are prepared once, as the newest: one preparation is in flight at a time.
+        ``topics`` it added or updated, by ``cause`` (``sync`` | ``external`` name where they came from in the next
+        deltas, :attr:`origins`; any other cause, a write through mmd, clears that). Revisions that come faster than
+        they are prepared (a group commit installs several at once) are prepared once, as the newest: one
+        preparation is in flight at a time.
         """
+        origin = {"sync": "sync", "external": "outside edit"}.get(cause or "")
+        for topic in topics:
+            if origin is None:
+                self.origins.pop(topic, None)
+            else:
+                self.origins[topic] = origin
         self._request_warm()
         if self._export_files():
             self._schedule_export()
@@ -413,6 +437,7 @@ class Injector:
             block = with_guide(text if own is None else join_texts(
                 [(own.scope, await asyncio.to_thread(own._export_text, own.state.current)), (self.scope, text)],
                 str(path.parent)))
+            block = await asyncio.to_thread(guarded, block)
             try:
                 changed += await _write_block(path, block)
             except MMError as error:
@@ -444,6 +469,13 @@ class Injector:
             self._spawn(self.export_now())
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def guarded(text: str) -> str:
+    """The last guard on a text an agent or an export is given: secrets redacted, hidden text escaped (what the
+    write door and the holds let through already is never a secret nor hidden text; a person's own allowed
+    secret is redacted here too)."""
+    return escape_hidden(redact(text))
 
 
 def _today(now_iso: str) -> date:

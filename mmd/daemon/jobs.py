@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from mmd.core.health import loose_modes
 from mmd.core.memory import nudge_report
 from mmd.wire.events import DAEMON_HEARTBEAT, MEMORY_CHANGED, MEMORY_NUDGE, QUEUE_ADDED
+from mmd.wire.protocol import CandidateJson
 
 from .config import Config
 from .events import Publisher
+from .holds import Holds
 from .home import USER, Home, Root
 from .ingest import AddedBatch, EndedSession
 from .inject import Injector
@@ -94,9 +96,11 @@ class Jobs:
         self.publisher = publisher
         self.injector = injector
         self.git: GitSync | None = None
-        """With ``--git``: told of each revision (its commit)."""
+        """With ``--git``: told of each revision of every root (its commit)."""
         self.agents: Agents | None = None
         """The agents' use-cases (set once built): a session-end nudge names the session's proposals."""
+        self.holds = review.holds = Holds(home, review.queue, publisher.publish)
+        """The held topics (issue 29): each sync's and outside edit's revision is screened before it is injected."""
 
     def on_change(self, revision: Revision, cause: str) -> None:
         """A new revision of the user root (``cause``: ``write`` | ``delete`` | ``merge`` | ``rename`` |
@@ -107,13 +111,18 @@ class Jobs:
 
     def changed_in(self, root: Root) -> Callable[[Revision, str], None]:
         """The ``on_change`` of a project root's state: as :meth:`on_change`, the event and journal row saying
-        the root's scope."""
+        the root's scope (with ``--git`` its commit, unless the root lives outside the home)."""
         def changed(revision: Revision, cause: str) -> None:
             self._changed(revision, cause, root.scope, root.injector)
+            if self.git is not None:
+                self.git.revised(revision, cause, root.scope)
 
         return changed
 
     def _changed(self, revision: Revision, cause: str, scope: str, injector: Injector | None) -> None:
+        root = self.home.get(scope)
+        if root is not None:  # before the injector hears of it: a flagged text is held before any injection
+            self.holds.changed(root, revision, cause)
         log.info("memory.changed scope=%s revision=%d cause=%s added=%d updated=%d removed=%d", scope,
                  revision.snapshot.revision, cause, len(revision.added), len(revision.updated), len(revision.removed))
         change = {"revision": revision.snapshot.revision, "cause": cause, "added": revision.added,
@@ -124,9 +133,27 @@ class Jobs:
             log.error("journal.failed revision=%d error=%s", revision.snapshot.revision, error)
         self.publisher.publish(MEMORY_CHANGED, change)
         if injector is not None:
-            injector.revision_installed(revision.snapshot)
+            injector.revision_installed(revision.snapshot, cause,
+                                        tuple(i["topic"] for i in (*revision.added, *revision.updated)))
         if scope != USER:  # the export files in its project's folders carry its notes too
             self.injector.revision_installed(self.state.current)
+
+    def screen_queue(self) -> None:
+        """Screen the queue's rows an older schema stored unscreened (issue 29), in a worker thread; logged."""
+        queue = self.review.queue
+        if queue is None:
+            return
+
+        def run() -> None:
+            try:
+                done = queue.screen_older()
+            except sqlite3.Error as error:  # the rows left are shown screened all the same, and screened next start
+                log.error("queue.screen_failed error=%s", error)
+                return
+            if done:
+                log.info("queue.screened rows=%d (stored before the screen: redacted, escaped, flagged)", done)
+
+        asyncio.get_running_loop().run_in_executor(None, run)
 
     def allowed(self, outcome: dict[str, Any]) -> None:
         """A person let a secret or hidden text into ``outcome``'s topic (``--allow-secret``, ``--allow-hidden``):
@@ -216,14 +243,15 @@ class Jobs:
     def session_ended(self, ended: EndedSession) -> None:
         """A followed agent session went quiet (and its source reports no writer): a ``session-end`` nudge
         naming the agent, its session id, the project (null when unknown) and the log; its first suggested
-        action names the session's visible pending candidates (the best three, ids and summaries), if any, and
-        ``proposals`` every proposal the agent made in it (``[{id, status, topic, summary}]``)."""
+        action names the session's visible pending candidates (the best three, ids and summaries; a flagged one by its
+        flags' kinds alone: an instruction is never repeated to every subscriber), if any, and ``proposals`` every
+        proposal the agent made in it (``[{id, status, topic, summary}]``, a flagged one's summary its flags)."""
         report = self._nudge_report()
         queue = self.review.queue
         if queue is not None and ended.session_id:  # what this session left, named first: it is fresh in mind
             best, count = queue.list("pending", limit=3, hidden=False, session=ended.session_id)
             if count:
-                named = "; ".join(f"#{c['id']} {c['summary']}" for c in best) + ("; …" if count > len(best) else "")
+                named = "; ".join(_named(c) for c in best) + ("; …" if count > len(best) else "")
                 first = best[0]["id"]
                 report["suggestedActions"].insert(0, f"this session left {count} candidate memor"
                                                      f"{'y' if count == 1 else 'ies'} to review: {named} "
@@ -252,6 +280,13 @@ class Jobs:
                                               "sessionId": session.session_id, "source": session.file,
                                               "agent": session.agent, "project": session.project,
                                               "due": self.injector.due_now(), "distill": line})
+
+
+def _named(c: CandidateJson) -> str:
+    """A candidate as a nudge names it: ``#3 <summary>``, or ``#3 (flagged: fetched script)``."""
+    if c.get("flags"):
+        return f"#{c['id']} (flagged: {', '.join(dict.fromkeys(f['kind'] for f in c['flags']))})"
+    return f"#{c['id']} {c['summary']}"
 
 
 def status_payload(cfg: Config, running: Running) -> dict[str, Any]:

@@ -50,7 +50,7 @@ from .config import Config, ConfigError
 from .events import Publisher
 from .failures import startup_failure
 from .gitsync import GitSync, check_root
-from .home import USER, Home, ProposedScope, Root
+from .home import USER, Home, Root
 from .ingest import Ingestor
 from .ingest.extractor import Extractor
 from .ingest.folders import EndedSession
@@ -65,6 +65,7 @@ from .review import Review
 from .rootguard import RootGuard
 from .rpc import RpcServer
 from .scheduler import Schedule
+from .scopes import ProposedScope
 from .sockets import LINGER_MS, Sockets, start_authenticator, take_root_lock
 from .state import MemoryState
 from .statedb import SchemaError, StateDB
@@ -256,7 +257,7 @@ class Daemon:
         #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
         git = None
         if cfg.git.enabled and queue is not None:
-            git = jobs.git = GitSync(cfg.git, state, queue, publisher, self.merge_driver)
+            git = jobs.git = GitSync(cfg.git, home, queue, publisher, self.merge_driver)
             await asyncio.to_thread(git.prepare)
         await asyncio.to_thread(state.store.ensure_root)
         await state.load()
@@ -335,6 +336,8 @@ class Daemon:
             web = WebServer(cfg.http_listen, methods, publisher)
             await web.start()
             undo.push_async_callback(web.stop)
+        jobs.holds.at_start(home.user)  # edits made while no daemon ran: screened before the first injection
+        jobs.screen_queue()
         rpc.start()
         # first at shutdown: stop taking requests and let the in-flight ones (writes included) finish;
         # before that, digests (reading a caller's file) are answered E_SHUTTING_DOWN, never waited for
@@ -446,11 +449,15 @@ def _export_project(home: Home, proposed: ProposedScope, path: Path) -> Injector
 def _wire_project(root: Root, *, home: Home, db: StateDB, publish: Callable[[str, dict[str, Any]], Any],
                   ttl_days: Callable[[], int], views: Any, jobs: Jobs) -> None:
     """A project root found at start, by a read or made by its first write (:attr:`.home.Home.opened`): its
-    injector (sharing the user root's injection rows), its revisions journaled and published, and for a root
-    outside the home (``<repo>/.mm``: the home's watch does not see it) a watcher of its own."""
+    injector (sharing the user root's injection rows), its revisions journaled and published (and, with
+    ``--git``, committed, its edits made while it was not served first), and for a root outside the home
+    (``<repo>/.mm``: the home's watch does not see it, and mmd's git never commits it) a watcher of its own."""
     root.injector = Injector(root.state, db, publish, ttl_days, lambda: (), scope=root.scope, views=views)
     root.state.on_change, root.state.on_allowed = jobs.changed_in(root), jobs.allowed
+    jobs.holds.at_start(root)
     root.injector.revision_installed(root.state.current)
+    if jobs.git is not None:
+        jobs.git.opened(root)
     if root in home.outside:
         root.watcher = Watcher(root.path, root.state.refresh)
         asyncio.get_running_loop().create_task(root.watcher.start())

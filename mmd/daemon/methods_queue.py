@@ -14,13 +14,14 @@ from mmd.wire import methods as wire
 from mmd.wire.events import QUEUE_DECIDED
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
+from .githistory import HistoryUses
 from .handling import handles
 from .history import VersionHistory
 from .review import Review
 
 if TYPE_CHECKING:
     from .gitsync import GitSync
-    from .home import Home
+    from .home import Home, Root
 
 __all__ = ["QueueMethods"]
 
@@ -58,14 +59,19 @@ class QueueMethods:
 
     @handles(wire.QUEUE_ACCEPT)
     async def queue_accept(self, p: dict[str, Any]) -> QueueAcceptResult | dict[str, Any]:
-        """``queue.accept {id, topic?, into?, summary?, tags?, content?, ifRevision?, replace?}`` → ``{ok, candidate,
-        write}``; with a list of ids → ``{ok, results: [{id, ok, candidate?, write?, error?}]}``, each reported.
+        """``queue.accept {id, topic?, into?, summary?, tags?, content?, ifRevision?, replace?, flagged?}`` → ``{ok,
+        candidate, write}``; with a list of ids → ``{ok, results: [{id, ok, candidate?, write?, error?}]}``, each
+        reported, a flagged one among several not accepted unless ``flagged`` (:meth:`.review.Review.refuse_flagged`).
 
         Raises:
             DaemonError(E_INVALID | E_NOT_FOUND | E_DECIDED | E_EXISTS | E_CONFLICT), MMError: as
             :meth:`.review.Review.accept` (for one id; a list reports them per id).
         """
+        bulk = isinstance(p["id"], list) and len(p["id"]) > 1 and not p.get("flagged")
+
         async def one(raw: int | str) -> QueueAcceptResult:
+            if bulk:
+                await self.review.refuse_flagged(raw)
             result = await self.review.accept(raw, topic=p.get("topic"), content=p.get("content"),
                                               into=p.get("into"), summary=p.get("summary"), tags=p.get("tags"),
                                               if_revision=p.get("ifRevision"), replace=bool(p.get("replace")),
@@ -130,64 +136,80 @@ class QueueMethods:
                               "(or [git] enabled = true)")
         return self.git
 
-    def _history(self, p: dict[str, Any]) -> VersionHistory | None:
-        """The kept versions of a project scope's root; None for the user root with ``--git`` (git's history)."""
+    def _root(self, p: dict[str, Any]) -> Root:
+        """The root of a history request's scope (the user root for a project whose root does not exist yet)."""
         scoped = self.home.resolve(p)
-        root = scoped.root if scoped.root is not None else self.home.user
-        if root is self.home.user and self.git is not None:
-            return None
+        return scoped.root if scoped.root is not None else self.home.user
+
+    def _history(self, p: dict[str, Any]) -> HistoryUses | VersionHistory:
+        """The history of the scope's root: with ``--git`` its commits (every root of the home is in the one
+        repository), else, and for a root committed with its project (``<repo>/.mm``), its kept versions."""
+        root = self._root(p)
+        if self.git is not None and root not in self.home.outside:
+            return self.git.history_of(root)
         return VersionHistory(root.state)
+
+    def _git_of(self, p: dict[str, Any]) -> HistoryUses:
+        """The git history of the scope's root, for what only git knows (diff, revert).
+
+        Raises:
+            DaemonError(E_UNAVAILABLE): without ``--git``, or for a root committed with its project.
+        """
+        history = self._history(p)
+        if isinstance(history, VersionHistory):
+            self._git()
+            raise DaemonError(DaemonCode.E_UNAVAILABLE, "this root is committed with its project (<repo>/.mm): "
+                              "its history is the project's own git (git log there); mmd keeps its versions "
+                              "(mmctl log, mmctl restore)")
+        return history
 
     @handles(wire.MEMORY_LOG)
     async def log(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.log {topic?, limit?, project?}`` → ``{commits}`` newest first: git's with ``--git`` (the user
-        root's), else the scope's root's kept versions.
+        """``memory.log {topic?, limit?, project?}`` → ``{commits}`` newest first: with ``--git`` the commits of the
+        scope's root (a project root's topics and ``rN`` its own), else its kept versions.
 
         Raises:
             MMError(E_INVALID): for a bad topic slug. MMError(E_IO): an unreadable version history.
         """
-        history = self._history(p)
-        if history is not None:
-            return await history.log(p.get("topic"), p.get("limit", 100))
-        return await self._git().log(p.get("topic"), p.get("limit", 100))
+        return await self._history(p).log(p.get("topic"), p.get("limit", 100))
 
     @handles(wire.MEMORY_DIFF)
     async def diff(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.diff {rev, other?}`` → ``{from, to, topics, patch}``.
+        """``memory.diff {rev, other?, project?}`` → ``{from, to, topics, patch}`` of the scope's root.
 
         Raises:
             DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if a REV names nothing.
         """
-        return await self._git().diff(p["rev"], p.get("other"))
+        return await self._git_of(p).diff(p["rev"], p.get("other"))
 
     @handles(wire.MEMORY_REVERT)
     async def revert(self, p: dict[str, Any]) -> dict[str, Any]:
-        """``memory.revert {rev}`` → ``{ok, rev, commit, results, revision}``: new writes, never a rewrite.
+        """``memory.revert {rev, project?}`` → ``{ok, rev, commit, results, revision}``: new writes in the scope's
+        root, never a rewrite.
 
         Raises:
             DaemonError(E_UNAVAILABLE): without ``--git``. MMError(E_INVALID): if ``rev`` names nothing.
         """
-        return await self._git().revert(p["rev"])
+        return await self._git_of(p).revert(p["rev"])
 
     @handles(wire.MEMORY_RESTORE)
     async def restore(self, p: dict[str, Any]) -> dict[str, Any]:
         """``memory.restore {topic, at, project?}`` → ``{ok, topic, at, commit, action, outcome, revision}``: with
-        ``--git`` from the git history (the user root's), else (or when git names no such revision) from the scope's
-        root's kept versions (``r42``, ``v17``).
+        ``--git`` from the git history of the scope's root, else (or when git names no such revision) from its
+        kept versions (``r42``, ``v17``).
 
         Raises:
             DaemonError(E_NOT_FOUND): a topic absent at ``at``, or no version kept there.
             MMError(E_INVALID): if ``at`` names nothing or the topic is not a slug.
         """
         history = self._history(p)
-        if history is None:
-            assert self.git is not None
+        if isinstance(history, HistoryUses):
             try:
-                return await self.git.restore(p["topic"], p["at"])
+                return await history.restore(p["topic"], p["at"])
             except MMError as error:
                 if error.code is not ErrorCode.E_INVALID or p["at"][:1] not in ("r", "v"):
                     raise  # a bad topic, or a commit-ish git does not know: the versions know none either
-            history = VersionHistory(self.home.user.state)
+            history = VersionHistory(history.state)
         return await history.restore(p["topic"], p["at"])
 
     @handles(wire.MEMORY_SYNC)

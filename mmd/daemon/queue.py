@@ -23,6 +23,11 @@ quote at another place). A rejected or accepted statement never comes back; an e
 (pending, its clock started again) when it is said again in a session it was not seen in, or marked on purpose.
 Issue 13 "Dedupe and repetition", issue 30 "A queue that ends".
 
+Every candidate passes one door first, whoever made it (:func:`mmd.candidates.screening.screen_candidate`,
+issue 29): what is stored, listed and published carries secrets redacted and hidden text escaped, its
+``speaker`` and its ``flags``; pending flagged candidates are listed after every other one. Rows of an
+older schema are screened the same way once the daemon runs (:meth:`ReviewQueue.screen_older`).
+
 Threading: every method uses the calling thread's own connection; the
 ingestion worker adds, RPC handlers read and decide (in worker threads); the
 near-duplicate index is guarded by a lock.
@@ -42,15 +47,17 @@ from typing import Any
 from mmd.candidates import NewCandidate
 from mmd.candidates.identity import shingles
 from mmd.candidates.proposals import is_proposal
+from mmd.candidates.screening import screen_candidate
 from mmd.wire.protocol import CandidateJson
 
 from . import queue_offers as offers
 from .queue_index import StatementIndex, same_idea
 from .queue_offers import Allowance, Sighting, is_draft, session_of
-from .queue_rows import framed, place, replay, row_json
+from .queue_rows import HELD, filters, framed, place, replay, row_json
+from .queue_screen import screen_older
 from .statedb import CursorRow, StateDB
 
-__all__ = ["OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
+__all__ = ["HELD", "OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
 
 STATUSES = ("pending", "accepted", "rejected", "expired")
 """A candidate's possible statuses."""
@@ -106,8 +113,8 @@ class ReviewQueue:
     def _near_index(self, conn: sqlite3.Connection) -> StatementIndex:
         """Every candidate's statement, indexed (built once, then kept current by :meth:`add`)."""
         if self._near is None:
-            self._near = StatementIndex((r[0], r[1], r[2])
-                                        for r in conn.execute("SELECT id, body, summary FROM candidates"))
+            self._near = StatementIndex((r[0], r[1], r[2]) for r in conn.execute(
+                "SELECT id, body, summary FROM candidates WHERE kind != 'held'"))
         return self._near
 
     def _match(self, conn: sqlite3.Connection, c: NewCandidate, words: frozenset[str]) -> sqlite3.Row | None:
@@ -179,30 +186,36 @@ class ReviewQueue:
                 [e for e in evidence if e.get("reason") is None]  # its reason first: the proposal's
             conn.execute("UPDATE candidates SET kind = ?, rule = ?, topic = ?, proposal_action = ?, draft = 0"
                          " WHERE id = ?", (c.kind, c.rule, c.topic, c.proposal_action, row["id"]))
-        elif not added and score <= row["score"] and visible == bool(row["visible"]) and \
-                pinned == bool(row["pinned"]):
+        speaker = "person" if c.speaker == "person" else row["speaker"]  # the person said what the agent proposed
+        had = json.loads(row["flags"])
+        flags = had + [f for f in c.flags if f not in had]
+        if not takeover and not added and score <= row["score"] and visible == bool(row["visible"]) and \
+                pinned == bool(row["pinned"]) and speaker == row["speaker"] and len(flags) == len(had):
             return again, float(row["score"])
         conn.execute("UPDATE candidates SET evidence = ?, seen = seen + ?, score = ?, visible = ?, pinned = ?,"
-                     " agents = ?, projects = ? WHERE id = ?",
+                     " agents = ?, projects = ?, speaker = ?, flags = ?, flagged = ?, redacted = ? WHERE id = ?",
                      (json.dumps(evidence, ensure_ascii=False), added, round(score, 4), int(visible or pinned),
                       int(pinned), framed(e.get("agent") for e in evidence),
-                      framed(e.get("project") for e in evidence), row["id"]))
+                      framed(e.get("project") for e in evidence), speaker, json.dumps(flags, ensure_ascii=False),
+                      int(bool(flags)), int(bool(row["redacted"]) or c.redacted), row["id"]))
         self.merged += added
         return again, round(score, 4)
 
     def _insert(self, conn: sqlite3.Connection, c: NewCandidate, now: str) -> int | None:
         evidence = [e.to_json() for e in c.evidence]
+        norm = c.norm if c.kind != HELD else f"h:{c.file}#{c.message_id}"  # a held topic's change: its own, always
         cur = conn.execute(
             "INSERT OR IGNORE INTO candidates (key, kind, topic, summary, body, chars, over_budget, session_id, file,"
             " seq, message_id, source_kind, created_at, rule, score, seen, visible, pinned, norm, proposal_action,"
-            " evidence, agents, projects, scope, draft, queued_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (f"n:{c.norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
+            " evidence, agents, projects, scope, draft, queued_at, speaker, flags, flagged, redacted, diff)"
+            f" VALUES ({', '.join('?' * 31)})",
+            (f"n:{norm}", c.kind, c.topic, c.summary, c.body, c.chars, int(c.over_budget), c.session_id, c.file,
              c.seq, c.message_id, c.source_kind, now, c.rule, round(c.score, 4), max(1, len(evidence)),
-             int(c.pinned or c.visible and not is_draft(c)), int(c.pinned), c.norm, c.proposal_action,
+             int(c.pinned or c.visible and not is_draft(c)), int(c.pinned), norm, c.proposal_action,
              json.dumps(evidence, ensure_ascii=False), framed(e["agent"] for e in evidence),
              framed(e["project"] for e in evidence), self.scope_of(c) if self.scope_of is not None else "user",
-             int(is_draft(c)), now))
+             int(is_draft(c)), now, c.speaker, json.dumps(list(c.flags), ensure_ascii=False), int(bool(c.flags)),
+             int(c.redacted), c.diff))
         return cur.lastrowid if cur.rowcount == 1 else None
 
     def add(self, items: Iterable[NewCandidate], cursor: CursorRow | None = None,
@@ -210,7 +223,9 @@ class ReviewQueue:
         """Add the new statements, merge the ones seen before, put each session's best rule drafts on show
         (:func:`.queue_offers.offer`), and store ``cursor``, in one transaction.
 
-        A statement equal to (or a near-duplicate of) a pending candidate merges into it; one
+        Each goes through the door first (:func:`~mmd.candidates.screening.screen_candidate`: redacted, escaped, its
+        speaker and flags set), so the identity compared and stored is the screened statement's. A statement equal
+        to (or a near-duplicate of) a pending candidate merges into it; one
         equal to an accepted or rejected candidate is dropped; one equal to an expired candidate merges into
         it and brings it back (pending, hidden until a place is found for it) when it is pinned or, outside a
         first backfill, seen in a session the candidate was not seen in.
@@ -224,6 +239,7 @@ class ReviewQueue:
         Raises:
             sqlite3.Error: if the database cannot be written (nothing of the call is kept).
         """
+        screened = [screen_candidate(c) for c in items]  # before the transaction: the screen is CPU work
         conn = self.db.conn()
         now = self._now_iso()
         ids: list[int] = []
@@ -231,7 +247,7 @@ class ReviewQueue:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
                 drafts: dict[str, list[Sighting]] = {}
-                for c in items:
+                for c in screened:
                     seen = self._one(conn, c, now, allowance, ids)
                     if seen is not None:
                         drafts.setdefault(_session_key(c), []).append(seen)
@@ -252,14 +268,15 @@ class ReviewQueue:
         """Add or merge one statement (see :meth:`add`); its :class:`.Sighting` when it is a rule draft held by a
         rule draft's row, whatever its status (its place is :func:`.queue_offers.offer`'s, and one the pipeline shows
         counts in its session's budget even when decided), else None."""
-        row = self._match(conn, c, shingles(c.body))
+        row = self._match(conn, c, shingles(c.body)) if c.kind != HELD else None
         if row is None:
             cid = self._insert(conn, c, now)
             if cid is None:
                 return None
             ids.append(cid)
-            with self._near_lock:  # later candidates of this call match it too
-                self._near_index(conn).add(cid, c.body, c.summary)
+            with self._near_lock:  # later candidates of this call match it too (a held topic never merges)
+                if c.kind != HELD:
+                    self._near_index(conn).add(cid, c.body, c.summary)
             return Sighting(cid, c.visible, False, True, c.score) if is_draft(c) else None
         if row["status"] == "expired" and (c.pinned or allowance is None and self._elsewhere(row, c)):
             conn.execute("UPDATE candidates SET status = 'pending', decided_at = NULL, reason = NULL, visible = 0,"
@@ -301,6 +318,18 @@ class ReviewQueue:
         row = self._match(conn, c, shingles(c.body))
         return row_json(row) if row is not None else None
 
+    def screen_older(self) -> int:
+        """Screen the rows an older schema stored unscreened (:func:`.queue_screen.screen_older`); how many.
+
+        Raises:
+            sqlite3.Error: if the database cannot be written (the rows done stay done).
+        """
+        done = screen_older(self.db.conn())
+        if done:
+            with self._near_lock:
+                self._near = None  # rebuilt from the screened statements
+        return done
+
     def known(self, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` (:func:`~mmd.candidates.identity.norm_key` of statements) the queue's history holds."""
         wanted = list(keys)
@@ -318,7 +347,8 @@ class ReviewQueue:
              first: str | None = None) -> tuple[list[CandidateJson], int]:
         """Candidates with ``status`` (or ``"all"``): ``(page, total matching)``.
 
-        Pending candidates come highest score first (ties: oldest first); other statuses oldest first.
+        Pending candidates come highest score first (ties: oldest first), flagged ones after every other one; other
+        statuses oldest first.
 
         Args:
             hidden: include pending candidates hidden by their session's budget (decided ones are always listed).
@@ -332,7 +362,7 @@ class ReviewQueue:
             first: pending candidates proposed to this root (a project key) come before the others.
         """
         conn = self.db.conn()
-        clauses, args = _filters(project=project, agent=agent, session=session, scope=scope)
+        clauses, args = filters(project=project, agent=agent, session=session, scope=scope)
         if status != "all":
             clauses.append("status = ?")
             args.append(status)
@@ -342,7 +372,7 @@ class ReviewQueue:
         elif not hidden:  # the budget hides pending candidates only: a decided one is listed whatever it was
             clauses.append("(visible = 1 OR status != 'pending')")
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        order = "score DESC, id" if status == "pending" else "id"
+        order = "flagged, score DESC, id" if status == "pending" else "id"
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]
         ordering: tuple[Any, ...] = ()
         if first is not None and status == "pending":
@@ -355,7 +385,7 @@ class ReviewQueue:
                  scope: str | None = None) -> dict[str, int]:
         """What the default view leaves out among the candidates these filters select (as :meth:`list` reads
         them): ``{hidden, expired, heldBack}`` (:func:`.queue_offers.left_out`)."""
-        clauses, args = _filters(project=project, agent=agent, session=session, scope=scope)
+        clauses, args = filters(project=project, agent=agent, session=session, scope=scope)
         return offers.left_out(self.db.conn(), " AND ".join(clauses), args)
 
     def below(self, score: float) -> builtins.list[int]:
@@ -449,28 +479,3 @@ class ReviewQueue:
         self.refresh_counts()
         return self.get(candidate_id)
 
-
-def _filters(*, project: str | None, agent: str | None, session: str | None,
-             scope: str | None) -> tuple[list[str], list[Any]]:
-    """The SQL conditions (and their arguments) of :meth:`ReviewQueue.list`'s filters but status and score."""
-    clauses: list[str] = []
-    args: list[Any] = []
-    if session is not None:
-        clauses.append("session_id = ?")
-        args.append(session)
-    if agent is not None:
-        clauses.append("instr(agents, ?) > 0")
-        args.append(f"\n{agent}\n")
-    if scope is not None:
-        clauses.append("scope = ?")
-        args.append(scope)
-    if project is not None:  # the project or a folder below it (a session started in a subfolder of the repo)
-        clauses.append("(instr(projects, ?) > 0 OR instr(projects, ?) > 0)")
-        if "/" not in project and project.endswith("…"):  # a name as the list cut it: its folder's start
-            args += [f"/{project[:-1]}"] * 2
-        elif "/" not in project:  # a folder's name, as `queue list` shows it: the project's last folder
-            args += [f"/{project}\n", f"/{project}/"]
-        else:
-            folder = project.rstrip("/")
-            args += [f"\n{folder or '/'}\n", f"\n{folder}/"]
-    return clauses, args

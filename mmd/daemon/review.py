@@ -1,6 +1,6 @@
 """The review use-cases: list, show, accept, reject and undo review-queue candidates.
 
-Owns: the decisions on candidates — an acceptance writes through the memory
+Owns: the decisions on candidates (a ``held`` topic's are :mod:`.holds`') — an acceptance writes through the memory
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
 accepted (a new note, or appended to a note: ``into``, or the candidate's
 ``append`` proposal; an agent's proposal may also replace a note's text or
@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmd.candidates.proposals import is_proposal, summary_to_write
 from mmd.core.errors import ErrorCode, MMError
@@ -29,8 +29,13 @@ from mmd.wire.methods import ID_DIGITS, INT_LIMIT
 from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAcceptResult, QueueListResult
 
 from .home import USER, Home
-from .queue import ReviewQueue
+from .previous import kept as _kept
+from .previous import previous as _previous
+from .queue import HELD, ReviewQueue
 from .state import MemoryState
+
+if TYPE_CHECKING:
+    from .holds import Holds
 
 __all__ = ["QUEUE_LIST_MAX", "QUEUE_STATUSES", "Review", "candidate_id"]
 
@@ -73,6 +78,8 @@ class Review:
         self.state = home.user.state
         self.queue = queue
         self._deciding = asyncio.Lock()
+        self.holds: Holds | None = None
+        """The held topics' decisions (:mod:`.holds`): a ``held`` candidate is accepted, rejected and undone there."""
 
     @property
     def pending(self) -> int:
@@ -208,11 +215,13 @@ class Review:
             DaemonError(E_EXISTS): if the topic has a note and ``replace`` is false; the candidate stays pending.
             DaemonError(E_CONFLICT), MMError(E_INVALID | E_IO): as the state's write; the candidate stays pending.
         """
-        q = self._queue()
+        self._queue()
         async with self._deciding:
             cand = await self.get(raw_id)
             if cand["status"] not in _OPEN:
                 raise _decided(cand)
+            if cand["kind"] == HELD and self.holds is not None:
+                return await self.holds.accept(self, cand, topic=topic, content=content, summary=summary, tags=tags)
             state = await self.target(cand, project)
             if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
@@ -245,7 +254,7 @@ class Review:
             outcome = await state.write(
                 topic, cand["body"] if content is None else content, if_revision=if_revision,
                 summary=cand["summary"] if summary is None else summary, tags=tags, cause="accept")
-            return await self._accepted(q, state, cand, outcome, previous)
+            return await self.accepted(state, cand, outcome, previous)
 
     async def _append(self, state: MemoryState, cand: CandidateJson, into: str, *, content: str | None,
                       summary: str | None, tags: str | Sequence[str] | None,
@@ -254,7 +263,6 @@ class Review:
         lock is held).
 
         The note keeps its summary unless ``summary`` is given (a new note takes the candidate's)."""
-        q = self._queue()
         latest = state.current
         existing = latest.note(into)
         previous = _previous(state, into)
@@ -265,7 +273,7 @@ class Review:
             into, body, if_revision=latest.revision if if_revision is None else if_revision,
             summary=summary if summary is not None else None if existing is not None else cand["summary"], tags=tags,
             budget=max(len(body), existing.entry.write_budget) if existing else None, cause="accept")
-        return await self._accepted(q, state, cand, outcome, previous)
+        return await self.accepted(state, cand, outcome, previous)
 
     async def _delete(self, state: MemoryState, cand: CandidateJson, if_revision: int | None) -> QueueAcceptResult:
         """Accept a deletion (a conflict whose lost version is the topic's deletion, or an agent's proposal to delete
@@ -274,13 +282,14 @@ class Review:
         topic = cand["topic"]
         previous = _previous(state, topic)
         outcome = await state.delete(topic, if_revision=latest.revision if if_revision is None else if_revision)
-        return await self._accepted(self._queue(), state, cand, outcome, previous, deleted=True)
+        return await self.accepted(state, cand, outcome, previous, deleted=True)
 
-    async def _accepted(self, q: ReviewQueue, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
-                        previous: dict[str, Any] | None, deleted: bool = False) -> QueueAcceptResult:
+    async def accepted(self, state: MemoryState, cand: CandidateJson, outcome: dict[str, Any],
+                       previous: dict[str, Any] | None, deleted: bool = False) -> QueueAcceptResult:
         """Mark the candidate accepted after ``outcome`` (a write to ``state``'s root, or a delete), journaling what
         :meth:`undo` needs: the root's scope, the note's text before (``previous``) and the sha256 of the text
         written (``deleted``: the note was deleted); a refused write leaves it pending."""
+        q = self._queue()
         if not outcome.get("ok"):
             return {"ok": False, "candidate": cand, "write": outcome}
         written = {"topic": outcome["topic"], "revision": outcome["revision"], "previous": previous,
@@ -289,6 +298,20 @@ class Review:
             written["deleted"] = True
         decided = await asyncio.to_thread(q.decide, cand["id"], "accepted", written=written)
         return {"ok": True, "candidate": decided or cand, "write": outcome}
+
+    async def refuse_flagged(self, raw_id: int | str) -> None:
+        """Refuse a flagged candidate in a bulk accept (issue 29): a person names it alone, or says so (``flagged``).
+
+        Raises:
+            DaemonError(E_INVALID): when ``raw_id`` is flagged, its message naming the id and why (``data.flags``).
+            DaemonError(E_UNAVAILABLE | E_INVALID | E_NOT_FOUND): as :meth:`get`.
+        """
+        cand = await self.get(raw_id)
+        if cand.get("flags") and cand["status"] == "pending":
+            why = "; ".join(f"{f['kind']}: {f['why']}" for f in cand["flags"])
+            raise DaemonError(ErrorCode.E_INVALID, f"candidate {cand['id']} is flagged ({why}); a bulk accept takes "
+                              f"no flagged candidate: accept it alone, or with --flagged", id=cand["id"],
+                              flags=cand["flags"])
 
     async def decide_many(self, raw_ids: Sequence[int | str],
                           one: Callable[[int | str], Awaitable[Any]]) -> dict[str, Any]:
@@ -357,6 +380,8 @@ class Review:
                 return cand
             if cand["status"] not in _OPEN:
                 raise _decided(cand)
+            if cand["kind"] == HELD and self.holds is not None:
+                await self.holds.reject(cand)  # the version before it comes back
             decided = await asyncio.to_thread(q.decide, cand["id"], "rejected", reason=reason)
             return decided or cand
 
@@ -383,7 +408,9 @@ class Review:
             if cand["status"] == "pending":
                 raise DaemonError(ErrorCode.E_INVALID, f"candidate {cand['id']} is pending: there is nothing to undo")
             out: dict[str, Any] = {"ok": True, "reverted": None}
-            if cand["status"] == "accepted":
+            if cand["kind"] == HELD and self.holds is not None:
+                out.update(await self.holds.undo(cand))  # the text that arrived, held again
+            elif cand["status"] == "accepted":
                 out.update(await self._revert(await asyncio.to_thread(q.last_acceptance, cand["id"])))
             reopened = await asyncio.to_thread(q.reopen, cand["id"], cand["status"])
             return {**out, "candidate": reopened or await self.get(cand["id"])}
@@ -421,12 +448,13 @@ class Review:
     @staticmethod
     async def _write_back(state: MemoryState, topic: str, previous: dict[str, Any], revision: int,
                           how: str, later: dict[str, Any]) -> dict[str, Any]:
-        """Write ``previous`` (``{body, summary, tags, writeBudget}``) back as ``topic`` at ``revision``:
-        ``{reverted: how, revision, **later}``.
+        """Write ``previous`` (``{body, summary, tags, writeBudget}``, or ``{version}``: :func:`.previous.kept`) back as
+        ``topic`` at ``revision``: ``{reverted: how, revision, **later}``.
 
         Raises:
-            DaemonError(E_CONFLICT): if the write is refused (its message says why).
+            DaemonError(E_CONFLICT): if the write is refused (its message says why), or the version is not kept.
         """
+        previous = await _kept(state, topic, previous)
         done = await state.write(topic, previous["body"], if_revision=revision,
                                  summary=previous.get("summary", ""), tags=previous.get("tags") or [],
                                  budget=max(previous.get("writeBudget") or 0, len(previous["body"])) or None,
@@ -435,15 +463,6 @@ class Review:
             raise DaemonError(DaemonCode.E_CONFLICT, f"{topic}: the text before the acceptance cannot be restored "
                               f"({done.get('message')})", topic=topic, revision=revision)
         return {"reverted": how, "revision": done["revision"], **later}
-
-
-def _previous(state: MemoryState, topic: str) -> dict[str, Any] | None:
-    """What an acceptance may replace: the note's ``{body, summary, tags, writeBudget}``, or None."""
-    before = state.current.note(topic)
-    if before is None:
-        return None
-    return {"body": before.body, "summary": before.entry.summary, "tags": list(before.entry.tags),
-            "writeBudget": before.entry.write_budget}
 
 
 def _folders(cand: CandidateJson) -> list[str]:

@@ -79,6 +79,8 @@ class MemoryState(PinnedSessions):
         self.store = self._store(options)
         self.sessions: dict[str, Session] = {}
         self._current: Snapshot | None = None
+        self.previous: Snapshot | None = None
+        """The revision before the current one (what ``on_change`` handlers compare it with), None before the second."""
         self.fingerprints: Fingerprints = {}
         self.lock = asyncio.Lock()
         self._queue: deque[Queued] = deque()
@@ -454,7 +456,7 @@ class MemoryState(PinnedSessions):
                               revision=self.revision)
 
     def _install(self, revision: Revision, session_id: str | None, cause: str | None) -> None:
-        self._current = revision.snapshot
+        self.previous, self._current = self._current, revision.snapshot
         self.fingerprints = revision.fingerprints
         if session_id is not None and session_id in self.sessions:
             self.sessions[session_id].pending_writes += 1

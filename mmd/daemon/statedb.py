@@ -6,7 +6,8 @@ the versioned schema (``PRAGMA user_version``), one connection per thread
 ingest cursors. The review queue's rows live in the same database; their
 queries are in :mod:`.queue`.
 
-Tables (schema version 5; version 4 lacked the ``expired`` status, ``candidates.draft``, ``offered_by`` and
+Tables (schema version 6; version 5 lacked ``candidates.speaker``, ``flags``, ``flagged``, ``redacted`` and
+``diff``; version 4 lacked the ``expired`` status, ``candidates.draft``, ``offered_by`` and
 ``queued_at`` and the ``budgets`` table; version 3 lacked ``candidates.scope``; version 1 lacked the
 ``inject_*`` and ``due_announced`` tables, versions 1 and 2 the review queue's columns of issue 13 and
 ``extractors``: an upgrade adds them in place)::
@@ -15,7 +16,8 @@ Tables (schema version 5; version 4 lacked the ``expired`` status, ``candidates.
                 rule, score, seen, visible, pinned, norm (the statement's identity), proposal_action,
                 evidence (JSON list), agents and projects (``\n``-framed sets, for filters); schema 5 added
                 draft (a rule draft, inside its session's budget), offered_by (the session whose budget
-                it took a place in) and queued_at (when it last entered the queue), and ``expired``
+                it took a place in) and queued_at (when it last entered the queue), and ``expired``; schema 6
+                speaker, flags (JSON list of ``{kind, why}``), flagged, redacted and diff (issue 29)
     budgets     one row per agent session with rule drafts: the most it may offer (:mod:`.queue_offers`)
     extractors  one row per ended session the extractor command ran on (``session``: agent + id or file)
     cursors     one row per ingested file: where reading stopped (JSON cursor + its key fields)
@@ -49,8 +51,8 @@ __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "SCHEMA_VERSION", "CursorRow", "StateDB
 
 DB_NAME = "state.db"
 """The database file, inside ``<root>/.mmd/``."""
-SCHEMA_VERSION = 5
-"""``PRAGMA user_version`` of the schema this module creates (1 to 4 are upgraded in place, see
+SCHEMA_VERSION = 6
+"""``PRAGMA user_version`` of the schema this module creates (1 to 5 are upgraded in place, see
 :func:`_migrate_candidates` and :func:`_migrate_statuses`)."""
 BUSY_TIMEOUT_MS = 5000
 """How long a connection waits for another one's write lock, milliseconds."""
@@ -140,10 +142,18 @@ _CANDIDATE_COLUMNS = (
     ("draft", "INTEGER NOT NULL DEFAULT 0"),
     ("offered_by", "TEXT"),
     ("queued_at", "TEXT"),
+    ("speaker", "TEXT NOT NULL DEFAULT ''"),
+    ("flags", "TEXT NOT NULL DEFAULT '[]'"),
+    ("flagged", "INTEGER NOT NULL DEFAULT 0"),
+    ("redacted", "INTEGER NOT NULL DEFAULT 0"),
+    ("diff", "TEXT"),
 )
-"""Columns schemas 3 to 5 add to ``candidates`` (name, SQL type and default): 4 added ``scope``, the root a
+"""Columns schemas 3 to 6 add to ``candidates`` (name, SQL type and default): 4 added ``scope``, the root a
 candidate is proposed to (``user`` or a project key, ``docs/projects.md``); 5 added ``draft``, ``offered_by``
-and ``queued_at`` (see :mod:`.queue_offers`; a NULL ``queued_at`` reads as ``created_at``)."""
+and ``queued_at`` (see :mod:`.queue_offers`; a NULL ``queued_at`` reads as ``created_at``); 6 added what the
+queue's door found (:mod:`mmd.candidates.screening`): ``speaker``, ``flags`` and ``flagged`` (it has any),
+``redacted`` and a held topic's ``diff`` (a row of an older schema has ``speaker`` '' until the queue screens it
+at start)."""
 _SCHEMA_3 = """
 CREATE INDEX IF NOT EXISTS candidates_by_norm ON candidates (norm);
 CREATE INDEX IF NOT EXISTS candidates_by_score ON candidates (status, visible, score);
@@ -161,12 +171,15 @@ CREATE TABLE IF NOT EXISTS extractors (
 );
 """
 _RANKED = """
-CREATE INDEX IF NOT EXISTS candidates_ranked ON candidates (status, visible, score DESC, id);
-CREATE INDEX IF NOT EXISTS candidates_ranked_all ON candidates (status, score DESC, id)
+DROP INDEX IF EXISTS candidates_ranked;
+DROP INDEX IF EXISTS candidates_ranked_all;
+CREATE INDEX IF NOT EXISTS candidates_ranked_flagged ON candidates (status, visible, flagged, score DESC, id);
+CREATE INDEX IF NOT EXISTS candidates_ranked_flagged_all ON candidates (status, flagged, score DESC, id)
 """
-"""The queue's pages in their order (best score first, then oldest), visible or all: a page of 100 out of
-100,000 reads 100 rows instead of sorting them all (the review page, ``bench/web_bench.py``). Made on
-every open (``IF NOT EXISTS``), so a database of this schema version gets them too."""
+"""The queue's pages in their order (flagged ones last, best score first, then oldest), visible or all: a page of
+100 out of 100,000 reads 100 rows instead of sorting them all (the review page, ``bench/web_bench.py``). Made on
+every open (``IF NOT EXISTS``), so a database of this schema version gets them too (schema 4's, without
+``flagged``, are dropped)."""
 _WHO = {"user": "human", "assistant": "assistant", "compaction": "summary"}
 _WEIGHTS = {"uri": 2.0, "explicit": 2.0, "summary": 0.6, "heading": 0.4}
 

@@ -203,7 +203,7 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: list[str], unchanged: int,
-                max_bytes: int) -> str:
+                max_bytes: int, origins: Mapping[str, str]) -> str:
     counts = ", ".join(f"{len(topics)} {word}" for topics, word in
                        ((added, "added"), (updated, "updated"), (removed, "removed")) if topics)
     header = (f"Memory mm://{prep.memory_id}/ changed since you last saw it: {counts}; {unchanged} unchanged "
@@ -212,8 +212,9 @@ def _delta_text(prep: Prepared, added: list[str], updated: list[str], removed: l
     def lines() -> Iterator[str]:
         for word, topics in (("added ", added), ("updated ", updated)):
             for topic in topics:
+                origin = origins.get(topic)  # a sync's or an outside edit's change says so (issue 29)
                 yield note_block(prep.order[prep.rank[topic]], prep.bodies.get(topic, ""), prep.memory_id,
-                                 prep.command, word)
+                                 prep.command, f"{word}({origin}) " if origin else word)
         for topic in removed:
             yield f"- removed {topic}"
 
@@ -233,7 +234,8 @@ def _reminder_text(prep: Prepared, due: list[tuple[str, str]], max_bytes: int) -
 
 
 def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, today: date,
-                   max_bytes: int = DEFAULT_MAX_BYTES, uses: Mapping[str, int] | None = None) -> Injection:
+                   max_bytes: int = DEFAULT_MAX_BYTES, uses: Mapping[str, int] | None = None,
+                   origins: Mapping[str, str] | None = None) -> Injection:
     """What to inject for a client whose last committed view is ``view`` (None: never injected).
 
     A baseline carries the text of the newest and most used notes and names the rest
@@ -247,6 +249,8 @@ def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, to
         max_bytes: budget of the text in UTF-8 bytes (default :data:`~mmd.inject.baseline.DEFAULT_MAX_BYTES`);
             what does not fit is named by count, and the new view still records it.
         uses: topic → how often agents read the note: a baseline's order (:func:`mmd.inject.content.use_order`).
+        origins: topic → where its last change came from when that was no write through mmd (``sync``,
+            ``outside edit``): a delta's line says it (``- added (sync) build-setup: …``).
 
     Returns:
         The :class:`Injection`; see the module docstring for the modes.
@@ -270,7 +274,7 @@ def plan_injection(view: ClientView | None, snapshot: Snapshot | Prepared, *, to
         unchanged = len(current) - len(changed)
         gone = len(old) - (unchanged + len(updated))  # topics of the view that are no longer current
         removed = sorted(t for t in old if t not in current) if gone else []
-        text = _delta_text(prep, added, updated, removed, unchanged, max_bytes)
+        text = _delta_text(prep, added, updated, removed, unchanged, max_bytes, origins or {})
         return Injection("delta", text, tuple(added), tuple(updated), tuple(removed), unchanged, (),
                          ClientView(current, reminded))
     due = _due_unreminded(prep, reminded, today)

@@ -20,13 +20,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .hidden import Hidden, escape_hidden, find_hidden
+    from .hidden import Hidden, escape_hidden, find_hidden, reveal
     from .instructions import Flag, flags
     from .secrets import Finding, find_secrets, redact
 
 # Names load on first use (PEP 562): the core's write door imports .hidden alone.
-_HOME = {"Hidden": "hidden", "escape_hidden": "hidden", "find_hidden": "hidden", "Flag": "instructions",
-         "flags": "instructions", "Finding": "secrets", "find_secrets": "secrets", "redact": "secrets"}
+_HOME = {"Hidden": "hidden", "escape_hidden": "hidden", "find_hidden": "hidden", "reveal": "hidden",
+         "Flag": "instructions", "flags": "instructions", "Finding": "secrets", "find_secrets": "secrets",
+         "redact": "secrets"}
 
 
 def __getattr__(name: str) -> Any:
@@ -35,4 +36,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["Finding", "Flag", "Hidden", "escape_hidden", "find_hidden", "find_secrets", "flags", "redact"]
+__all__ = ["Finding", "Flag", "Hidden", "escape_hidden", "find_hidden", "find_secrets", "flags", "redact", "reveal"]

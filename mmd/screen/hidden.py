@@ -1,7 +1,7 @@
 """Hidden text: characters that change what a reader sees, or hide what an agent reads (issue 29).
 
 Owns: the one table of hidden characters and its exceptions, :func:`find_hidden`,
-:func:`has_hidden` and :func:`escape_hidden`. Hidden are
+:func:`has_hidden`, :func:`escape_hidden` and :func:`reveal` (what hidden text says, for a screen to read). Hidden are
 
 - bidi controls: U+202A–202E (embeddings, overrides), U+2066–2069 (isolates),
   U+200E/U+200F (marks) and U+061C (Arabic letter mark);
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["Hidden", "escape_hidden", "find_hidden", "has_hidden"]
+__all__ = ["Hidden", "escape_hidden", "find_hidden", "has_hidden", "reveal"]
 
 _CANDIDATES = re.compile(
     "[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"  # bidi
@@ -161,3 +161,17 @@ def escape_hidden(text: str) -> str:
     from .spans import replace_spans
 
     return replace_spans(text, ((h.index, h.index + 1, f"\\u{{{ord(h.char):04X}}}") for h in found))
+
+
+def reveal(text: str) -> str:
+    """``text`` as an agent reading it would take it in, for a screen to read (:func:`mmd.screen.instructions.flags`):
+    each hidden tag character (U+E0020–E007E) as the ASCII character it spells, every other hidden character
+    dropped (``ig\u200bnore`` reads ``ignore``); the rest unchanged. Never shown to a person: :func:`escape_hidden`
+    is what a surface shows."""
+    found = find_hidden(text)
+    if not found:
+        return text
+    from .spans import replace_spans
+
+    return replace_spans(text, ((h.index, h.index + 1, chr(ord(h.char) - 0xE0000) if 0xE0020 <= ord(h.char) <= 0xE007E
+                                 else "") for h in found))

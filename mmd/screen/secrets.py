@@ -311,8 +311,9 @@ def _token_like(text: str) -> bool:
     return any(_DIGIT.search(run.group()) for run in _TOKEN_RUN.finditer(text))
 
 
-def _candidates(text: str) -> Iterator[tuple[int, int, int, str]]:
-    """``(priority, start, end, kind)`` of every match, before overlaps are resolved (lower priority wins)."""
+def _candidates(text: str, providers: bool) -> Iterator[tuple[int, int, int, str]]:
+    """``(priority, start, end, kind)`` of every match, before overlaps are resolved (lower priority wins);
+    ``providers``: ``detect-secrets``' patterns too."""
     lower = text.lower()
     for priority, (kind, regex, needles, folded) in enumerate(_own()):
         ends = -1
@@ -327,7 +328,7 @@ def _candidates(text: str) -> Iterator[tuple[int, int, int, str]]:
             if not _is_prose(kind, match, start, end):
                 yield priority, start, end, kind
     base = len(PATTERNS)
-    if _token_like(text):
+    if providers and _token_like(text):
         for kind, regex in _providers():
             for match in regex.finditer(text):
                 start, end = match.span()  # their groups mark a prefix as often as a value: take it all
@@ -337,15 +338,17 @@ def _candidates(text: str) -> Iterator[tuple[int, int, int, str]]:
         yield base + 1, start, end, "high-entropy token"
 
 
-def find_secrets(text: str) -> list[Finding]:
+def find_secrets(text: str, *, providers: bool = True) -> list[Finding]:
     """Every secret in ``text``, in order of position; overlapping matches count once, as the most specific kind.
-    Redactions already there (:data:`MARKER_RE`) are never found again."""
+    Redactions already there (:data:`MARKER_RE`) are never found again. ``providers=False`` leaves out
+    ``detect-secrets``' provider patterns (:data:`VENDOR_KINDS`): a last guard on text already screened (a hook's
+    output) never pays for loading them; every kind of the own table is still found."""
     if not text:
         return []
     taken: list[tuple[int, int, str]] = [(s, e, "") for s, e in (m.span() for m in MARKER_RE.finditer(text))] \
         if "‹" in text else []
     taken.sort()
-    for _, start, end, kind in sorted(_candidates(text)):
+    for _, start, end, kind in sorted(_candidates(text, providers)):
         at = bisect.bisect_left(taken, (start,))
         if end <= start or (at < len(taken) and taken[at][0] < end) or (at and taken[at - 1][1] > start):
             continue  # empty, or overlapping a redaction or a more specific finding (taken never overlap)
@@ -359,10 +362,11 @@ def find_secrets(text: str) -> list[Finding]:
     return found
 
 
-def redact(text: str) -> str:
+def redact(text: str, *, providers: bool = True) -> str:
     """``text`` with each secret's value replaced by ``‹secret: <kind>›`` (:func:`marker`); stable (the same text
-    always gives the same result) and idempotent (``redact(redact(t)) == redact(t)``)."""
-    found = find_secrets(text)
+    always gives the same result) and idempotent (``redact(redact(t)) == redact(t)``). ``providers``: as for
+    :func:`find_secrets`."""
+    found = find_secrets(text, providers=providers)
     if not found:
         return text
     from .spans import replace_spans

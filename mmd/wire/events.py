@@ -112,7 +112,8 @@ class NudgeEvent(TypedDict):
     agent's session whose log went quiet for ``daemon.sessionIdleSeconds`` (and, for DSH, with its lock
     released): then ``agent`` is the source (``dsh`` | ``claude-code`` | ``codex``), ``project`` the
     session's working directory (None when the log does not say) and ``source`` the log's path.
-    ``due`` lists the topics whose review date has come (today or earlier, UTC), most overdue first.
+    ``due`` lists the topics whose review date has come (today or earlier, UTC), most overdue first. A ``sync``
+    nudge about a project root's index names it (``scope``: its key).
     A ``session-end`` nudge also names the session's ``proposals`` (the agent's own, ``[{id, status, topic,
     summary}]``, oldest first). A ``distill`` nudge (issue 28) is for an agent's session that ran a few prompts
     without proposing anything (``nudge.distill = "once"``): ``distill`` is the one line to give the agent,
@@ -123,6 +124,7 @@ class NudgeEvent(TypedDict):
     at: str
     reason: str
     queuePending: int
+    scope: NotRequired[str]
     sessionId: NotRequired[str]
     source: NotRequired[str]
     agent: NotRequired[str]

@@ -149,7 +149,8 @@ QUEUE_LIST = Method("queue.list", {"status": Param(_STR), "limit": Param(_INT), 
 QUEUE_GET = Method("queue.get", {"id": Param(_ID, True)}, idempotent=True)
 QUEUE_ACCEPT = Method("queue.accept", {
     "id": Param(_IDS, True), "topic": Param(_STR), "into": Param(_STR), "content": Param(_STR),
-    "summary": Param(_STR), "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL), **_SCOPE})
+    "summary": Param(_STR), "tags": Param(_TAGS), "ifRevision": Param(_INT), "replace": Param(_BOOL),
+    "flagged": Param(_BOOL), **_SCOPE})
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_IDS), "below": Param(_NUM), "reason": Param(_STR)})
 QUEUE_UNDO = Method("queue.undo", {"id": Param(_ID, True)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
@@ -162,8 +163,8 @@ MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT), **_SCOPE}, idempot
 # The root's history and sync (issue 18): log and restore read the version history without --git (issue 29), the
 # others answer E_UNAVAILABLE without it. REV: a commit, ``r42`` or (versions) ``v17``.
 MEMORY_LOG = Method("memory.log", {"topic": Param(_STR), "limit": Param(_INT), **_SCOPE}, idempotent=True)
-MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR)}, idempotent=True)
-MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True)})
+MEMORY_DIFF = Method("memory.diff", {"rev": Param(_STR, True), "other": Param(_STR), **_SCOPE}, idempotent=True)
+MEMORY_REVERT = Method("memory.revert", {"rev": Param(_STR, True), **_SCOPE})
 MEMORY_RESTORE = Method("memory.restore", {"topic": Param(_STR, True), "at": Param(_STR, True), **_SCOPE})
 MEMORY_SYNC = Method("memory.sync", idempotent=True)
 # The agent proposes, the person decides (issue 28): a candidate marked as the agent's, in the review queue.

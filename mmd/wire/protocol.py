@@ -218,6 +218,15 @@ class CandidateJson(TypedDict):
     written: NotRequired[dict[str, Any]]
     scope: NotRequired[str]
     """The root the candidate is proposed to: ``user`` or a project key (``docs/projects.md``)."""
+    speaker: str
+    """Who said it (issue 29): ``person`` | ``agent`` | ``summary`` | ``remote`` | ``outside-edit``."""
+    flags: list[dict[str, str]]
+    """What the queue's door found, ``[{kind, why}]`` (an instruction aimed at an agent, ``secret``, ``hidden
+    text``); empty when none. A flagged pending candidate is listed last and never accepted in bulk unnamed."""
+    redacted: bool
+    """A secret's value was replaced by ``‹secret: <kind>›`` in its text."""
+    diff: NotRequired[str]
+    """A held topic's change (kind ``held``: a sync's or an outside edit's), unified, as the door shows it."""
 
 
 class QueueListResult(TypedDict):

@@ -1,9 +1,10 @@
 """``mmctl log|diff|revert|restore|sync``: the root's history and sync.
 
 ``log`` and ``restore`` work on every root: a daemon run with ``--git`` answers from the git
-history, any other daemon and ``mmctl`` alone from the version history every write keeps
-(``.mmd/versions.db``, issue 29); ``diff``, ``revert`` and ``sync`` need a daemon run with
-``--git``. REV is a revision ``r42`` of THIS root, a kept version ``v17`` (``log`` lists them),
+history (a project root's commits, topics and ``rN`` its own: ``--project``), any other daemon
+and ``mmctl`` alone from the version history every write keeps (``.mmd/versions.db``, issue 29);
+``diff``, ``revert`` and ``sync`` need a daemon run with ``--git`` (``sync`` syncs every root of
+the home at once). REV is a revision ``r42`` of THIS root, a kept version ``v17`` (``log`` lists them),
 or a commit (any commit-ish git knows; revision numbers are per root: another machine's ``r42``
 is named by its commit hash; ``log`` prints the hash beside each and marks other roots'
 commits). A revert or a restore is a new write under every budget, never a history rewrite.
@@ -149,6 +150,11 @@ def cmd_restore(ctx: Ctx) -> int:
     return EXIT_OK if result.get("ok") else EXIT_FAILED
 
 
+def _root_words(scope: str) -> str:
+    """``the user root``, or ``the project root <key>``."""
+    return "the user root" if scope == "user" else f"the project root {scope}"
+
+
 def _few(items: list[Any]) -> str:
     """The first :data:`SHOWN` of ``items``, then how many more."""
     named = ", ".join(str(i) for i in items[:SHOWN])
@@ -201,15 +207,18 @@ def sync_lines(result: dict[str, Any]) -> list[str]:
         lines.append(f"push: {where} at {str(result.get('head'))[:10]}")
     conflicts = result.get("conflicts", [])
     for conflict in conflicts[:SHOWN]:
-        lines.append(f"conflict: {conflict.get('topic', conflict.get('path'))} changed on both sides, "
-                     f"{conflict.get('kept')} kept")
+        scope = conflict.get("scope") or "user"
+        named = conflict.get("path") or (conflict["topic"] if scope == "user" else f"{scope}/{conflict['topic']}")
+        lines.append(f"conflict: {named} changed on both sides, {conflict.get('kept')} kept")
     if len(conflicts) > SHOWN:
         lines.append(f"conflict: … and {len(conflicts) - SHOWN} more")
     if result.get("queued"):
         queued = result["queued"]
         lines.append(f"queued: {len(queued)} candidate(s), {_few(queued)} (`mmctl queue show ID`)")
     if result.get("indexOverBudget"):
-        lines.append("the merged MEMORY.md is over its caps: consolidate it (writes are refused until it fits)")
+        where = ", ".join(_root_words(s) for s in result.get("overBudget") or []) or "the root"
+        lines.append(f"the merged MEMORY.md of {where} is over its caps: consolidate it (writes are refused until "
+                     "it fits)")
     if result.get("ahead") is not None:
         lines.append(f"now {result['ahead']} ahead, {result['behind']} behind {where}; revision {result['revision']}")
     return lines

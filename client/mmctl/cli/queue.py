@@ -1,16 +1,22 @@
 """``mmctl queue list|show|accept|reject`` and ``mmctl merge``: the daemon's review queue (needs the daemon).
 
-Text output is a table for ``list`` (id, score, seen, kind, project, proposed
-topic, summary) and aligned ``key  value`` rows plus the evidence for
-``show``; ``--json`` prints the daemon's ``queue.*`` value as one line of
-JSON. ``merge`` joins notes through the daemon when one runs, else through
-the files under the root's lock.
+Text output is a table for ``list`` (id, score, seen, kind, who said it, root,
+proposed topic, summary; a flagged candidate's flags, each with its why, on the
+lines below it) and aligned ``key  value`` rows plus the flags, a held topic's
+diff and the evidence for ``show``; hidden text is shown escaped whatever the
+daemon sent; ``--json`` prints the daemon's ``queue.*`` value as one line of
+JSON. ``accept`` of several ids takes no flagged one unless ``--flagged``.
+``merge`` joins notes through the daemon when one runs, else through the files
+under the root's lock.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any
+
+from mmd.candidates.labels import flag_lines, is_flagged, speaker_of
+from mmd.screen.hidden import escape_hidden
 
 from ..errors import RpcError
 from ..render import candidates, cut, proposal_lines, table, terminal_width
@@ -19,7 +25,7 @@ from .parser import UsageError
 
 __all__ = ["cmd_merge", "cmd_queue", "every_candidate"]
 
-_COLUMNS = ("id", "score", "seen", "kind", "root", "topic", "summary")
+_COLUMNS = ("id", "score", "seen", "kind", "by", "root", "topic", "summary")
 
 
 _MARKS = {"append": "+", "replace": "~", "delete": "-"}
@@ -123,9 +129,12 @@ def _queue_table(result: Any, status: str, offset: int = 0, filtered: bool = Fal
     head = _queue_head(len(items), total, pending, status, offset, filtered, left, days, listed_hidden)
     if not items:
         return head + "\n"
+    flagged = sum(map(is_flagged, items))
+    warn = f"\n⚑ {flagged} flagged (listed last): read why first; a bulk accept takes none of them unless --flagged." \
+        if flagged else ""
     return (head + ":\n\n" + _rows(items) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
             "accept or reject it (+topic: accepting appends to that note; ~topic replaces its text, -topic deletes "
-            "it: an agent's proposal).\n")
+            "it: an agent's proposal)." + warn + "\n")
 
 
 NARROW = 110
@@ -152,28 +161,42 @@ def _rows(items: list[Any], width: int | None = None) -> str:
     width = terminal_width() if width is None else width
     states = [_state(c) for c in items]
     cells: list[tuple[Any, ...]] = [(c.get("id", ""), f"{float(c.get('score') or 0):.2f}", c.get("seen", 1),
-                                     c.get("kind", ""), _project(c), _proposed(c), c.get("summary", "")) for c in items]
+                                     c.get("kind", ""), speaker_of(c), _project(c), escape_hidden(_proposed(c)),
+                                     escape_hidden(str(c.get("summary", "")))) for c in items]
     columns: tuple[str, ...] = _COLUMNS
-    wide: tuple[int | None, ...] = (8, 6, 5, 12, 24, 32, None)
-    narrow: tuple[int | None, ...] = (8, 6, 5, 10, 16, None)
+    wide: tuple[int | None, ...] = (8, 6, 5, 12, 12, 24, 32, None)
+    narrow: tuple[int | None, ...] = (8, 6, 5, 10, 8, 16, None)
     if any(states):
         columns = (*_COLUMNS[:3], "state", *_COLUMNS[3:])
         cells = [(*row[:3], state, *row[3:]) for row, state in zip(cells, states, strict=True)]
         wide, narrow = (*wide[:3], 24, *wide[3:]), (*narrow[:3], 16, *narrow[3:])
     if width >= NARROW:
-        return "\n".join(table([columns, *cells], wide, width))
+        lines = table([columns, *cells], wide, width)
+        out = lines[:1]
+        for line, c in zip(lines[1:], items, strict=True):
+            out += [line, *_flagged(c, width)]
+        return "\n".join(out)
     lines = table([columns[:-1], *(row[:-1] for row in cells)], narrow, width)
     out = [lines[0] + "  (summary below)"]
-    for line, row in zip(lines[1:], cells, strict=True):
-        out += [line, "    " + cut(str(row[-1]), max(20, width - 4))]
+    for line, row, c in zip(lines[1:], cells, items, strict=True):
+        out += [line, "    " + cut(str(row[-1]), max(20, width - 4)), *_flagged(c, width)]
     return "\n".join(out)
 
 
+def _flagged(c: dict[str, Any], width: int) -> list[str]:
+    """A flagged candidate's flags, one indented line each, cut to the terminal (``queue show`` has them whole)."""
+    return ["    " + cut(escape_hidden(line), max(20, width - 4)) for line in flag_lines(c)]
+
+
 def _show(candidate: dict[str, Any]) -> str:
-    rows = [(k, v) for k, v in candidate.items() if k not in ("body", "evidence", "source")]
+    rows: list[tuple[str, Any]] = [(k, escape_hidden(v) if isinstance(v, str) else v) for k, v in candidate.items()
+                                   if k not in ("body", "evidence", "source", "flags", "diff")]
     if isinstance(candidate.get("proposal"), dict):  # the note's whole text is shown below, not in a row
         rows = [(k, {x: y for x, y in v.items() if x != "current"} if k == "proposal" else v) for k, v in rows]
-    out = aligned(rows) + f"\n{candidate.get('body', '')}\n"
+    out = aligned(rows) + "".join(f"\n{escape_hidden(line)}" for line in flag_lines(candidate))
+    out += f"\n{escape_hidden(str(candidate.get('body', '')))}\n"
+    if candidate.get("diff"):
+        out += f"\nwhat changed (held until a person accepts it):\n{escape_hidden(str(candidate['diff']))}\n"
     evidence = candidate.get("evidence") or []
     if candidate.get("kind") == "conflict" and evidence:
         return out + "\n" + "".join(_version(e, label) for e, label in zip(
@@ -186,9 +209,9 @@ def _show(candidate: dict[str, Any]) -> str:
                             if isinstance(pos.get(k), int))  # a line as editors count it (from 1; stored from 0)
             out += (f"- {e.get('at') or '?'} {e.get('agent')} {e.get('who')} in {e.get('project') or '?'} "
                     f"(session {e.get('sessionId') or '-'}, {e.get('file')}{where})\n"
-                    f"  > {e.get('quote', '')}\n")
+                    f"  > {escape_hidden(str(e.get('quote', '')))}\n")
     said = proposal_lines(candidate)  # an agent's proposal: who, why, and what accepting changes
-    return out + ("\n" + "\n".join(said) + "\n" if said else "")
+    return out + ("\n" + "\n".join(escape_hidden(line) for line in said) + "\n" if said else "")
 
 
 def _version(e: dict[str, Any], label: str) -> str:
@@ -197,7 +220,7 @@ def _version(e: dict[str, Any], label: str) -> str:
     who = " ".join(x for x in (pos.get("machine"), f"(root {pos['root'][:8]})" if pos.get("root") else "") if x)
     commit = str(pos.get("uuid") or "-")[:12]
     return (f"- {label}: commit {commit}{f' by {who}' if who else ''}, {e.get('at') or 'time unknown'} "
-            f"({e.get('file')})\n  > {e.get('quote', '')}\n")
+            f"({e.get('file')})\n  > {escape_hidden(str(e.get('quote', '')))}\n")
 
 
 def _candidate_id(raw: str) -> str | int:
@@ -392,10 +415,13 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
     a = ctx.args
     failed = 0
     target = _accept_target(ctx) if sub == "accept" else None
+    bulk = sub == "accept" and len(ids) > 1 and not a.flag("--flagged")
     for raw in ids:
         cid = _candidate_id(raw)
         try:
-            if sub == "accept":
+            if bulk and is_flagged(cand := client.queue_get(cid)) and cand.get("status") == "pending":
+                result = {"ok": False, "id": cid, "error": {"code": "E_INVALID", "message": _refused_flagged(cand)}}
+            elif sub == "accept":
                 result = client.queue_accept(cid, topic=a.text("--topic"), content=content, into=a.text("--into"),
                                              summary=a.text("--summary"), tags=a.text("--tags"),
                                              replace=a.flag("--replace"), project=target)
@@ -409,6 +435,13 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
     if not ctx.json and sub != "undo" and failed < len(ids):
         _what_is_left(ctx, client)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _refused_flagged(cand: dict[str, Any]) -> str:
+    """Why a bulk accept left a flagged candidate pending, naming its flags and the two ways to accept it."""
+    why = "; ".join(line.removeprefix("⚑ ") for line in flag_lines(cand))
+    return (f"not accepted: it is flagged ({escape_hidden(why)}); accept it alone (mmctl queue accept {cand['id']}) "
+            "or pass --flagged")
 
 
 def _accept_target(ctx: Ctx) -> str | None:

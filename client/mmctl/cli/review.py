@@ -10,7 +10,9 @@ candidate is pending again), ``q`` quit. A candidate is shown as the page shows
 a card: its body once, wrapped at words to the terminal's width (wide characters
 take two columns), the summary and an evidence quote only where they say
 something the body does not (:mod:`mmd.candidates.labels`), and one line of
-where it was said. Candidates come by score (highest first), filtered by
+where it was said, who said it (the person, the agent, a summary, a remote, an
+outside edit) and, in red, each flag with its why (hidden text shown escaped).
+Candidates come by score (highest first, flagged ones last), filtered by
 ``--project``, ``--agent`` and ``--min-score``; at the end of the list, the ones
 that came in meanwhile follow. Colours only on a terminal and without
 ``NO_COLOR``; on a terminal a key needs no Enter, otherwise one key per line is
@@ -24,7 +26,8 @@ import os
 import sys
 from typing import Any
 
-from mmd.candidates.labels import project_of, quote_besides, score_of, summary_besides
+from mmd.candidates.labels import flag_lines, project_of, quote_besides, rank_key, speaker_words, summary_besides
+from mmd.screen.hidden import escape_hidden
 from mmd.wire.methods import QUEUE_ACCEPT
 
 from ..errors import RpcError
@@ -131,7 +134,7 @@ class _Screen:
 
     def show(self, cand: dict[str, Any], at: int, total: int) -> None:
         """The candidate as a card: heading, body once (wrapped), what else is worth saying, its proposal."""
-        meta = [str(cand.get("kind", "")), project_of(cand)]
+        meta = [str(cand.get("kind", "")), speaker_words(cand), project_of(cand)]
         if "score" in cand:
             meta.append(f"score {cand['score']}")
         if "seen" in cand:
@@ -144,15 +147,18 @@ class _Screen:
             self.say(self.style(line, "1"))
         for line in wrap(" · ".join(meta), self.width, "  "):
             self.say(self.style(line, "2"))
+        for flag in flag_lines(cand):
+            for line in wrap(escape_hidden(flag), self.width, "  "):
+                self.say(self.style(line, "31"))
         summary = summary_besides(cand)
         if summary:
-            for line in wrap(summary, self.width, "  "):
+            for line in wrap(escape_hidden(summary), self.width, "  "):
                 self.say(self.style(line, "3"))
-        for line in wrap(cand.get("body", ""), self.width, "  "):
+        for line in wrap(escape_hidden(str(cand.get("body", ""))), self.width, "  "):
             self.say(line)
         where = _where(cand)
         quote = quote_besides(cand)
-        for line in wrap(f"{where} — “{quote}”" if quote else where, self.width, "  > "):
+        for line in wrap(escape_hidden(f"{where} — “{quote}”" if quote else where), self.width, "  > "):
             self.say(self.style(line, "2"))
         changes = proposal_lines(cand)
         for line in changes:  # an agent's proposal: who, why, and what accepting changes
@@ -252,8 +258,7 @@ def _into(client: Any, cand: dict[str, Any], into: str) -> dict[str, Any] | None
 
 def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], screen: _Screen) -> bool:
     """At the end of the list: append the pending candidates that came in meanwhile; True when some did."""
-    fresh = sorted((c for c in _pending(client, ctx) if c["id"] not in seen),
-                   key=lambda c: (-score_of(c), c["id"]))
+    fresh = sorted((c for c in _pending(client, ctx) if c["id"] not in seen), key=rank_key)
     if fresh:
         screen.say(f"{len(fresh)} new candidate(s) came in meanwhile")
         seen.update(c["id"] for c in fresh)
@@ -264,7 +269,7 @@ def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], 
 def cmd_review(ctx: Ctx) -> int:
     """``review [--project P] [--agent A] [--min-score N]``: the keyboard loop (see the module docstring)."""
     client = ctx.need_daemon("review").client
-    todo = sorted(_pending(client, ctx), key=lambda c: (-score_of(c), c["id"]))
+    todo = sorted(_pending(client, ctx), key=rank_key)
     screen = _Screen(ctx)
     decided: list[tuple[dict[str, Any], str]] = []
     counts = {"accepted": 0, "rejected": 0, "skipped": 0, "undone": 0}

@@ -133,7 +133,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                  choices=AGENTS), Opt("--session", "ID", "list: only candidates first seen in this agent session"),
              Opt("--topic", "T", "accept: write under this topic"),
              Opt("--into", "T", "accept: append to this note instead of writing a new one"),
-             _CONTENT, _FILE_BODY, _SUMMARY, _TAGS,
+             _CONTENT, _FILE_BODY, _SUMMARY, _TAGS, Opt("--flagged", None, "accept: flagged ones too", "switch"),
              Opt("--replace", None, "accept: replace an existing note", "switch"),
              Opt("--below", "S", "reject: every pending candidate scoring below S"),
              Opt("--dry-run", None, "reject --below: list what would be rejected, reject nothing", "switch"),
@@ -145,8 +145,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                    "  reject ID [ID…]   reject each for good (--reason; --below S: all under S; --dry-run lists)\n"
                    "  undo ID [ID…]     put each decided or expired one back to pending (undoes an accept's write)\n\n"
                    "Each id of accept, reject or undo is reported on its own line; the exit code is 1 if any failed\n"
-                   "(an id already decided counts as failed). The list shows the visible candidates, best first;\n"
-                   "--all or --min-score the rest. Deciding empties it; drafts pending 30 days (or held back) expire."),
+                   "(an id already decided, or a flagged one among several without --flagged, counts as failed).\n"
+                   "The list shows the visible candidates, best first, flagged last; --all or --min-score the rest.\n"
+                   "Deciding empties it; drafts pending 30 days (or held back) expire."),
     Command("project", "project", "the memory home's roots: list; show [KEY|PATH]; adopt TOPIC… --project P (move "
             "notes of the user root into P's root; docs/projects.md)", (Pos("action", "what to do", choices=(
                 "list", "show", "adopt"), default="list"), Pos("name", "a key or folder; adopt: topics", many=True)),

@@ -90,7 +90,7 @@ class SessionMemory:
         raise NotImplementedError
 
     async def queue(self, action: str, **params: Any) -> Any:
-        """``queue.<action>`` (``list`` | ``accept`` | ``reject``) with the given params."""
+        """``queue.<action>`` (``list`` | ``get`` | ``accept`` | ``reject``) with the given params."""
         raise NotImplementedError
 
     async def propose(self, **params: Any) -> dict[str, Any]:
@@ -265,7 +265,7 @@ class DaemonMemory(SessionMemory):
         return result
 
     async def queue(self, action: str, **params: Any) -> Any:
-        if action not in ("list", "accept", "reject"):
+        if action not in ("list", "get", "accept", "reject"):
             raise ValueError(f"unknown queue action {action!r}")
         return await getattr(self.client, f"queue_{action}")(**params)
 

@@ -5,7 +5,8 @@ Tools: ``mem_read``, ``mem_write``, ``mem_search``, ``mem_budget``,
 ``mem_write`` and ``mem_delete`` are proposals for a person to review, :mod:`.agents`), ``mem_propose``, ``mem_delete``,
 ``mem_due`` (notes whose review date has come), ``mem_inject`` (the index
 once, then only what changed), ``mem_reload`` (a new snapshot) and ``mem_queue_list``, ``mem_queue_accept``,
-``mem_queue_reject`` (the daemon's review queue). One frozen snapshot per
+``mem_queue_reject`` (the daemon's review queue: a flagged candidate is listed without its words and
+never accepted here, a person decides it; issue 29). One frozen snapshot per
 connection (:mod:`.memory`); the resources (:mod:`.resources`) show the latest revision. Every tool returns both a
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
@@ -167,6 +168,17 @@ def _candidate_id(raw: str | int) -> str | int:
     return int(raw) if digits else raw
 
 
+def _for_agent(candidate: dict[str, Any]) -> dict[str, Any]:
+    """A candidate as an agent may see it (issue 29): a flagged one without its words (summary, body, quotes, diff:
+    an instruction flagged is never repeated to an agent), saying who decides it."""
+    if not candidate.get("flags"):
+        return candidate
+    kinds = ", ".join(dict.fromkeys(str(f.get("kind")) for f in candidate["flags"]))
+    words = f"(flagged: {kinds}; its text waits for a person: mmctl queue show {candidate.get('id')})"
+    shown = {k: v for k, v in candidate.items() if k not in ("diff", "evidence", "source")}
+    return {**shown, "summary": words, "body": words, "flags": [{"kind": f.get("kind")} for f in candidate["flags"]]}
+
+
 def _summary_and_body(candidate: dict[str, Any]) -> str:
     """A candidate's summary, then its body on the next line; the text once when they are the same."""
     summary, body = str(candidate.get("summary", "")), str(candidate.get("body", ""))
@@ -316,16 +328,21 @@ class MemoryTools(ProposalTools):
 
     async def mem_queue_list(self, status: str | None = None, limit: int | None = None,
                              all: bool = False) -> Annotated[CallToolResult, QueueOut]:
-        items = candidates(await self._queue("list", status=status, limit=limit, all=all))
+        items = [_for_agent(c) for c in candidates(await self._queue("list", status=status, limit=limit, all=all))]
         lines = [f"{len(items)} {status or 'pending'} candidate(s):"] + [
-            f"- id {c.get('id')} [{c.get('status', '')}] topic {c.get('topic')} ({c.get('kind')}, "
-            f"{c.get('chars')} chars, score {c.get('score', 0)}, seen {c.get('seen', 1)}): "
+            f"- id {c.get('id')} [{c.get('status', '')}] topic {c.get('topic')} ({c.get('kind')}, said by "
+            f"{c.get('speaker', '?')}, {c.get('chars')} chars, score {c.get('score', 0)}, seen {c.get('seen', 1)}): "
             f"{_summary_and_body(c)}" for c in items]
         return _result("\n".join(lines) + "\n", {"ok": True, "candidates": items})
 
     async def mem_queue_accept(self, id: str | int, topic: str | None = None, content: str | None = None,
                                summary: str | None = None, tags: str | None = None, replace: bool = False,
                                into: str | None = None) -> Annotated[CallToolResult, QueueOut]:
+        flagged = (await self._queue("get", candidate_id=_candidate_id(id))).get("flags")
+        if flagged:  # a flagged candidate waits for a person (issue 29): an agent never accepts it
+            kinds = ", ".join(dict.fromkeys(str(f.get("kind")) for f in flagged))
+            raise ToolError(f"E_INVALID: candidate {id} is flagged ({kinds}): a person decides it (mmctl queue show "
+                            f"{id}, then mmctl queue accept {id}, or the review page); an agent cannot accept it")
         result = await self._queue("accept", candidate_id=_candidate_id(id), topic=topic, content=content,
                                    summary=summary, tags=tags, replace=replace, into=into)
         write = result.get("write") or {}

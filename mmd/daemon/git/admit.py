@@ -7,7 +7,7 @@ them, or brings an index entry whose ``file`` names no note (``../x``, an absolu
 outside ``memories/``: :func:`mmd.core.rootfs.note_problem`). Either would leave the root unusable:
 every write refused as over budget, or an entry no reader may follow. The topics the remote brings
 then become review candidates instead (kind ``conflict``, one per topic, the remote's whole note as
-the body, in :func:`~.remote.conflict_record`'s shape), and the root stays as it was; the remote's
+the body, in :func:`~.homemerge.conflict_record`'s shape), and the root stays as it was; the remote's
 deletions are not candidates (the local topic simply stays). Never does: git writes, the review queue
 (the daemon adds the candidates), the network.
 """

@@ -1,38 +1,48 @@
-"""The memory root's history in git: one commit per revision, and what the history can tell.
+"""The memory home's history in git: one commit per revision, and what the history can tell, per root.
 
-Owns: :class:`GitHistory` — committing the root's files after a revision
-(message ``write deploy-region (r42)``, with ``Mmd-Revision`` / ``Mmd-Topics`` /
-``Mmd-Root`` trailers so ``r42`` can be found again), the root's id
-(``.mmd/root-id``: which root made a commit), the log (per topic, JSON-able), the
-diff between two revisions, a topic's note at a revision, and the plan a
-revert needs. Reverts and restores are NOT performed here: the daemon
-performs them as new writes under every budget, never as a history rewrite.
-Never commits ``.mmd/`` (``.gitignore``, see :mod:`.repo`). Never does: sync.
+Owns: :class:`GitHistory` — committing the home's files after revisions of its roots (message
+``write deploy-region (r42)``, trailers of :mod:`.message` so ``r42`` can be found again), the log (per
+root and topic, JSON-able), the diff between two revisions, a topic's note at a revision, and the plan a
+revert needs. The home is one repository: the user root at its top, each project root its folder
+``projects/<key>/`` (:mod:`.layout`); :meth:`GitHistory.scoped` is the view of one root, whose paths,
+topics and revision numbers are that root's. Reverts and restores are NOT performed here: the daemon
+performs them as new writes under every budget, never as a history rewrite. Never commits ``.mmd/``
+(``.gitignore``, see :mod:`.repo`). Never does: sync.
 
-Revision numbers are local: two roots sharing a remote both make an ``r42``. So
-``r42`` means the one commit recording revision 42 made by THIS root (its
-``Mmd-Root`` trailer is this root's id; a commit made before the trailer existed
-counts when it is the only candidate); several or none: refused, naming the
-candidates by commit hash (a hash always works).
+Revision numbers are per root: two homes sharing a remote both make an ``r42``, and a project root numbers
+its own. So ``r42`` of a root means the one commit recording revision 42 of THAT root (``Mmd-Revision`` for
+the user root, ``Mmd-Project-Revision: <key> 42`` for a project's) made by THIS home (its ``Mmd-Root``
+trailer is this home's id; a commit made before the trailer existed counts when it is the only candidate);
+several or none: refused, naming the candidates by commit hash (a hash always works).
 """
 
 from __future__ import annotations
 
+import copy
 import os
-import re
-import secrets
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mmd.core.durable import atomic_write
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.format import parse_index, parse_note
 from mmd.core.model import IndexEntry
-from mmd.core.paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME
+from mmd.core.projects import PROJECTS_DIR
 
+from .layout import USER_SCOPE, prefix, scoped_topic, split, split_topic, sub_tree
+from .message import (
+    MACHINE_TRAILER,
+    NAME_MAX,
+    PROJECT_REVISION_TRAILER,
+    ROOT_ID_NAME,
+    clean_name,
+    commit_message,
+    machine_name,
+    project_revisions,
+    root_id,
+)
 from .runner import Git, GitError
 from .tree import TreeEntry, identity_env, read_blobs, read_tree
 
@@ -42,77 +52,16 @@ __all__ = ["CAUSES", "MACHINE_TRAILER", "NAME_MAX", "ROOT_ID_NAME", "GitHistory"
 CAUSES = ("write", "delete", "external edit", "revert", "restore", "accept", "sync")
 """Usual commit causes; any short phrase is accepted."""
 
-_REV = re.compile(r"^r(\d+)$")
-_ROOT_ID = re.compile(r"^[0-9a-f]{8,64}$")
-ROOT_ID_NAME = "root-id"
-"""The root id's file name inside ``.mmd/`` (never committed: a fresh clone makes a new id)."""
+_SEP = "\x1d"
 _TRAILERS = ("%(trailers:key=Mmd-Revision,valueonly,separator=%x20)%x1f"
-             "%(trailers:key=Mmd-Root,valueonly,separator=%x20)")
-_SUBJECT_TOPICS = 4
-"""Most topics named in a commit subject; the trailer lists them all."""
-MACHINE_TRAILER = "Mmd-Machine"
-"""Every mmd commit's trailer naming the machine (its host name) that made it, beside ``Mmd-Root``."""
-NAME_MAX = 64
-"""Most characters of a machine name (a longer one, from a commit, is cut)."""
-
-
-def clean_name(raw: str) -> str:
-    """A machine name as commits record it: letters, digits, ``.``, ``_`` and ``-`` only, at most :data:`NAME_MAX`
-    (anything else dropped: a remote commit's trailer is read as an attacker's)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "", raw.strip())[:NAME_MAX]
-
-
-def machine_name() -> str:
-    """This machine's name for commits: its host name, cleaned (:func:`clean_name`; ``unknown`` when empty)."""
-    return clean_name(socket.gethostname()) or "unknown"
-
-
-def root_id(root: Path) -> str:
-    """This root's id (16 hex digits), from ``<root>/.mmd/root-id``; made and written there on first use.
-
-    Raises:
-        OSError: if a new id cannot be written (the root is gone or read-only).
-    """
-    path = root / STATE_DIR / ROOT_ID_NAME
-    try:
-        text = path.read_text(encoding="ascii").strip()
-        if _ROOT_ID.match(text):
-            return text
-    except (OSError, UnicodeDecodeError):
-        pass
-    made = secrets.token_hex(8)
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    atomic_write(path, f"{made}\n".encode("ascii"), mode=0o600)
-    return made
-
-
-def commit_message(revisions: Sequence[int], cause: str, topics: Sequence[str], root: str | None = None,
-                   machine: str | None = None, extra: Sequence[str] = ()) -> str:
-    """``write deploy-region (r42)`` plus the ``Mmd-Revision``, ``Mmd-Topics``, ``Mmd-Root`` and ``Mmd-Machine``
-    trailers, then the ``extra`` trailer lines (a merge's ``Mmd-Conflict``, :mod:`.versions`).
-
-    More than four topics are counted in the subject (``write 12 topics (r40, r41)``); ``root`` is the
-    id of the root making the commit (see :func:`root_id`), ``machine`` the machine's (:func:`machine_name`).
-    """
-    named = ", ".join(topics) if len(topics) <= _SUBJECT_TOPICS else f"{len(topics)} topics"
-    revs = ", ".join(f"r{r}" for r in revisions)
-    subject = " ".join(part for part in (cause, named, f"({revs})" if revs else "") if part)
-    trailers = []
-    if revisions:
-        trailers.append("Mmd-Revision: " + " ".join(str(r) for r in revisions))
-    if topics:
-        trailers.append("Mmd-Topics: " + " ".join(topics))
-    if root:
-        trailers.append(f"Mmd-Root: {root}")
-    if machine:
-        trailers.append(f"{MACHINE_TRAILER}: {machine}")
-    trailers += extra
-    return subject + ("\n\n" + "\n".join(trailers) if trailers else "") + "\n"
+             "%(trailers:key=Mmd-Root,valueonly,separator=%x20)%x1f"
+             f"%(trailers:key={PROJECT_REVISION_TRAILER},valueonly,separator=%x1d)")
 
 
 @dataclass(frozen=True, slots=True)
 class RootAt:
-    """The memory files at one commit: its tree, the parsed index entries by topic, MEMORY.md's text ('' if none)."""
+    """One root's memory files at one commit: its files (``{path relative to the root: entry}``), the parsed
+    index entries by topic, MEMORY.md's text ('' if none)."""
 
     commit: str | None
     tree: dict[str, TreeEntry]
@@ -133,10 +82,11 @@ class RootAt:
 
 
 class GitHistory:
-    """Commits and reads the history of one memory root (the repository's top level).
+    """Commits and reads the history of the memory home (the repository's top level is the user root), or, as
+    :meth:`scoped`'s view, of one of its roots.
 
     Args:
-        root: the root, already prepared by :func:`~.repo.ensure_repo`.
+        root: the user root, already prepared by :func:`~.repo.ensure_repo`.
         env: the environment git runs with (default ``os.environ``).
 
     Raises:
@@ -146,8 +96,22 @@ class GitHistory:
     def __init__(self, root: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
         self.root = Path(os.path.abspath(root))
         self.git = Git(self.root, env, alone=True)  # the root's own repository, never one around it
+        self.scope = USER_SCOPE
+        """Whose history this is: ``user``, or a project root's key (see :meth:`scoped`)."""
         self._identity: dict[str, str] | None = None
         self._root_id: str | None = None
+
+    def scoped(self, scope: str) -> GitHistory:
+        """The view of the root ``scope`` (``user`` or a project key): its files, topics, revisions and log, paths
+        relative to it; commits and the repository stay the home's."""
+        view = copy.copy(self)
+        view.scope = scope
+        return view
+
+    @property
+    def prefix(self) -> str:
+        """Where this view's root lives in the repository (``""``, or ``projects/<key>/``)."""
+        return prefix(self.scope)
 
     @property
     def identity(self) -> dict[str, str]:
@@ -158,7 +122,7 @@ class GitHistory:
 
     @property
     def root_id(self) -> str:
-        """This root's id (see :func:`root_id`), read or made once.
+        """This home's id (see :func:`~.message.root_id`, in the user root's ``.mmd/``), read or made once.
 
         Raises:
             MMError(E_IO): if a new id cannot be written.
@@ -177,28 +141,46 @@ class GitHistory:
             return None
         return done.stdout.decode().strip() or None
 
-    def stage(self) -> None:
-        """Stage the root's files as they are now (``git add --all``): what :meth:`commit` with ``staged``
-        records, whatever the files become meanwhile.
+    def stage(self, scopes: Sequence[str] | None = None) -> None:
+        """Stage the files of the roots ``scopes`` as they are now (``git add --all``; None: every file of the
+        home): what :meth:`commit` with ``staged`` records, whatever the files become meanwhile. The user root's
+        files are every path outside ``projects/``; a project root's, its folder.
 
         Raises:
             MMError(E_IO): if git fails.
         """
         try:
-            self.git.run("add", "--all", "--", ".")
+            self._add(scopes)
         except GitError as error:
             raise MMError(ErrorCode.E_IO, f"git add in {self.root} failed: {error.stderr}") from error
 
+    def _add(self, scopes: Sequence[str] | None) -> None:
+        if scopes is None:
+            self.git.run("add", "--all", "--", ".")
+            return
+        if USER_SCOPE in scopes:
+            self.git.run("add", "--all", "--", ".", f":(exclude){PROJECTS_DIR}")
+        folders = [prefix(s).rstrip("/") for s in sorted(set(scopes) - {USER_SCOPE})]
+        gone = [f for f in folders if not (self.root / f).is_dir()]
+        tracked = set(self.git.run("ls-files", "-z", "--", *gone).stdout.decode("utf-8", "surrogateescape")
+                      .split("\0")) if gone else set()
+        present = [f for f in folders if f not in gone or any(t.startswith(f + "/") for t in tracked)]
+        if present:  # a root neither on disk nor in the index has nothing to stage (git refuses such a path)
+            self.git.run("add", "--all", "--", *present)
+
     def commit(self, revisions: int | Sequence[int] | None, cause: str, topics: Sequence[str], *,
-               staged: bool = False) -> str | None:
-        """Commit the root's files as they are now (with ``staged``: as :meth:`stage` left them);
-        None when nothing changed.
+               staged: bool = False, scopes: Sequence[str] | None = None,
+               projects: Mapping[str, Sequence[int]] | None = None) -> str | None:
+        """Commit the files of the roots ``scopes`` as they are now (None: every file of the home; with
+        ``staged``: as :meth:`stage` left them); None when nothing changed.
 
         Args:
-            revisions: the revision (or the batch of revisions of a group commit) the files hold.
+            revisions: the user root's revision (or the batch of revisions of a group commit) the files hold.
             cause: what happened (``write``, ``delete``, ``external edit``, ``revert``, … see :data:`CAUSES`).
-            topics: the topics it touched, in order; empty: the notes whose files changed.
+            topics: the topics it touched, in order, a project root's as ``<key>/<topic>``; empty: the notes
+                whose files changed.
             staged: commit what :meth:`stage` staged, without staging the files again.
+            projects: ``{key: revisions}`` of the project roots the files hold.
 
         Returns:
             The new commit's id (hex), or None if the files equal HEAD's.
@@ -209,12 +191,12 @@ class GitHistory:
         revs = [revisions] if isinstance(revisions, int) else list(revisions or ())
         try:
             if not staged:
-                self.git.run("add", "--all", "--", ".")
+                self._add(scopes)
             if not topics:
                 topics = self.staged_topics()
-            done = self.git.run("commit", "--quiet", "-F", "-",
-                                input=commit_message(revs, cause, topics, self.root_id, machine_name()).encode(),
-                                env=self.identity, check=False)
+            message = commit_message(revs, cause, topics, self.root_id, machine_name(), projects=projects)
+            done = self.git.run("commit", "--quiet", "-F", "-", input=message.encode(), env=self.identity,
+                                check=False)
             if done.returncode != 0:
                 if b"nothing to commit" in done.stdout or b"nothing added to commit" in done.stdout:
                     return None
@@ -224,69 +206,84 @@ class GitHistory:
             raise MMError(ErrorCode.E_IO, f"git commit in {self.root} failed: {error.stderr}") from error
 
     def staged_topics(self) -> list[str]:
-        """Topics whose ``memories/<topic>.md`` differs between the index (staged) and HEAD, sorted."""
-        names = self.git.run("diff", "--cached", "--name-only", "--no-renames", "-z", "--", DETAIL_DIR,
-                             check=False).stdout.decode("utf-8", "replace").split("\0")
-        return sorted(n[len(DETAIL_DIR) + 1:-3] for n in names if n.endswith(".md") and n.count("/") == 1)
+        """Topics whose note differs between the index (staged) and HEAD, sorted, a project root's as
+        ``<key>/<topic>``."""
+        names = self.git.run("diff", "--cached", "--name-only", "--no-renames", "-z", check=False).stdout
+        return sorted(t for n in names.decode("utf-8", "replace").split("\0") if (t := _topic_of(n)) is not None)
 
     def last_revision(self) -> int:
-        """The highest revision number the newest commit recording one names; 0 when none does.
+        """The highest revision number of this view's root the newest commit recording one names; 0 when none does.
 
         A daemon that starts numbering at ``last_revision() + 1`` keeps ``r42`` unique in the root's history.
         """
-        fmt = "%(trailers:key=Mmd-Revision,valueonly,separator=%x20)"
-        done = self.git.run("log", "-1", f"--format={fmt}", "--grep", "^Mmd-Revision:", check=False)
-        numbers = [int(r) for r in done.stdout.decode().split() if r.isdigit()]
-        return max(numbers, default=0)
+        if self.scope == USER_SCOPE:
+            fmt, grep = "%(trailers:key=Mmd-Revision,valueonly,separator=%x20)", "^Mmd-Revision:"
+        else:
+            fmt = f"%(trailers:key={PROJECT_REVISION_TRAILER},valueonly,separator=%x1d)"
+            grep = f"^{PROJECT_REVISION_TRAILER}: {self.scope} "
+        done = self.git.run("log", "-1", f"--format={fmt}", "--grep", grep, check=False)
+        values = done.stdout.decode("utf-8", "replace").strip()
+        return max(self._revisions(values, "") if self.scope == USER_SCOPE else self._revisions("", values), default=0)
+
+    def _revisions(self, user: str, projects: str) -> list[int]:
+        """This view's revision numbers among a commit's ``Mmd-Revision`` values (``user``) or, for a project
+        root, its ``Mmd-Project-Revision`` values (``projects``, joined by \\x1d)."""
+        if self.scope == USER_SCOPE:
+            return [int(r) for r in user.split() if r.isdigit()]
+        return project_revisions(projects, _SEP).get(self.scope, [])
 
     def resolve(self, rev: str) -> str:
-        """The commit id of ``rev``: ``r42`` (the one commit of THIS root recording revision 42) or any commit-ish.
+        """The commit id of ``rev``: ``r42`` (the one commit of THIS home recording revision 42 of this view's root)
+        or any commit-ish.
 
-        ``r42`` matches the commits whose ``Mmd-Root`` is this root's id; when none does, those without
+        ``r42`` matches the commits whose ``Mmd-Root`` is this home's id; when none does, those without
         the trailer (made before it existed). Exactly one must match.
 
         Raises:
             MMError(E_INVALID): if no such commit exists, or ``r42`` matches none or several: the message
                 lists the candidates by commit hash (another root's ``r42`` included).
         """
-        match = _REV.match(rev.strip())
-        if match:
-            return self._resolve_revision(rev.strip(), match.group(1))
+        text = rev.strip()
+        if text[:1] == "r" and text[1:].isdigit() and text[1:].isascii():
+            return self._resolve_revision(text, int(text[1:]))
         done = self.git.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False)
         if done.returncode != 0:
             raise MMError(ErrorCode.E_INVALID, f"{rev!r} is neither a revision (r42) nor a commit of {self.root}")
         return done.stdout.decode().strip()
 
-    def _resolve_revision(self, rev: str, number: str) -> str:
-        done = self.git.run("log", f"--format=%H%x1f%s%x1f{_TRAILERS}", "--grep", "^Mmd-Revision:", check=False)
+    def _resolve_revision(self, rev: str, number: int) -> str:
+        grep = "^Mmd-Revision:" if self.scope == USER_SCOPE else f"^{PROJECT_REVISION_TRAILER}: {self.scope} "
+        done = self.git.run("log", f"--format=%H%x1f%s%x1f{_TRAILERS}", "--grep", grep, check=False)
         found = []
         for line in done.stdout.decode("utf-8", "replace").splitlines():
-            commit, subject, revs, root = line.split("\x1f")
-            if number in revs.split():
+            commit, subject, revs, root, projects = line.split("\x1f")
+            if number in self._revisions(revs, projects):
                 found.append((commit, subject, root.strip()))
         own = [f for f in found if f[2] == self.root_id] or [f for f in found if not f[2]]
         if len(own) == 1:
             return own[0][0]
         listed = "; ".join(f"{c} {s!r}" + ("" if r == self.root_id else " (other root)" if r else " (no root recorded)")
                            for c, s, r in found)
+        where = self.root if self.scope == USER_SCOPE else f"the project root {self.scope}"
         if not found:
-            raise MMError(ErrorCode.E_INVALID, f"no commit records revision {rev} in {self.root}")
+            raise MMError(ErrorCode.E_INVALID, f"no commit records revision {rev} of {where}")
         why = f"{len(own)} commits of this root record {rev}" if own else f"no commit of this root records {rev}"
         raise MMError(ErrorCode.E_INVALID, f"{why} (revision numbers are per root): name the commit by its hash "
                       f"(`mmctl log` lists them); candidates: {listed}", details=listed)
 
-    def root_at(self, commit: str | None) -> RootAt:
-        """The files and index entries at ``commit`` (None: an empty root); an entry whose ``file`` is
-        not a safe path is kept as written (see :func:`mmd.core.format.parse_index`'s ``strict_files``).
+    def root_at(self, commit: str | None, tree: Mapping[str, TreeEntry] | None = None) -> RootAt:
+        """The files and index entries of this view's root at ``commit`` (None: an empty root); ``tree``: that
+        commit's whole tree when the caller has it. An entry whose ``file`` is not a safe path is kept as written
+        (see :func:`mmd.core.format.parse_index`'s ``strict_files``).
 
         Raises:
             MMError(E_PARSE): if that commit's MEMORY.md is not mm v1 (a heading that is not a topic).
         """
-        tree = read_tree(self.git, commit)
-        index = tree.get(INDEX_NAME)
+        files = sub_tree(read_tree(self.git, commit) if tree is None else tree, self.scope)
+        index = files.get(INDEX_NAME)
         text = read_blobs(self.git, [index.oid])[index.oid].decode("utf-8", "replace") if index else ""
         entries = {e.topic: e for e in parse_index(text, strict_files=False).entries} if text else {}
-        return RootAt(commit, tree, entries, text)
+        return RootAt(commit, files, entries, text)
 
     def parent(self, commit: str) -> str | None:
         """``commit``'s first parent, or None for a root commit."""
@@ -294,13 +291,16 @@ class GitHistory:
         return done.stdout.decode().strip() if done.returncode == 0 else None
 
     def log(self, topic: str | None = None, *, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest ``limit`` commits of the root (those touching ``topic`` when given), newest first.
+        """The newest ``limit`` commits of this view's root (those touching ``topic`` when given), newest first.
 
-        A commit's topics are its ``Mmd-Topics`` trailer, else the notes it changed.
+        A commit's topics are its ``Mmd-Topics`` trailer, else the notes it changed; it is this root's when
+        one of them is, or it records a revision of this root, or it names neither and changed a file of this
+        root (a commit naming nothing, a merge, is the user root's).
 
         Returns:
             ``[{commit, parents, date (ISO-8601), author, subject, revisions: [int], topics: [str], root (id or
-            None: not recorded), otherRoot (another root made it: its ``rN`` is not this root's)}]``.
+            None: not recorded), otherRoot (another home made it: its ``rN`` is not this root's)}]``; topics and
+            revisions are this root's.
         """
         fmt = f"%x1e%H%x1f%P%x1f%aI%x1f%an%x1f%s%x1f{_TRAILERS}%x1f%(trailers:key=Mmd-Topics,valueonly,separator=%x20)"
         done = self.git.run("-c", "core.quotePath=false", "log", f"--format={fmt}", "--name-only",
@@ -308,18 +308,30 @@ class GitHistory:
         out: list[dict[str, Any]] = []
         for chunk in done.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
             head, _, names = chunk.partition("\n")
-            commit, parents, date, author, subject, revs, root, topics = head.split("\x1f")
-            named = topics.split() or [p[len(DETAIL_DIR) + 1:-3] for p in names.split("\n")
-                                       if p.startswith(f"{DETAIL_DIR}/") and p.endswith(".md")]
+            commit, parents, date, author, subject, revs, root, projects, topics = head.split("\x1f")
+            files = [n for n in names.split("\n") if n]
+            listed = topics.split() or [t for f in files if (t := _topic_of(f)) is not None]
+            named = [t for s, t in filter(None, map(split_topic, listed)) if s == self.scope]
+            revisions = self._revisions(revs, projects)
+            if not (named or revisions) and not self._touches(topics.split(), revs + projects, files):
+                continue
             if topic is not None and topic not in named:
                 continue
             out.append({"commit": commit, "parents": parents.split(), "date": date, "author": author,
-                        "subject": subject, "revisions": [int(r) for r in revs.split() if r.isdigit()],
-                        "topics": named, "root": root.strip() or None,
+                        "subject": subject, "revisions": revisions, "topics": named, "root": root.strip() or None,
                         "otherRoot": bool(root.strip()) and root.strip() != self.root_id})
             if len(out) >= limit:
                 break
         return out
+
+    def _touches(self, topics: list[str], revisions: str, files: list[str]) -> bool:
+        """A commit that named no topic or revision of this root: its own, when it named none at all and changed a
+        file of it (a merge lists no file: the user root's)."""
+        if topics or revisions.strip():
+            return False
+        if not files:
+            return self.scope == USER_SCOPE
+        return any(split(f)[0] == self.scope for f in files)
 
     def _notes(self, state: RootAt, topics: Sequence[str]) -> dict[str, str]:
         oids = {t: o for t in topics if (o := state.note_oid(t)) is not None}
@@ -357,7 +369,9 @@ class GitHistory:
                          "before": _version(before.entries.get(t), old_bodies.get(t)) if was else None,
                          "after": _version(after.entries.get(t), new_bodies.get(t)) if now else None})
         base = old or self.git.out("hash-object", "-t", "tree", "/dev/null")
-        patch = self.git.run("diff", "--no-color", "--no-ext-diff", base, new, "--", INDEX_NAME, DETAIL_DIR,
+        where = self.prefix  # a project root's patch names its own paths (MEMORY.md, memories/…)
+        patch = self.git.run("diff", "--no-color", "--no-ext-diff", *([f"--relative={where}"] if where else []), base,
+                             new, "--", where + INDEX_NAME, where + DETAIL_DIR,
                              check=False).stdout.decode("utf-8", "replace")
         return {"from": old, "to": new, "topics": rows, "patch": patch}
 
@@ -409,3 +423,12 @@ class GitHistory:
 
 def _version(entry: IndexEntry | None, body: str | None) -> dict[str, Any]:
     return {"entry": entry.to_json() if entry else None, "body": body}
+
+
+def _topic_of(path: str) -> str | None:
+    """The topic (``<key>/<topic>`` in a project root) whose note is at the repository path ``path``, or None."""
+    scope, inner = split(path)
+    head, _, name = inner.partition("/")
+    if head != DETAIL_DIR or "/" in name or not name.endswith(".md"):
+        return None
+    return scoped_topic(scope, name[:-3])

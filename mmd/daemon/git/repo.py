@@ -1,14 +1,18 @@
-"""Making a memory root a git repository mmd can commit in (issue 18, "Opt-in").
+"""Making a memory home a git repository mmd can commit in (issue 18, "Opt-in"; issue 27, "Sync").
 
-Owns: :func:`ensure_repo` — the root becomes a repository if it is not one
+Owns: :func:`ensure_repo` — the user root becomes a repository if it is not one
 (``git init``), or the repository whose top level IS the root is used; a root
 inside some other repository is refused (mmd never commits on a user's
-project branch). It keeps ``.gitignore`` ignoring ``.mmd/`` (mmd's own state)
-and the atomic-write temp files, keeps ``.gitattributes`` naming the merge
-drivers for MEMORY.md and the notes, and registers those drivers in
-``.git/config`` by the absolute path of the installed command — at every
-start, since a clone has none. Everything is idempotent: a second call
-changes nothing. Never does: commits, history, merges.
+project branch). The home's project roots (``projects/<key>/``) are folders of
+that one repository. It keeps ``.gitignore`` ignoring ``.mmd/`` (mmd's own state),
+each project root's ``.mmd/`` and the atomic-write temp files, keeps
+``.gitattributes`` naming the merge drivers for every root's MEMORY.md and notes,
+and registers those drivers in ``.git/config`` by the absolute path of the
+installed command — at every start, since a clone has none. A repository made
+by an earlier version upgrades in place: the missing lines are appended (the
+result is byte for byte what a new repository gets) and a project root's
+``.mmd/`` committed before is untracked. Everything is idempotent: a second
+call changes nothing. Never does: commits, history, merges.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from pathlib import Path
 from mmd.core.durable import atomic_write
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME, STATE_DIR
+from mmd.core.projects import PROJECTS_DIR
 
 from .runner import Git, GitError
 
@@ -32,21 +37,30 @@ __all__ = ["ACCEPTED_FILES", "ATTRIBUTES_LINES", "DRIVER_NAME", "IGNORE_LINES", 
 DRIVER_NAME = "mmd-index"
 """The merge driver's name in ``.gitattributes`` and ``.git/config`` (``merge.mmd-index.driver``)."""
 
-IGNORE_LINES = (f"/{STATE_DIR}/", ".*.tmp")
-"""What ``.gitignore`` must hold: mmd's state folder and ``atomic_write``'s temp files."""
+_ROOT_IGNORE = (f"/{STATE_DIR}/", ".*.tmp")
+_ROOT_ATTRIBUTES = (f"/{INDEX_NAME} merge={DRIVER_NAME}", f"/{DETAIL_DIR}/*.md merge={DRIVER_NAME}")
+IGNORE_LINES = (*_ROOT_IGNORE, f"/{PROJECTS_DIR}/*/{STATE_DIR}/")
+"""What ``.gitignore`` must hold: mmd's state folder, each project root's, and ``atomic_write``'s temp files."""
 
-ATTRIBUTES_LINES = (f"/{INDEX_NAME} merge={DRIVER_NAME}", f"/{DETAIL_DIR}/*.md merge={DRIVER_NAME}")
-"""What ``.gitattributes`` must hold: MEMORY.md and the notes go through the driver."""
+ATTRIBUTES_LINES = (*_ROOT_ATTRIBUTES, f"/{PROJECTS_DIR}/*/{INDEX_NAME} merge={DRIVER_NAME}",
+                    f"/{PROJECTS_DIR}/*/{DETAIL_DIR}/*.md merge={DRIVER_NAME}")
+"""What ``.gitattributes`` must hold: every root's MEMORY.md and notes go through the driver."""
 
 _IGNORE_HEADER = "# mmd: its own state and temp files"
 _ATTRIBUTES_HEADER = "# mmd: merge the memory by topic"
 
+
+def _file(header: str, lines: Sequence[str]) -> bytes:
+    return ("\n".join((header, *lines)) + "\n").encode()
+
+
 ACCEPTED_FILES: dict[str, tuple[bytes, ...]] = {
-    ".gitignore": (("\n".join((_IGNORE_HEADER, *IGNORE_LINES)) + "\n").encode(),),
-    ".gitattributes": (("\n".join((_ATTRIBUTES_HEADER, *ATTRIBUTES_LINES)) + "\n").encode(),),
+    ".gitignore": (_file(_IGNORE_HEADER, IGNORE_LINES), _file(_IGNORE_HEADER, _ROOT_IGNORE)),
+    ".gitattributes": (_file(_ATTRIBUTES_HEADER, ATTRIBUTES_LINES), _file(_ATTRIBUTES_HEADER, _ROOT_ATTRIBUTES)),
 }
 """The versions of ``.gitignore`` and ``.gitattributes`` a remote may bring (byte for byte): those mmd writes
-in a new root, this version's and earlier ones'. Any other version (a rule that stops ignoring ``.mmd/``, an
+in a new root, this version's (every root of the home) and earlier ones' (the user root's alone, before project
+roots were synced: a machine not upgraded yet). Any other version (a rule that stops ignoring ``.mmd/``, an
 attribute naming another driver or filter) is refused with the commit holding it."""
 
 
@@ -59,7 +73,7 @@ class RepoInfo:
         created: ``git init`` ran in this call.
         branch: the current branch (None when HEAD is detached).
         changed: files of the root this call created or amended (``.gitignore``, ``.gitattributes``), and
-            ``.mmd`` when it was tracked and this call untracked it (its files stay).
+            ``.mmd`` (or ``projects/*/.mmd``) when it was tracked and this call untracked it (its files stay).
         driver: the driver command line registered in ``.git/config``.
     """
 
@@ -144,10 +158,13 @@ def ensure_repo(root: str | os.PathLike[str], *, driver: Sequence[str] | None = 
                 f"repository's branch; move the root out of it, or make the root a repository of its own",
                 details=str(top))
         changed = []
-        if git.run("ls-files", "--", STATE_DIR).stdout.strip():
-            # Tracked before mmd managed the repository: untrack it (the files stay), never commit it again.
-            git.run("rm", "-r", "--cached", "--quiet", "--", STATE_DIR)
-            changed.append(STATE_DIR)
+        for state in (STATE_DIR, f":(glob){PROJECTS_DIR}/*/{STATE_DIR}/**"):
+            tracked = git.run("ls-files", "-z", "--", state).stdout
+            if tracked.strip():
+                # Tracked before mmd managed the repository (or, for a project root's, before the home's
+                # .gitignore named it): untrack it (the files stay), never commit it again.
+                git.run("rm", "-r", "--cached", "--quiet", "--", state)
+                changed.append(STATE_DIR if state == STATE_DIR else f"{PROJECTS_DIR}/*/{STATE_DIR}")
         if _ensure_lines(path / ".gitignore", IGNORE_LINES, _IGNORE_HEADER):
             changed.append(".gitignore")
         if _ensure_lines(path / ".gitattributes", ATTRIBUTES_LINES, _ATTRIBUTES_HEADER):

@@ -2,9 +2,10 @@
 
 Owns: who made a version (:func:`made_at`: the commit that last changed the topic's note on that side, its time,
 root and machine), the ``Mmd-Conflict: <topic> <lost commit> <kept commit>`` trailers a merge commit carries
-(:func:`trailers`), and the conflicts another machine's merge commits record (:func:`received`), so the machine
-that did not merge queues the version that lost too. The review candidate of a conflict is the same on both
-machines: the lost version's whole note, its summary and evidence naming both versions (:func:`candidate`).
+(:func:`trailers`; a project root's topic named ``<key>/<topic>``), and the conflicts another machine's merge
+commits record (:func:`received`), so the machine that did not merge queues the version that lost too, in the
+root it belongs to (``scope``). The review candidate of a conflict is the same on both machines: the lost
+version's whole note, its summary and evidence naming both versions (:func:`candidate`).
 
 What a remote commit says is weighed as an attacker's: a trailer names a topic slug and two commits that are
 ancestors of the commit holding it (anything else is skipped), at most :data:`MOST_RECEIVED` per sync, a note
@@ -26,6 +27,7 @@ from mmd.core.paths import DETAIL_DIR
 from mmd.core.text import TOPIC_MAX_LENGTH, TOPIC_RE
 
 from .history import GitHistory, RootAt, clean_name
+from .layout import USER_SCOPE, prefix, scoped_topic, split_topic
 from .merge import entry_json
 from .runner import Git
 from .tree import read_blobs
@@ -33,7 +35,8 @@ from .tree import read_blobs
 __all__ = ["CONFLICT_TRAILER", "MOST_RECEIVED", "Made", "candidate", "made_at", "note_path", "received", "trailers"]
 
 CONFLICT_TRAILER = "Mmd-Conflict"
-"""The merge commit's trailer naming a topic it decided: ``<topic> <lost version's commit> <kept one's>``."""
+"""The merge commit's trailer naming a topic it decided: ``<topic> <lost version's commit> <kept one's>`` (a project
+root's topic as ``<key>/<topic>``)."""
 MOST_RECEIVED = 100
 """Most conflicts taken from the merge commits of one sync."""
 _COMMIT = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
@@ -100,9 +103,9 @@ def note_path(state: RootAt, topic: str) -> str:
 
 def trailers(records: list[dict[str, Any]]) -> list[str]:
     """The ``Mmd-Conflict`` trailer lines of a merge's topic conflicts (records of
-    :func:`~.remote.conflict_record` that name both commits)."""
-    return [f"{CONFLICT_TRAILER}: {r['topic']} {r['otherCommit']} {r['keptCommit']}" for r in records
-            if r.get("otherCommit") and r.get("keptCommit") and "candidate" in r]
+    :func:`~.homemerge.conflict_record` that name both commits; a project root's topic as ``<key>/<topic>``)."""
+    return [f"{CONFLICT_TRAILER}: {scoped_topic(r.get('scope') or USER_SCOPE, r['topic'])} {r['otherCommit']} "
+            f"{r['keptCommit']}" for r in records if r.get("otherCommit") and r.get("keptCommit") and "candidate" in r]
 
 
 def candidate(topic: str, lost: Made, kept: Made, lost_body: str | None, kept_body: str | None,
@@ -132,8 +135,9 @@ def candidate(topic: str, lost: Made, kept: Made, lost_body: str | None, kept_bo
 def received(history: GitHistory, ours: str | None, theirs: str, *, own_root: str,
              note_max_bytes: int) -> list[dict[str, Any]]:
     """The conflicts the merge commits in ``ours..theirs`` record (another machine's merges this sync takes), as
-    :func:`candidate` values, those about this root's own versions only (its root made the lost or the kept
-    one, or neither is known), oldest first; what does not check out is skipped (see the module doc)."""
+    :func:`candidate` values with the ``scope`` of their root, those about this home's own versions only (its root
+    made the lost or the kept one, or neither is known), oldest first; what does not check out is skipped (see
+    the module doc)."""
     git = history.git
     span = [theirs, f"^{ours}"] if ours else [theirs]
     done = git.run("log", "--reverse", "--merges", "--format=%H%x1f%(trailers:key=Mmd-Conflict,valueonly,"
@@ -152,19 +156,24 @@ def received(history: GitHistory, ours: str | None, theirs: str, *, own_root: st
 
 def _one(history: GitHistory, merge: str, value: list[str], own_root: str,
          note_max_bytes: int) -> dict[str, Any] | None:
-    topic, lost_commit, kept_commit = value
+    named, lost_commit, kept_commit = value
+    scoped = split_topic(named)
+    if scoped is None:
+        return None
+    scope, topic = scoped
     git = history.git
     slug = len(topic) <= TOPIC_MAX_LENGTH and TOPIC_RE.fullmatch(topic) is not None
     if not slug or not _COMMIT.match(merge) or not all(_COMMIT.match(c) for c in (lost_commit, kept_commit)):
         return None
     if not all(git.ok("merge-base", "--is-ancestor", c, merge) for c in (lost_commit, kept_commit)):
         return None
+    view = history.scoped(scope)
     try:
-        states = {side: history.root_at(commit) for side, commit in (("lost", lost_commit), ("kept", kept_commit))}
+        states = {side: view.root_at(commit) for side, commit in (("lost", lost_commit), ("kept", kept_commit))}
     except MMError:  # that commit's MEMORY.md is not mm v1: nothing to take from it
         return None
-    made = {side: made_at(git, commit, note_path(states["kept"], topic)) for side, commit in
-            (("lost", lost_commit), ("kept", kept_commit))}
+    path = prefix(scope) + note_path(states["kept"], topic)
+    made = {side: made_at(git, commit, path) for side, commit in (("lost", lost_commit), ("kept", kept_commit))}
     lost, kept = made["lost"], made["kept"]
     if lost is None or kept is None or (own_root not in (lost.root, kept.root) and (lost.root or kept.root)):
         return None
@@ -172,7 +181,8 @@ def _one(history: GitHistory, merge: str, value: list[str], own_root: str,
     if bodies is None:
         return None
     entries = {side: entry_json(states[side].entries.get(topic)) for side in states}
-    return candidate(topic, lost, kept, bodies.get("lost"), bodies.get("kept"), entries["lost"], entries["kept"])
+    return {**candidate(topic, lost, kept, bodies.get("lost"), bodies.get("kept"), entries["lost"], entries["kept"]),
+            "scope": scope}
 
 
 def _bodies(git: Git, oids: Mapping[str, str | None], note_max_bytes: int) -> dict[str, str] | None:

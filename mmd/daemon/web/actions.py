@@ -173,7 +173,8 @@ class Actions:
         return self._done(form, [{"ok": True, "text": f"#{cid} rejected"}])
 
     async def batch(self, request: Request) -> Response:
-        """``POST /queue/batch {ids…, action: accept|reject, reason?, rev}``: each item on its own, each told."""
+        """``POST /queue/batch {ids…, action: accept|reject, reason?, rev}``: each item on its own, each told; a batch
+        of several accepts no flagged candidate (it is told why and stays pending)."""
         form, rev = await self._form(request)
         ids = [i for i in form.getlist("ids") if isinstance(i, str) and i]
         action = form.get("action")
@@ -184,6 +185,12 @@ class Actions:
         items = []
         for cid in ids:
             if action == "accept":
+                try:  # a batch takes no flagged candidate (issue 29): each has its own Accept button
+                    if len(ids) > 1:
+                        await self.page.methods.review.refuse_flagged(cid)
+                except (DaemonError, MMError) as error:
+                    items.append({"ok": False, "id": cid, "text": f"#{cid}: {_why(error)}"})
+                    continue
                 items.append(await self._accept_one({"id": cid}))
                 continue
             try:

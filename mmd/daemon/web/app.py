@@ -34,8 +34,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from mmd.candidates.labels import quote_besides, summary_besides
+from mmd.candidates.labels import flag_lines, quote_besides, speaker_words, summary_besides
 from mmd.core.errors import ErrorCode, MMError
+from mmd.screen.hidden import escape_hidden
 from mmd.wire.methods import (
     DAEMON_STATUS,
     MEMORY_INDEX,
@@ -258,14 +259,21 @@ class Page:
 
 def templates(memory_id: Callable[[], str]) -> jinja2.Environment:
     """The page's templates (autoescaped) with its filters: ``markdown`` (a body as safe HTML, links to notes of
-    ``memory_id``'s memory), ``cut`` (:func:`.markdown.cut_text`), ``provenance``, ``summary_besides`` and
-    ``quote_besides`` (:mod:`mmd.candidates.labels`)."""
+    ``memory_id``'s memory), ``cut`` (:func:`.markdown.cut_text`), ``provenance``, ``summary_besides``,
+    ``quote_besides``, ``flag_lines`` and ``speaker_words`` (:mod:`mmd.candidates.labels`), ``shown``; hidden text
+    is shown escaped wherever text is shown (``\\u{202E}``, :func:`mmd.screen.hidden.escape_hidden`)."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("mmd.daemon.web", "templates"), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
     markdown = Markdown(memory_id)
-    env.filters.update(markdown=lambda text: markupsafe.Markup(markdown.render(str(text))), cut=cut_text,
-                       provenance=provenance, summary_besides=summary_besides, quote_besides=quote_besides)
+    env.filters.update(markdown=lambda text: markupsafe.Markup(markdown.render(escape_hidden(str(text)))),
+                       cut=cut_text, provenance=provenance, summary_besides=lambda c: _escaped(summary_besides(c)),
+                       quote_besides=lambda c: _escaped(quote_besides(c)), flag_lines=flag_lines,
+                       speaker_words=speaker_words, shown=lambda text: escape_hidden(str(text)))
     return env
+
+
+def _escaped(text: str | None) -> str | None:
+    return None if text is None else escape_hidden(text)
 
 
 def body_sha(body: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import PurePath
 from typing import Any
 
-from mmd.candidates.labels import project_of, score_of
+from mmd.candidates.labels import project_of, rank_key
 from mmd.core.model import REVIEW_AFTER_LINE
 
 __all__ = ["CANDIDATE_GROUPS", "ENTRY_GROUPS", "candidate_groups", "entry_groups", "outcome_text", "provenance",
@@ -26,7 +26,8 @@ ENTRY_GROUPS = ("tag", "date", "due")
 
 
 def candidate_groups(candidates: Iterable[dict[str, Any]], by: str) -> list[tuple[str, list[dict[str, Any]]]]:
-    """``[(group label, candidates)]``: candidates by score (highest first, then oldest), groups by their best.
+    """``[(group label, candidates)]``: candidates by score (highest first, then oldest, flagged ones last), groups by
+    their best.
 
     Args:
         by: one of :data:`CANDIDATE_GROUPS` (anything else groups by project).
@@ -38,9 +39,9 @@ def candidate_groups(candidates: Iterable[dict[str, Any]], by: str) -> list[tupl
     }
     key = keys.get(by, project_of)
     groups: dict[str, list[dict[str, Any]]] = {}
-    for cand in sorted(candidates, key=lambda c: (-score_of(c), c["id"])):
+    for cand in sorted(candidates, key=rank_key):
         groups.setdefault(key(cand), []).append(cand)
-    return sorted(groups.items(), key=lambda kv: (-score_of(kv[1][0]), kv[1][0]["id"]))
+    return sorted(groups.items(), key=lambda kv: rank_key(kv[1][0]))
 
 
 def provenance(cand: dict[str, Any]) -> str:
