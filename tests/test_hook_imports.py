@@ -26,10 +26,11 @@ THROUGH_DAEMON = {
     "mmctl.cli.output", "mmctl.cli.parser", "mmctl.cli.table", "mmctl.injection", "mmctl.pins", "mmctl.scope",
     "mmctl.scoped", "mmctl.zmtp", "mmd", "mmd.core", "mmd.core.clock", "mmd.core.errors", "mmd.core.lazyre",
     "mmd.core.paths", "mmd.core.projects", "mmd.core.record", "mmd.core.sha", "mmd.inject", "mmd.inject.scopes",
-    "mmd.wire", "mmd.wire.endpoints",
+    "mmd.screen", "mmd.screen.hidden", "mmd.screen.secrets", "mmd.wire", "mmd.wire.endpoints",
 }
 """Every module of ours the hook loads when a daemon answers: the scope (the project found from the files), the
-injection's shapes and the wire; nothing of the core's store, nothing of the injection's planning."""
+injection's shapes, the last guard on what it prints (issue 29: secrets redacted by the screen's own table, hidden
+text escaped) and the wire; nothing of the core's store, nothing of the injection's planning."""
 ON_THE_FILES = THROUGH_DAEMON | {
     "mmctl.backend", "mmd.core.budget", "mmd.core.config_file", "mmd.core.durable", "mmd.core.engine",
     "mmd.core.format", "mmd.core.index_state", "mmd.core.memory", "mmd.core.model", "mmd.core.options",
