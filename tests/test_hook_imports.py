@@ -36,10 +36,11 @@ ON_THE_FILES = THROUGH_DAEMON | {
     "mmd.core.format", "mmd.core.index_state", "mmd.core.memory", "mmd.core.model", "mmd.core.options",
     "mmd.core.rootfs", "mmd.core.snapshot", "mmd.core.store", "mmd.core.text", "mmd.core.uri",
     "mmd.core.review_date", "mmd.inject.baseline", "mmd.inject.content", "mmd.inject.delta", "mmd.inject.due",
+    "mmd.inject.held",
     "mmd.screen", "mmd.screen.hidden",
 }
 """Without a daemon the hook reads the roots and plans the injection itself: the core's reading half and
-:mod:`mmd.inject`'s planning, never the daemon's client or the search engines."""
+:mod:`mmd.inject`'s planning (topics the daemon holds shown held), never the daemon's client or the search engines."""
 HEAVY = ("zmq", "typing", "dataclasses", "inspect", "argparse", "asyncio", "tomllib", "mcp", "secrets", "hashlib",
          "socket", "sqlite3", "subprocess", "watchfiles", "apscheduler", "shutil")
 """Never loaded by the hook, either way: pyzmq (~36 ms), typing- and dataclass-heavy modules, the parser the
