@@ -151,10 +151,13 @@ class Holds:
             except MMError as error:
                 log.error("holds.write_failed scope=%s error=%s", root.scope, error.message)
 
-    def at_start(self, root: Root) -> list[int]:
+    def at_start(self, root: Root, speaker: str = "outside-edit") -> list[int]:
         """The edits made while no daemon ran, screened as outside edits: each note whose text on disk is not its
         latest kept version, and each note no version of which is kept (made by hand while no daemon ran, or older
-        than the history: screened once, then kept as ``found``, so it is never screened as new again)."""
+        than the history: screened once, then kept as ``found``, so it is never screened as new again).
+
+        ``speaker`` ``remote``: the root is one a sync just made (``projects/<key>/`` from the remote), so every
+        note in it is the remote's (held as a sync's, kept with cause ``sync``)."""
         snapshot = root.state.current
         try:
             latest = root.state.store.versions.latest([n.topic for n in snapshot.notes])
@@ -176,8 +179,9 @@ class Holds:
                 if last.body is not None else None
             changes.append((note.topic, note, was))
             since = max(since, last.revision or 0)
-        ids = self._screen(root, changes, [], "outside-edit", since, snapshot) if changes else []
-        return ids + (self._screen(root, unknown, [], "outside-edit", 0, snapshot, "found") if unknown else [])
+        ids = self._screen(root, changes, [], speaker, since, snapshot) if changes else []
+        found = "found" if speaker == "outside-edit" else None
+        return ids + (self._screen(root, unknown, [], speaker, 0, snapshot, found) if unknown else [])
 
     def _screen(self, root: Root, changes: Sequence[tuple[str, Note, Text | None]], gone: Sequence[str],
                 speaker: str, before: int, after: Snapshot, cause: str | None = None) -> list[int]:
