@@ -1,22 +1,29 @@
-"""Benchmark: one-shot ``mmctl`` calls on a 20-topic root, with and without a daemon.
+"""Benchmark: one-shot ``mmctl`` calls on a 20-topic root, direct and through a daemon, beside their floors.
 
-Prints, for each command, the median and p90 wall time (ms) and the peak RSS
-(MiB) of the process, beside the floors (``python -c pass``, ``python -c
-"import zmq"``) measured in the same run, and the targets: issue 5's (reads and
-searches <= 40 ms median in both modes, writes <= 60 ms, peak RSS <= 30 MiB) and
-issue 17's (one-shot ``read``/``search`` <= 2.0x ``python -c pass``, direct and
-with a daemon running; <= 0.5x the reference CLI when its build is present:
-``MM_REF_DIR`` holding ``lib/cli.js``). Always exits 0: read the figures. They
-move with machine load; run it on an idle machine. Compile the ``.pyc`` files
-first (``python -m compileall mmd client``) when ``PYTHONDONTWRITEBYTECODE`` is
-set, or every call pays for compiling.
+Every figure is the wall time of a whole process, p50 and p95 of ``--runs`` rounds. In each round every command
+runs once, one after the other, so machine load moves them alike (issue 31: "measured alternately in one run"):
 
-    python bench/mmctl_bench.py [--runs N] [--topics N]
+- the floors: ``python -c pass`` of this interpreter and, when the reference CLI's build is present
+  (``MM_REF_DIR`` holding ``lib/cli.js``, run by ``MM_REF_NODE`` or the ``node`` on PATH; issue 31 measures it
+  on Node 22), the reference's ``read`` and ``search`` and that node's own start (``node -e 0``);
+- ``mmctl read`` and ``mmctl search``, direct (``MMCTL_NO_DAEMON=1``) and through the running daemon, each with
+  its ratio to the floor (issue 17: <= 2.0x ``python -c pass``; issue 31: <= 2.5x) and to the reference
+  (issues 17 and 31: <= 0.5x);
+- ``mmctl write`` through the daemon, then direct once it has stopped (it holds the root's lock), and the peak
+  RSS of each command (issue 5: reads <= 40 ms, writes <= 60 ms, <= 30 MiB);
+- with ``--mcp-runs N`` (default 5; 0 skips it): the MCP ``initialize`` answer of ``mmctl mcp`` beside a minimal
+  MCP SDK server with one tool, alternated (issue 31: <= 1.3x).
+
+Always exits 0: read the figures. Compile the ``.pyc`` files first (``python -m compileall -q mmd client``) when
+``PYTHONDONTWRITEBYTECODE`` is set, or every call pays for compiling.
+
+    python bench/mmctl_bench.py [--runs N] [--topics N] [--mcp-runs N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -28,20 +35,41 @@ import time
 from pathlib import Path
 
 READ_TARGET_MS = 40.0
-"""Target median of ``mmctl read`` and ``mmctl search``, milliseconds."""
+"""Target median of ``mmctl read`` and ``mmctl search``, milliseconds (issue 5)."""
 WRITE_TARGET_MS = 60.0
-"""Target median of ``mmctl write``, milliseconds."""
+"""Target median of ``mmctl write``, milliseconds (issue 5)."""
 RSS_TARGET_MIB = 30.0
-"""Target peak resident set of any one call, MiB."""
+"""Target peak resident set of any one call, MiB (issue 5)."""
 PASS_RATIO = 2.0
-"""Target of one-shot ``read``/``search``: at most this many times ``python -c pass`` (issue 17)."""
+"""One-shot ``read``/``search``: at most this many times ``python -c pass`` (issue 17; issue 31 asks 2.5x)."""
 REF_RATIO = 0.5
-"""Target of one-shot ``read``/``search``: at most this many times the reference CLI, when present (issue 17)."""
-
+"""One-shot ``read``/``search``: at most this many times the reference CLI's (issues 17 and 31)."""
+MCP_RATIO = 1.3
+"""MCP ``initialize``: at most this many times a minimal SDK server's (issue 31)."""
 
 TIME = "/usr/bin/time"
 """GNU time: reports the peak RSS of the command alone (``ru_maxrss`` from ``wait4`` here would
 also count the forked copy of this benchmark process before ``exec``)."""
+
+MINIMAL_MCP = '''from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("minimal")
+
+
+@app.tool()
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+app.run()
+'''
+"""The floor of MCP start: the official SDK's server with one tool, over stdio."""
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "mmctl-bench", "version": "0"}}}
+
+Command = tuple[list[str], dict[str, str]]
 
 
 def peak_rss_mib(argv: list[str], env: dict[str, str]) -> float:
@@ -54,17 +82,33 @@ def peak_rss_mib(argv: list[str], env: dict[str, str]) -> float:
         return int(out.read().split()[-1]) / 1024
 
 
-def measure(argv: list[str], env: dict[str, str], runs: int) -> tuple[float, float, float, int]:
-    """``(median_ms, p90_ms, peak_rss_mib, last_exit_code)`` of ``runs`` fresh processes."""
-    times: list[float] = []
-    code = 0
+def wall_ms(argv: list[str], env: dict[str, str]) -> float:
+    """Wall milliseconds of one process (a non-zero exit stops the bench: a figure of a failure is no figure)."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    took = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}")
+    return took
+
+
+def alternated(commands: dict[str, Command], runs: int) -> dict[str, list[float]]:
+    """``{name: ms samples}``: ``runs`` rounds, each running every command once in order."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        started = time.perf_counter()
-        code = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              check=False).returncode
-        times.append((time.perf_counter() - started) * 1000)
-    times.sort()
-    return statistics.median(times), times[int(0.9 * (len(times) - 1))], peak_rss_mib(argv, env), code
+        for name, (argv, env) in commands.items():
+            samples[name].append(wall_ms(argv, env))
+    return samples
+
+
+def quantiles(samples: list[float]) -> tuple[float, float]:
+    """``(p50, p95)`` of ``samples``, p95 by the nearest rank."""
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def verdict(value: float, most: float) -> str:
+    return "ok" if value <= most else "OVER"
 
 
 def mmctl_argv() -> list[str]:
@@ -73,13 +117,14 @@ def mmctl_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "mmctl"]
 
 
-def start_daemon(root: Path, env: dict[str, str], base: Path) -> subprocess.Popen[bytes] | None:
-    """``mmd`` on ``root``; None (with a message) when it cannot start."""
-    proc = subprocess.Popen([sys.executable, "-m", "mmd.daemon.main", "--root", str(root), "--sessions",
-                             str(base / "sessions")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_daemon(root: Path, env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+    """``mmd`` on ``root`` (no session sources), once it answers; None (with a message) when it cannot start."""
+    proc = subprocess.Popen([sys.executable, "-m", "mmd.daemon.main", "--root", str(root), "--no-source",
+                             "claude-code", "--no-source", "codex", "--no-source", "dsh"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     from mmctl import Client, MmctlError
 
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30
     with Client(root, env=env, timeout_ms=300) as client:
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -92,39 +137,112 @@ def start_daemon(root: Path, env: dict[str, str], base: Path) -> subprocess.Pope
     return None
 
 
-def row(name: str, figures: tuple[float, float, float, int], target_ms: float | None,
-        floor: tuple[str, float, float] | None = None) -> None:
-    """One line: the figures, the target in ms and, with ``floor`` ``(name, median ms, target ratio)``, the ratio."""
-    median, p90, rss, code = figures
-    goal = f"<= {target_ms:.0f} ms, <= {RSS_TARGET_MIB:.0f} MiB" if target_ms else "floor"
-    ok = "" if target_ms is None else ("  ok" if median <= target_ms and rss <= RSS_TARGET_MIB else "  OVER")
-    bad = f"  (exit {code})" if code else ""
-    ratio = ""
-    if floor is not None:
-        what, base, most = floor
-        ratio = f"   {median / base:4.2f}x {what} (<= {most:.1f}x: {'ok' if median / base <= most else 'OVER'})"
-    print(f"{name:<34} {median:8.1f} {p90:8.1f} {rss:9.1f}   {goal}{ok}{bad}{ratio}")
-
-
-def reference_argv() -> list[str] | None:
-    """The reference CLI (``node $MM_REF_DIR/lib/cli.js``) when its build is present, else None."""
+def reference() -> tuple[list[str], str] | None:
+    """``(argv, node version)`` of the reference CLI when its build is present, else None."""
     ref = os.environ.get("MM_REF_DIR", "")
     cli = Path(ref) / "lib" / "cli.js"
-    node = shutil.which("node")
-    return [node, str(cli)] if ref and cli.is_file() and node else None
+    node = os.environ.get("MM_REF_NODE") or shutil.which("node")
+    if not (ref and cli.is_file() and node):
+        return None
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    return [node, str(cli)], version
+
+
+def one_shots(root: Path, env: dict[str, str], runs: int, daemon: bool) -> None:
+    """The read and search table: the floors, the reference, mmctl direct and through the daemon, alternated."""
+    mm = mmctl_argv()
+    direct = {**env, "MMCTL_NO_DAEMON": "1"}
+    commands: dict[str, Command] = {"python -c pass": ([sys.executable, "-c", "pass"], env)}
+    ref = reference()
+    if ref is not None:
+        argv, version = ref
+        commands[f"node -e 0 ({version})"] = ([argv[0], "-e", "0"], env)
+        commands["reference read"] = ([*argv, "read", "topic-07", "--root", str(root)], env)
+        commands["reference search"] = ([*argv, "search", "pipeline", "--root", str(root)], env)
+    for mode, its_env in (("direct", direct), ("daemon", env)):
+        if mode == "daemon" and not daemon:
+            continue
+        commands[f"mmctl read ({mode})"] = ([*mm, "read", "topic-07", "--root", str(root)], its_env)
+        commands[f"mmctl search ({mode})"] = ([*mm, "search", "pipeline", "--root", str(root)], its_env)
+    samples = alternated(commands, runs)
+    floor = quantiles(samples["python -c pass"])[0]
+    if ref is None:
+        print("(no reference build: set MM_REF_DIR to a built memory-standard checkout, MM_REF_NODE to a Node 22)")
+    print(f"{'command':<32} {'p50 ms':>7} {'p95 ms':>7} {'MiB':>5}   ratios (p50)")
+    for name, times in samples.items():
+        p50, p95 = quantiles(times)
+        argv, its_env = commands[name]
+        ratios = f"{p50 / floor:4.2f}x python -c pass"
+        if name.startswith("mmctl"):
+            verb = name.split()[1]
+            ratios += f" (<= {PASS_RATIO:g}x: {verdict(p50 / floor, PASS_RATIO)})"
+            if f"reference {verb}" in samples:
+                theirs = quantiles(samples[f"reference {verb}"])[0]
+                ratios += (f", {p50 / theirs:4.2f}x the reference (<= {REF_RATIO:g}x: "
+                           f"{verdict(p50 / theirs, REF_RATIO)})")
+            ratios += f", <= {READ_TARGET_MS:.0f} ms: {verdict(p50, READ_TARGET_MS)}"
+        print(f"{name:<32} {p50:7.1f} {p95:7.1f} {peak_rss_mib(argv, its_env):5.1f}   {ratios}")
+
+
+def writes(root: Path, env: dict[str, str], runs: int, mode: str) -> None:
+    """``mmctl write`` (``mode``: ``direct`` before the daemon starts, which then holds the root's lock, or
+    ``daemon``), beside issue 5's target."""
+    name = f"mmctl write ({mode})"
+    argv = [*mmctl_argv(), "write", f"bench-{mode}", "--content", "a short fact", "--root", str(root)]
+    its_env = {**env, "MMCTL_NO_DAEMON": "1"} if mode == "direct" else env
+    p50, p95 = quantiles(alternated({name: (argv, its_env)}, runs)[name])
+    rss = peak_rss_mib(argv, its_env)
+    print(f"{name:<32} {p50:7.1f} {p95:7.1f} {rss:5.1f}   <= {WRITE_TARGET_MS:.0f} ms: "
+          f"{verdict(p50, WRITE_TARGET_MS)}, <= {RSS_TARGET_MIB:.0f} MiB: {verdict(rss, RSS_TARGET_MIB)}")
+
+
+def initialize_ms(argv: list[str], env: dict[str, str]) -> float:
+    """Milliseconds from starting an MCP server over stdio to its answer to ``initialize``."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+    proc.stdin.flush()
+    line = proc.stdout.readline()
+    took = (time.perf_counter() - started) * 1000
+    proc.stdin.close()
+    proc.wait(30)
+    if b'"result"' not in line:
+        raise SystemExit(f"{' '.join(argv)} did not answer initialize: {line[:300]!r}")
+    return took
+
+
+def mcp_start(root: Path, env: dict[str, str], base: Path, runs: int) -> None:
+    """``mmctl mcp``'s ``initialize`` beside a minimal SDK server's, alternated."""
+    minimal = base / "minimal_mcp.py"
+    minimal.write_text(MINIMAL_MCP)
+    servers = {"minimal MCP SDK server": [sys.executable, str(minimal)],
+               "mmctl mcp": [*mmctl_argv(), "mcp", "--root", str(root)]}
+    samples: dict[str, list[float]] = {name: [] for name in servers}
+    for _ in range(runs):
+        for name, argv in servers.items():
+            samples[name].append(initialize_ms(argv, env))
+    floor = quantiles(samples["minimal MCP SDK server"])[0]
+    for name, times in samples.items():
+        p50, p95 = quantiles(times)
+        ratio = p50 / floor
+        print(f"{name + ' initialize':<32} {p50:7.1f} {p95:7.1f}          {ratio:4.2f}x the minimal server"
+              + (f" (<= {MCP_RATIO:g}x: {verdict(ratio, MCP_RATIO)})" if name == "mmctl mcp" else ""))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=21, help="processes per command (default 21)")
+    parser.add_argument("--runs", type=int, default=21, help="rounds of the one-shot commands (default 21)")
     parser.add_argument("--topics", type=int, default=20, help="topics in the root (default 20)")
+    parser.add_argument("--mcp-runs", type=int, default=5, help="rounds of MCP initialize (default 5; 0: none)")
     opts = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="mmctlbench"))
     root = base / "root"
-    env = {**os.environ, "DSH_HOME": str(base / "home"), "XDG_RUNTIME_DIR": str(base / "run")}
-    env.pop("DSH_MEMORY_ROOT", None)
+    env = {**os.environ, "HOME": str(base), "DSH_HOME": str(base / "home"), "XDG_RUNTIME_DIR": str(base / "run")}
+    for name in ("DSH_MEMORY_ROOT", "MMCTL_NO_DAEMON", "XDG_CONFIG_HOME"):
+        env.pop(name, None)
     (base / "run").mkdir(mode=0o700)
-    mm = [*mmctl_argv(), "--root", str(root)]
+    daemon = None
     try:
         from mmd.core import Memory, MemoryOptions
 
@@ -132,38 +250,22 @@ def main() -> int:
         for i in range(opts.topics):
             memory.write(f"topic-{i:02d}", f"note {i} about deploys, regions and the build pipeline " * 8,
                          summary=f"Topic {i}", tags="bench")
-        print(f"mmctl one-shot calls on a {opts.topics}-topic root, {opts.runs} runs each; "
+        print(f"mmctl one-shot calls on a {opts.topics}-topic root, {opts.runs} alternated rounds; "
               f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-        print(f"{'command':<34} {'med ms':>8} {'p90 ms':>8} {'peak MiB':>9}   target")
-        python = measure([sys.executable, "-c", "pass"], env, opts.runs)
-        row("python -c pass", python, None)
-        row('python -c "import zmq"', measure([sys.executable, "-c", "import zmq"], env, opts.runs), None)
-        row("mmctl help", measure([*mmctl_argv(), "help"], env, opts.runs), None)
-        floors: dict[str, tuple[str, float, float]] = {}
-        ref = reference_argv()
-        for command in (["read", "topic-07"], ["search", "pipeline"]):
-            floors[command[0]] = ("python -c pass", python[0], PASS_RATIO)
-            if ref is not None:
-                figures = measure([*ref, *command, "--root", str(root)], env, opts.runs)
-                row(f"reference {' '.join(command)}", figures, None)
-                floors[command[0]] = ("the reference", figures[0], REF_RATIO)
-        for mode in ("direct", "daemon"):
-            daemon = start_daemon(root, env, base) if mode == "daemon" else None
-            if mode == "daemon" and daemon is None:
-                continue
-            try:
-                row(f"mmctl read topic-07 ({mode})", measure([*mm[:1], "read", "topic-07", *mm[1:]], env, opts.runs),
-                    READ_TARGET_MS, floors["read"])
-                row(f"mmctl search pipeline ({mode})",
-                    measure([*mm[:1], "search", "pipeline", *mm[1:]], env, opts.runs), READ_TARGET_MS,
-                    floors["search"])
-                row(f"mmctl write ({mode})", measure([*mm[:1], "write", "bench-w", "--content", "a short fact",
-                                                      *mm[1:]], env, opts.runs), WRITE_TARGET_MS)
-            finally:
-                if daemon is not None:
-                    daemon.terminate()
-                    daemon.wait(15)
+        daemon = start_daemon(root, env)
+        one_shots(root, env, opts.runs, daemon is not None)
+        if daemon is not None:
+            writes(root, env, max(5, opts.runs // 2), "daemon")
+            daemon.terminate()
+            daemon.wait(15)
+            daemon = None
+        writes(root, env, max(5, opts.runs // 2), "direct")
+        if opts.mcp_runs > 0:
+            mcp_start(root, env, base, opts.mcp_runs)
     finally:
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(15)
         shutil.rmtree(base, ignore_errors=True)
     return 0
 

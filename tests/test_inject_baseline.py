@@ -175,3 +175,24 @@ def test_the_mmctl_named_is_this_installation_s_unless_path_finds_the_same(monke
         assert baseline.mmctl_path() == "mmctl"
     finally:
         baseline.mmctl_path.cache_clear()
+
+
+def test_the_mmctl_on_path_is_found_as_shutil_which_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook names ``mmctl`` bare only when the one on PATH is this one; it looks without importing shutil."""
+    import os
+    import shutil
+
+    from mmd.inject.baseline import _which
+
+    plain, folder, runs = tmp_path / "plain", tmp_path / "folder", tmp_path / "runs"
+    for where in (plain, folder, runs):
+        where.mkdir()
+    (plain / "tool").write_text("not executable")
+    (folder / "tool").mkdir()  # a folder of that name is no program
+    (runs / "tool").write_text("#!/bin/sh\n")
+    (runs / "tool").chmod(0o755)
+    for path in (f"{plain}{os.pathsep}{folder}{os.pathsep}{runs}", f"{plain}{os.pathsep}{folder}", str(runs), ""):
+        monkeypatch.setenv("PATH", path)
+        assert _which("tool") == shutil.which("tool")
+    monkeypatch.setenv("PATH", f"{plain}{os.pathsep}{runs}")
+    assert _which("tool") == str(runs / "tool")

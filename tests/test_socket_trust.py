@@ -125,6 +125,45 @@ def test_the_client_checks_the_listeners_uid_even_in_a_private_folder(tmp_path: 
 
 
 @needs_root
+def test_the_hook_sends_nothing_to_a_listener_of_another_user_and_answers_from_the_files(
+        tmp_path: Path, spool: Path) -> None:
+    """The hook's own wire (issue 31: ZMTP without pyzmq) checks the process at the other end of its connection
+    before its greeting: uid 65534 listening on our socket gets nothing, and the prompt is told memory may be stale
+    (the listener might hold the lock), exit 0."""
+    from io import BytesIO, StringIO
+
+    from mmctl.cli.main import main
+    from mmctl.injection import STALE_PROMPT
+    from mmctl.zmtp import Connection, Silent
+
+    from mmd.core import Memory, MemoryOptions
+
+    runtime = Path(tempfile.mkdtemp(prefix="mmdrt"))
+    env = {"XDG_RUNTIME_DIR": str(runtime), "DSH_HOME": str(tmp_path), "HOME": str(tmp_path)}
+    root = tmp_path / "root"
+    Memory.ensure(MemoryOptions.create(root=root)).write("deploy", "We ship on Fridays.")
+    target = ipc_path(endpoints_for(root, env).rpc)
+    assert target is not None
+    attacker = Attacker(f"ipc://{spool}/a/x.rpc", spool)
+    try:
+        ensure_private_dir(target.parent)
+        os.rename(spool / "a" / "x.rpc", target)
+        os.chown(target, 0, 0)
+        os.chmod(target, 0o600)
+        with pytest.raises(Silent, match=f"runs as uid {OTHER_UID}"):
+            Connection(str(target)).open(time.monotonic() + 5)
+        out, err = StringIO(), StringIO()
+        hook = {"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "the victim's prompt"}
+        code = main(["inject", "--format", "claude-hook", "--root", str(root)], env=env, stdout=out, stderr=err,
+                    stdin=BytesIO(json.dumps(hook).encode()))
+        assert code == 0 and json.loads(out.getvalue())["hookSpecificOutput"]["additionalContext"] == STALE_PROMPT
+        assert not (spool / "got").exists() or (spool / "got").read_bytes() == b""  # not even a frame reached it
+    finally:
+        attacker.stop()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@needs_root
 def test_the_daemon_refuses_a_runtime_folder_another_user_owns_or_can_write(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     theirs = Path(tempfile.mkdtemp(prefix="mmdtheirs"))
     os.chown(theirs, OTHER_UID, OTHER_UID)

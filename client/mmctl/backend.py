@@ -20,14 +20,15 @@ from mmd.core.clock import Clock
 from mmd.core.config_file import config_path, memory_options
 from mmd.core.durable import LockHeld, WriteLock
 from mmd.core.errors import ErrorCode, MMError
-from mmd.core.memory import Memory
-from mmd.core.options import MemoryOptions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 if TYPE_CHECKING:
+    from mmd.core.memory import Memory
+    from mmd.core.options import MemoryOptions
+
     from .client import Client
     from .scope import Scope
 
@@ -43,13 +44,15 @@ LOCKED = "the memory root is locked by"
 
 
 @contextlib.contextmanager
-def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str] | None = None) -> Iterator[None]:
+def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str] | None = None, *,
+                 revision: bool = True) -> Iterator[None]:
     """The root's write lock, waiting at most ``wait_s`` seconds for it (default :data:`LOCK_WAIT_S`);
     ``env`` (default ``os.environ``) names where the root's daemon would listen, for the message.
 
     Before it is released, the root's revision high-water mark goes up by one
     (:func:`mmd.core.revision_mark.bump_mark`), so a direct-mode write is a revision too: a
-    daemon started later numbers above it, and a stale ``ifRevision`` never passes.
+    daemon started later numbers above it, and a stale ``ifRevision`` never passes. ``revision=False``
+    for what writes no note (an injection's client view): no mark, no fsync of it.
 
     Raises:
         MMError(E_IO): if another process (a daemon that does not answer, a stuck
@@ -66,6 +69,12 @@ def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str]
                                       f"{rpc} (a daemon started with another $XDG_RUNTIME_DIR listens elsewhere: "
                                       f"give this client the same), or a stuck writer; stop it or wait, "
                                       f"then retry") from None
+    if not revision:
+        try:
+            yield
+        finally:
+            lock.release()
+        return
     try:
         yield
     finally:
@@ -123,6 +132,8 @@ class Direct:
         Raises:
             MMError: as :meth:`Memory.ensure`.
         """
+        from mmd.core.memory import Memory  # the hook's files path needs options and the lock, not the store
+
         opts = options or self.options()
         fts5 = self.fts5 if self.fts5 is not None else (None if search else False)
         scope = self.scope

@@ -26,24 +26,30 @@ or an export passes a last guard (:func:`guarded`: secrets redacted, hidden text
 
 Owns: the offline view files and their TTL, the hook's client key. Never: renders
 text itself (:mod:`mmd.inject` does), or reads the environment (the caller passes it).
+
+Imported by the hook before every prompt (issue 31): plain classes, not dataclasses, and what only the files
+need (hashing, the clock's datetime, the durable writes) is imported where it is used, so a hook that a daemon
+answers loads :mod:`json` and little else from here (``tests/test_hook_imports.py`` pins it).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
-from pathlib import Path
-from typing import Any
+import os
 
-from mmd.core.clock import Clock, iso_ms, parse_iso_ms
-from mmd.core.durable import atomic_write
 from mmd.core.errors import ErrorCode, MMError
-from mmd.core.options import MemoryOptions
 from mmd.core.paths import STATE_DIR
+from mmd.core.record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any
+
+    from mmd.core.clock import Clock
+    from mmd.core.options import MemoryOptions
 
 __all__ = ["HOOK_AGENTS", "HOOK_EVENTS", "INJECT_DIR", "STALE", "STALE_PROMPT", "TTL_DAYS", "HookInput", "Injection",
            "baseline_text", "guarded", "hook_error", "hook_input", "hook_output", "plan", "plan_direct",
@@ -65,7 +71,6 @@ _RESET_SOURCES = ("clear", "compact")
 """SessionStart sources after which the agent no longer holds what it was shown: it gets a baseline again."""
 
 
-@dataclass
 class Injection:
     """One planned injection.
 
@@ -74,8 +79,13 @@ class Injection:
         commit: advances the client's view to this injection; call it once the text reached the agent.
     """
 
-    result: dict[str, Any]
-    commit: Callable[[], None] = field(repr=False)
+    __slots__ = ("commit", "result")
+
+    def __init__(self, result: dict[str, Any], commit: Callable[[], None]) -> None:
+        self.result, self.commit = result, commit
+
+    def __repr__(self) -> str:
+        return f"Injection(result={self.result!r})"
 
     @property
     def text(self) -> str:
@@ -104,12 +114,17 @@ def plan(client_key: str, *, daemon: Any | None, options: Callable[[], MemoryOpt
 
 
 def _view_path(root: Path, client_key: str) -> Path:
-    digest = hashlib.sha256(client_key.encode("utf-8")).hexdigest()[:32]
+    from mmd.core.sha import sha256_hex
+
+    digest = sha256_hex(client_key.encode("utf-8"))[:32]
     return root / STATE_DIR / INJECT_DIR / f"{digest}.json"
 
 
 def _read_view(path: Path, client_key: str, now: datetime) -> Any:
     """The stored ClientView of ``client_key``, or None (no file, another key, expired, unreadable JSON)."""
+    from datetime import timedelta
+
+    from mmd.core.clock import parse_iso_ms
     from mmd.inject.delta import ClientView
 
     try:
@@ -134,6 +149,11 @@ def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_byte
         MMError(E_INVALID): for a bad client key or ``max_bytes``.
         MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): the root cannot be read, or is locked too long.
     """
+    from base64 import urlsafe_b64encode
+    from datetime import date
+
+    from mmd.core.clock import iso_ms
+    from mmd.core.durable import atomic_write
     from mmd.core.snapshot import load_snapshot
     from mmd.inject.baseline import DEFAULT_MAX_BYTES
     from mmd.inject.delta import plan_injection
@@ -146,19 +166,19 @@ def plan_direct(options: MemoryOptions, client_key: str, *, now: Clock, max_byte
                                                    "creates it)")
     moment = now()
     path = _view_path(options.root, client_key)
-    with patient_lock(options.root, lock_wait_s):
+    with patient_lock(options.root, lock_wait_s, revision=False):
         snapshot = _held(load_snapshot(options, loaded_at=iso_ms(moment), engine="scan"))
         view = None if reset else _read_view(path, client_key, moment)
     injection = plan_injection(view, snapshot, today=date.fromisoformat(iso_ms(moment)[:10]),
                                max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
-    token = secrets.token_urlsafe(12)
+    token = urlsafe_b64encode(os.urandom(12)).rstrip(b"=").decode()  # secrets.token_urlsafe(12), without its ~5 ms
     result = {**injection.to_json(), "token": token, "revision": None, "committed": False}
     result["text"] = guarded(result["text"])
 
     def commit() -> None:
         data = {"client": client_key, "committedAt": iso_ms(now()), "token": token,
                 "view": injection.view.to_json()}
-        with patient_lock(options.root, lock_wait_s):
+        with patient_lock(options.root, lock_wait_s, revision=False):
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write(path, json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), 0o600)
         result["committed"] = True
@@ -191,8 +211,7 @@ def _check_key(client_key: str) -> None:
                                            f"got {client_key!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class HookInput:
+class HookInput(Record):
     """What Claude Code or Codex sends a command hook on stdin (the fields used here).
 
     Attributes:
@@ -203,11 +222,10 @@ class HookInput:
         cwd: the agent's working folder (its project, ``docs/projects.md``), else ''.
     """
 
-    session_id: str
-    event: str
-    source: str
-    form: str = "claude-hook"
-    cwd: str = ""
+    __slots__ = ("session_id", "event", "source", "form", "cwd")
+
+    def __init__(self, session_id: str, event: str, source: str, form: str = "claude-hook", cwd: str = "") -> None:
+        self.session_id, self.event, self.source, self.form, self.cwd = session_id, event, source, form, cwd
 
     @property
     def client_key(self) -> str:
@@ -292,6 +310,7 @@ def baseline_text(options: MemoryOptions, *, now: Clock, max_bytes: int | None =
     Raises:
         MMError(E_INVALID): for a bad ``max_bytes``. MMError(E_NOT_INITIALIZED | E_PARSE | E_IO): as the snapshot.
     """
+    from mmd.core.clock import iso_ms
     from mmd.core.snapshot import load_snapshot
     from mmd.inject.baseline import DEFAULT_MAX_BYTES, command_for, render_baseline
 

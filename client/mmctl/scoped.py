@@ -12,14 +12,18 @@ Never: reads the environment, or renders a root's text itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from mmd.core.clock import Clock
-from mmd.core.options import MemoryOptions
+from mmd.inject.scopes import DEFAULT_MAX_BYTES, budget_split, join_injections
 
 from .injection import Injection, plan
 from .scope import USER, Scope
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook before every prompt imports this module (issue 31)
+    from collections.abc import Callable
+    from typing import Any
+
+    from mmd.core.clock import Clock
+    from mmd.core.options import MemoryOptions
 
 __all__ = ["plan_scoped"]
 
@@ -40,9 +44,6 @@ def plan_scoped(scope: Scope, client_key: str, *, daemon: Any | None, options: C
     Raises:
         As :func:`~.injection.plan`, for any part.
     """
-    from mmd.inject.baseline import DEFAULT_MAX_BYTES
-    from mmd.inject.scopes import budget_split, join_injections
-
     labels = [label for label, _ in scope.read_roots()]
     if not scope.is_project or labels == [USER] and scope.alone:
         return plan(client_key, daemon=daemon, options=lambda: options(None), now=now, max_bytes=max_bytes,

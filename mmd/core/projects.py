@@ -112,10 +112,10 @@ def key_for(identity: str, name: str) -> str:
     """``<name>-<hash>``: ``name`` lowercased, each run outside ``[a-z0-9]`` one ``-``, at most
     :data:`NAME_MAX_CHARS` characters (``project`` when empty); ``hash`` the first 8 hex digits of the
     SHA-256 of ``identity`` (UTF-8)."""
-    import hashlib  # only a call that finds a project pays for it
+    from .sha import sha256_hex  # not hashlib: the hook before every prompt finds a project (issue 31)
 
     slug = _NOT_NAME.sub("-", name.lower()).strip("-")[:NAME_MAX_CHARS].strip("-") or "project"
-    return f"{slug}-{hashlib.sha256(identity.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+    return f"{slug}-{sha256_hex(identity.encode('utf-8', 'surrogatepass'))[:8]}"
 
 
 def normalize_remote(url: str) -> str | None:

@@ -8,7 +8,6 @@ Never: reads a clock (today is passed in) or touches files. Which topics are due
 
 from __future__ import annotations
 
-import calendar
 import re
 from datetime import date, timedelta
 
@@ -46,6 +45,8 @@ def add_months(day: date, months: int) -> date:
     year, month = day.year + index // 12, index % 12 + 1
     if year > 9999:
         raise OverflowError("date past year 9999")
+    import calendar  # with its locale: only a relative span in months pays for it
+
     return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
 
 

@@ -27,7 +27,6 @@ renders injections (:mod:`mmd.inject`), reads session logs.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import logging
 from collections.abc import Callable, Sequence
@@ -145,7 +144,7 @@ class Holds:
             hold = next((h for h in gone if note is not None and is_held(note, h)), None)
             if note is not None and hold is not None:
                 del holds[hold.topic]
-                holds[note.topic] = dataclasses.replace(hold, topic=note.topic)
+                holds[note.topic] = hold.replace(topic=note.topic)
         if holds != dict(held.get()):
             try:
                 held.put(holds)

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
-import shutil
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.model import IndexEntry
+from mmd.core.record import Record
 from mmd.core.uri import uri_for
+
+from .scopes import DEFAULT_MAX_BYTES  # defined there: the hook before every prompt needs it without this module
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -47,12 +47,6 @@ __all__ = [
     "render_baseline",
 ]
 
-DEFAULT_MAX_BYTES = 6144
-"""Default budget of one injection, UTF-8 bytes (issue 28; it was 3072 when the baseline held titles only). With
-the guide (at most 600 bytes, :mod:`.guide`) a session starts with at most ~6.6 KiB: about 1,700 tokens of English
-(~4 bytes a token), 2,250 of code-heavy text (~3), under the 2,500 tokens Codex gives its own memory summary and a
-quarter of the 25 KiB of ``MEMORY.md`` Claude Code loads at start; ``bench/inject_bench.py`` prints what a session
-gets."""
 LINE_MAX_CHARS = 120
 """Longest entry line, in code points."""
 ELLIPSIS = "…"
@@ -62,6 +56,8 @@ def command_for(root: Path | None) -> str:
     """``mmctl``, or ``mmctl --root <root>`` (shell-quoted) when ``root`` is not the default root
     ``~/.dsh/memory``: the command an agent is told to run, in a shell that may resolve another root (and
     :func:`mmctl_path`, when the ``mmctl`` on PATH is not this installation's)."""
+    import shlex  # loaded where used: the hook without a daemon plans here (issue 31)
+
     program = mmctl_path()
     if root is None or Path(root) == Path.home() / ".dsh" / "memory":
         return program
@@ -72,13 +68,36 @@ def command_for(root: Path | None) -> str:
 def mmctl_path() -> str:
     """``mmctl`` when the one on PATH is this installation's (or none sits beside this Python), else this
     installation's by absolute path, shell-quoted: a hook or a service may run with a PATH that has none."""
+    import shlex
+
     mine = Path(sys.executable).parent / "mmctl"
     if not mine.is_file():
         return "mmctl"
-    found = shutil.which("mmctl")
+    found = _which("mmctl")
     if found is not None and os.path.realpath(found) == os.path.realpath(mine):
         return "mmctl"
     return shlex.quote(str(mine))
+
+
+def _which(program: str) -> str | None:
+    """:func:`shutil.which` of ``program`` on POSIX (the first executable file of that name along ``$PATH``), without
+    importing :mod:`shutil`, whose archive modules (bz2, lzma) cost ~3 ms of the hook without a daemon (issue 31)."""
+    if os.name == "nt":
+        import shutil
+
+        return shutil.which(program)
+    path = os.environ.get("PATH")
+    if path is None:
+        path = os.confstr("CS_PATH") or os.defpath
+    seen: set[str] = set()
+    for folder in path.split(os.pathsep) if path else ():
+        if folder in seen:
+            continue
+        seen.add(folder)
+        candidate = os.path.join(folder, program)
+        if os.path.exists(candidate) and os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def read_hint(command: str = "mmctl", changed: bool = False) -> str:
@@ -197,8 +216,7 @@ def recency_order(entries: Iterable[IndexEntry]) -> list[IndexEntry]:
     return unique
 
 
-@dataclass(frozen=True, slots=True)
-class Baseline:
+class Baseline(Record):
     """A rendered baseline.
 
     Attributes:
@@ -207,9 +225,10 @@ class Baseline:
         omitted: how many topics are named only by count.
     """
 
-    text: str
-    shown: tuple[str, ...]
-    omitted: int
+    __slots__ = ("text", "shown", "omitted")
+
+    def __init__(self, text: str, shown: tuple[str, ...], omitted: int) -> None:
+        self.text, self.shown, self.omitted = text, shown, omitted
 
     @property
     def bytes(self) -> int:

@@ -25,17 +25,12 @@ in) or touches files.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import date
-from typing import Any, TypeGuard
 
 from mmd.core.errors import ErrorCode, MMError
-from mmd.core.model import IndexEntry
-from mmd.core.snapshot import Snapshot
+from mmd.core.record import Record
+from mmd.core.sha import sha256_hex
 
 from .baseline import (
     DEFAULT_MAX_BYTES,
@@ -48,6 +43,15 @@ from .baseline import (
 )
 from .content import note_block, use_order
 from .due import parse_review_date
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # plain classes and no typing at run time: the hook without a daemon plans here (issue 31)
+    from collections.abc import Iterator, Mapping, Sequence
+    from datetime import date
+    from typing import Any, TypeGuard
+
+    from mmd.core.model import IndexEntry
+    from mmd.core.snapshot import Snapshot
 
 __all__ = ["ClientView", "Injection", "Prepared", "content_hash", "plan_injection", "prepare"]
 
@@ -65,11 +69,10 @@ def content_hash(summary: str, tags: Sequence[str], body: str) -> str:
     rewrite with the same text is no change.
     """
     data = _JSON.encode([summary, list(tags), body])
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:HASH_CHARS]
+    return sha256_hex(data.encode("utf-8"))[:HASH_CHARS]
 
 
-@dataclass(frozen=True, slots=True)
-class ClientView:
+class ClientView(Record):
     """What one client was last shown.
 
     Attributes:
@@ -78,8 +81,11 @@ class ClientView:
         reminded: topic → review date (``YYYY-MM-DD``) it was reminded of.
     """
 
-    hashes: Mapping[str, str]
-    reminded: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("hashes", "reminded")
+
+    def __init__(self, hashes: Mapping[str, str], reminded: Mapping[str, str] | None = None) -> None:
+        self.hashes = hashes
+        self.reminded: Mapping[str, str] = {} if reminded is None else reminded
 
     def to_json(self) -> dict[str, Any]:
         """``{hashes: {topic: hash}, reminded: {topic: date}}`` (for state.db or a file)."""
@@ -103,8 +109,7 @@ def _str_map(value: object) -> TypeGuard[dict[str, str]]:
     return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
+class Prepared(Record):
     """A snapshot readied for injection; build it with :func:`prepare` (cached per snapshot).
 
     Attributes:
@@ -117,13 +122,14 @@ class Prepared:
         bodies: topic → note body (the snapshot's strings, shared): baselines and deltas carry the notes' text.
     """
 
-    memory_id: str
-    order: tuple[IndexEntry, ...]
-    hashes: dict[str, str]
-    rank: dict[str, int]
-    reviews: tuple[tuple[str, str], ...]
-    command: str = "mmctl"
-    bodies: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("memory_id", "order", "hashes", "rank", "reviews", "command", "bodies")
+
+    def __init__(self, memory_id: str, order: tuple[IndexEntry, ...], hashes: dict[str, str], rank: dict[str, int],
+                 reviews: tuple[tuple[str, str], ...], command: str = "mmctl",
+                 bodies: Mapping[str, str] | None = None) -> None:
+        self.memory_id, self.order, self.hashes, self.rank, self.reviews = memory_id, order, hashes, rank, reviews
+        self.command = command
+        self.bodies: Mapping[str, str] = {} if bodies is None else bodies
 
 
 _lock = threading.Lock()
@@ -160,8 +166,7 @@ def prepare(snapshot: Snapshot) -> Prepared:
         return prepared
 
 
-@dataclass(frozen=True, slots=True)
-class Injection:
+class Injection(Record):
     """One injection plan.
 
     Attributes:
@@ -174,14 +179,12 @@ class Injection:
         view: the client's view once this text has reached the agent; store it only then.
     """
 
-    mode: str
-    text: str
-    added: tuple[str, ...]
-    updated: tuple[str, ...]
-    removed: tuple[str, ...]
-    unchanged: int
-    reminded: tuple[str, ...]
-    view: ClientView
+    __slots__ = ("mode", "text", "added", "updated", "removed", "unchanged", "reminded", "view")
+
+    def __init__(self, mode: str, text: str, added: tuple[str, ...], updated: tuple[str, ...],
+                 removed: tuple[str, ...], unchanged: int, reminded: tuple[str, ...], view: ClientView) -> None:
+        self.mode, self.text, self.added, self.updated, self.removed = mode, text, added, updated, removed
+        self.unchanged, self.reminded, self.view = unchanged, reminded, view
 
     @property
     def bytes(self) -> int:

@@ -15,19 +15,21 @@ write time, and a hand-written prose value in MEMORY.md is reported in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import date
-from typing import Any
-
 from mmd.core.errors import ErrorCode, MMError
-from mmd.core.model import IndexEntry
+from mmd.core.record import Record
 from mmd.core.review_date import add_months, parse_review_date, resolve_review_after
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from datetime import date
+    from typing import Any
+
+    from mmd.core.model import IndexEntry
 
 __all__ = ["DueReport", "DueTopic", "add_months", "due_topics", "parse_review_date", "resolve_review_after"]
 
-@dataclass(frozen=True, slots=True)
-class DueTopic:
+class DueTopic(Record):
     """A topic whose review date has come, or comes within the window.
 
     Attributes:
@@ -36,17 +38,17 @@ class DueTopic:
         days_left: whole days from today to the date: 0 due today, negative overdue, positive ahead.
     """
 
-    topic: str
-    review_after: date
-    days_left: int
+    __slots__ = ("topic", "review_after", "days_left")
+
+    def __init__(self, topic: str, review_after: date, days_left: int) -> None:
+        self.topic, self.review_after, self.days_left = topic, review_after, days_left
 
     def to_json(self) -> dict[str, Any]:
         """``{topic, reviewAfter: "YYYY-MM-DD", daysLeft}``."""
         return {"topic": self.topic, "reviewAfter": self.review_after.isoformat(), "daysLeft": self.days_left}
 
 
-@dataclass(frozen=True, slots=True)
-class DueReport:
+class DueReport(Record):
     """Due topics, most overdue first (then by topic), and entries whose stored value is no date.
 
     Attributes:
@@ -54,8 +56,10 @@ class DueReport:
         invalid: ``(topic, value)`` of review lines that are not ``YYYY-MM-DD`` (hand edits).
     """
 
-    due: tuple[DueTopic, ...]
-    invalid: tuple[tuple[str, str], ...]
+    __slots__ = ("due", "invalid")
+
+    def __init__(self, due: tuple[DueTopic, ...], invalid: tuple[tuple[str, str], ...]) -> None:
+        self.due, self.invalid = due, invalid
 
     def to_json(self) -> dict[str, Any]:
         """``{due: [DueTopic.to_json()], invalid: [{topic, value}]}``."""

@@ -19,16 +19,19 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mmd.core.durable import atomic_write
 from mmd.core.model import Note
 from mmd.core.paths import STATE_DIR
+from mmd.core.record import Record
 from mmd.core.rootfs import make_folders
 from mmd.core.snapshot import Snapshot
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no typing or dataclasses at run time: the hook without a daemon reads the holds (issue 31)
+    from collections.abc import Mapping
+    from typing import Any
 
 __all__ = ["HELD_NAME", "PLACEHOLDER", "Hold", "HeldTopics", "held_view", "is_held"]
 
@@ -39,8 +42,7 @@ PLACEHOLDER = "held for review (flagged: {kinds}; {how}): not shown until a pers
 _HOW = {"remote": "by a sync", "outside-edit": "an outside edit"}
 
 
-@dataclass(frozen=True, slots=True)
-class Hold:
+class Hold(Record):
     """One held topic.
 
     Attributes:
@@ -50,15 +52,12 @@ class Hold:
         before: the revision before it (the version a rejection brings back); existed: the topic had a note then.
     """
 
-    topic: str
-    text: str
-    speaker: str
-    candidate: int | None
-    kinds: tuple[str, ...]
-    at: str
-    revision: int
-    before: int
-    existed: bool = True
+    __slots__ = ("topic", "text", "speaker", "candidate", "kinds", "at", "revision", "before", "existed")
+
+    def __init__(self, topic: str, text: str, speaker: str, candidate: int | None, kinds: tuple[str, ...], at: str,
+                 revision: int, before: int, existed: bool = True) -> None:
+        self.topic, self.text, self.speaker, self.candidate, self.kinds = topic, text, speaker, candidate, kinds
+        self.at, self.revision, self.before, self.existed = at, revision, before, existed
 
     def to_json(self) -> dict[str, Any]:
         """``{topic, text, speaker, candidate, kinds, at, revision, before, existed}``."""

@@ -11,10 +11,19 @@ plans a root's injection (:mod:`.delta` does) or stores a view.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook before every prompt imports this module: nothing more at run time (issue 31)
+    from collections.abc import Sequence
+    from typing import Any
 
-__all__ = ["MODES", "budget_split", "heading", "join_injections", "join_texts"]
+__all__ = ["DEFAULT_MAX_BYTES", "MODES", "budget_split", "heading", "join_injections", "join_texts"]
+
+DEFAULT_MAX_BYTES = 6144
+"""Default budget of one injection, UTF-8 bytes, every root's part in it (issue 28; it was 3072 when the baseline held
+titles only; :mod:`.baseline` re-exports it). With the guide (at most 600 bytes, :mod:`.guide`) a session starts
+with at most ~6.6 KiB: about 1,700 tokens of English (~4 bytes a token), 2,250 of code-heavy text (~3), under the
+2,500 tokens Codex gives its own memory summary and a quarter of the 25 KiB of ``MEMORY.md`` Claude Code loads at
+start; ``bench/inject_bench.py`` prints what a session gets."""
 
 MODES = ("baseline", "delta", "reminder", "none")
 """Injection modes, the one that says most first: a joined injection takes the first any of its parts has."""

@@ -180,7 +180,7 @@ as a secret: random base64 of that length lies around 4.5–5, identifiers and w
 MARKER_RE = re.compile(r"‹secret: [a-z0-9 ._-]+›")
 """A redaction left by :func:`redact`: never found again, so redacting twice changes nothing."""
 
-_compiled: list[tuple[str, re.Pattern[str], tuple[str, ...], bool]] = []
+_compiled: dict[int, re.Pattern[str]] = {}
 _vendor: list[tuple[str, re.Pattern[str]]] | None = None
 _loading = threading.Lock()
 
@@ -190,14 +190,14 @@ def marker(kind: str) -> str:
     return f"‹secret: {kind}›"
 
 
-def _own() -> list[tuple[str, re.Pattern[str], tuple[str, ...], bool]]:
-    """:data:`PATTERNS` compiled once: ``(kind, pattern, needles, needles are lower case)``."""
-    if not _compiled:
-        with _loading:
-            if not _compiled:
-                _compiled.extend((kind, re.compile(pattern, flags), needles, all(n == n.lower() for n in needles))
-                                 for kind, pattern, flags, needles in PATTERNS)
-    return _compiled
+def _own(index: int) -> re.Pattern[str]:
+    """The ``index``-th pattern of :data:`PATTERNS`, compiled on its first use: a text without its needles never
+    compiles it (the hook's last guard on a short text compiles one or two of the 16, issue 31)."""
+    regex = _compiled.get(index)
+    if regex is None:
+        _, pattern, flags, _ = PATTERNS[index]
+        regex = _compiled.setdefault(index, re.compile(pattern, flags))  # compiled twice by a race: the same
+    return regex
 
 
 def _providers() -> list[tuple[str, re.Pattern[str]]]:
@@ -315,10 +315,11 @@ def _candidates(text: str, providers: bool) -> Iterator[tuple[int, int, int, str
     """``(priority, start, end, kind)`` of every match, before overlaps are resolved (lower priority wins);
     ``providers``: ``detect-secrets``' patterns too."""
     lower = text.lower()
-    for priority, (kind, regex, needles, folded) in enumerate(_own()):
+    for priority, (kind, _, _, needles) in enumerate(PATTERNS):
+        folded = all(n == n.lower() for n in needles)
         ends = -1
         for at in _starts(lower if folded else text, needles, folded):
-            match = regex.match(text, at) if at >= ends else None
+            match = _own(priority).match(text, at) if at >= ends else None
             if match is None:
                 continue
             ends = match.end()

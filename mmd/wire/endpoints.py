@@ -30,6 +30,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mmd.core.record import Record
+from mmd.core.sha import sha256_hex
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LIVENESS_MS", "RECORD_NAME", "Endpoints", "check_peer", "check_socket_folder", "discover", "endpoint_key",
            "endpoints_for", "ensure_private_dir", "ipc_path", "listener_of", "peer_credentials", "peer_uid",
@@ -88,22 +93,7 @@ def runtime_dir(env: Mapping[str, str], run_user: Path = RUN_USER) -> Path:
 def endpoint_key(root: str | os.PathLike[str]) -> str:
     """The short hash naming a root's sockets: 16 hex digits of SHA-256 of its real path."""
     real = os.path.realpath(os.fspath(root))
-    return _sha256_hex(real.encode("utf-8", "surrogateescape"))[:KEY_HEX_DIGITS]
-
-
-def _sha256_hex(data: bytes) -> str:
-    """SHA-256 of ``data`` in hex, from CPython's built-in module when there is one: :mod:`hashlib` loads
-    OpenSSL first (~2–3 ms of every one-shot ``mmctl`` call through the daemon); same digest either way."""
-    import importlib
-
-    for name in ("_sha2", "_sha256"):  # Python 3.12+, 3.11
-        try:
-            return str(importlib.import_module(name).sha256(data).hexdigest())
-        except ImportError:
-            continue
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(real.encode("utf-8", "surrogateescape"))[:KEY_HEX_DIGITS]
 
 
 def endpoints_for(root: str | os.PathLike[str], env: Mapping[str, str]) -> Endpoints:
@@ -245,6 +235,19 @@ def peer_credentials(path: Path) -> tuple[int, int] | None:
     return int(pid), int(uid)
 
 
+def _connected_uid(sock: Any) -> int | None:
+    """The uid of the process at the other end of the connected AF_UNIX ``sock`` (``SO_PEERCRED``), None where the
+    OS does not say. ``_socket``'s constants: the caller need not have loaded :mod:`socket`."""
+    import _socket
+    import struct
+
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    _, uid, _ = struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return int(uid)
+
+
 def peer_uid(path: Path) -> int | None:
     """The uid of the process listening on ``path``, as :func:`peer_credentials` (None: the OS does not say).
 
@@ -255,11 +258,12 @@ def peer_uid(path: Path) -> int | None:
     return None if credentials is None else credentials[1]
 
 
-def check_peer(endpoint: str) -> None:
+def check_peer(endpoint: str, connected: Any = None) -> None:
     """Check an ``ipc://`` endpoint before anything is sent to it (no-op for other transports).
 
     Its folder must be private (:func:`check_socket_folder`), its socket file ours (or root's), and
-    the listening process must run as us (or root) where the OS tells (``SO_PEERCRED``).
+    the listening process must run as us (or root) where the OS tells (``SO_PEERCRED``): the process at the
+    other end of ``connected`` (a socket already connected to it) when given, else of a probe connection.
 
     Raises:
         PermissionError: if another user owns the folder, the socket or the listening process.
@@ -272,7 +276,7 @@ def check_peer(endpoint: str) -> None:
     st = os.lstat(path)
     if not stat.S_ISSOCK(st.st_mode) or not _trusted(st.st_uid):
         raise PermissionError(f"{path} is not a socket of uid {os.getuid()} (uid {st.st_uid})")
-    uid = peer_uid(path)
+    uid = peer_uid(path) if connected is None else _connected_uid(connected)
     if uid is not None and not _trusted(uid):
         raise PermissionError(f"the process listening on {path} runs as uid {uid}, not as uid {os.getuid()}")
 

@@ -3,12 +3,8 @@
 - ``inject [--client KEY] [--max-bytes N] [--format text|json|claude-hook|codex-hook] [--json]``:
   the injection for a client (the index once, then only what changed, nothing when nothing
   did), printed, then committed once stdout took it; through the daemon when one owns the
-  root, else on the files (:mod:`mmctl.injection`). ``claude-hook`` and ``codex-hook`` read
-  the agent's hook input on stdin (``session_id``: the client is ``claude-code:<id>`` or
-  ``codex:<id>``; a ``SessionStart`` after ``clear`` or ``compact`` gives the index again) and
-  print ``{"hookSpecificOutput": {"hookEventName", "additionalContext"}}``, or nothing; a hook
-  never holds a prompt: it answers within about 1 s, from the files when the daemon does not
-  (saying that memory may be stale), and always exits 0.
+  root, else on the files (:mod:`mmctl.injection`). ``claude-hook`` and ``codex-hook`` are the
+  agents' hooks (:mod:`.hook`): they read the agent's hook input on stdin and never hold a prompt.
 - ``due [--within DAYS] [--json]``: notes whose review date has come.
 - ``export agents-md [--file PATH] [--max-bytes N]``: the index into the file's
   ``<!-- mm:begin -->`` block, every other byte kept.
@@ -20,11 +16,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mmd.core.errors import MMError
 
 from .output import EXIT_OK, Ctx, Failure
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the hook before every prompt goes through this module (issue 31)
+    from typing import Any
 
 __all__ = ["DEFAULT_CLIENT", "cmd_due", "cmd_export", "cmd_hooks", "cmd_inject"]
 
@@ -57,7 +56,9 @@ def cmd_inject(ctx: Ctx) -> int:
         raise UsageError(f"inject: --json and --format {given} name two outputs; give one")
     form = "json" if ctx.json else given or "text"
     if form in HOOK_AGENTS:
-        return _hook(ctx, form)
+        from .hook import run_hook
+
+        return run_hook(ctx, form)
     client = ctx.args.text("--client") or DEFAULT_CLIENT
     ctx.need_root()
     daemon = ctx.daemon()
@@ -77,127 +78,6 @@ def cmd_inject(ctx: Ctx) -> int:
     except (BrokenPipeError, OSError) as error:  # not delivered: the next call gives the same text again
         raise Failure(f"could not print the injection ({error}); nothing was committed") from None
     _call(injection.commit)
-    return EXIT_OK
-
-
-HOOK_BUDGET_S = 0.7
-"""How long a hook may take once ``mmctl`` has started, seconds (the interpreter's own start comes before, ~0.1 s):
-it never holds a prompt (the agent waits for it). A daemon that has not answered by then is left behind and
-the files answer."""
-PROBE_S = 0.25
-"""Of :data:`HOOK_BUDGET_S`, how long the hook asks the daemon's ``daemon.status`` before it counts as absent."""
-
-
-def _budget_s(env: Any) -> float:
-    """:data:`HOOK_BUDGET_S`, or ``MMCTL_HOOK_BUDGET_MS`` milliseconds when that is a positive integer (a testing
-    aid: a loaded test machine must not turn an answering daemon into a stale answer)."""
-    raw = str(env.get("MMCTL_HOOK_BUDGET_MS", ""))
-    return int(raw) / 1000 if raw.isdigit() and int(raw) > 0 else HOOK_BUDGET_S
-
-
-def _hook(ctx: Ctx, form: str) -> int:
-    """``inject --format claude-hook|codex-hook``: always exit 0 with a shape the agent accepts, within about 1 s.
-
-    Through the daemon when one answers in time, else on the files when their lock is free in time, else
-    from the files without the lock (:func:`mmctl.injection.stale_text`: memory may be stale). What cannot
-    be given at all (bad input, no root) is a ``systemMessage`` for the person, never context for the model.
-    """
-    import time
-
-    from ..errors import MmctlError
-    from ..injection import hook_input, hook_output, session_context, stale_text
-
-    budget_s = _budget_s(ctx.env)
-    deadline = time.monotonic() + budget_s
-
-    def left_ms() -> int:
-        return max(50, int((deadline - time.monotonic()) * 1000))
-
-    try:
-        hook = hook_input(ctx.stdin_bytes(), form)
-        if hook.cwd:  # the agent's folder names the project, whatever --root says (docs/projects.md)
-            ctx.scope_for_session(hook.cwd)
-        root = ctx.need_root()
-        daemon, injection = _hook_plan(ctx, hook, left_ms)
-        if injection is None:
-            max_bytes = ctx.args.integer("--max-bytes")
-            own = ctx.root() / "MEMORY.md"
-            text = stale_text(hook.event, ctx.options_of(ctx.scope() if own.is_file() else None), now=ctx.now,
-                              max_bytes=max_bytes)
-            ctx.error(f"{root}: no answer from its daemon (or its lock) within {budget_s:g} s; "
-                      "answered from the files")
-            return _hook_print(ctx, hook_output(hook.event, session_context(hook.event, text)))
-    except MMError as error:
-        return _hook_fail(ctx, f"{error.code.value}: {error.message}")
-    except Failure as failure:
-        return _hook_fail(ctx, str(failure))
-    said = session_context(hook.event, injection.text, injection.result.get("distill"))
-    if not _hook_printed(ctx, hook_output(hook.event, said)):
-        return EXIT_OK  # the agent went away: nothing committed, the next call gives the same text
-    try:
-        if daemon is not None:
-            daemon.client.timeout_ms = left_ms()
-        injection.commit()
-    except (MMError, MmctlError) as error:  # printed but not recorded: the next prompt repeats it, no harm
-        ctx.error(f"the injection was printed but not recorded ({error}); the next prompt gives it again")
-    return EXIT_OK
-
-
-def _hook_plan(ctx: Ctx, hook: Any, left_ms: Any) -> tuple[Any, Any]:
-    """``(daemon or None, injection)`` of a hook over its scope's roots (the daemon found from the home), or
-    ``(None, None)`` when neither the daemon nor the roots' locks answered in time (the files answer then,
-    without the lock).
-
-    Raises:
-        MMError: what the files cannot give either (a bad option, a broken index); never ``E_IO`` (a lock held).
-    """
-    from ..backend import daemon_listening, find_daemon
-    from ..errors import MmctlError
-    from ..pins import wants_daemon
-    from ..scoped import plan_scoped
-
-    client = ctx.args.text("--client") or hook.client_key
-    scope, home = ctx.scope(), ctx.home()
-    daemon = None
-    try:
-        if wants_daemon(ctx.env):
-            daemon = find_daemon(home, ctx.env, timeout_ms=min(int(PROBE_S * 1000), left_ms()))
-            if daemon is None and daemon_listening(home, ctx.env):
-                return None, None  # its daemon accepts but does not answer: it holds the lock
-        if daemon is not None:
-            daemon.client.timeout_ms = left_ms()
-            daemon.client.project = scope.param
-        return daemon, plan_scoped(scope, client, daemon=daemon.client if daemon else None, options=ctx.options_of,
-                                   now=ctx.now, max_bytes=ctx.args.integer("--max-bytes"), reset=hook.reset,
-                                   lock_wait_s=left_ms() / 1000, prompt=hook.event == "UserPromptSubmit")
-    except MMError as error:
-        if error.code.value != "E_IO":
-            raise
-    except MmctlError:
-        pass  # the daemon took too long: the files answer
-    return None, None
-
-
-def _hook_fail(ctx: Ctx, message: str) -> int:
-    """A hook that cannot inject: a warning for the person (``systemMessage``, and stderr), exit 0."""
-    from ..injection import hook_error
-
-    ctx.error(message)
-    return _hook_print(ctx, hook_error(message))
-
-
-def _hook_printed(ctx: Ctx, text: str) -> bool:
-    """Print a hook's output; whether stdout took it."""
-    try:
-        ctx.write(text)
-    except (BrokenPipeError, OSError):
-        return False
-    return True
-
-
-def _hook_print(ctx: Ctx, text: str) -> int:
-    """Print a hook's output and end it: exit 0 whatever happened (a hook's failure never reaches the model)."""
-    _hook_printed(ctx, text)
     return EXIT_OK
 
 

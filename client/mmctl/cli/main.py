@@ -24,7 +24,6 @@ import os
 import sys
 from collections.abc import Mapping
 
-from mmd.core.config_file import ConfigError
 from mmd.core.errors import ErrorCode, MMError
 
 from ..pins import pinned_clock, pinned_fts5
@@ -94,6 +93,8 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
         # The reference lets these escape as "internal error: MemoryError: …". They are the user's to fix, not
         # bugs: the code and the message (the thing and the value), then the fix (conformance rule
         # "core-error-named", tests/conformance_rules.py).
+        from mmd.core.config_file import ConfigError
+
         ctx.error(error.message if isinstance(error, ConfigError) else f"{error.code.value}: {error.message}")
         ctx.error(fix_for(error, ctx))
         return EXIT_FAILED

@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mmd.core.clock import Clock, system_clock
-from mmd.core.config_file import configured_root
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.paths import INDEX_NAME
 
-from ..backend import LOCKED
 from .parser import Args
 
 TYPE_CHECKING = False
@@ -178,12 +176,24 @@ class Ctx:
                 cwd = None
             own = self.args.positionals[:1] in (["queue"], ["review"])  # their --project filters or moves candidates
             try:
-                self._scope = resolve_scope(configured_root(self.root_flag(), self.env), root_flag=self.root_flag(),
+                self._scope = resolve_scope(self._configured_root(), root_flag=self.root_flag(),
                                             project_flag=None if own else self.args.text("--project"),
                                             user=self.args.flag("--user"), env=self.env, cwd=cwd)
             except ScopeError as error:
                 raise UsageError(str(error)) from None
         return self._scope
+
+    def _configured_root(self) -> Path:
+        """:func:`mmd.core.config_file.configured_root` of ``--root``; that module (and the config file) is loaded
+        only without ``--root``, which names the root alone (the hook before every prompt has it: issue 31)."""
+        explicit = self.root_flag()
+        if explicit:
+            from mmd.core.paths import resolve_root
+
+            return resolve_root(explicit, self.env)
+        from mmd.core.config_file import configured_root
+
+        return configured_root(None, self.env)
 
     def scope_for_session(self, folder: str, *, session: bool = True) -> Scope:
         """Take the scope of an agent working in ``folder`` (a hook's ``cwd``, an MCP server's folder): its project
@@ -193,7 +203,7 @@ class Ctx:
         if self.args.text("--project") is None and not self.args.flag("--user"):
             from ..scope import session_scope
 
-            self._scope = session_scope(configured_root(self.root_flag(), self.env), folder, session=session)
+            self._scope = session_scope(self._configured_root(), folder, session=session)
         return self.scope()
 
     def direct_of(self, scope: Scope | None) -> Direct:
@@ -220,7 +230,7 @@ class Ctx:
             return f"the project root of {scope.origin}"
         if self.root_flag():
             return "from --root"
-        from mmd.core.config_file import config_path
+        from mmd.core.config_file import config_path, configured_root
         from mmd.core.paths import resolve_root
 
         if configured_root(None, self.env) != resolve_root(None, self.env):
@@ -390,6 +400,8 @@ def fix_for(error: MMError, ctx: Ctx) -> str:
                 f"`mmctl doctor --root {ctx.root()}` lists every problem")
     if code in (ErrorCode.E_INVALID, ErrorCode.E_CONFLICT) and message.startswith("topic"):
         return "topics are ASCII slugs: letters, digits, '.', '_' and '-' (see `mmctl help`)"
+    from ..backend import LOCKED
+
     if code == ErrorCode.E_IO and message.startswith(LOCKED):
         return f"`mmctl status --root {ctx.root()}` says whether a daemon answers this client"
     if code == ErrorCode.E_IO:
