@@ -46,5 +46,8 @@ def test_every_marker_line_of_a_dsh_log_is_a_visible_candidate(tmp_path: Path) -
     missing = {marker: body for marker, body in MARKED.items() if body not in visible}
     assert not missing, f"marker lines not visible: {missing}; visible: {sorted(visible)}"
     pinned = {marker for marker, body in MARKED.items() if visible[body]["pinned"]}
-    assert pinned == {"mm://", "REMEMBER:", "MEMO:", "记住：", "REMEMBER", "记忆：", "mm:"}  # summaries are ranked
+    # summaries are ranked; the agent's own marked lines (MEMO:, 记忆： in its replies) are visible, never pinned as
+    # the person's words (issue 29)
+    assert pinned == {"mm://", "REMEMBER:", "记住：", "REMEMBER", "mm:"}
+    assert {visible[MARKED[m]]["speaker"] for m in ("MEMO:", "记忆：")} == {"agent"}
     assert {c["source"]["sessionId"] for c in visible.values()} == {"session-7c2e9b14-3d5a-4f8e-9a17-6b0c2d4e8f31"}

@@ -26,7 +26,7 @@ THROUGH_DAEMON = {
     "mmctl.cli.output", "mmctl.cli.parser", "mmctl.cli.table", "mmctl.injection", "mmctl.pins", "mmctl.scope",
     "mmctl.scoped", "mmctl.zmtp", "mmd", "mmd.core", "mmd.core.clock", "mmd.core.errors", "mmd.core.lazyre",
     "mmd.core.paths", "mmd.core.projects", "mmd.core.record", "mmd.core.sha", "mmd.inject", "mmd.inject.scopes",
-    "mmd.screen", "mmd.screen.hidden", "mmd.screen.secrets", "mmd.wire", "mmd.wire.endpoints",
+    "mmd.screen", "mmd.screen.hidden", "mmd.screen.secrets", "mmd.wire", "mmd.wire.endpoints", "mmd.wire.hooknames",
 }
 """Every module of ours the hook loads when a daemon answers: the scope (the project found from the files), the
 injection's shapes, the last guard on what it prints (issue 29: secrets redacted by the screen's own table, hidden

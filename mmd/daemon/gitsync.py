@@ -191,8 +191,6 @@ class GitSync(CommitUses, HistoryUses):
         """The roots whose locks the sync under way holds (in the worker thread, between its lock's enter and exit)."""
         self._made: set[str] = set()
         """Keys of the project roots a sync under way made (opened once it released the locks)."""
-        self.opening: set[str] = set()
-        """The keys of the roots a sync made that are being opened now: their notes at start are the remote's."""
         home.preparing = self.prepare_root
 
     def _state_of(self, scope: str) -> Any:
@@ -404,13 +402,10 @@ class GitSync(CommitUses, HistoryUses):
         made, self._made = self._made, set()
         for key in sorted(made):
             if (self.root / PROJECTS_DIR / key / INDEX_NAME).is_file():
-                self.opening.add(key)
                 try:
                     asyncio.run_coroutine_threadsafe(self.home.ensure_key(key, []), self.loop).result()
                 except Exception as error:  # noqa: BLE001 - the files are synced; the first request opens it then
                     log.error("git.open_failed scope=%s error=%r", key, str(error))
-                finally:
-                    self.opening.discard(key)
 
     def _decided(self, cand: dict[str, Any]) -> None:
         """Worker thread: publish ``queue/decided`` for a conflict the sync resolved."""

@@ -454,7 +454,8 @@ def _wire_project(root: Root, *, home: Home, db: StateDB, publish: Callable[[str
     (``<repo>/.mm``: the home's watch does not see it, and mmd's git never commits it) a watcher of its own."""
     root.injector = Injector(root.state, db, publish, ttl_days, lambda: (), scope=root.scope, views=views)
     root.state.on_change, root.state.on_allowed = jobs.changed_in(root), jobs.allowed
-    made = jobs.git is not None and root.scope in jobs.git.opening  # a sync made it: its notes are the remote's
+    # opened while a sync runs (by the sync itself, the watch or a request): a root the remote brought
+    made = jobs.git is not None and jobs.git.syncing is not None
     jobs.holds.at_start(root, "remote" if made else "outside-edit")
     root.injector.revision_installed(root.state.current)
     if jobs.git is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from mmd.core.errors import ErrorCode
 from mmd.core.record import Record
 
+from .hooknames import MEMORY_INJECT_NAME, MEMORY_INJECTED_NAME
 from .protocol import DaemonError, UnknownMethod
 
 __all__ = [
@@ -154,10 +155,10 @@ QUEUE_ACCEPT = Method("queue.accept", {
 QUEUE_REJECT = Method("queue.reject", {"id": Param(_IDS), "below": Param(_NUM), "reason": Param(_STR)})
 QUEUE_UNDO = Method("queue.undo", {"id": Param(_ID, True)})
 DAEMON_STATUS = Method("daemon.status", idempotent=True, inline=True)
-MEMORY_INJECT = Method("memory.inject", {"client": Param(_STR, True), "maxBytes": Param(_INT),
+MEMORY_INJECT = Method(MEMORY_INJECT_NAME, {"client": Param(_STR, True), "maxBytes": Param(_INT),
                                          "commit": Param(_BOOL), "reset": Param(_BOOL), "prompt": Param(_BOOL),
                                          **_SCOPE})
-MEMORY_INJECTED = Method("memory.injected", {"client": Param(_STR, True), "token": Param(_STR, True), **_SCOPE},
+MEMORY_INJECTED = Method(MEMORY_INJECTED_NAME, {"client": Param(_STR, True), "token": Param(_STR, True), **_SCOPE},
                          idempotent=True)
 MEMORY_DUE = Method("memory.due", {"withinDays": Param(_INT), **_SCOPE}, idempotent=True)
 # The root's history and sync (issue 18): log and restore read the version history without --git (issue 29), the

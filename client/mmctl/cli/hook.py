@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 
 from mmd.core.errors import MMError
+from mmd.wire.hooknames import MEMORY_INJECT_NAME, MEMORY_INJECTED_NAME
 
 from .output import EXIT_OK, Ctx, Failure
 
@@ -38,10 +39,9 @@ the files answer."""
 PROBE_S = 0.25
 """Of :data:`HOOK_BUDGET_S`, how long the daemon has to finish the connection's handshake before it counts as not
 answering."""
-INJECT = "memory.inject"
-INJECTED = "memory.injected"
-"""The two methods the hook sends (:data:`mmd.wire.methods.MEMORY_INJECT` and ``MEMORY_INJECTED``, whose module is
-not loaded here: its tables cost ~3 ms; ``tests/test_hook_imports.py`` checks the names agree)."""
+INJECT, INJECTED = MEMORY_INJECT_NAME, MEMORY_INJECTED_NAME
+"""The two methods the hook sends (:data:`mmd.wire.methods.MEMORY_INJECT` and ``MEMORY_INJECTED``, named by
+:mod:`mmd.wire.hooknames`: the method table's module is not loaded here, its tables cost ~3 ms)."""
 
 
 def _budget_s(env: Any) -> float:
