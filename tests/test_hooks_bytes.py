@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from mmctl.hooks import CODEX, apply, hook_command, plan_flag, plan_install, plan_uninstall
 
-from mmd.core.errors import MMError
+from mmd.core.errors import ErrorCode, MMError
 from tests.concurrent_writer import rewriting
 
 COMMAND = hook_command("/opt/mm/bin/mmctl", Path("/home/ada/memory"))
@@ -174,10 +174,21 @@ def test_an_agent_rewriting_its_settings_every_few_ms_loses_nothing_over_20_inst
     path = tmp_path / "settings.json"
     original = json.dumps({**SETTINGS, "counter": 0}, indent=2) + "\n"
     path.write_text(original)
+    def again(install: bool) -> None:
+        """Install (or uninstall), again as a person would when the file kept changing under it (refused, nothing
+        written: on a loaded machine the agent can win each of one attempt's retries)."""
+        for _ in range(20):
+            try:
+                apply(plan_install(path, COMMAND) if install else plan_uninstall(path))
+                return
+            except MMError as error:
+                assert error.code == ErrorCode.E_IO and "kept changing" in error.message, error
+        raise AssertionError("refused 20 times in a row")
+
     with rewriting(path, tmp_path) as result:
         for _ in range(20):
-            apply(plan_install(path, COMMAND))
-            apply(plan_uninstall(path))
+            again(install=True)
+            again(install=False)
     assert result["writes"] > 5 and result["broken"] == 0
     assert result["lost"] == 0, f"{result['lost']} of the agent's {result['writes']} writes were lost"
     apply(plan_uninstall(path))  # an install the agent's own rewrite undid leaves nothing behind either
