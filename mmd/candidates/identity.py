@@ -20,15 +20,17 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from mmd.core.lazyre import lazy_compile
+
 __all__ = ["NEAR_DUPLICATE", "Shingles", "body_key", "candidate_key", "contained", "near_duplicate", "norm_key",
            "normalized", "same_numbers", "same_particulars", "shingles"]
 
 NEAR_DUPLICATE = 0.8
 """Jaccard similarity of :func:`shingles` at or above which two statements are one."""
 
-_PUNCT_OR_SPACE = re.compile(r"[\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
-_WORD = re.compile(r"[^\W_]+")
+_PUNCT_OR_SPACE = lazy_compile(r"[\W_]+")
+_CJK = lazy_compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORD = lazy_compile(r"[^\W_]+")
 
 
 def _normalize(body: str) -> str:
@@ -66,10 +68,10 @@ class Shingles(frozenset[str]):
         return made
 
 
-_CHUNK = re.compile(r"`[^`\n]+`|\S+")
-_CODE_OR_PLACE = re.compile(r"^`|[/\\_@=]|::|[^\W\d_]\.[^\W\d_]|[a-z][A-Z]")
-_CAPITALIZED = re.compile(r"^[(\"'*]*[A-Z]")
-_ACRONYM = re.compile(r"[A-Z]{2,}")
+_CHUNK = lazy_compile(r"`[^`\n]+`|\S+")
+_CODE_OR_PLACE = lazy_compile(r"^`|[/\\_@=]|::|[^\W\d_]\.[^\W\d_]|[a-z][A-Z]")
+_CAPITALIZED = lazy_compile(r"^[(\"'*]*[A-Z]")
+_ACRONYM = lazy_compile(r"[A-Z]{2,}")
 
 
 def _words(text: str) -> set[str]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from mmd.candidates.statements import Statement
+from mmd.core.lazyre import lazy_compile
 
 __all__ = ["CUES", "FRAGMENT", "LONG_REPLY", "SHORT_INSTRUCTION", "cues"]
 
@@ -42,17 +43,17 @@ FRAGMENT = 20
 said around it: "The existing `.venv` is causing issues.", "Using `with` instead of `case`". The person's short
 rules ("don't use playwright") and a lesson the agent labels as one ("Pitfall I hit: …") are never fragments."""
 
-_DIGITS = re.compile(r"\d")
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_DIGITS = lazy_compile(r"\d")
+_NUMBER = lazy_compile(r"\d+(?:[.,:]\d+)*")
 # a question without its mark: "can we rename it", "is there a way to …", "didn't we have a hint for that"
-_QUESTION_OPENING = re.compile(
+_QUESTION_OPENING = lazy_compile(
     r"^(?:\w+,? )?(?:(?:can|could|would|will) (?:you|we|i)|(?:is|are) there|"
     r"(?:do|did|does|didn'?t|don'?t) (?:you|we|i))\b", re.IGNORECASE)
 _FILLER = r"(?:ok(?:ay)?|cool|great|nice|perfect|alright|right|yes|yeah|yep|good|thanks|so|and|also|now|then|nah|no|" \
           r"hmm|actually|awesome|sure|well)"
 # the agent saying what it does next or is doing now: "Now updating the test expectations", "Next, the parser",
 # "I'm adding chart styles now", "Time to run the suite", "Moving on to the docs"
-_NEXT_STEP = re.compile(
+_NEXT_STEP = lazy_compile(
     rf"^(?:{_FILLER}[,.!:—–-]*\s+)*(?:"
     r"(?:now|next|then|finally)\b(?!\s+that\b)|"
     r"(?:i'?m|i am|we'?re|we are)\s+(?:now\s+|going\s+to\s+|about\s+to\s+|also\s+)?\w+ing\b|"
@@ -65,28 +66,28 @@ _TASK_VERB = (r"(?:add|fix|make|get|put|run|try|change|update|remove|delete|move
               r"debug|explain|tell|summarize|list)")
 # "ok lets get a pr up for this", "make it so i can drag and drop the pieces", "can you rename it", "I'd like you to":
 # a request shaped so is one at any length; a plain imperative ("rename this dump …") only when short
-_REQUEST = re.compile(
+_REQUEST = lazy_compile(
     rf"^(?:{_FILLER}[,.!:—–-]*\s+)*(?:let'?s\b|lets\b|please\b|pls\b|can you\b|could you\b|would you\b|"
     r"i(?:'d| would)? (?:like|want|need) you to\b|make it so\b|now,? (?:i (?:want|need|'d like)|make|add|let'?s)\b)|"
     r"\bmake it so\b", re.IGNORECASE)
-_INSTRUCTION = re.compile(rf"^(?:{_FILLER}[,.!:—–-]*\s+)*{_TASK_VERB}\b|\bfor (?:this|that|now)\W*$", re.IGNORECASE)
+_INSTRUCTION = lazy_compile(rf"^(?:{_FILLER}[,.!:—–-]*\s+)*{_TASK_VERB}\b|\bfor (?:this|that|now)\W*$", re.IGNORECASE)
 # worded as a rule for good: "always", "never", "must", "from now on" …, and "don't" telling someone what not to do
 # (opening a clause, or after "you", "we", "please" …; "the buttons don't work" describes)
-_STANDING = re.compile(r"\b(?:always|never|must|from now on|every time|in (?:the )?future|going forward|whenever|"
+_STANDING = lazy_compile(r"\b(?:always|never|must|from now on|every time|in (?:the )?future|going forward|whenever|"
                        r"instead)\b|(?:^|[,;:.!?] |\b(?:you|we|please|just|and|but|so|then|also) )(?:don'?t|do not)\b|"
                        r"以后|不要|务必|必须|一律|永远|不能|别再|千万|绝不", re.IGNORECASE)
 # the state of the task at hand: "the filter buttons at the top don't work", "no, i'm still seeing this happen"
-_BUG_STATUS = re.compile(
+_BUG_STATUS = lazy_compile(
     r"\bstill\b.{0,40}\b(?:not|n'?t|broken|fail\w*|happen\w*|seeing|getting|there|wrong|same|show\w*|crash\w*)\b|"
     r"\bi(?:'m| am) (?:still )?(?:seeing|getting)\b|\bnothing (?:happens|happened|changed|shows)\b|"
     r"(?<!if )(?<!whether )\b(?:it|this|that|everything) (?:works|worked|is working|fails|failed|crashes|crashed|"
     r"is broken|broke)\b|"
     r"\b(?:same|that|this) error\b|\bno longer (?:works|shows|happens|crashes)\b", re.IGNORECASE)
-_HUMAN_BROKEN = re.compile(
+_HUMAN_BROKEN = lazy_compile(
     r"\b(?:doesn'?t|does not|don'?t|didn'?t|isn'?t|is not|aren'?t|are not|won'?t|not) (?:work|load|show|appear|render|"
     r"happen|respond|move|update|change|display|start|open|save|fire|run)\w*\b", re.IGNORECASE)
 # the agent reporting what it just did: "Reduced the padding …", "I've updated the tests", "All tests pass"
-_NARRATION = re.compile(
+_NARRATION = lazy_compile(
     r"^(?:\W*)(?:(?:i'?ve|i have|we'?ve|we have|i|we)\s+(?:just\s+|now\s+|also\s+)?)?"
     r"(?:added|updated|changed|fixed|removed|created|moved|renamed|implemented|wrote|made|refactored|replaced|"
     r"reverted|cleaned|committed|pushed|deleted|installed|switched|reduced|increased|extracted|converted|applied|"
@@ -97,15 +98,15 @@ _NARRATION = re.compile(
 # what is going on right now, in the present progressive: "The existing `.venv` is causing issues", "6 tests are
 # timing out", "I'm cleaning that artifact" (a noun in -ing is no verb: "is nothing", "a string", "is missing";
 # "is using SQLite" is counted too: none of the agent's drafts so worded was kept in the 51 sessions)
-_IN_PROGRESS = re.compile(
+_IN_PROGRESS = lazy_compile(
     r"\b(?:is|are|isn'?t|aren'?t|am|i'?m|we'?re|they'?re|it'?s|that'?s)\s+(?:not\s+|still\s+|now\s+|being\s+|currently\s+|"
     r"also\s+|just\s+|already\s+|actually\s+)*(?!\w*thing\b|string\b|during\b|missing\b)\w{2,}ing\b", re.IGNORECASE)
 
 # a choice the agent is making, with its purpose, is no report of the moment: "I'm pinning `TZ=UTC` on every call so
 # the tests give the same result anywhere" (the assistant-purpose rule's shape)
-_PURPOSE = re.compile(r"\bso (?:that )?(?:the|it|they|we|this|every|any)\b", re.IGNORECASE)
+_PURPOSE = lazy_compile(r"\bso (?:that )?(?:the|it|they|we|this|every|any)\b", re.IGNORECASE)
 # a lesson the agent labels as one stands alone however short: "Pitfall I hit: `Sum()` returns None on …"
-_LESSON = re.compile(r"^\W*(?:gotcha|pitfall|lesson|caveat|one thing to (?:know|note|remember))\b[^:.!?]{0,30}:\s*\S",
+_LESSON = lazy_compile(r"^\W*(?:gotcha|pitfall|lesson|caveat|one thing to (?:know|note|remember))\b[^:.!?]{0,30}:\s*\S",
                      re.IGNORECASE)
 
 

@@ -28,6 +28,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from mmd.core.digest import digest
 from mmd.core.errors import MMError
+from mmd.core.lazyre import lazy_compile
 from mmd.core.text import js_trim, slug_for_topic
 from mmd.sources.base import Utterance
 
@@ -43,19 +44,19 @@ from .topics import proposal
 
 __all__ = ["MARKED_SCORE", "candidates_from", "make_candidate", "marks_from", "proposed_topic"]
 
-_NUMBERED = re.compile(r"(memo|summary)-\d+", re.ASCII)
+_NUMBERED = lazy_compile(r"(memo|summary)-\d+", re.ASCII)
 _TOPIC_WORDS = 6
 # "mm: …" opening a line (a bullet's too) or a sentence ("Great. mm: the close job runs at 02:00.")
-_MM_LINE = re.compile(r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?。！？][ \t]))mm:[ \t]+(\S.*)$",
+_MM_LINE = lazy_compile(r"(?:^[ \t]*(?:[-*+][ \t]+)?|(?<=[.!?。！？][ \t]))mm:[ \t]+(\S.*)$",
                       re.MULTILINE | re.IGNORECASE)
 # mm v1 §9 names REMEMBER without a colon too ("REMEMBER the bucket is eu-west-1", "remember that …"): the
 # reference's rule wants the colon, so such a line would be neither drafted (it is marked) nor marked
-_REMEMBER_LINE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?remember\b[ \t]*[,–—-]?[ \t]*(?:that[ \t]+)?(\S.*)$",
+_REMEMBER_LINE = lazy_compile(r"^[ \t]*(?:[-*+][ \t]+)?remember\b[ \t]*[,–—-]?[ \t]*(?:that[ \t]+)?(\S.*)$",
                             re.MULTILINE | re.IGNORECASE)
-_EMPHASIS_LEFT = re.compile(r"^[*_]+[ \t]*")
+_EMPHASIS_LEFT = lazy_compile(r"^[*_]+[ \t]*")
 """What ``**Conclusion:** the cause …`` leaves before the body: the bold's closing stars."""
 _PINNED_KINDS = ("uri", "explicit")
-_HEADING_LINE = re.compile(r"^[ \t]*#{2,}[ \t].*$", re.MULTILINE)
+_HEADING_LINE = lazy_compile(r"^[ \t]*#{2,}[ \t].*$", re.MULTILINE)
 _WEIGHT = {r.kind: r.weight for r in MM_V1}
 MARKED_SCORE = 2.0
 """Score of a candidate marked on purpose (``mm:``, ``MEMO:``, ``REMEMBER`` …): above any rule's."""

@@ -17,12 +17,12 @@ Never: changes what the reference finds (the conformance vectors pin
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mmd.core.digest import EXPLICIT_MARKERS, SUMMARY_MARKERS, distill
+from mmd.core.lazyre import lazy_compile
 
 __all__ = ["MM_V1", "Found", "Rule", "apply", "may_hold_candidates"]
 
@@ -51,7 +51,7 @@ class Rule:
     match: Callable[[str, int], list[Found]]
 
 
-_COLON = re.compile("[:\uff1a]")
+_COLON = lazy_compile("[:\uff1a]")
 
 
 def _marker_test(words: tuple[str, ...]) -> Callable[[str], bool]:

@@ -100,23 +100,24 @@ from mmd.candidates.statements import (
     summarize,
     trimmed,
 )
+from mmd.core.lazyre import lazy_compile
 from mmd.sources.base import Utterance
 
 __all__ = ["DEFAULT_TUNING", "MIN_SCORE", "WHO_FACTOR", "Draft", "Tuning", "budget", "select", "shown"]
 
 
-_ACK = re.compile(
+_ACK = lazy_compile(
     r"\b(?:you'?re (?:absolutely |completely |totally )?(?:right|correct)|good (?:catch|point)|"
     r"my (?:mistake|bad)|i (?:apologi[sz]e|was wrong|missed)|sorry|fair point)\b|你说得对|抱歉",
     re.IGNORECASE)
 # a block a tool wrapped around or put before what the person typed (<system_instruction>…)
-_INJECTED = re.compile(r"<([a-z][\w-]*)(?:\s[^>]*)?>[\s\S]*?</\1>", re.IGNORECASE)
-_DISPROVED = re.compile(
+_INJECTED = lazy_compile(r"<([a-z][\w-]*)(?:\s[^>]*)?>[\s\S]*?</\1>", re.IGNORECASE)
+_DISPROVED = lazy_compile(
     r"\b(?:i was wrong|that was wrong|my (?:earlier|previous|first) (?:diagnosis|assumption|theory|guess)|"
     r"(?:wasn'?t|was not|isn'?t|is not) (?:actually )?the (?:real |root )?(?:cause|issue|problem)|"
     r"(?:disproves?|rules? out|contrary to) (?:my|the|what i)|that (?:theory|hypothesis) (?:is|was) wrong)\b",
     re.IGNORECASE)
-_WORDS = re.compile(r"[^\W_]{3,}|[\u4e00-\u9fff]{2}")
+_WORDS = lazy_compile(r"[^\W_]{3,}|[\u4e00-\u9fff]{2}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from typing import Literal
 
 from mmd.candidates.statements import MAX_STATEMENT, Statement
 from mmd.candidates.triggers import Folded, Triggers, branches, triggers_of
+from mmd.core.lazyre import lazy_compile
 
 __all__ = ["DURABLE_SECTIONS", "KINDS", "RULES", "TRANSIENT_SECTIONS", "Kind", "Rule", "fire", "phrases", "possible",
            "quiet", "standing", "strength", "without"]
@@ -53,10 +54,15 @@ class Rule:
     who: tuple[str, ...]
     pattern: re.Pattern[str]
     sections: tuple[str, ...] = ()
-    triggers: Triggers | None = field(init=False, repr=False, compare=False)
+    _triggers: list[Triggers | None] = field(init=False, repr=False, compare=False, default_factory=list)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "triggers", triggers_of(self.pattern))
+    @property
+    def triggers(self) -> Triggers | None:
+        """:func:`~mmd.candidates.triggers.triggers_of` the pattern, derived on first use (a daemon that reads no
+        session never parses the rules' patterns: ~35 ms of every start)."""
+        if not self._triggers:
+            self._triggers.append(triggers_of(self.pattern))
+        return self._triggers[0]
 
     def may_fire(self, folded: Folded) -> bool:
         """False when the statement (``folded``) cannot match :attr:`pattern` (a cheap check)."""
@@ -64,7 +70,7 @@ class Rule:
 
 
 def _rx(*alternatives: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{a})" for a in alternatives), re.IGNORECASE)
+    return lazy_compile("|".join(f"(?:{a})" for a in alternatives), re.IGNORECASE)
 
 
 DURABLE_SECTIONS: tuple[str, ...] = (
@@ -201,39 +207,39 @@ RULES: tuple[Rule, ...] = (
 """The built-in rules, most specific first within each channel."""
 
 _ACKNOWLEDGED = next(rule for rule in RULES if rule.name == "assistant-acknowledged")
-_QUESTION_WORDS = re.compile(
+_QUESTION_WORDS = lazy_compile(
     r"^(?:why|what|how|where|which|who|when|is|are|do|does|did|can you|could you|would you|will you)\b",
     re.IGNORECASE)
-_NONE = re.compile(r"^\W*(?:none|n/?a|nothing|no errors?)\W*(?:\(.*\))?\W*$", re.IGNORECASE)
-_PROGRESS = re.compile(
+_NONE = lazy_compile(r"^\W*(?:none|n/?a|nothing|no errors?)\W*(?:\(.*\))?\W*$", re.IGNORECASE)
+_PROGRESS = lazy_compile(
     r"^(?:let me|i'?ll|i will|i'?m going to|now,? (?:let me|i(?:'ll| will| need| have to| can|'m going)\b)|next,? i|"
     r"first,? (?:let me|i)|i'?m now|(?:the )?next step is|"
     r"perfect|great|done|all (?:done|\d+)|good|ok(?:ay)?|sure|excellent|here'?s|here is)\b",
     re.IGNORECASE)
 # output pasted into a sentence: a path with a line number, a warning or error class, a prompt
-_TOOL_TEXT = re.compile(r"\S+\.\w+:\d+\b|\b\w+(?:Error|Exception|Warning): |^[$>#] |\s[$>] \S|\bwarn\b.*={5,}|"
+_TOOL_TEXT = lazy_compile(r"\S+\.\w+:\d+\b|\b\w+(?:Error|Exception|Warning): |^[$>#] |\s[$>] \S|\bwarn\b.*={5,}|"
                         # a package manager's or tool's own log line, pasted: "npm error …", "yarn warn …"
                         r"^(?:npm|pnpm|yarn|bun|pip|cargo|gradle|mvn|docker|kubectl|terraform) (?:ERR!|error|warn|"
                         r"WARN|notice)\b")
-_REASON = re.compile(r"\b(?:because|otherwise|so that|since|as long as|due to)\b|因为|否则", re.IGNORECASE)
-_REQUEST = re.compile(
+_REASON = lazy_compile(r"\b(?:because|otherwise|so that|since|as long as|due to)\b|因为|否则", re.IGNORECASE)
+_REQUEST = lazy_compile(
     r"^(?:\w+,? )?(?:let'?s|lets|can (?:we|you|i)|could (?:we|you)|please|pls|would you|try|go ahead|"
     r"okay,? so|ok,? so|so can|i(?:'d| would)? (?:like|want) to)\b", re.IGNORECASE)
-_STANDING = re.compile(
+_STANDING = lazy_compile(
     r"\b(?:always|never|must|don'?t|do not|should(?:n'?t| not)|from now on|every time|instead)\b|"
     r"以后|不要|务必|必须|一律|永远|不能|别再|千万|绝不", re.IGNORECASE)
 # said of this moment only: "don't push yet", "for now", "tomorrow"
-_ONE_OFF = re.compile(r"\b(?:yet|for now|tomorrow|tonight|today|right now|this time|at the moment|for the moment)\b|"
+_ONE_OFF = lazy_compile(r"\b(?:yet|for now|tomorrow|tonight|today|right now|this time|at the moment|for the moment)\b|"
                       r"暂时|先不|今天|明天", re.IGNORECASE)
 # the assistant guessing ("probably the cache", "it might be", "either … or …"): a hypothesis, not a finding
-_HEDGE = re.compile(r"\b(?:might|(?-i:may)|maybe|perhaps|probably|possibly|likely|could be|i think|i suspect|seems?|"
+_HEDGE = lazy_compile(r"\b(?:might|(?-i:may)|maybe|perhaps|probably|possibly|likely|could be|i think|i suspect|seems?|"
                     r"appears? to|either)\b", re.IGNORECASE)
 # "okay, fix is pushed, let's update from main": a request after a clause, not only at the start
-_LETS = re.compile(r"(?:^|[,;:.!] |\b(?:so|and|then|now|ok(?:ay)?|yes|nah|no) )let'?s\b", re.IGNORECASE)
-_PLAN = re.compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b|"
+_LETS = lazy_compile(r"(?:^|[,;:.!] |\b(?:so|and|then|now|ok(?:ay)?|yes|nah|no) )let'?s\b", re.IGNORECASE)
+_PLAN = lazy_compile(r"\b(?:i need to|let me|i'?m going to|i will now|next i'?ll)\b|"
                    r"\b(?:is|are|was|were|has been|have been) already (?:applied|done|in place|fixed|committed|pushed|"
                    r"merged|there|set|installed|running)\b", re.IGNORECASE)
-_WORD = re.compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
+_WORD = lazy_compile(r"[\u4e00-\u9fff]{2}|[^\W\d_\u4e00-\u9fff]{2,}")
 
 
 def quiet(statement: Statement, who: str) -> bool:
@@ -366,7 +372,7 @@ def _channel(rules: Sequence[Rule], who: str) -> Triggers | None:
 
 
 # statements.split cuts a statement inside a word (summarize) only within a run this long without a space
-_CUT_IN_A_WORD = re.compile(rf"\S{{{MAX_STATEMENT - 1 - MAX_STATEMENT // 2}}}")
+_CUT_IN_A_WORD = lazy_compile(rf"\S{{{MAX_STATEMENT - 1 - MAX_STATEMENT // 2}}}")
 
 
 def possible(text: str, who: str, rules: Sequence[Rule] = RULES) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mmd.core.lazyre import lazy_compile
+
 __all__ = ["LEANING", "MAX_STATEMENT", "MAX_SUMMARY", "PARAGRAPH", "Statement", "introduced", "looks_pasted", "marked",
            "memory", "split", "summarize", "summary_line", "trimmed"]
 
@@ -49,18 +51,18 @@ class Statement:
     paragraph: int
 
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_FENCE = lazy_compile(r"^\s*(```|~~~)")
+_HEADING = lazy_compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 # a line that is only a bold label, "**Label**", "**Label:**", "1. **Label**:" or "Label:" (short)
-_LABEL = re.compile(r"^\s*(?:\d+[.)]\s*)?(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$")
+_LABEL = lazy_compile(r"^\s*(?:\d+[.)]\s*)?(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$")
 # a line a person marked on purpose (mm v1 §9 markers): its own paragraph, never another statement's context
-_MARKED = re.compile(r"^\s*(?:[-*+]\s+)?(?:mm:|memo:|remember\b|记住[:：]|记忆[:：])", re.IGNORECASE)
-_PLAIN_LABEL = re.compile(r"^\s*(?:\d+[.)]\s*)?([A-Z][\w /&'-]{0,48}):\s*$")
-_BULLET = re.compile(r"^(\s*)(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
-_TABLE = re.compile(r"^\s*\|")
-_RULE_LINE = re.compile(r"^\s*([-*_=])\1{2,}\s*$")
+_MARKED = lazy_compile(r"^\s*(?:[-*+]\s+)?(?:mm:|memo:|remember\b|记住[:：]|记忆[:：])", re.IGNORECASE)
+_PLAIN_LABEL = lazy_compile(r"^\s*(?:\d+[.)]\s*)?([A-Z][\w /&'-]{0,48}):\s*$")
+_BULLET = lazy_compile(r"^(\s*)(?:[-*+•]|\d{1,3}[.)])\s+(.*)$")
+_TABLE = lazy_compile(r"^\s*\|")
+_RULE_LINE = lazy_compile(r"^\s*([-*_=])\1{2,}\s*$")
 # lines that look like output of a tool, a log or a shell, not like prose
-_TOOLISH = re.compile(
+_TOOLISH = lazy_compile(
     r"""^\s*(?:
         \$\s|>>>\s|\#\s?\w+@|            # shell and REPL prompts
         \d{4}-\d\d-\d\d[T ]\d\d:\d\d|    # a timestamped log line
@@ -73,13 +75,13 @@ _TOOLISH = re.compile(
     )""",
     re.VERBOSE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*]*\w)|(?<=[。！？；])")
-_ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Dr|No|Fig)|\b[A-Z])\.$")
-_WS = re.compile(r"\s+")
-_BOLD = re.compile(r"(?<![\w*])\*\*(?=\S)(.+?)(?<=\S)\*\*(?![\w*])")  # not x**2 + y**2
+_SENTENCE_END = lazy_compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[`*]*\w)|(?<=[。！？；])")
+_ABBREV = lazy_compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Dr|No|Fig)|\b[A-Z])\.$")
+_WS = lazy_compile(r"\s+")
+_BOLD = lazy_compile(r"(?<![\w*])\*\*(?=\S)(.+?)(?<=\S)\*\*(?![\w*])")  # not x**2 + y**2
 # a marker of an inline enumeration: "1:", "2)", "(3)" standing alone before a space
-_ENUM_MARK = re.compile(r"(?:(?<=\s)|^)\(?(\d{1,2})[:)](?=\s)")
-_SECTION_NOISE = re.compile(r"[^\w\s]+")
+_ENUM_MARK = lazy_compile(r"(?:(?<=\s)|^)\(?(\d{1,2})[:)](?=\s)")
+_SECTION_NOISE = lazy_compile(r"[^\w\s]+")
 
 
 def summarize(text: str, limit: int = MAX_SUMMARY) -> str:
@@ -106,7 +108,7 @@ def summary_line(text: str, limit: int = MAX_SUMMARY) -> str:
 
 # spoken filler before what is said: "ok", "So,", "I think", "Great —", "Good catch —", "Note:" (repeated: "ok so i
 # think"); a label that says what the statement is ("Root cause:", "Pitfall:") is kept
-_FILLER = re.compile(
+_FILLER = lazy_compile(
     r"^(?:(?:(?:good|great|nice|fair) (?:catch|point|question|call|thinking)|you'?re (?:absolutely |totally )?right|"
     r"ok(?:ay)?|so|well|yes|yeah|yep|alright|all right|right|great|good|cool|nice|perfect|awesome|excellent|"
     r"sure|thanks|thank you|hmm+|oh|ah|also|and|but|actually|anyway|basically|honestly|btw|by the way|fyi|"
@@ -145,17 +147,17 @@ PARAGRAPH = 250
 LEANING = 300
 """Most code points of a sentence with the sentences it leans on (:func:`memory`)."""
 # a sentence that cannot stand alone: it points back ("This is why …", "So …") or the next one completes it
-_POINTS_BACK = re.compile(r"^(?:this|that|these|those|it|its|it's|they|their|so|then|otherwise|which|also|but|and|"
+_POINTS_BACK = lazy_compile(r"^(?:this|that|these|those|it|its|it's|they|their|so|then|otherwise|which|also|but|and|"
                           r"because|hence|thus|therefore|that's|here|there|such|both|either|instead)\b", re.IGNORECASE)
-_COMPLETES = re.compile(r"^(?:because|otherwise|so|that's why|this is why|this means|which|since|as a result|"
+_COMPLETES = lazy_compile(r"^(?:because|otherwise|so|that's why|this is why|this means|which|since|as a result|"
                         r"that way|this way|it|this|that|they|these|those|its|it's|instead|but|also|and)\b",
                         re.IGNORECASE)
 
 
 # what the agent says of its own work between statements: never part of a memory ("Let me check …", "Sorry …")
-_ASIDE = re.compile(r"^(?:let me|let's|i'll|i will|i'm going to|now,? (?:let me|i'll)|next,? i|waiting|sorry|"
+_ASIDE = lazy_compile(r"^(?:let me|let's|i'll|i will|i'm going to|now,? (?:let me|i'll)|next,? i|waiting|sorry|"
                     r"thanks|perfect|done|great|ok(?:ay)?)\b", re.IGNORECASE)
-_STANDS_ALONE = re.compile(r"(?:do not|don't|never|always|please (?:do not|don't|never|always))\b", re.IGNORECASE)
+_STANDS_ALONE = lazy_compile(r"(?:do not|don't|never|always|please (?:do not|don't|never|always))\b", re.IGNORECASE)
 """A sentence opening as a rule of its own ("Do not create any PR without my approval.") needs no neighbour."""
 _ALONE_WORDS = 6
 

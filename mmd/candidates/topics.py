@@ -19,6 +19,8 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
+from mmd.core.lazyre import lazy_compile
+
 from .identity import normalized
 from .signals import standing
 from .statements import trimmed
@@ -39,7 +41,7 @@ make sure run runs want need needs get got going one two via per new old else in
 _FUNCTION = frozenset("a an and are as at be by for from in into is it its of on or our so that the this to we with "
                       "you your i my me us them they there".split())
 """Function words a slug leaves out (a slug keeps verbs: ``run-tests-make-test-fast``)."""
-_ASCII_WORD = re.compile(r"[a-z0-9]+")
+_ASCII_WORD = lazy_compile(r"[a-z0-9]+")
 _BODY_ONLY = 5
 
 
@@ -53,8 +55,8 @@ def subject_words(text: str) -> frozenset[str]:
     return frozenset(_content_words(text))
 
 
-_APOSTROPHE = re.compile(r"(?<=[A-Za-z])['\u2019](?=[A-Za-z])")
-_PRONOUN_CONTRACTION = re.compile(
+_APOSTROPHE = lazy_compile(r"(?<=[A-Za-z])['\u2019](?=[A-Za-z])")
+_PRONOUN_CONTRACTION = lazy_compile(
     r"\b(?:i|you|we|they|he|she|it|that|there|here|what|let)['\u2019](?:d|ll|ve|re|m|s)\b", re.IGNORECASE)
 """``I'd``, ``you're``, ``it's`` …: left out whole (``I'd`` folded would read as the word ``id``)."""
 _FILLER = frozenset("""
@@ -153,17 +155,17 @@ add fix put try change update remove delete open show build set check test pin s
 rename move write create install deploy release publish bump upgrade keep log name mark wrap split
 """.split())
 """Words that open an imperative ("*run* the tests with …"), verbs as a sentence's first word."""
-_VERB_ENDING = re.compile(r"(?:ates|izes|ises|ifies|ed)$")
+_VERB_ENDING = lazy_compile(r"(?:ates|izes|ises|ifies|ed)$")
 """Word endings of a verb after a subject ("the retry path *regenerates* keys", "the module *moved*")."""
 _PRONOUN = frozenset("we i you they it this that these those there he she".split())
-_OPENER = re.compile(r"^\s*(?:(?:in|for|on|at|from|after|before|when|once|if|during|since)\b[^,;:]{0,60}[,;:]\s*)?"
+_OPENER = lazy_compile(r"^\s*(?:(?:in|for|on|at|from|after|before|when|once|if|during|since)\b[^,;:]{0,60}[,;:]\s*)?"
                      r"(?:(?:please|always|never|just|also|only|do not|don'?t|make sure(?: that)?|remember(?: that)?|"
                      r"note(?: that)?)\b\s*)*", re.IGNORECASE)
 """What opens a sentence before its subject: a leading phrase up to its comma ("In the future, …") and the words
 of a rule ("always", "never", "don't", "make sure" …)."""
 _PREPOSITION = frozenset("with in on at to for from by of into onto under over via than as when if before after "
                          "because so unless until through about across between without within like".split())
-_CODE = re.compile(r"`([^`]{2,60})`")
+_CODE = lazy_compile(r"`([^`]{2,60})`")
 
 
 def topic_name(text: str, *, limit: int = TOPIC_SLUG_MAX, taken: Collection[str] = ()) -> str:

@@ -24,9 +24,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from mmd.core.lazyre import lazy_compile
+
 __all__ = ["Folded", "Triggers", "branches", "triggers_of"]
 
-_WORDS = re.compile(r"\w+")
+_WORDS = lazy_compile(r"\w+")
 _DOTLESS = str.maketrans({"ı": "i"})
 # one character the regex matches literally when escaped, and the escapes that bound a word
 _LITERAL_ESCAPES = frozenset("\\.*+?()[]{}|^$-/~'\":,;!&#%@=<>")
