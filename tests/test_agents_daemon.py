@@ -56,6 +56,17 @@ def test_a_proposal_a_note_holds_queues_nothing_and_bad_ones_are_refused(daemon:
     assert call(daemon, "queue.list", {})["total"] == 0
 
 
+def test_a_proposal_holding_a_secret_is_queued_redacted_and_answered_with_its_id(daemon: Any) -> None:
+    # the queue's door redacts it, which changes its text and key: the answer said id null (a trial found it)
+    token = "ghp_" + "Z" * 36
+    out = propose(daemon, f"The vault token for staging is {token} until Friday.", reason="needed for deploys")
+    assert out["status"] == "queued" and isinstance(out["id"], int), out
+    got = call(daemon, "queue.get", {"id": out["id"]})
+    assert token not in str(got) and "‹secret: github token›" in got["body"] and got["speaker"] == "agent"
+    again = propose(daemon, f"The vault token for staging is {token} until Friday.")
+    assert (again["status"], again["id"]) == ("merged", out["id"]), again
+
+
 def test_replace_shows_the_note_as_it_is_and_accepting_writes_it_and_undo_restores_it(daemon: Any) -> None:
     curated = "## Deploys\n" + "A curated paragraph about deploys. " * 40
     write(daemon, "deploys", curated, summary="How we deploy")

@@ -313,7 +313,8 @@ class ReviewQueue:
     def holding(self, c: NewCandidate) -> CandidateJson | None:
         """The candidate that holds ``c``'s statement after :meth:`add` (the same text or a near-duplicate, any
         status), or None when the queue has none: what an agent's proposal became (queued, merged, or decided
-        before)."""
+        before). ``c`` is looked up as the door made it (a redacted secret changes its text and key)."""
+        c = screen_candidate(c)
         conn = self.db.conn()
         row = self._match(conn, c, shingles(c.body))
         return row_json(row) if row is not None else None
