@@ -54,6 +54,10 @@ def test_every_kind_of_secret_is_refused_on_every_write_path_and_nothing_is_writ
         assert error["data"]["details"]["secrets"] == [{"field": "content", "kind": kind, "line": 2}]
         code, out, err = cli(daemon, "write", "seed", "--content", text)
         assert code == 1 and f"{kind} at line 2" in err and value not in out + err
+        code, out, err = cli(daemon, "write", "seed", "--content", text, "--json")  # a script reads the refusal
+        refused = json.loads(out)
+        assert (code, refused["ok"], refused["code"]) == (1, False, "E_SECRET") and value not in out + err, out
+        assert refused["details"]["secrets"] == [{"field": "content", "kind": kind, "line": 2}]
     assert _error(daemon, "memory.write", {"topic": "t", "content": "x", "tags": "AKIA4XKQ7RZP2MBN6TWD"})[
         "data"]["details"]["field"] == "tags"
     assert _files(daemon.root) == before and call(daemon, "daemon.status")["revision"] == revision

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from mmd.core.errors import ErrorCode, MMError
 
 from ..pins import pinned_clock, pinned_fts5
-from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure, fix_for
+from .output import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Ctx, Failure, fix_for, print_refusal
 from .parser import COMMANDS, Args, Shown, UsageError, parse_args, usage_line
 
 TYPE_CHECKING = False
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
 
         ctx.error(error.message if isinstance(error, ConfigError) else f"{error.code.value}: {error.message}")
         ctx.error(fix_for(error, ctx))
+        print_refusal(ctx, error.code.value, error.message, error.details)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None, *, env: Mapping[str, str] | None = None,
 
         if isinstance(error, MmctlError):
             ctx.error(error.message)
+            print_refusal(ctx, error.code, error.message, error.data.get("details"))
             return EXIT_FAILED
         ctx.error(f"internal error: {type(error).__name__}: {error}")
         if environ.get("MMCTL_DEBUG") == "1":
@@ -132,3 +134,4 @@ def _arguments(argv: list[str]) -> list[str]:
             raise Failure(f"{ErrorCode.E_INVALID.value}: argument {number} is not valid UTF-8: {shown!r}; "
                           "give text in UTF-8") from None
     return argv
+

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from ..backend import Daemon, Direct
     from ..scope import Scope
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "aligned", "fix_for", "js_json"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "PROG", "Ctx", "Failure", "aligned", "fix_for", "js_json",
+           "print_refusal"]
 
 EXIT_OK = 0
 """The command did what was asked."""
@@ -419,3 +420,11 @@ def fix_for(error: MMError, ctx: Ctx) -> str:
         return f"create it with `mmctl init --root {ctx.root()}`, or give the right --root"
     command = ctx.args.positionals[0] if ctx.args.positionals else ""
     return f"see `mmctl help {command}`" if command else "see `mmctl help`"
+
+def print_refusal(ctx: Ctx, code: str, message: str, details: Any) -> None:
+    """With ``--json``, the screen's refusal (a secret, ``E_SECRET``, or hidden text: ``E_INVALID`` naming it) as
+    ``{ok: false, code, message, details}`` on stdout too, as a budget refusal prints its outcome: a script reads
+    what was refused and where (kinds and lines, never a value). Other errors keep the reference's output."""
+    screened = code == "E_SECRET" or (isinstance(details, dict) and "hidden" in details)
+    if ctx.json and screened:
+        ctx.print_json({"ok": False, "code": code, "message": message, "details": details})

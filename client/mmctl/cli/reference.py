@@ -13,7 +13,7 @@ from mmd.core.errors import ErrorCode, MMError
 
 from ..backend import LOCKED
 from ..render import budget_lines
-from .output import EXIT_FAILED, EXIT_OK, Ctx, fix_for, js_json
+from .output import EXIT_FAILED, EXIT_OK, Ctx, fix_for, js_json, print_refusal
 from .parser import UsageError
 
 TYPE_CHECKING = False
@@ -68,10 +68,12 @@ def write_via_daemon(ctx: Ctx, topic: str, content: str, budget: int | None) -> 
 
 
 def _as_mm(error: Exception) -> MMError:
-    """A daemon's error answer as the core error the direct path would have raised (same message)."""
+    """A daemon's error answer as the core error the direct path would have raised (same message and details)."""
     code = getattr(error, "code", "")
     known = code in ErrorCode.__members__
-    return MMError(ErrorCode(code) if known else ErrorCode.E_IO, getattr(error, "message", str(error)))
+    data = getattr(error, "data", None)
+    return MMError(ErrorCode(code) if known else ErrorCode.E_IO, getattr(error, "message", str(error)),
+                   details=data.get("details") if isinstance(data, dict) else None)
 
 
 
@@ -96,6 +98,7 @@ def _change(ctx: Ctx, via_daemon: Callable[[], dict[str, Any] | None],
         ctx.error(error.message)
         if error.code is ErrorCode.E_IO:
             ctx.error(fix_for(error, ctx))
+        print_refusal(ctx, error.code.value, error.message, error.details)
         return None
 
 def cmd_write(ctx: Ctx) -> int:
