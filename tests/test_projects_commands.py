@@ -139,3 +139,13 @@ def test_a_scope_that_names_nothing_exits_2_and_changes_nothing(home: dict[str, 
     code, _, err = run(home["env"], *[a.replace("{plain}", str(plain)) for a in argv])
     assert code == 2 and err.startswith("mmctl: "), err
     assert files(home["user"]) == before
+
+
+def test_a_missing_user_root_is_named_as_the_user_roots_resolution_not_as_the_project_root(
+        home: dict[str, Any], tmp_path: Path) -> None:
+    # a trial passed a mistyped --root in a project: the error called that path "the project root of" the folder
+    nope = tmp_path / "nope"
+    code, out, err = run(home["env"], "read", "deploy", "--root", str(nope), "--project", str(home["repo"]))
+    assert (code, out) == (1, ""), err
+    assert err.startswith(f"mmctl: E_NOT_INITIALIZED: no memory root at {nope} (from --root): "), err
+    assert not nope.exists()

@@ -223,11 +223,11 @@ class Ctx:
         """The root this call writes to: the scope's (:meth:`scope`), the user root unless a project is in scope."""
         return self.scope().root
 
-    def root_origin(self) -> str:
-        """How :meth:`root` was resolved, in words: ``--root``, the config file, ``$DSH_MEMORY_ROOT``, ``$DSH_HOME``,
-        or the project in scope."""
+    def root_origin(self, user: bool = False) -> str:
+        """How :meth:`root` (``user``: the user root) was resolved, in words: ``--root``, the config file,
+        ``$DSH_MEMORY_ROOT``, ``$DSH_HOME``, or the project in scope."""
         scope = self.scope()
-        if scope.is_project and not scope.alone:
+        if scope.is_project and not scope.alone and not user:
             return f"the project root of {scope.origin}"
         if self.root_flag():
             return "from --root"
@@ -248,16 +248,16 @@ class Ctx:
         Raises:
             Failure: ``E_NOT_INITIALIZED: no memory root at PATH (how it was resolved); …`` naming the fix.
         """
-        root = self.root()
+        root, user = self.root(), False
         if (root / INDEX_NAME).is_file():
             return root
         scope = self.scope()
         if scope.is_project and not scope.alone:  # a project without its root yet reads the user root behind it
             if (scope.home / INDEX_NAME).is_file():
                 return root
-            root = scope.home
-        raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: no memory root at {root} ({self.root_origin()}): it "
-                      f"{_not_a_root(root)}")
+            root, user = scope.home, True  # the user root is what is missing: say how IT was resolved
+        raise Failure(f"{ErrorCode.E_NOT_INITIALIZED.value}: no memory root at {root} ({self.root_origin(user)}): "
+                      f"it {_not_a_root(root)}")
 
     def stdin_bytes(self) -> bytes:
         """All of stdin, as bytes (``--content -``)."""
