@@ -7,12 +7,20 @@ process that is ended with the test).
 
 from __future__ import annotations
 
+import compileall
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["tests.leakcheck", "pytester"]
+
+# Bytecode is kept, whatever the environment says: with PYTHONDONTWRITEBYTECODE=1 (set on this project's machines)
+# every mmd and mmctl process the suite starts compiled the package from source (0.65 s of CPU for the daemon's
+# imports on a fresh clone, 0.35 s from bytecode) and each worker rewrote every test module's asserts (~11 s).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -85,3 +93,12 @@ def daemon(start_daemon):  # type: ignore[no-untyped-def]
 def mmd(daemon):  # type: ignore[no-untyped-def]
     """The running daemon, under the name the mmctl tests use (see ``daemon``)."""
     return daemon
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile ``mmd`` and ``mmctl`` once, in the process that starts the run (before any worker or daemon), so the
+    processes the tests start read bytecode and never race to write it."""
+    if hasattr(config, "workerinput"):
+        return
+    for package in (REPO / "mmd", REPO / "client" / "mmctl"):
+        compileall.compile_dir(package, quiet=1, workers=1)
