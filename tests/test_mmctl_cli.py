@@ -337,6 +337,8 @@ def test_a_refused_write_prints_its_figures_under_the_message(mm) -> None:  # ty
 
     would = len(serialize_note(topic="a", memory_id="local", file="memories/a.md", body="x" * 12).encode())
     assert figures.startswith(f"  body 12/10 chars (2 over), note {would}/65536 bytes, index 9/200 lines")
+    empty = mm("write", "a", "--content", "")  # not a budget's refusal: no figures to explain it
+    assert empty.code == 1 and empty.err == "mmctl: content must be a non-empty string\n"
     assert would > 12 and not (mm.root / "memories" / "a.md").exists()
 
 

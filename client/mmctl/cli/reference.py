@@ -9,7 +9,7 @@ files under the root's lock. Either way the output is the reference's.
 from __future__ import annotations
 
 from mmd.core.config_file import ConfigError
-from mmd.core.errors import ErrorCode, MMError
+from mmd.core.errors import BudgetCode, ErrorCode, MMError
 
 from ..backend import LOCKED
 from ..render import budget_lines
@@ -131,7 +131,8 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.err.write(f"  the way out: {index_full_way_out('write', near(topic, _topics(ctx)))}\n")
     else:
         ctx.error(outcome["message"])
-        ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
+        if outcome.get("code") in _BUDGET_CODES:  # an empty body has no figures to explain it
+            ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
 
 
@@ -182,6 +183,10 @@ def body_text(ctx: Ctx) -> str | None:
     except UnicodeDecodeError as error:
         raise Failure(f"the body from {where} is not UTF-8 (byte {error.start}); convert it to UTF-8 first") \
             from None
+
+
+_BUDGET_CODES = frozenset(code.value for code in BudgetCode)
+"""The refusals a write's figures explain (mm v1 §6); any other refusal prints its message alone."""
 
 
 def _as_written(ctx: Ctx, topic: str, content: str, usage: dict[str, Any]) -> dict[str, Any]:

@@ -85,11 +85,14 @@ _REVIEW_AFTER = Opt("--review-after", "DATE",
 _ALLOW = (Opt("--allow-secret", None, "your own write: keep the secret it holds (recorded; else refused)", "switch"),
           Opt("--allow-hidden", None, "your own write: keep hidden text (bidi, zero-width, tag) in a body", "switch"))
 
+_BUDGET = Opt("--budget", "N", "this write's budget in characters (code points); 0, or none given: the default "
+              "(defaultWriteBudget, 4000 unless configured)", "int")
+
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("init", "reference", "create the memory root, memories/ and an empty index", reference=True),
     Command("write", "reference", "create or replace a note (never truncated: an over-budget write writes nothing)",
             (Pos("topic", "the note's topic, an ASCII slug"),),
-            (_CONTENT, _FILE_BODY, Opt("--budget", "N", "this write's budget in characters", "int"), _SUMMARY, _TAGS,
+            (_CONTENT, _FILE_BODY, _BUDGET, _SUMMARY, _TAGS,
              _REVIEW_AFTER, *_ALLOW), reference=True),
     Command("read", "reference", "a note, the index, or the index with every note",
             (Pos("topic", "the note's topic (none: the index)"),),
