@@ -149,3 +149,15 @@ def test_a_missing_user_root_is_named_as_the_user_roots_resolution_not_as_the_pr
     assert (code, out) == (1, ""), err
     assert err.startswith(f"mmctl: E_NOT_INITIALIZED: no memory root at {nope} (from --root): "), err
     assert not nope.exists()
+
+
+def test_log_of_a_user_topic_in_a_project_names_the_user_root(home: dict[str, Any]) -> None:
+    """``read shell`` in a project falls through to the user root; ``log shell`` there has no version in the
+    project's root and says where the note's versions are, instead of leaving the person to guess."""
+    code, out, err = run(home["env"], "log", "shell", "--project", str(home["repo"]))
+    assert code == 0 and out == "no version of shell is kept yet\n"
+    assert err == f"mmctl: shell is a note of the user root, not of project {home['key']}: mmctl log shell --user\n"
+    code, out, _ = run(home["env"], "log", "shell", "--user")
+    assert code == 0 and "write shell" in out
+    code, out, err = run(home["env"], "log", "nothing", "--project", str(home["repo"]))  # no note anywhere: no hint
+    assert (code, out, err) == (0, "no version of nothing is kept yet\n", "")

@@ -75,6 +75,8 @@ def cmd_log(ctx: Ctx) -> int:
     commits = result.get("commits", [])
     if not commits:
         ctx.write(f"no {'version of ' + topic if topic else 'version'} is kept yet\n")
+        if topic is not None:
+            _elsewhere(ctx, topic)
     for c in commits:
         label = "-" if c.get("otherRoot") else ",".join(f"r{n}" for n in c["revisions"]) or "-"
         mark = "  (other root: use the hash)" if c.get("otherRoot") else ""
@@ -83,6 +85,17 @@ def cmd_log(ctx: Ctx) -> int:
             ("hidden text" if c["allowed"].get("hidden") else "") + "]" if c.get("allowed") else ""
         ctx.write(f"{label:<6} {c['commit'][:12]}  {c['date']}  {c['subject']}{size}{kept}{mark}\n")
     return EXIT_OK
+
+
+def _elsewhere(ctx: Ctx, topic: str) -> None:
+    """On stderr, the way to TOPIC's history when the scope's own root has no such note and a root its reads see
+    (the user root behind a project) has it: ``read`` falls through to that root, ``log`` names it."""
+    scope = ctx.scope()
+    memories = ctx.memories()
+    if not scope.is_project or not memories or memories[0][1].read_topic(topic) is not None:
+        return
+    if any(label == "user" and memory.read_topic(topic) is not None for label, memory in memories[1:]):
+        ctx.error(f"{topic} is a note of the user root, not of project {scope.label}: mmctl log {topic} --user")
 
 
 def cmd_diff(ctx: Ctx) -> int:
