@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mmctl.cli.main import main
+from mmctl.cli.status import wrap_parts
 
 from tests.test_ingest_helpers import backfilled, wait_until
 
@@ -23,7 +24,8 @@ def cli(daemon: Any, *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_status_exits_0_while_the_daemon_reports_trouble(start_daemon, tmp_path: Path) -> None:
+def test_status_exits_0_while_the_daemon_reports_trouble(start_daemon, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "60")  # the ingest row needs three lines
     sessions = tmp_path / "sessions" / "--home-x--" / "session-bad"
     sessions.mkdir(parents=True)
     (sessions / "session.jsonl").write_bytes(b"\x00\x01 not a log\n")
@@ -36,6 +38,7 @@ def test_status_exits_0_while_the_daemon_reports_trouble(start_daemon, tmp_path:
     code, out, err = cli(daemon, "status")
     assert (code, err) == (0, "") and "E_PARSE" in out
     assert "None" not in out and "True" not in out and "running yes" in out  # read by a person, not Python
+    assert "…" not in out and f"sessionsDir {report['ingest']['sessionsDir']}" in out  # wrapped, never cut
     code, out, err = cli(daemon, "status", "--json")
     assert (code, err) == (0, "") and json.loads(out)["root"] == str(daemon.root)
 
@@ -71,3 +74,11 @@ def test_an_index_over_its_caps_is_a_warning_naming_the_way_out(start_daemon) ->
     wait_until(lambda: not json.loads(cli(daemon, "status", "--json")[1])["index"]["overBudget"],
                what="the merge to bring the index under its caps")
     assert "warning: MEMORY.md" not in cli(daemon, "status")[1]
+
+
+def test_a_long_status_row_wraps_between_whole_parts() -> None:
+    value = "running yes · sessionsDir /home/someone/a/long/folder/of/sessions · errors 0 · warnings 2"
+    pad = "\n" + " " * 12
+    assert wrap_parts(value, 40, 12) == (f"running yes ·{pad}sessionsDir /home/someone/a/long/folder/of/sessions ·"
+                                         f"{pad}errors 0 · warnings 2")
+    assert wrap_parts("pending 0 · total 0", 40, 12) == "pending 0 · total 0"

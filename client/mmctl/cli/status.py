@@ -21,7 +21,7 @@ from mmd.wire.events import (
     QUEUE_DECIDED,
 )
 
-from ..render import cut, table, terminal_width
+from ..render import table, terminal_width
 from .output import EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 
@@ -40,8 +40,9 @@ def cmd_status(ctx: Ctx) -> int:
         status = {**status, "ingest": {k: v for k, v in ingest.items() if k != "sources"}}
     roots = status.pop("roots", None) if isinstance(status, dict) else None
     rows = [(k, _git_line(v) if k == "git" else _readable(k, v)) for k, v in status.items()]
-    room = terminal_width() - max((len(k) for k, _ in rows), default=0) - 2
-    ctx.write(aligned([(k, v if k in _WHOLE else cut(v, room)) for k, v in rows]))
+    width = max((len(k) for k, _ in rows), default=0)
+    room = terminal_width() - width - 2
+    ctx.write(aligned([(k, v if k in _WHOLE else wrap_parts(v, room, width + 2)) for k, v in rows]))
     for key, value in status.items():
         if isinstance(value, dict) and value.get("lastError") and key != "git":
             ctx.write(f"  {key}: last error: {value['lastError']}\n")
@@ -59,8 +60,23 @@ def cmd_status(ctx: Ctx) -> int:
     return EXIT_OK
 
 
+def wrap_parts(value: Any, room: int, indent: int) -> str:
+    """A status row's ``a 1 · b 2 · …`` value within ``room`` columns: whole parts, the ones that do not fit on
+    further lines indented by ``indent`` spaces (a part longer than ``room`` is shown whole on its own line:
+    nothing a person needs, a folder or a count, is cut)."""
+    parts = " ".join(str(value).split()).split(" · ")
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 3 + len(part) <= room:
+            lines[-1] += " · " + part
+        else:
+            lines[-1] += " ·"
+            lines.append(part)
+    return ("\n" + " " * indent).join(lines)
+
+
 _WHOLE = ("root", "endpoints", "http", "git")
-"""Rows never cut: paths, endpoints, the review page's URL and the git line (its error) are shown whole."""
+"""Rows shown as they are, on one line: paths, endpoints, the review page's URL and the git line (its error)."""
 
 
 def _readable(key: str, value: Any) -> Any:
