@@ -4,6 +4,7 @@ fed the hook's JSON on stdin)."""
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import os
@@ -113,6 +114,9 @@ def test_hooks_install_on_a_real_shaped_settings_file_and_the_hook_prints_the_do
     assert settings.read_bytes() == FIXTURE.read_bytes()
     done = mm("hooks", "install", "claude-code", "--json").json
     assert done["changed"] and done["backup"] == str(settings) + ".mmctl-backup"
+    shown = difflib.unified_diff(FIXTURE.read_text().splitlines(keepends=True),  # the dry run showed what it wrote
+                                 settings.read_text().splitlines(keepends=True), str(settings), str(settings))
+    assert "".join(shown) in dry.out and f"\n+++ {settings}\n" in dry.out and "\n+" in dry.out
     value = json.loads(settings.read_text())
     assert value["permissions"] == json.loads(FIXTURE.read_text())["permissions"]
     assert [g["hooks"][0]["command"] for g in value["hooks"]["PreToolUse"]] == [

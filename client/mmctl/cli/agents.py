@@ -25,7 +25,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the hook before every prompt goes through this module (issue 31)
     from typing import Any
 
-__all__ = ["DEFAULT_CLIENT", "cmd_due", "cmd_export", "cmd_hooks", "cmd_inject"]
+__all__ = ["DEFAULT_CLIENT", "cmd_due", "cmd_export", "cmd_hooks", "cmd_inject", "settings_diff"]
 
 DEFAULT_CLIENT = "mmctl"
 """The client key of ``mmctl inject`` without ``--client``."""
@@ -197,7 +197,8 @@ def cmd_hooks(ctx: Ctx) -> int:
                         "actions": [a for c in changes for a in c.actions] + notes,
                         "backup": str(changes[0].backup) if changes[0].backup else None,
                         "files": [{"file": str(c.path), "changed": c.changed and not dry, "actions": c.actions,
-                                   "backup": str(c.backup) if c.backup else None} for c in changes]})
+                                   "backup": str(c.backup) if c.backup else None,
+                                   **({"diff": settings_diff(c)} if dry and c.changed else {})} for c in changes]})
         return EXIT_OK
     if not any(c.changed for c in changes):
         ctx.write(f"{path}: already {'has' if action == 'install' else 'has none of'} the mmctl hooks; "
@@ -208,6 +209,21 @@ def cmd_hooks(ctx: Ctx) -> int:
         lines += [f"{'(dry run) ' if dry else ''}{a}\n" for a in change.actions]
         if change.backup is not None:
             lines.append(f"{'would back' if dry else 'backed'} up the previous file to {change.backup}\n")
+        if dry:
+            lines.append(settings_diff(change))
         lines.append(f"{change.path}: {'dry run, nothing written' if dry else 'written'}\n")
     ctx.write("".join(lines + [f"{n}\n" for n in notes]))
     return EXIT_OK
+
+
+def settings_diff(change: Any) -> str:
+    """What ``hooks install|uninstall`` would write to ``change.path``, as a unified diff of its text (``--- PATH``,
+    ``+++ PATH``; a file that does not exist yet diffs from ``/dev/null``); a file that is not UTF-8 is shown with
+    its bad bytes replaced (the diff is for reading, the write is the bytes)."""
+    import difflib
+
+    before = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    after = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    diff = difflib.unified_diff(before, after, "/dev/null" if change.before is None else str(change.path),
+                                str(change.path))
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)
