@@ -187,8 +187,10 @@ def test_a_runtime_base_right_under_a_shared_sticky_folder_must_be_0700(tmp_path
     base = shared / f"mmd-{os.getuid()}"
     base.mkdir(mode=0o755)
     base.chmod(0o755)
-    with pytest.raises(PermissionError, match="mode 700"):
+    with pytest.raises(PermissionError, match="mode 700") as refused:
         ensure_private_dir(base / "mmd")
+    assert f"it sits right under {shared}, which every user can write" in str(refused.value)  # why this one
+    assert f"chmod 700 {base}" in str(refused.value)
     base.chmod(0o700)
     ensure_private_dir(base / "mmd")
     assert stat.S_IMODE(os.stat(base / "mmd").st_mode) == 0o700

@@ -172,29 +172,32 @@ def _trusted(uid: int) -> bool:
     return uid in (os.getuid(), 0)
 
 
-def _private(path: Path, st: os.stat_result) -> None:
+def _private(path: Path, st: os.stat_result, shared: Path | None = None) -> None:
+    """Refuse ``path`` unless it is a directory of ours (or root's) with mode 700; ``shared``: the sticky folder
+    everyone can write (``/tmp``) that ``path`` sits right under, named in the message as the reason."""
     if not stat.S_ISDIR(st.st_mode):
         raise PermissionError(f"socket folder {path} is not a directory")
     if not _trusted(st.st_uid) or stat.S_IMODE(st.st_mode) & 0o077:
+        why = f" (it sits right under {shared}, which every user can write)" if shared is not None else ""
         raise PermissionError(f"{path} (uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}) must belong to "
-                              f"uid {os.getuid()} with mode 700, or another user could reach the daemon's "
-                              f"sockets; fix or remove it")
+                              f"uid {os.getuid()} with mode 700{why}, or another user could reach the daemon's "
+                              f"sockets; fix it (chmod 700 {path}) or remove it")
 
 
 def _check_above(real: Path) -> None:
     """Every folder above ``real`` is ours or root's and writable by nobody else unless sticky; a folder
     right under a sticky shared one (``/tmp/mmd-<uid>``) must be private itself."""
-    below_shared = False
+    shared: Path | None = None
     for part in (*reversed(real.parents), real):
         st = os.stat(part)
-        if below_shared:
-            _private(part, st)
+        if shared is not None:
+            _private(part, st, shared)
         mode = stat.S_IMODE(st.st_mode)
         if not _trusted(st.st_uid) or mode & 0o022 and not mode & stat.S_ISVTX:
             raise PermissionError(f"{part} above the socket folder (uid {st.st_uid}, mode {mode:o}) can be "
                                   f"changed by another user; use a runtime folder only you can write "
                                   f"($XDG_RUNTIME_DIR)")
-        below_shared = bool(mode & 0o002 and mode & stat.S_ISVTX)
+        shared = part if mode & 0o002 and mode & stat.S_ISVTX else None
 
 
 def check_socket_folder(folder: Path) -> None:
