@@ -157,6 +157,34 @@ def test_a_sigstopped_daemon_never_holds_a_prompt(mmd: Any) -> None:
     assert (code, out) == (0, "")  # the daemon answers again, and nothing changed for this session
 
 
+def test_a_sigstopped_daemon_still_gives_a_projects_session_both_roots(mmd: Any, tmp_path: Path) -> None:
+    """From the files, a session in a project gets what the daemon would have given: the project's notes under
+    its heading, then the user's (a trial found the user root left out: the person's own rules gone)."""
+    repo = tmp_path / "api"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, capture_output=True)
+    run = runner(mmd.root, dict(mmd.env))
+    assert run("write", "alpha", "--content", "Use pnpm, never npm.", "--summary", "Package manager").code == 0
+    assert run("write", "build", "--content", "Build with make.", "--summary", "How to build",
+               "--project", str(repo)).code == 0
+    start = {**CLAUDE_START, "cwd": str(repo)}
+    code, out, _ = hook("claude-hook", start, mmd.root, mmd.env)
+    answered = context(valid("claude-hook", "SessionStart", out))
+    assert code == 0 and STALE not in answered and "User memory (every project):" in answered
+    mmd.signal(signal.SIGSTOP)
+    pending = fill_backlog(Path(mmd.rpc[len("ipc://"):]))
+    try:
+        code, out, _ = hook("claude-hook", {**start, "session_id": "stale-1"}, mmd.root, mmd.env)
+    finally:
+        mmd.signal(signal.SIGCONT)
+        for sock in pending:
+            sock.close()
+    text = context(valid("claude-hook", "SessionStart", out))
+    project, user = text.index("Project memory ("), text.index("User memory (every project):")
+    assert code == 0 and project < text.index("- build: How to build") < user < text.index("- alpha: Package manager")
+    assert text.endswith("\n" + STALE) and text.count("may be stale") == 1
+
+
 def test_hooks_install_codex_runs_as_codex_runs_it_and_uninstall_restores_both_files(tmp_path: Path) -> None:
     codex = tmp_path / "codex-home"
     codex.mkdir()

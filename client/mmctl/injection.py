@@ -43,7 +43,7 @@ from mmd.core.record import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
     from pathlib import Path
     from typing import Any
@@ -278,18 +278,26 @@ def hook_error(message: str) -> str:
     return json.dumps({"systemMessage": f"mmctl: {message}"}, ensure_ascii=False) + "\n"
 
 
-def stale_text(event: str, options: MemoryOptions, *, now: Clock, max_bytes: int | None = None) -> str:
-    """What a hook gives when the daemon does not answer: for ``SessionStart`` the baseline of the files with
-    :data:`STALE` as its last line, for a prompt :data:`STALE_PROMPT` alone. Takes no lock and commits no view
-    (the daemon keeps the session's view; it resumes when the daemon answers).
+def stale_text(event: str, roots: Sequence[tuple[str, MemoryOptions]], *, now: Clock, max_bytes: int | None = None,
+               where: str | None = None) -> str:
+    """What a hook gives when the daemon does not answer: for ``SessionStart`` the baseline of the files of each
+    of ``roots`` (``(scope label, options)``, the scope's own first: a project's root, then the user root behind
+    it), the byte budget split and the parts joined as a daemon's answer is (:mod:`mmd.inject.scopes`; ``where``:
+    the project's folder), with :data:`STALE` as its last line; for a prompt :data:`STALE_PROMPT` alone. Takes no
+    lock and commits no view (the daemon keeps the session's view; it resumes when the daemon answers).
 
     Raises:
-        MMError(E_INVALID | E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`baseline_text`.
+        MMError(E_INVALID | E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`baseline_text`, for any root.
     """
     if event != "SessionStart":
         return STALE_PROMPT
-    budget = None if max_bytes is None else max(1, max_bytes - len(STALE.encode()) - 1)
-    return baseline_text(options, now=now, max_bytes=budget).rstrip("\n") + "\n" + STALE
+    from mmd.inject.scopes import DEFAULT_MAX_BYTES, budget_split, join_texts
+
+    room = max(1, (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes) - len(STALE.encode()) - 1)
+    budgets = budget_split(room, len(roots))
+    parts = [(label, baseline_text(options, now=now, max_bytes=budget).rstrip("\n"))
+             for (label, options), budget in zip(roots, budgets, strict=True)]
+    return join_texts(parts, where).rstrip("\n") + "\n" + STALE
 
 
 def session_context(event: str, text: str, distill: str | None = None) -> str:

@@ -92,9 +92,11 @@ def _stale(ctx: Ctx, hook: HookInput, root: Any, budget_s: float) -> int:
     """The answer from the files, without their lock, when neither the daemon nor the lock answered in time."""
     from ..injection import hook_output, session_context, stale_text
 
-    own = ctx.root() / "MEMORY.md"
-    text = stale_text(hook.event, ctx.options_of(ctx.scope() if own.is_file() else None), now=ctx.now,
-                      max_bytes=ctx.args.integer("--max-bytes"))
+    scope = ctx.scope()  # the roots the daemon would have answered from: the project's, then the user root
+    roots = [(label, ctx.options_of(scope if label == scope.label else None)) for label, _ in scope.read_roots()]
+    where = str(scope.project.top) if scope.is_project and scope.project is not None else None
+    text = stale_text(hook.event, roots or [("user", ctx.options_of(None))], now=ctx.now,
+                      max_bytes=ctx.args.integer("--max-bytes"), where=where)
     ctx.error(f"{root}: no answer from its daemon (or its lock) within {budget_s:g} s; answered from the files")
     return _print(ctx, hook_output(hook.event, session_context(hook.event, text)))
 
