@@ -170,9 +170,15 @@ def test_the_mmctl_named_is_this_installation_s_unless_path_finds_the_same(monke
     baseline.mmctl_path.cache_clear()
     try:
         assert baseline.mmctl_path() == str(installed) and baseline.command_for(None) == str(installed)
-        monkeypatch.setenv("PATH", str(installed.parent))
+        links = tmp_path / "bin"  # pipx's ~/.local/bin: a link on every shell's PATH
+        links.mkdir()
+        (links / "mmctl").symlink_to(installed)
+        monkeypatch.setenv("PATH", str(links))
         baseline.mmctl_path.cache_clear()
         assert baseline.mmctl_path() == "mmctl"
+        monkeypatch.setenv("PATH", str(installed.parent))  # an activated environment: the shell's, not an agent's
+        baseline.mmctl_path.cache_clear()
+        assert baseline.mmctl_path() == ("mmctl" if sys.prefix == sys.base_prefix else str(installed))
     finally:
         baseline.mmctl_path.cache_clear()
 

@@ -67,14 +67,21 @@ def command_for(root: Path | None) -> str:
 @functools.cache
 def mmctl_path() -> str:
     """``mmctl`` when the one on PATH is this installation's (or none sits beside this Python), else this
-    installation's by absolute path, shell-quoted: a hook or a service may run with a PATH that has none."""
+    installation's by absolute path, shell-quoted: a hook or a service may run with a PATH that has none.
+
+    A virtual environment's own ``bin`` on PATH does not count: that is a shell's activation, which the agents a
+    daemon serves (and their shells) seldom share, so a daemon started from an activated environment names its
+    ``mmctl`` by path; a link to it elsewhere on PATH (``pipx``'s ``~/.local/bin``) is every shell's, and counts.
+    """
     import shlex
 
     mine = Path(sys.executable).parent / "mmctl"
     if not mine.is_file():
         return "mmctl"
     found = _which("mmctl")
-    if found is not None and os.path.realpath(found) == os.path.realpath(mine):
+    activated = found is not None and sys.prefix != sys.base_prefix and \
+        os.path.realpath(os.path.dirname(found)) == os.path.realpath(mine.parent)
+    if found is not None and not activated and os.path.realpath(found) == os.path.realpath(mine):
         return "mmctl"
     return shlex.quote(str(mine))
 
