@@ -160,6 +160,29 @@ def test_a_write_in_a_project_folder_goes_to_its_root_and_wrong_scopes_change_no
     assert {p: p.read_bytes() for p in daemon.root.rglob("*.md")} == before
 
 
+def test_a_delete_in_a_project_through_the_daemon_says_what_it_removed(
+        start_daemon, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial found ``delete testin`` (a typo) in a project answered "removed its index entry": the call compared
+    the project root's revision with the user root's. Nothing, a note, a dangling entry: each says what it did."""
+    paths = a_home(tmp_path)
+    daemon = start_daemon("--heartbeat-ms", "200", "--no-ingest", bare=True)
+    monkeypatch.chdir(paths["api"])
+    for topic in ("testing", "stale"):
+        assert cli(daemon, "write", topic, "--content", f"{topic} notes", root=False)[0] == 0
+    assert cli(daemon, "delete", "testin", root=False)[1] == \
+        "nothing to delete: no note for topic testin (did you mean testing?)\n"
+    assert json.loads(cli(daemon, "delete", "testin", "--json", root=False)[1])["pendingWrites"] == 0
+    assert cli(daemon, "delete", "testing", root=False)[1] == "deleted testing: removed\n"
+    key = project_for(paths["api"]).key  # type: ignore[union-attr]
+    note = daemon.root / "projects" / key / "memories" / "stale.md"
+    seen = json.loads(cli(daemon, "status", "--json", root=False)[1])["watcher"]["externalChanges"]
+    note.unlink()  # by hand: its index entry dangles
+    wait_until(lambda: json.loads(cli(daemon, "status", "--json", root=False)[1])["watcher"]["externalChanges"] > seen,
+               what="the daemon to see the note gone")
+    assert cli(daemon, "delete", "stale", root=False)[1] == \
+        "deleted stale: removed its index entry (the note file was already gone)\n"
+
+
 HOME_V1 = Path(__file__).resolve().parent / "fixtures" / "home-v1"
 """A root made by the release before the memory home (c414839: ``mmd`` and ``mmctl write``, three notes, a
 state database of schema 3), and what its SessionStart hook printed then (``inject-session-start.txt``)."""

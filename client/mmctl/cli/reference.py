@@ -396,10 +396,20 @@ def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
         raw = daemon.client.delete(topic)
     except RpcError as error:
         raise _as_mm(error) from None
-    # A delete that changed anything makes a new revision: that is the one pending write of this call.
-    changed = raw.get("revision") != daemon.status.get("revision")
+    # A delete that changed anything makes a new revision of its root: that is the one pending write of this call.
+    before = _revision_of(daemon.status, ctx.scope())
+    changed = bool(raw["removed"]) if before is None else raw.get("revision") != before
     return {"ok": raw["ok"], "removed": raw["removed"], "topic": raw["topic"], "pendingWrites": 1 if changed else 0,
             "usage": raw["usage"]}
+
+
+def _revision_of(status: dict[str, Any], scope: Any) -> int | None:
+    """The revision ``daemon.status`` gave for ``scope``'s own root (``roots[].revision`` of a project; the top
+    level's for the user root), or None when the status has none (a project root the daemon did not serve yet)."""
+    if not scope.is_project or scope.alone and scope.label == "user":
+        return status.get("revision")
+    row = next((r for r in status.get("roots") or () if isinstance(r, dict) and r.get("scope") == scope.label), None)
+    return None if row is None else row.get("revision")
 
 
 def cmd_delete(ctx: Ctx) -> int:
