@@ -133,8 +133,8 @@ def _queue_table(result: Any, status: str, offset: int = 0, filtered: bool = Fal
     warn = f"\n⚑ {flagged} flagged (listed last): read why first; a bulk accept takes none of them unless --flagged." \
         if flagged else ""
     return (head + ":\n\n" + _rows(items) + "\n\n`mmctl queue show <id>` shows a body and where it was seen; "
-            "accept or reject it (+topic: accepting appends to that note; ~topic replaces its text, -topic deletes "
-            "it: an agent's proposal)." + warn + "\n")
+            "accept or reject it (+topic: accepting appends to that note, which the first accept creates; ~topic "
+            "replaces its text, -topic deletes it: an agent's proposal)." + warn + "\n")
 
 
 NARROW = 110
