@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mmd.candidates.topics import CATEGORY_SUMMARIES
+from mmd.core.format import parse_index
 from tests.test_ingest_helpers import backfilled, call, candidates, dsh_line
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "real-candidates" / "medgemma.json").read_text("utf-8"))
@@ -82,3 +84,6 @@ def test_accepting_ten_with_the_defaults_adds_a_few_topics_and_writes_each_state
             (topic, rest)
     index = (root / "MEMORY.md").read_text(encoding="utf-8")
     assert sorted(t for t in notes if f"({t}" in index or t in index) == sorted(notes)
+    summaries = {e.topic: e.summary for e in parse_index(index).entries}
+    kinds = [t for t in notes if t in CATEGORY_SUMMARIES]  # what the note holds, not its first statement
+    assert kinds and all(summaries[t] == CATEGORY_SUMMARIES[t] for t in kinds), summaries

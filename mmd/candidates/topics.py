@@ -25,8 +25,8 @@ from .identity import normalized
 from .signals import standing
 from .statements import trimmed
 
-__all__ = ["CATEGORIES", "TOPIC_SLUG_MAX", "Category", "NoteSubject", "category_of", "proposal", "subject_words",
-           "topic_name", "topic_slug"]
+__all__ = ["CATEGORIES", "CATEGORY_SUMMARIES", "TOPIC_SLUG_MAX", "Category", "NoteSubject", "category_of", "proposal",
+           "subject_words", "topic_name", "topic_slug"]
 
 TOPIC_SLUG_MAX = 40
 """Longest proposed slug, in characters (ASCII)."""
@@ -238,6 +238,18 @@ CATEGORIES: tuple[Category, ...] = (
     Category("facts", frozenset({"fact"}), frozenset("facts notes knowledge codebase overview".split())),
 )
 """The notes of a kind (in the order a statement is tried against them: a subject before a kind)."""
+CATEGORY_SUMMARIES = {
+    "testing": "How this is tested: commands, fixtures, CI",
+    "build": "How this is built and linted",
+    "deploy": "Deploys and releases",
+    "rules": "Rules and preferences to follow",
+    "pitfalls": "Pitfalls met, and how to avoid them",
+    "decisions": "Decisions made, and why",
+    "environment": "The environment: machines, paths, setup",
+    "facts": "Facts about the codebase",
+}
+"""The index summary of a :data:`CATEGORIES` note an accept creates: what the note holds, not its first statement
+(which the note outgrows at the next accept)."""
 
 
 def category_of(text: str, kind: str) -> Category | None:

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mmd.candidates.proposals import is_proposal, summary_to_write
+from mmd.candidates.topics import CATEGORY_SUMMARIES
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.projects import is_key, project_for
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
@@ -262,7 +263,8 @@ class Review:
         """Append the candidate's body (or ``content``) to the note ``into`` of ``state``'s root and accept it (the
         lock is held).
 
-        The note keeps its summary unless ``summary`` is given (a new note takes the candidate's)."""
+        The note keeps its summary unless ``summary`` is given; a new note takes the candidate's, or a category
+        note's (``rules``, ``pitfalls`` …: :data:`mmd.candidates.topics.CATEGORY_SUMMARIES`) what it holds."""
         latest = state.current
         existing = latest.note(into)
         previous = _previous(state, into)
@@ -271,7 +273,8 @@ class Review:
             else addition
         outcome = await state.write(
             into, body, if_revision=latest.revision if if_revision is None else if_revision,
-            summary=summary if summary is not None else None if existing is not None else cand["summary"], tags=tags,
+            summary=summary if summary is not None else None if existing is not None else
+            CATEGORY_SUMMARIES.get(into, cand["summary"]), tags=tags,
             budget=max(len(body), existing.entry.write_budget) if existing else None, cause="accept")
         return await self.accepted(state, cand, outcome, previous)
 
