@@ -161,3 +161,17 @@ def test_log_of_a_user_topic_in_a_project_names_the_user_root(home: dict[str, An
     assert code == 0 and "write shell" in out
     code, out, err = run(home["env"], "log", "nothing", "--project", str(home["repo"]))  # no note anywhere: no hint
     assert (code, out, err) == (0, "no version of nothing is kept yet\n", "")
+
+
+def test_a_project_is_named_by_its_keys_name_and_a_near_miss_is_suggested(home: dict[str, Any],
+                                                                           tmp_path: Path) -> None:
+    """``mmctl project list`` shows ``api-1a2b3c4d``; a person types ``--project api`` (the queue's filter takes
+    the name too): one project of that name is it; a near name or a key with a wrong hash says the key."""
+    env, key = home["env"], home["key"]
+    name = key.rsplit("-", 1)[0]
+    assert run(env, "list", "--project", name) == (0, "deploy\nshell  [user]\n", "")
+    for wrong in (name + "x", key[:-1] + ("0" if key[-1] != "0" else "1")):
+        code, _, err = run(env, "list", "--project", wrong)
+        assert code == 2 and f"(did you mean {key}?)" in err, err
+    code, _, err = run(env, "list", "--project", "zzzz")
+    assert code == 2 and "did you mean" not in err and "neither a project key or name nor a folder" in err

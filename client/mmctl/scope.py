@@ -105,12 +105,18 @@ def resolve_scope(home: Path, *, root_flag: str | None, project_flag: str | None
         if is_key(project_flag):
             root = home / PROJECTS_DIR / project_flag
             if not (root / INDEX_NAME).is_file():
-                raise ScopeError(f"--project {project_flag}: no project root {root} (mmctl project list shows the "
-                                 "projects; a project folder's path works too)")
+                keys = _named(home, project_flag.rsplit("-", 1)[0])
+                near = keys if isinstance(keys, str) else f" (did you mean {keys.key}?)"
+                raise ScopeError(f"--project {project_flag}: no project root {root}{near} (mmctl project list shows "
+                                 "the projects; a project folder's path works too)")
             return Scope(home, root, key=project_flag, param=project_flag, origin=f"--project {project_flag}")
         folder = Path(os.path.abspath(expand_path(project_flag, env)))
         if not folder.is_dir():
-            raise ScopeError(f"--project {project_flag}: {folder} is neither a project key nor a folder")
+            named = _named(home, project_flag)
+            if isinstance(named, Scope):
+                return named
+            raise ScopeError(f"--project {project_flag}: {folder} is neither a project key or name nor a folder"
+                             f"{named}")
         project = project_for(folder, home)
         if project is None:
             raise ScopeError(f"--project {project_flag}: {folder} is in no project (not in a git repository, and "
@@ -126,6 +132,27 @@ def resolve_scope(home: Path, *, root_flag: str | None, project_flag: str | None
         if project is not None and not _inside(project.top, home):
             return _of_project(home, project, Path(cwd), f"the project of {cwd}")
     return Scope(home, home, origin="the user root")
+
+
+def _named(home: Path, name: str) -> Scope | str:
+    """The scope of the one project root of ``home`` whose key's name is ``name`` (``api`` for ``api-d216d2f9``),
+    else the words that help: `` (did you mean KEY?)`` for keys whose name is near ``name`` or starts with it, or
+    ''."""
+    from .cli.suggest import near
+
+    try:
+        keys = sorted(p.name for p in (home / PROJECTS_DIR).iterdir() if is_key(p.name) and (p / INDEX_NAME).is_file())
+    except OSError:
+        return ""
+    names = {k: k.rsplit("-", 1)[0] for k in keys}
+    same = [k for k in keys if names[k] == name]
+    if len(same) == 1:
+        return Scope(home, home / PROJECTS_DIR / same[0], key=same[0], param=same[0], origin=f"--project {name}")
+    if len(same) > 1:
+        return f" (projects named {name}: {', '.join(same)}: give the key)"
+    close = set(near(name, names.values())) | set(near(name, keys))
+    found = [k for k in keys if names[k] in close or k in close or names[k].startswith(name)][:3]
+    return f" (did you mean {' or '.join(found)}?)" if found else ""
 
 
 def session_scope(home: Path, folder: str, *, session: bool = True) -> Scope:

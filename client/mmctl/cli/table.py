@@ -60,7 +60,8 @@ class Command:
 ROOT = Opt("--root", "PATH", "the memory root (default: the config file's root, $DSH_MEMORY_ROOT, $DSH_HOME/memory)",
            "path")
 JSON = Opt("--json", None, "print the result as one line of JSON", "switch")
-PROJECT = Opt("--project", "PATH|KEY", "a project's root: its key or a folder in it (default: the current folder's)")
+PROJECT = Opt("--project", "PATH|KEY", "a project's root: its key, its name (the key without its hash, when one "
+              "project has it) or a folder in it (default: the current folder's)")
 USER = Opt("--user", None, "the user root alone (memory for every project), not the current folder's project", "switch")
 UNSCOPED = frozenset({"help", "completion", "guide", "ui", "watch", "status", "hooks", "sync"})
 """Commands without ``--project``/``--user``: about the daemon or an agent, not one root."""
