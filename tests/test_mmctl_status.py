@@ -82,3 +82,22 @@ def test_a_long_status_row_wraps_between_whole_parts() -> None:
     assert wrap_parts(value, 40, 12) == (f"running yes ·{pad}sessionsDir /home/someone/a/long/folder/of/sessions ·"
                                          f"{pad}errors 0 · warnings 2")
     assert wrap_parts("pending 0 · total 0", 40, 12) == "pending 0 · total 0"
+
+
+def test_a_project_root_near_its_caps_is_a_warning_too(start_daemon, tmp_path: Path) -> None:
+    """The user root's index row is the one ``status`` prints; a project root filling up was silent there (a trial
+    found 197/200 lines warned by ``nudge`` only). Each root has its own caps (200 lines here): 24 topics are 176
+    lines (88%), 25 are 183 (91%), warned from 90%."""
+    import subprocess
+
+    repo = tmp_path / "tool"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, capture_output=True)
+    daemon = start_daemon()
+    for n in range(24):
+        assert cli(daemon, "write", f"t{n:02}", "--content", "body", "--project", str(repo))[0] == 0
+    assert "warning: project root" not in cli(daemon, "status")[1]
+    assert cli(daemon, "write", "t24", "--content", "body", "--project", str(repo))[0] == 0
+    code, out, _ = cli(daemon, "status")
+    warned = [line for line in out.splitlines() if line.startswith("warning: project root")]
+    assert code == 0 and len(warned) == 1 and "MEMORY.md is near its caps: 183/200 lines (91%)" in warned[0], out

@@ -30,6 +30,8 @@ __all__ = ["cmd_status", "cmd_watch", "status_warnings"]
 
 def cmd_status(ctx: Ctx) -> int:
     """``status``: the daemon's ``daemon.status`` (needs the daemon); the agent-log sources as a table."""
+    from .advice import near_caps
+
     status = ctx.need_daemon("status").status
     if ctx.json:
         ctx.print_json(status)
@@ -53,10 +55,14 @@ def cmd_status(ctx: Ctx) -> int:
     for line in status_warnings(status):
         ctx.write(f"warning: {line}\n")
     for r in roots or []:
-        if isinstance(r, dict) and r.get("overBudget") and r.get("scope") != "user":
+        if not isinstance(r, dict) or r.get("scope") == "user":
+            continue
+        if r.get("overBudget"):
             ctx.write(f"warning: project root {r['scope']} is over its caps ({r['lines']}/{r['lineCap']} lines, "
                       f"{r['bytes']}/{r['byteCap']} bytes): consolidate with `mmctl merge A B --into C --project "
                       f"{r['scope']}` or delete a topic there\n")
+        elif near := near_caps(*(int(r.get(k) or 0) for k in ("lines", "lineCap", "bytes", "byteCap"))):
+            ctx.write(f"warning: project root {r['scope']}: {near}; add --project {r['scope']} to each\n")
     return EXIT_OK
 
 
