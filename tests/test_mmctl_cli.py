@@ -528,3 +528,16 @@ def test_reading_a_note_whose_file_is_gone_says_so(mm) -> None:  # type: ignore[
     r = mm("read", "victim")
     assert r.code == 0 and r.out.startswith("# victim\n") and "body" not in r.out
     assert "memories/victim.md is missing" in r.err and "mmctl doctor" in r.err
+
+
+def test_a_write_that_makes_a_root_at_a_given_root_says_so(tmp_path: Path) -> None:
+    """``--root /x/memroy`` (a typo) made a root silently; the write says so once, on stderr."""
+    env = {"HOME": str(tmp_path), "MMCTL_NO_DAEMON": "1"}
+    out, err = io.StringIO(), io.StringIO()
+    typo = tmp_path / "memroy"
+    assert main(["write", "x", "--content", "hi", "--root", str(typo)], env=env, stdout=out, stderr=err) == 0
+    assert out.getvalue() == "created mm://local/x\n"
+    assert err.getvalue() == f"mmctl: note: {typo} (--root) held no memory root; this write made a new one there\n"
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["write", "y", "--content", "hi", "--root", str(typo)], env=env, stdout=out, stderr=err) == 0
+    assert err.getvalue() == ""

@@ -106,7 +106,9 @@ def cmd_write(ctx: Ctx) -> int:
     topic = _need(ctx.rest[0] if ctx.rest else None, "write requires a <topic>")
     content = _need(body_text(ctx), "write requires --content TEXT")
     budget = ctx.args.integer("--budget")
-    ctx.creatable_root()
+    root = ctx.creatable_root()
+    fresh = bool(ctx.root_flag()) and not ctx.scope().is_project and not (root / "MEMORY.md").exists()
+
     def direct_write() -> dict[str, Any]:
         return ctx.direct().memory().write(topic, content, budget=budget, summary=ctx.args.text("--summary"),
                                            tags=ctx.args.text("--tags"), review_after=ctx.args.text("--review-after"),
@@ -122,6 +124,8 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.write(f"{outcome['action']} {outcome['uri']}\n")
         if outcome.get("allowed"):
             ctx.error(allowed_line(outcome["allowed"]))
+        if fresh:  # a mistyped --root makes a root of its own: say so, on stderr (stdout is the reference's)
+            ctx.error(f"note: {root} (--root) held no memory root; this write made a new one there")
     elif outcome.get("code") == "E_INDEX_BUDGET_EXCEEDED":  # the way out, not the reference's "see usage.index"
         from .advice import index_full_way_out
         from .suggest import near
