@@ -260,6 +260,9 @@ def test_a_direct_write_reports_a_lock_held_too_long(mm, monkeypatch: pytest.Mon
     # it names where this client looked for the daemon, not a generic "check that the path exists"
     assert endpoints_for(mm.root, mm.env).rpc in r.err and "XDG_RUNTIME_DIR" in r.err
     assert "mmctl status --root" in r.err and "check that the path exists" not in r.err
+    with WriteLock(mm.root):  # told not to ask the daemon: it is not "a daemon that does not answer"
+        r = mm("write", "a", "--content", "x", extra_env={"MMCTL_NO_DAEMON": "1"})
+    assert r.code == 1 and "MMCTL_NO_DAEMON=1 tells mmctl not to ask" in r.err and "does not answer" not in r.err
 
 
 ONE_SHOT_MODULES = {

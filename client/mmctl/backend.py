@@ -64,7 +64,14 @@ def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str]
     except LockHeld as held:
         from mmd.wire.endpoints import endpoints_for
 
-        rpc = endpoints_for(root, os.environ if env is None else env).rpc
+        from .pins import wants_daemon
+
+        environ = os.environ if env is None else env
+        rpc = endpoints_for(root, environ).rpc
+        if not wants_daemon(environ):  # it was never asked: it may well answer
+            raise MMError(ErrorCode.E_IO, f"{LOCKED} {held.holder}, likely the mmd daemon owning this root, which "
+                                          f"MMCTL_NO_DAEMON=1 tells mmctl not to ask; unset it to write through "
+                                          f"the daemon, or stop it, then retry") from None
         raise MMError(ErrorCode.E_IO, f"{LOCKED} {held.holder}: an mmd daemon that does not answer at "
                                       f"{rpc} (a daemon started with another $XDG_RUNTIME_DIR listens elsewhere: "
                                       f"give this client the same), or a stuck writer; stop it or wait, "
