@@ -71,6 +71,9 @@ def test_reads_see_the_project_then_the_user_root(home: dict[str, Any], by: str)
     assert (code, out) == (0, f"mm://{home['key']}/deploy\n")
     code, out, _ = run(env, "read", "--project", scope, "--json")  # the index: the project root's own
     assert code == 0 and [e["topic"] for e in json.loads(out)["entries"]] == ["deploy"]
+    code, out, _ = run(env, "read", "--project", scope)  # and the text says what else its reads see
+    assert code == 0 and out.endswith("- deploy\n\n(and 1 entry of the user root behind it, which every read here "
+                                      "sees: mmctl read --user)\n")
 
 
 def test_user_names_the_user_root_alone(home: dict[str, Any]) -> None:
