@@ -131,10 +131,12 @@ _MEANT = re.compile(r"(?m) \(did you mean [^\n]*\?\)$")
 
 def _cli_as_reference(result: dict[str, Any]) -> dict[str, Any]:
     """A ``cli`` result with our listed differences undone: the ``mmctl:`` prefix, the figures line under a
-    refused write, the way out of a full index said instead of "(see usage.index)", the near words offered
-    after a mistyped topic, and exit code 2 for usage."""
+    refused write (its message without "(see usage)"), the way out of a full index said instead of
+    "(see usage.index)", the near words offered after a mistyped topic, and exit code 2 for usage."""
     out = dict(result)
-    stderr = re.sub(r"(?m)^  body \d+/\d+ chars .*\n", "", out.get("stderr", ""))
+    stderr = re.sub(r"(?m)^(mmctl: .*(?<!\(never truncate\)))\n(  body \d+/\d+ chars )", r"\1 (see usage)\n\2",
+                    out.get("stderr", ""))
+    stderr = re.sub(r"(?m)^  body \d+/\d+ chars .*\n", "", stderr)
     stderr = re.sub(r"(?m)^usage: mmctl .*\n", "", stderr)
     stderr = re.sub(r"(?m)^  the way out: .*\n", "", stderr)
     stderr = re.sub(r"(?m)^(mmctl: the MEMORY.md index exceeds its hard limit; consolidate/rewrite the index "
@@ -165,7 +167,8 @@ DEVIATIONS += [
     Deviation(
         "cli-prefix", "mmctl's messages on stderr start with 'mmctl:' where the reference's say 'dsh-memory:' "
         "(the same text otherwise; after 'unknown command' comes mmctl's own help; under a refused write, "
-        "a line of its usage figures, and for a full index the way out instead of '(see usage.index)'; after a "
+        "a line of its usage figures (its message without '(see usage)'), and for a full index the way out "
+        "instead of '(see usage.index)'; after a "
         "topic with no note, the topics near it: '(did you mean deploy-region?)', issue 30)",
         "test_mmctl_cli::test_messages_on_stderr_start_with_mmctl",
         lambda case, op, got, want: op["op"] == "cli" and _cli_explained(got, want, usage=False)),

@@ -112,7 +112,7 @@ def test_over_budget_write_exits_1_and_prints_the_outcome(mm) -> None:  # type: 
     assert r.json["usage"]["overflow"] == 10
     text = mm("write", "big", "--content", "x" * 20, "--budget", "10")
     assert text.code == 1 and text.out == ""
-    assert text.err.startswith("mmctl: content exceeds its write budget; compress it to fit (see usage)\n  body 20/10")
+    assert text.err.startswith("mmctl: content exceeds its write budget; compress it to fit\n  body 20/10")
     assert not (mm.root / "memories" / "big.md").exists()
 
 
@@ -335,11 +335,15 @@ def test_a_refused_write_prints_its_figures_under_the_message(mm) -> None:  # ty
     r = mm("write", "a", "--content", "x" * 12, "--budget", "10")
     assert r.code == 1 and r.out == ""
     message, figures = r.err.splitlines()
-    assert message == "mmctl: content exceeds its write budget; compress it to fit (see usage)"
+    assert message == "mmctl: content exceeds its write budget; compress it to fit"  # the figures follow
     from mmd.core.format import serialize_note
 
     would = len(serialize_note(topic="a", memory_id="local", file="memories/a.md", body="x" * 12).encode())
     assert figures.startswith(f"  body 12/10 chars (2 over), note {would}/65536 bytes, index 9/200 lines")
+    from tests.conformance_rules import _cli_as_reference  # the reference's message, for the conformance runner
+
+    assert _cli_as_reference({"stderr": r.err})["stderr"] == \
+        "dsh-memory: content exceeds its write budget; compress it to fit (see usage)\n"
     empty = mm("write", "a", "--content", "")  # not a budget's refusal: no figures to explain it
     assert empty.code == 1 and empty.err == "mmctl: content must be a non-empty string\n"
     assert would > 12 and not (mm.root / "memories" / "a.md").exists()

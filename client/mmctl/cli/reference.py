@@ -133,10 +133,11 @@ def cmd_write(ctx: Ctx) -> int:
         ctx.error(outcome["message"].replace(" (see usage.index)", ""))
         ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
         ctx.err.write(f"  the way out: {index_full_way_out('write', near(topic, _topics(ctx)))}\n")
-    else:
+    elif outcome.get("code") in _BUDGET_CODES:  # the figures follow: "(see usage)" points at --json's
+        ctx.error(outcome["message"].replace(" (see usage)", ""))
+        ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
+    else:  # an empty body has no figures to explain it
         ctx.error(outcome["message"])
-        if outcome.get("code") in _BUDGET_CODES:  # an empty body has no figures to explain it
-            ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
 
 
