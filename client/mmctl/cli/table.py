@@ -184,8 +184,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
                      Opt("--count", "N", "stop after N events", "int"))),
     Command("propose", "propose", "propose a memory for a person to review, as an agent does (needs the daemon)",
             (Pos("topic", "the note it targets (none: one is proposed)"),), (_CONTENT, _FILE_BODY, _SUMMARY, Opt(
-                "--reason", "R", "why it is worth keeping, one line"), Opt("--action", "A", "default: append to a note "
-                "that exists, else create", choices=("create", "append", "replace", "delete")), Opt("--agent", "A",
+                "--reason", "R", "why it is worth keeping, one line"), Opt("--action", "A", "create, append, replace "
+                "or delete (default: append to a note that exists, else create)",
+                choices=("create", "append", "replace", "delete")), Opt("--agent", "A",
                 "who proposes", choices=AGENTS[:4]), Opt("--session", "ID", "the agent's session id"))),
     Command("nudge", "guide", "the nudge report: pending writes, index budget, suggested actions"),
     Command("guide", "guide", "the agents' guide to this memory", options=(_LANG,), json=False),
