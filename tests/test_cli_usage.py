@@ -190,6 +190,7 @@ ROWS: list[tuple[str, list[Any], dict[str, str], int, str, str]] = [
     ("mmctl", ["queue", "-h"], {}, 0, "", "usage: mmctl queue [-h]"),
     ("mmd", ["--bogus"], {}, 2, "mmd: unrecognized arguments: --bogus", ""),
     ("mmd", ["stray"], {}, 2, "mmd: unrecognized arguments: stray", ""),
+    ("mmd", ["--sessons", "x"], {}, 2, "mmd: unrecognized arguments: --sessons x (did you mean --sessions?)", ""),
     ("mmd", ["--index-lines"], {}, 2, "mmd: argument --index-lines: expected one argument", ""),
     ("mmd", ["--index-lines", "abc"], {}, 2, "mmd: config error: --index-lines = 'abc': must be a positive integer",
      ""),

@@ -256,7 +256,8 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
     """
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
-            self.exit(2, f"mmd: {message}\nusage: mmd [OPTIONS] | {_SERVICE_USAGE} (see `mmd --help`)\n")
+            self.exit(2, f"mmd: {message}{_meant(message, list(self._option_string_actions))}\n"
+                         f"usage: mmd [OPTIONS] | {_SERVICE_USAGE} (see `mmd --help`)\n")
 
     parser = Parser(prog="mmd", description="The Memory Standard (mm v1) memory daemon: owns one memory root, "
                     "serves JSON-RPC over ZeroMQ, digests agent session logs into a review queue.",
@@ -280,6 +281,18 @@ def parser_for(env: Mapping[str, str]) -> argparse.ArgumentParser:
             parser.add_argument(opt.flag, dest=opt.key, default=None, metavar=opt.kind.upper(),
                                 type=_path_value if opt.kind == "path" else str, help=opt.help + default)
     return parser
+
+
+def _meant(message: str, flags: Sequence[str]) -> str:
+    """`` (did you mean --sessions?)`` for argparse's ``unrecognized arguments: --sessons …``: the flags nearest the
+    first unknown one (``difflib``'s ratio ≥ 0.75), or ''."""
+    if not message.startswith("unrecognized arguments: "):
+        return ""
+    import difflib
+
+    word = next((w.split("=", 1)[0] for w in message.split()[2:] if w.startswith("--")), None)
+    close = difflib.get_close_matches(word, flags, n=2, cutoff=0.75) if word else []
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 def parse_args(argv: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, Any]:
