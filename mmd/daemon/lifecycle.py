@@ -170,7 +170,7 @@ class Daemon:
                 await self.startup()
             except LockHeld as error:
                 log.error("daemon.refused root=%s reason=%r", self.config.root,
-                          f"{error.holder} already serves this root (lock {error.details})")
+                          f"{error.holder} already serves this root (it holds {error.details})")
                 await self.shutdown()
                 return EXIT_LOCKED
             except (MMError, OSError, zmq.ZMQError, sqlite3.Error, SchemaError) as error:
