@@ -11,10 +11,17 @@ repositories, that none of ours use, so a fold holds out one *repository* whole,
   noise factor, the visible budget, the score floor …) is picked on the other repositories — objective: the best
   precision at recall ≥ :data:`RECALL_FLOOR`, else the best recall — and scores the one held out, its sessions
   read without their repository's own phrases; the held-out counts summed are the estimate.
+- ``cv weights+phrases`` (``--cv-weights``): the same over each rule's weight (:func:`cv_weights`), which the
+  phrases' cross-validation cannot hold out: a weight whose folds' picks leave the held-out figures where the
+  defaults put them was fitted to one repository.
 
-What neither holds out — which noise cues exist and how they are worded, the rule order, the rules' weights — was
-also written reading sessions of these repositories: read the estimate as an upper bound, and the held-back sets'
-figures as the judge. Run through ``bench/queue_quality.py --extra ROOT [--cv]``.
+Each estimate is printed for the 18 (set ``first``), the 33 and all 51: a change is kept when it raises the cv
+phrases estimate on the 18 and the 33, or on one without lowering the other (``docs/candidates.md``).
+
+What none holds out — which noise cues exist and how they are worded, the rule order, the rules' weights as they
+stand (``cv weights`` measures tuning them further, not the tuning they had) — was also written reading sessions of
+these repositories: read the estimate as an upper bound, and the held-back sets' figures as the judge. Run through
+``bench/queue_quality.py --extra ROOT [--cv] [--repos] [--cv-weights]``.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +41,7 @@ from mmd.candidates.signals import RULES, Rule, fire, phrases, quiet, without
 from mmd.candidates.statements import looks_pasted, split
 from mmd.sources.base import Utterance
 
-__all__ = ["RECALL_FLOOR", "Session", "labelled", "misses", "report", "repository"]
+__all__ = ["RECALL_FLOOR", "WEIGHT_FACTORS", "Session", "cv_weights", "labelled", "misses", "report", "repository"]
 
 RECALL_FLOOR = 0.35
 """The recall a tuning must reach on the training repositories before its precision counts: above the held-back
@@ -155,18 +162,84 @@ def _grid(grid: dict[str, tuple[float, ...]]) -> list[dict[str, float]]:
     return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
 
 
-def report(sessions: list[Session], match: Any, *, params: bool) -> None:
-    """Print the 51 sessions' figures with the defaults, per set and per repository, the cv phrases estimate and,
-    with ``params``, the cv params+phrases estimate with the tunings picked."""
+def _split(label: str, sessions: Sequence[Session], rows: Sequence[tuple[int, int, int, int]]) -> None:
+    """``rows`` (one a session) printed for the 18 (set ``first``), the 33 (the others) and all 51."""
+    _print(f"{label}, the 18", [r for s, r in zip(sessions, rows, strict=True) if s.set == "first"], None)
+    _print(f"{label}, the 33", [r for s, r in zip(sessions, rows, strict=True) if s.set != "first"], None)
+    _print(f"{label}, all", rows)
+
+
+def report(sessions: list[Session], match: Any, *, params: bool, repos: bool = False, weights: bool = False) -> None:
+    """Print the 51 sessions' figures with the defaults, per set, the cv phrases estimate on the 18, the 33 and all
+    51 (a change is kept when it raises one without lowering the other: ``docs/candidates.md``), with ``repos`` the
+    cv phrases figures of each repository, with ``params`` the cv params+phrases estimate with the tunings picked,
+    with ``weights`` the cv weights+phrases estimate (:func:`cv_weights`)."""
     rows = {s.name: _count(s, [d for d in select(s.utterances) if d.visible], match) for s in sessions}
     for name in ("first", "second", "third"):
         _print(f"51: set {name}", [rows[s.name] for s in sessions if s.set == name], None)
     _print("51: all, defaults (in-sample)", list(rows.values()))
     own = _own(sessions, match)
     held = [_count(s, [d for d in select(s.utterances, rules=own[s.repo]) if d.visible], match) for s in sessions]
-    _print("51: cv phrases (by repository)", held)
+    _split("51: cv phrases (by repository)", sessions, held)
+    if repos:
+        for repo in sorted({s.repo for s in sessions}):
+            _print(f"  {repo[-28:]}", [r for s, r in zip(sessions, held, strict=True) if s.repo == repo], None)
     if params:
         _params(sessions, match, own)
+    if weights:
+        cv_weights(sessions, match, own, held)
+
+
+WEIGHT_FACTORS = (1.0, 0.6, 0.8, 1.25, 1.5)
+"""What :func:`cv_weights` multiplies one rule's weight by (the default first: a tie keeps it)."""
+
+
+def _reweighed(rules: Sequence[Rule], factors: dict[str, float]) -> tuple[Rule, ...]:
+    return tuple(replace(r, weight=r.weight * factors[r.name]) if r.name in factors else r for r in rules)
+
+
+def _pick(table: dict[tuple[str, float], list[tuple[int, int, int, int]]], name: str, inside: Sequence[int]) -> float:
+    """The factor of :data:`WEIGHT_FACTORS` whose rows of the sessions ``inside`` score best (``--cv``'s objective)."""
+    return max(WEIGHT_FACTORS, key=lambda f: _objective([table[(name, f)][i] for i in inside]))
+
+
+def cv_weights(sessions: list[Session], match: Any, own: dict[str, Sequence[Rule]],
+               defaults: Sequence[tuple[int, int, int, int]]) -> None:
+    """Leave one repository out over the rules' weights, which ``cv phrases`` cannot hold out: for each repository,
+    each rule's weight is picked among :data:`WEIGHT_FACTORS` × its own on the other repositories (one rule at a
+    time, the others at theirs; objective as ``--cv``'s) and the held-out repository is scored with every pick at
+    once, its sessions read without their repository's own phrases. A weight whose in-sample best differs from the
+    default but whose picks leave the estimate where the defaults put it (``defaults``: the cv phrases rows) helped
+    one repository: fitting. Prints the estimate, then per rule its in-sample best factor, the folds' picks and the
+    estimate when only that rule's weight is picked (the others at theirs)."""
+    names = [r.name for r in RULES]
+    table: dict[tuple[str, float], list[tuple[int, int, int, int]]] = {}
+    for name in names:
+        table[(name, 1.0)] = list(defaults)
+        for factor in WEIGHT_FACTORS[1:]:
+            table[(name, factor)] = [
+                _count(s, [d for d in select(s.utterances, rules=_reweighed(own[s.repo], {name: factor})) if d.visible],
+                       match) for s in sessions]
+    held: dict[int, tuple[int, int, int, int]] = {}
+    alone: dict[str, dict[int, tuple[int, int, int, int]]] = {name: {} for name in names}
+    picks: dict[str, Counter[float]] = {name: Counter() for name in names}
+    for repo in sorted({s.repo for s in sessions}):
+        inside = [i for i, s in enumerate(sessions) if s.repo != repo]
+        chosen = {name: _pick(table, name, inside) for name in names}
+        for name, factor in chosen.items():
+            picks[name][factor] += 1
+            alone[name].update({i: table[(name, factor)][i] for i, s in enumerate(sessions) if s.repo == repo})
+        factors = {name: factor for name, factor in chosen.items() if factor != 1.0}
+        for i, s in enumerate(sessions):
+            if s.repo == repo:
+                rules = _reweighed(own[s.repo], factors)
+                held[i] = _count(s, [d for d in select(s.utterances, rules=rules) if d.visible], match)
+    _split("51: cv weights+phrases", sessions, [held[i] for i in range(len(sessions))])
+    for name in names:
+        best = _pick(table, name, range(len(sessions)))
+        folds = ", ".join(f"×{f:g} in {n}" for f, n in sorted(picks[name].items()))
+        p, r, _ = _figures([alone[name][i] for i in range(len(sessions))])
+        print(f"  {name:24} in-sample best ×{best:g}; picked {folds}; this one alone picked: {p:.3f} / {r:.3f}")
 
 
 def _params(sessions: list[Session], match: Any, own: dict[str, Sequence[Rule]]) -> None:

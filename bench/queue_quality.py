@@ -50,10 +50,12 @@ do not have"). ``--extra-from CLONES`` first writes them under ROOT from git clo
 
 With ``--extra ROOT`` it then measures all 51 labelled sessions (the 18 and the 33), cross-validated by repository
 (``bench/queue_cv.py``: phrases; with ``--cv`` the tuning too): issue 30's estimate, target precision ≥ 0.45 at
-recall ≥ 0.40, with candidates per session (``docs/candidates.md`` keeps the figures). ``--misses`` adds the error
+recall ≥ 0.40, with candidates per session (``docs/candidates.md`` keeps the figures), on the 18, the 33 and all 51;
+``--repos`` adds each repository's. ``--misses`` adds the error
 analysis of that estimate: each gold item missed, by why (drafted but hidden by the floor or the budget, drafted
 but its body does not hold the quote, never drafted: a pasted prompt, a quiet statement, no rule), and the visible
-false positives by speaker, rule and noise cue.
+false positives by speaker, rule and noise cue. ``--cv-weights`` picks each rule's weight leave-one-repository-out
+(what ``cv phrases`` cannot hold out; ``bench/queue_cv.py``'s ``cv_weights``).
 
 ``--dsh``: lists the drafts of the DSH sessions (``../shared/sessions``, read by
 ``mmd.sources.dsh``) to be read and judged; there is no gold file beside them.
@@ -62,7 +64,8 @@ Utterances come from the Claude Code and Codex adapters (``mmd.sources.claude_co
 ``mmd.sources.codex``), each file read whole.
 
 Run: ``python bench/queue_quality.py [--root DIR] [--per-session N] [--show] [--rules]
-[--cv-phrases] [--cv] [--other [DIR]] [--extra ROOT [--extra-from CLONES] [--misses]] [--dsh [DIR]]``
+[--cv-phrases] [--cv] [--other [DIR]] [--extra ROOT [--extra-from CLONES] [--misses] [--repos] [--cv-weights]]
+[--dsh [DIR]]``
 (``--cv`` takes a minute or two).
 """
 
@@ -434,6 +437,9 @@ def main() -> None:
                         help="first lay them out under ROOT from git clones CLONES/<owner>/<name>")
     parser.add_argument("--misses", action="store_true",
                         help="with --extra: the 51 sessions' gold items missed and visible false positives, by kind")
+    parser.add_argument("--repos", action="store_true", help="with --extra: the cv phrases figures of each repository")
+    parser.add_argument("--cv-weights", action="store_true",
+                        help="with --extra: the rules' weights picked leave-one-repository-out (a few minutes)")
     args = parser.parse_args()
     if args.extra_from is not None:
         if args.extra is None:
@@ -471,7 +477,7 @@ def _also(args: argparse.Namespace) -> None:
     if args.extra is not None:
         extra(args.extra, args.show)
         sessions = labelled(args.root, args.extra, read_session, _files)
-        report(sessions, matches, params=args.cv)
+        report(sessions, matches, params=args.cv, repos=args.repos, weights=args.cv_weights)
         if args.misses:
             misses(sessions, matches, overlap)
     if args.dsh is not None:

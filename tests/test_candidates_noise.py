@@ -94,6 +94,18 @@ def test_a_noun_in_ing_is_not_something_in_progress() -> None:
                                       "assistant")
 
 
+def test_the_agent_noticing_something_now_is_a_finding_not_its_next_step() -> None:
+    # "Now I notice …" is not progress for the quiet rule (signals._PROGRESS), nor a next step for the cue
+    finding = ("Now I notice the `centre` value in the stylesheet won't work, as every CSS property and value is "
+               "spelled in US English.")
+    for opening in ("Now I notice", "Now, I see", "Now I realize"):
+        text = finding.replace("Now I notice", opening)
+        assert "next-step" not in _cues(text, "assistant"), text
+    assert "next-step" in _cues("Now fixing the `centre` value so the stylesheet spells it in US English.", "assistant")
+    (draft,) = select([Utterance("assistant", finding, "test", "s", None, None, Position("/l", seq=1))])
+    assert draft.visible and draft.noise == ()
+
+
 def test_a_cue_lowers_the_draft_by_the_noise_factor_and_one_factor_changes_nothing() -> None:
     def draft(text: str, noise: float) -> float:
         return select([Utterance("human", text, "test", "s", None, None, Position("/l", seq=1))],

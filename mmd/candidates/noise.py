@@ -52,10 +52,11 @@ _QUESTION_OPENING = lazy_compile(
 _FILLER = r"(?:ok(?:ay)?|cool|great|nice|perfect|alright|right|yes|yeah|yep|good|thanks|so|and|also|now|then|nah|no|" \
           r"hmm|actually|awesome|sure|well)"
 # the agent saying what it does next or is doing now: "Now updating the test expectations", "Next, the parser",
-# "I'm adding chart styles now", "Time to run the suite", "Moving on to the docs"
+# "I'm adding chart styles now", "Time to run the suite", "Moving on to the docs"; "Now I notice …" is what it found,
+# as the quiet rule reads it (signals._PROGRESS), not what it does next
 _NEXT_STEP = lazy_compile(
     rf"^(?:{_FILLER}[,.!:—–-]*\s+)*(?:"
-    r"(?:now|next|then|finally)\b(?!\s+that\b)|"
+    r"(?:now|next|then|finally)\b(?!\s+that\b)(?!,?\s+i\s+(?:notice|noticed|realize|see|understand|found|know)\b)|"
     r"(?:i'?m|i am|we'?re|we are)\s+(?:now\s+|going\s+to\s+|about\s+to\s+|also\s+)?\w+ing\b|"
     r"(?:i'?ll|i will|let me|let'?s|lets|time to|moving on|starting with)\b)|"
     r"\bnow\W*$", re.IGNORECASE)
