@@ -23,6 +23,10 @@ def test_filler_is_trimmed_and_what_is_said_kept() -> None:
     assert trimmed("Root cause: the lock is released early.") == "Root cause: the lock is released early."  # a label
     assert trimmed("okay, thanks") == "okay, thanks"  # nothing left: unchanged
     assert trimmed("Soft delete it.") == "Soft delete it."
+    assert trimmed("Understood. The server must run on port 5000 in prod.") == \
+        "The server must run on port 5000 in prod."  # the agent's acknowledgement (a trial's accepted body kept it)
+    assert trimmed("Got it — we never push to main directly.") == "We never push to main directly."
+    assert trimmed("Of course.") == "Of course."
 
 
 def test_a_statement_ending_in_a_colon_keeps_the_list_it_introduces() -> None:

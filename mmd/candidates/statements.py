@@ -106,12 +106,13 @@ def summary_line(text: str, limit: int = MAX_SUMMARY) -> str:
     return summarize(_BOLD.sub(r"\1", text), limit)
 
 
-# spoken filler before what is said: "ok", "So,", "I think", "Great —", "Good catch —", "Note:" (repeated: "ok so i
-# think"); a label that says what the statement is ("Root cause:", "Pitfall:") is kept
+# spoken filler before what is said: "ok", "So,", "I think", "Great —", "Good catch —", "Note:", the agent's
+# "Understood." (repeated: "ok so i think"); a label that says what the statement is ("Root cause:", "Pitfall:") is kept
 _FILLER = lazy_compile(
     r"^(?:(?:(?:good|great|nice|fair) (?:catch|point|question|call|thinking)|you'?re (?:absolutely |totally )?right|"
     r"ok(?:ay)?|so|well|yes|yeah|yep|alright|all right|right|great|good|cool|nice|perfect|awesome|excellent|"
     r"sure|thanks|thank you|hmm+|oh|ah|also|and|but|actually|anyway|basically|honestly|btw|by the way|fyi|"
+    r"understood|got it|absolutely|of course|certainly|makes sense|that makes sense|indeed|"
     r"note(?: that)?|heads[- ]up|update|i think|i guess|i believe|i feel like|i mean|to be honest|in fact|just)"
     r"\b[\s,.!:;…—–-]*)+", re.IGNORECASE)
 
