@@ -147,7 +147,7 @@ def test_the_commands_named_carry_the_root_unless_it_is_the_default_one(monkeypa
 
     monkeypatch.setenv("HOME", str(tmp_path))
     program = mmctl_path()
-    assert command_for(tmp_path / ".dsh" / "memory") == program
+    assert command_for(tmp_path / ".dsh" / "memory") == f"{program} --user"  # never a project's note of that topic
     assert command_for(Path("/srv/team memory")) == f"{program} --root '/srv/team memory'"
     entries = [IndexEntry("alpha", "local", "A", (), "memories/alpha.md", "2026-01-01T00:00:00.000Z", 1, 4000, "")]
     text = render_baseline(entries, memory_id="local", command=command_for(Path("/srv/m"))).text
@@ -169,7 +169,7 @@ def test_the_mmctl_named_is_this_installation_s_unless_path_finds_the_same(monke
     monkeypatch.setenv("PATH", str(tmp_path))  # no mmctl on it
     baseline.mmctl_path.cache_clear()
     try:
-        assert baseline.mmctl_path() == str(installed) and baseline.command_for(None) == str(installed)
+        assert baseline.mmctl_path() == str(installed) and baseline.command_for(None) == f"{installed} --user"
         links = tmp_path / "bin"  # pipx's ~/.local/bin: a link on every shell's PATH
         links.mkdir()
         (links / "mmctl").symlink_to(installed)

@@ -3,7 +3,7 @@
 With the notes' bodies (issue 28) the newest and most used notes carry their text first
 (:mod:`.content`); the shape below is the part every baseline shares. Without bodies::
 
-    Memory mm://local/ — 42 topics, newest first (read one: mmctl read <topic>, MCP mem_read):
+    Memory mm://local/ — 42 topics, newest first (read one: mmctl --user read <topic>, MCP mem_read):
     - deploy-region: Deploy only to eu-west-1; us-east is frozen <mm://local/deploy-region>
     - …
     … 12 older topics not shown; `mmctl read` (MCP mem_read) lists them.
@@ -53,14 +53,15 @@ ELLIPSIS = "…"
 
 
 def command_for(root: Path | None) -> str:
-    """``mmctl``, or ``mmctl --root <root>`` (shell-quoted) when ``root`` is not the default root
-    ``~/.dsh/memory``: the command an agent is told to run, in a shell that may resolve another root (and
-    :func:`mmctl_path`, when the ``mmctl`` on PATH is not this installation's)."""
+    """``mmctl --user`` for the default root ``~/.dsh/memory``, else ``mmctl --root <root>`` (shell-quoted): the
+    command an agent is told to run, in a shell that may resolve another root (and :func:`mmctl_path`, when the
+    ``mmctl`` on PATH is not this installation's). Either names that root alone: a bare ``mmctl read rules`` in a
+    project folder reads the project's ``rules`` first, which shadows the user root's note of the same topic."""
     import shlex  # loaded where used: the hook without a daemon plans here (issue 31)
 
     program = mmctl_path()
     if root is None or Path(root) == Path.home() / ".dsh" / "memory":
-        return program
+        return f"{program} --user"
     return f"{program} --root {shlex.quote(str(root))}"
 
 
