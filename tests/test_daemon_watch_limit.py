@@ -8,6 +8,7 @@ The limit is set to 0 inside a user namespace (``unshare -Ur``: the namespace ha
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -71,7 +72,12 @@ async def test_with_no_inotify_watches_both_watchers_report_it_and_poll(tmp_path
         assert "warning: the watcher polls" in out and "warning: the ingest polls" in out, out
         assert (await client.call("memory.write", {"topic": "edited", "content": "by the daemon"}))["ok"]
         note = daemon.root / "memories" / "edited.md"
+        written = note.stat().st_mtime_ns
         note.write_text(note.read_text().replace("by the daemon", "by hand"))
+        # a person's edit comes seconds after the daemon's write; this one may come within the same second, and the
+        # poller (notify's, under watchfiles) compares modification times in whole seconds: a poll between the two
+        # writes would never see it. Its time is set one second on, as the person's would be.
+        os.utime(note, ns=(written + 1_000_000_000, written + 1_000_000_000))
         deadline = time.monotonic() + 30
         while (await client.call("memory.read", {"topic": "edited"}))["body"] != "by hand":
             assert time.monotonic() < deadline, "the polling watcher never saw the edit"

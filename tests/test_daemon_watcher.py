@@ -6,6 +6,7 @@ Real daemon, real files, real inotify.
 from __future__ import annotations
 
 import contextlib
+import os
 
 import pytest
 
@@ -58,7 +59,11 @@ async def test_a_broken_external_index_keeps_the_last_revision_and_serving(daemo
     try:
         await sub.ready()
         await client.call("memory.write", {"topic": "keep", "content": "still here"})
-        (daemon.root / "MEMORY.md").write_text("# MEMORY.md\n\n## not a slug!\n")
+        # written whole (a rename): written in place, the watcher may read it between the truncation and the write,
+        # an empty MEMORY.md, which is a valid index with no notes (seen once in a loaded run)
+        broken = daemon.base / "MEMORY.broken"
+        broken.write_text("# MEMORY.md\n\n## not a slug!\n")
+        os.replace(broken, daemon.root / "MEMORY.md")
         for _ in range(50):
             status = await client.call("daemon.status")
             if status["watcher"]["errors"]:

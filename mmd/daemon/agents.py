@@ -30,9 +30,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from mmd.candidates import Evidence, Seen
-from mmd.candidates.identity import normalized
-from mmd.candidates.proposals import ACTIONS, PROPOSAL_RULE, make_proposal, proposal_reason
 from mmd.core.errors import ErrorCode
 from mmd.core.text import validate_topic
 from mmd.inject.guide import DISTILL_AFTER_PROMPTS, distill_line
@@ -42,7 +39,6 @@ from mmd.wire.events import QUEUE_ADDED
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from .home import USER, Home, Root
-from .ingest.candidacy import seen_of_snapshot
 from .queue import ReviewQueue
 from .statedb import StateDB
 
@@ -104,6 +100,11 @@ class Agents:
             MMError(E_INVALID): a bad topic, action, agent name or text (:func:`~mmd.candidates.proposals.
                 make_proposal`), or a text over the write budget.
         """
+        from mmd.candidates import Evidence, Seen  # mmd.candidates is loaded by the first proposal, not at start
+        from mmd.candidates.proposals import PROPOSAL_RULE, make_proposal, proposal_reason
+
+        from .ingest.candidacy import seen_of_snapshot
+
         queue = self.queue
         if queue is None:
             raise DaemonError(DaemonCode.E_UNAVAILABLE, "proposals wait in the review queue, which is off in this "
@@ -151,6 +152,8 @@ class Agents:
         flags' kinds, never its words (a nudge goes to every subscriber; issue 29)."""
         if self.queue is None or not session_id:
             return []
+        from mmd.candidates.proposals import PROPOSAL_RULE
+
         rows = self.db.conn().execute(
             "SELECT id, status, topic, summary, flags FROM candidates WHERE rule = ? AND session_id = ? ORDER BY id",
             (PROPOSAL_RULE, session_id)).fetchall()
@@ -176,6 +179,8 @@ class Agents:
         return await asyncio.to_thread(self._prompted, client, scope, token, commit, self.state.now_iso())
 
     def _prompted(self, client: str, scope: str, token: str | None, commit: bool, now: str) -> str | None:
+        from mmd.candidates.proposals import PROPOSAL_RULE
+
         conn = self._conn()
         with self._lock, conn:
             conn.execute("INSERT INTO agent_prompts (client, prompts, since, scope, updated_at) VALUES (?, 1, ?, ?, ?)"
@@ -230,6 +235,8 @@ def _check_action(action: str, topic: str | None, uri: str | None, p: dict[str, 
     Raises:
         DaemonError(E_INVALID | E_EXISTS | E_NOT_FOUND).
     """
+    from mmd.candidates.proposals import ACTIONS
+
     exists = uri is not None
     if action not in ACTIONS:
         raise DaemonError(ErrorCode.E_INVALID, f"action must be one of {', '.join(ACTIONS)}, got {action!r}")
@@ -255,6 +262,8 @@ def _folder(p: dict[str, Any], target: Root | None) -> str | None:
 
 def _holder(target: Root | None, content: str) -> str | None:
     """The topic of the note that already holds ``content`` in ``target`` (None when none is found)."""
+    from mmd.candidates.identity import normalized
+
     needle = normalized(content)
     for note in target.state.current.notes if target is not None else ():
         if needle and needle in normalized(f"{note.entry.summary}\n{note.body}"):

@@ -33,10 +33,6 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from mmd.candidates import Evidence, NewCandidate
-from mmd.candidates.model import QUOTE_MAX
-from mmd.candidates.screening import text_flags
-from mmd.candidates.statements import summary_line
 from mmd.core.errors import MMError
 from mmd.core.model import Note
 from mmd.core.snapshot import Snapshot
@@ -195,6 +191,8 @@ class Holds:
             if old is not None and old.candidate is not None:
                 superseded.append(old.candidate)
         self._keep(root, changes, cause or _CAUSE[speaker], before, after.revision)
+        from mmd.candidates.screening import text_flags  # loaded by the first screen, not at the daemon's start
+
         ids, at = [], root.state.now_iso()
         for topic, note, was in changes:
             flags = text_flags([note.entry.summary, ", ".join(note.entry.tags), note.body])
@@ -246,6 +244,10 @@ class Holds:
         """The held candidate of ``topic`` (its text, its diff; the door redacts and escapes them), or None."""
         if self.queue is None:
             return None
+        from mmd.candidates import Evidence, NewCandidate
+        from mmd.candidates.model import QUOTE_MAX
+        from mmd.candidates.statements import summary_line
+
         how = _HOW[speaker]
         file = str(root.path / note.entry.file)
         body = note.body if note.body.strip() else note.entry.summary or topic
@@ -304,6 +306,8 @@ class Holds:
         Raises:
             DaemonError(E_CONFLICT): its root is not served. MMError: as the state's write or delete.
         """
+        from mmd.candidates.screening import text_flags
+
         root, hold = self.of(cand)
         renamed = hold.topic if hold is not None and hold.topic != _disk_topic(cand) else None  # by mmctl rename
         state, topic = root.state, topic or renamed or cand["topic"]

@@ -31,11 +31,10 @@ import signal
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
 
-from mmd.candidates import Seen
 from mmd.core.durable import LockHeld
 from mmd.core.errors import MMError
 from mmd.core.health import loose_modes, remove_stale_temp_files
@@ -49,10 +48,8 @@ from .agents import Agents
 from .config import Config, ConfigError
 from .events import Publisher
 from .failures import startup_failure
-from .gitsync import GitSync, check_root
 from .home import USER, Home, Root
 from .ingest import Ingestor
-from .ingest.extractor import Extractor
 from .ingest.folders import EndedSession
 from .inject import Injector
 from .jobs import Jobs, from_worker, periods_ms, status_payload
@@ -70,6 +67,10 @@ from .sockets import LINGER_MS, Sockets, start_authenticator, take_root_lock
 from .state import MemoryState
 from .statedb import SchemaError, StateDB
 from .watcher import Watcher
+
+if TYPE_CHECKING:  # imported where first used: a daemon without --git or an extractor never loads them
+    from .gitsync import GitSync
+    from .ingest.extractor import Extractor
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_FORCED", "EXIT_LOCKED", "EXIT_OK", "HANDLED_SIGNALS", "Daemon",
            "Running"]
@@ -218,6 +219,8 @@ class Daemon:
         """
         cfg, undo = self.config, self._stack
         if cfg.git.enabled:  # refused before anything is created: no git, or a root inside another repository
+            from .gitsync import check_root
+
             await asyncio.to_thread(check_root, cfg.root)
         for endpoint in (cfg.pub_endpoint, cfg.rpc_endpoint):  # a socket folder we cannot use: refused before
             folder = ipc_path(endpoint)                         # the root is created (its bind comes last)
@@ -257,6 +260,8 @@ class Daemon:
         #    (creating MEMORY.md and memories/ if missing), and the commit of edits made while we were down
         git = None
         if cfg.git.enabled and queue is not None:
+            from .gitsync import GitSync
+
             git = jobs.git = GitSync(cfg.git, home, queue, publisher, self.merge_driver)
             await asyncio.to_thread(git.prepare)
         await asyncio.to_thread(state.store.ensure_root)
@@ -277,6 +282,10 @@ class Daemon:
             loop = asyncio.get_running_loop()
             ended = from_worker(loop, jobs.session_ended)
             if cfg.extractor:
+                from mmd.candidates import Seen
+
+                from .ingest.extractor import Extractor
+
                 extractor = Extractor(cfg.extractor, cfg.extractor_timeout_ms, queue,
                                       seen=lambda: ingestor.harvester.candidacy.seen() if ingestor else Seen(),
                                       write_budget=lambda: state.options.default_write_budget,

@@ -1,21 +1,18 @@
 """``mmd``: the console script. Builds the one :class:`~.config.Config` and runs the :class:`~.lifecycle.Daemon`.
 
 This is the composition root: the only place that reads ``sys.argv`` and
-``os.environ`` and hands them down.
+``os.environ`` and hands them down. The daemon's modules are imported once the command line asks for a daemon:
+``mmd --version``, a refused argument, ``mmd service`` and the git merge driver (git runs it during a merge of
+a ``--git`` root) never load them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
 
 from mmd import __version__
-
-from .config import ConfigError, build_config, parse_args
-from .lifecycle import EXIT_CONFIG, Daemon
-from .logs import setup_logging
 
 __all__ = ["main", "merge_driver_command"]
 
@@ -37,6 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .git.driver import main as driver_main
 
         return driver_main(args[1:])
+    from .config import ConfigError, build_config, parse_args
+
     env = dict(os.environ)
     try:
         flags = parse_args(args, env)
@@ -45,6 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if flags.pop("version", False):
         print(f"mmd {__version__}")
         return 0
+    import asyncio
+
+    from .lifecycle import EXIT_CONFIG, Daemon
+    from .logs import setup_logging
+
     try:
         config = build_config(flags, env)
     except ConfigError as error:

@@ -42,12 +42,8 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mmd.candidates import NewCandidate
-from mmd.candidates.identity import shingles
-from mmd.candidates.proposals import is_proposal
-from mmd.candidates.screening import screen_candidate
 from mmd.wire.protocol import CandidateJson
 
 from . import queue_offers as offers
@@ -56,6 +52,9 @@ from .queue_offers import Allowance, Sighting, is_draft, session_of
 from .queue_rows import HELD, filters, framed, place, replay, row_json
 from .queue_screen import screen_older
 from .statedb import CursorRow, StateDB
+
+if TYPE_CHECKING:  # mmd.candidates is imported where first used: a daemon loads it with its first candidate
+    from mmd.candidates import NewCandidate
 
 __all__ = ["HELD", "OTHER_SESSION_BONUS", "SAME_SESSION_BONUS", "STATUSES", "ReviewQueue", "same_idea"]
 
@@ -176,6 +175,8 @@ class ReviewQueue:
             added += 1
         again = bool(sessions - known)
         pinned = bool(row["pinned"]) or c.pinned
+        from mmd.candidates.proposals import is_proposal
+
         takeover = is_proposal(c.rule) and not is_proposal(row["rule"])  # the agent proposes what a rule drafted
         if row["draft"] and not takeover:
             visible = bool(row["visible"]) or pinned or (c.visible and not is_draft(c))
@@ -239,6 +240,8 @@ class ReviewQueue:
         Raises:
             sqlite3.Error: if the database cannot be written (nothing of the call is kept).
         """
+        from mmd.candidates.screening import screen_candidate
+
         screened = [screen_candidate(c) for c in items]  # before the transaction: the screen is CPU work
         conn = self.db.conn()
         now = self._now_iso()
@@ -268,6 +271,8 @@ class ReviewQueue:
         """Add or merge one statement (see :meth:`add`); its :class:`.Sighting` when it is a rule draft held by a
         rule draft's row, whatever its status (its place is :func:`.queue_offers.offer`'s, and one the pipeline shows
         counts in its session's budget even when decided), else None."""
+        from mmd.candidates.identity import shingles
+
         row = self._match(conn, c, shingles(c.body)) if c.kind != HELD else None
         if row is None:
             cid = self._insert(conn, c, now)
@@ -314,6 +319,9 @@ class ReviewQueue:
         """The candidate that holds ``c``'s statement after :meth:`add` (the same text or a near-duplicate, any
         status), or None when the queue has none: what an agent's proposal became (queued, merged, or decided
         before). ``c`` is looked up as the door made it (a redacted secret changes its text and key)."""
+        from mmd.candidates.identity import shingles
+        from mmd.candidates.screening import screen_candidate
+
         c = screen_candidate(c)
         conn = self.db.conn()
         row = self._match(conn, c, shingles(c.body))

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from mmd.candidates.identity import NEAR_DUPLICATE, near_duplicate, same_numbers, shingles
-from mmd.candidates.topics import subject_words
+# mmd.candidates is imported where first used (a daemon loads it with its first candidate, not at start)
 
 __all__ = ["COMMON_FLOOR", "COMMON_SHARE", "SAME_IDEA_OVERLAP", "STATEMENT_WORDS", "StatementIndex", "same_idea"]
 
@@ -56,6 +55,9 @@ class StatementIndex:
     def add(self, cid: int, body: str, statement: str | None = None) -> None:
         """Index candidate ``cid``: its ``statement`` (the sentence or bullet itself; default: ``body``) for
         near-duplicates, its ``body`` (the statement with its context) for restatements."""
+        from mmd.candidates.identity import shingles
+        from mmd.candidates.topics import subject_words
+
         said = shingles(body if statement is None else statement)
         body_words = shingles(body)
         self._words[cid] = (said, subject_words(body), subject_words(body if statement is None else statement))
@@ -79,6 +81,8 @@ class StatementIndex:
 
     def near(self, statement: str) -> list[int]:
         """Ids of the candidates whose statement is a near-duplicate of ``statement`` (Jaccard ≥ 0.8), ascending."""
+        from mmd.candidates.identity import NEAR_DUPLICATE, near_duplicate, shingles
+
         words = shingles(statement)
         need = NEAR_DUPLICATE * len(words) - 1e-9  # |A ∩ B| ≥ 0.8 |A ∪ B| ≥ 0.8 |A|
         return sorted(cid for cid in self._gather(words, need) if near_duplicate(words, self._words[cid][0]))
@@ -88,6 +92,9 @@ class StatementIndex:
         ``statement``, only those whose own statement shares at least :data:`STATEMENT_WORDS` content words with
         it (a shared context alone never makes two statements one); never one whose statement holds other numbers
         (:func:`~mmd.candidates.identity.same_numbers`: "port 8003" is not "port 8004" in other words)."""
+        from mmd.candidates.identity import same_numbers, shingles
+        from mmd.candidates.topics import subject_words
+
         content = subject_words(body)
         if len(content) < SAME_IDEA_WORDS:
             return []

@@ -2,7 +2,7 @@
 
 Owns: the rules of issue 30 "A queue that ends", over the rows of :mod:`.queue` (in its transactions):
 
-- A **rule draft** is a candidate of our rules (:data:`RULE_NAMES`), not marked on purpose. Marked lines
+- A **rule draft** is a candidate of our rules (:func:`rule_names`), not marked on purpose. Marked lines
   (``mm:``, ``MEMO:``, ``Summary:`` …), the extractor's candidates, an agent's proposals and sync
   conflicts are outside every budget: their visibility is their own.
 - A session **offers** at most its budget of rule drafts *in all*, decided ones counted
@@ -30,21 +30,21 @@ Threading: called by :class:`~.queue.ReviewQueue` inside its transactions, on th
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mmd.candidates import NewCandidate
-from mmd.candidates.signals import RULES
 from mmd.core.clock import iso_ms, parse_iso_ms
 
-__all__ = ["BACKFILL", "BACKFILL_SHOWN", "EXPIRE_DAYS", "RULE_NAMES", "AGE", "Allowance", "Sighting", "expire",
-           "is_draft", "left_out", "offer", "session_of"]
+if TYPE_CHECKING:
+    from mmd.candidates import NewCandidate
 
-RULE_NAMES = frozenset(r.name for r in RULES)
-"""The rules whose drafts count in a session's budget (:data:`mmd.candidates.signals.RULES`)."""
+__all__ = ["BACKFILL", "BACKFILL_SHOWN", "EXPIRE_DAYS", "AGE", "Allowance", "Sighting", "expire", "is_draft",
+           "left_out", "offer", "rule_names", "session_of"]
+
 EXPIRE_DAYS = 30
 """Days a rule draft stays pending, counted from when it was queued, before it is ``expired`` (the default of
 ``candidates.expireDays``)."""
@@ -63,10 +63,19 @@ def session_of(evidence: dict[str, Any]) -> str:
     return f"{evidence.get('agent')}|{evidence.get('sessionId') or evidence.get('file')}"
 
 
+@functools.cache
+def rule_names() -> frozenset[str]:
+    """The rules whose drafts count in a session's budget (:data:`mmd.candidates.signals.RULES`), read on first use:
+    a daemon loads :mod:`mmd.candidates` when it first meets a candidate, not at start."""
+    from mmd.candidates.signals import RULES
+
+    return frozenset(r.name for r in RULES)
+
+
 def is_draft(c: NewCandidate) -> bool:
-    """Whether ``c`` is a rule draft (counted in its session's budget): made by one of :data:`RULE_NAMES`, not
+    """Whether ``c`` is a rule draft (counted in its session's budget): made by one of :func:`rule_names`, not
     pinned."""
-    return not c.pinned and c.rule in RULE_NAMES
+    return not c.pinned and c.rule in rule_names()
 
 
 @dataclass

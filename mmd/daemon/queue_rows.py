@@ -13,8 +13,6 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mmd.candidates.identity import normalized
-from mmd.candidates.proposals import is_proposal
 from mmd.wire.protocol import CandidateJson
 
 from .queue_offers import session_of
@@ -51,6 +49,8 @@ def row_json(r: sqlite3.Row | Mapping[str, Any]) -> CandidateJson:
     }
     if r["diff"] is not None:
         out["diff"] = r["diff"]
+    from mmd.candidates.proposals import is_proposal  # loaded with the first candidate, not at the daemon's start
+
     if is_proposal(r["rule"]):  # the agent's own: who proposed it and why (issue 28)
         first = out["evidence"][0] if out["evidence"] else {}
         out["proposal"] = {**out["proposal"], "by": first.get("agent"), "reason": first.get("reason")}
@@ -73,6 +73,8 @@ def place(e: dict[str, Any]) -> str:
 def replay(e: dict[str, Any]) -> str:
     """A sighting's identity across replays: session, who, when (``at``) and the quote, normalized. A resumed
     session or a copied log replays a record at a new place with its old time: no new sighting."""
+    from mmd.candidates.identity import normalized
+
     return f"replay|{session_of(e)}|{e.get('who')}|{e.get('at')}|{normalized(str(e.get('quote') or ''))}"
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mmd.candidates import Evidence, NewCandidate
-from mmd.candidates.screening import screen_candidate
+if TYPE_CHECKING:  # imported where first used: a daemon loads mmd.candidates with its first candidate
+    from mmd.candidates import NewCandidate
 
 __all__ = ["BATCH", "candidate_of", "screen_older", "screened_row"]
 
@@ -29,6 +29,8 @@ _SCREENED = ("topic", "summary", "body", "chars", "score", "pinned", "visible", 
 
 def candidate_of(r: sqlite3.Row | Mapping[str, Any]) -> NewCandidate:
     """A stored row as the candidate it was made from."""
+    from mmd.candidates import Evidence, NewCandidate
+
     evidence = tuple(Evidence.from_json(e) for e in json.loads(r["evidence"]))
     return NewCandidate(r["kind"], r["topic"], r["summary"], r["body"], r["chars"], bool(r["over_budget"]),
                         r["session_id"], r["file"], r["seq"], r["message_id"], r["source_kind"], r["rule"],
@@ -39,13 +41,19 @@ def candidate_of(r: sqlite3.Row | Mapping[str, Any]) -> NewCandidate:
 def screened_row(r: sqlite3.Row | Mapping[str, Any], c: NewCandidate | None = None) -> dict[str, Any]:
     """A row's values (``{column: value}``) with the screened candidate's (``c``, default the row's own, screened) in
     their place."""
-    c = c or screen_candidate(candidate_of(r))
+    c = c or _screen(candidate_of(r))
     values = {k: r[k] for k in r.keys()}  # noqa: SIM118 - a Row iterates its values, not its keys
     values.update(topic=c.topic, summary=c.summary, body=c.body, chars=c.chars, score=c.score, pinned=int(c.pinned),
                   visible=int(c.visible), evidence=json.dumps([e.to_json() for e in c.evidence], ensure_ascii=False),
                   speaker=c.speaker, flags=json.dumps(list(c.flags), ensure_ascii=False), flagged=int(bool(c.flags)),
                   redacted=int(c.redacted), diff=c.diff)
     return values
+
+
+def _screen(c: NewCandidate) -> NewCandidate:
+    from mmd.candidates.screening import screen_candidate
+
+    return screen_candidate(c)
 
 
 def screen_older(conn: sqlite3.Connection, batch: int = BATCH) -> int:
@@ -61,7 +69,7 @@ def screen_older(conn: sqlite3.Connection, batch: int = BATCH) -> int:
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             for r in rows:
-                c = screen_candidate(candidate_of(r))
+                c = _screen(candidate_of(r))
                 key = r["key"] if c.norm == r["norm"] or not str(r["key"]).startswith("n:") else f"n:{c.norm}"
                 if key != r["key"] and conn.execute("SELECT 1 FROM candidates WHERE key = ?", (key,)).fetchone():
                     key = f"{key}#{r['id']}"

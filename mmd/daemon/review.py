@@ -22,8 +22,6 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mmd.candidates.proposals import is_proposal, summary_to_write
-from mmd.candidates.topics import CATEGORY_SUMMARIES
 from mmd.core.errors import ErrorCode, MMError
 from mmd.core.projects import is_key, project_for
 from mmd.wire.methods import ID_DIGITS, INT_LIMIT
@@ -149,6 +147,8 @@ class Review:
     def _with_current(self, cand: CandidateJson) -> CandidateJson:
         """An agent's proposal with ``proposal.current``: the text of the note it targets as that note is now (None
         when there is none), so a review shows what accepting changes; other candidates as they are."""
+        from mmd.candidates.proposals import is_proposal  # loaded with the first candidate, not at the start
+
         proposal = cand.get("proposal") or {}
         if not is_proposal(cand.get("rule")):
             return cand
@@ -234,6 +234,8 @@ class Review:
                 if action == "delete" and content is None:
                     return await self._delete(state, cand, if_revision)
                 replace = True
+                from mmd.candidates.proposals import is_proposal, summary_to_write
+
                 if is_proposal(cand.get("rule")) and summary is None:  # the note keeps its index line
                     before = _previous(state, cand["topic"])
                     summary = summary_to_write(cand["summary"], cand["body"]) or (before or {}).get("summary")
@@ -265,6 +267,8 @@ class Review:
 
         The note keeps its summary unless ``summary`` is given; a new note takes the candidate's, or a category
         note's (``rules``, ``pitfalls`` …: :data:`mmd.candidates.topics.CATEGORY_SUMMARIES`) what it holds."""
+        from mmd.candidates.topics import CATEGORY_SUMMARIES  # loaded with the first candidate, not at the start
+
         latest = state.current
         existing = latest.note(into)
         previous = _previous(state, into)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mmd.candidates import NewCandidate
 from mmd.core.projects import project_for
 
 if TYPE_CHECKING:
+    from mmd.candidates import NewCandidate
     from mmd.core.projects import Project
 
     from .home import Root

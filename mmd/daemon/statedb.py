@@ -190,16 +190,18 @@ def _migrate_candidates(conn: sqlite3.Connection) -> None:
     Old rows keep their ids, statuses and keys; their ``norm`` makes a statement read again merge into
     them (so an upgraded daemon queues nothing twice), and their one ``source`` becomes their evidence.
     """
-    from mmd.candidates.identity import norm_key  # the daemon may import the candidates floor
-    from mmd.sources.dsh.source import DshSource  # schema 1 and 2 read only the sessions folder: DSH logs,
-    from mmd.sources.other import OtherSource  # or (no session id) the other JSONL there
-
     have = {r[1] for r in conn.execute("PRAGMA table_info(candidates)")}
     for name, kind in _CANDIDATE_COLUMNS:
         if name not in have:
             conn.execute(f"ALTER TABLE candidates ADD COLUMN {name} {kind}")
     rows = conn.execute("SELECT id, kind, body, session_id, file, seq, message_id, source_kind, created_at"
                         " FROM candidates WHERE norm IS NULL").fetchall()
+    if not rows:  # a new database: nothing to upgrade, and mmd.candidates stays unloaded until a candidate comes
+        return
+    from mmd.candidates.identity import norm_key  # the daemon may import the candidates floor
+    from mmd.sources.dsh.source import DshSource  # schema 1 and 2 read only the sessions folder: DSH logs,
+    from mmd.sources.other import OtherSource  # or (no session id) the other JSONL there
+
     for r in rows:
         position: dict[str, Any] = {"file": r[4]}
         if r[5] is not None:
@@ -222,7 +224,7 @@ def _migrate_statuses(conn: sqlite3.Connection, version: int) -> None:
     one, ``queued_at`` = now (its age counts from the upgrade, so an upgrade expires nothing at once)."""
     from mmd.core.clock import iso_ms, system_clock
 
-    from .queue_offers import RULE_NAMES, session_of
+    from .queue_offers import rule_names, session_of
 
     (table,) = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'candidates'").fetchone()
     if "'expired'" not in table:
@@ -241,7 +243,7 @@ def _migrate_statuses(conn: sqlite3.Connection, version: int) -> None:
     now = iso_ms(system_clock())
     rows = conn.execute("SELECT id, rule, pinned, visible, status, evidence FROM candidates").fetchall()
     for cid, rule, pinned, visible, status, evidence in rows:
-        draft = not pinned and rule in RULE_NAMES
+        draft = not pinned and rule in rule_names()
         found = json.loads(evidence or "[]")
         offered = session_of(found[0]) if draft and visible and found else None
         conn.execute("UPDATE candidates SET draft = ?, offered_by = ?, queued_at = ? WHERE id = ?",

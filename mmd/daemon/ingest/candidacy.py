@@ -21,10 +21,13 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from mmd.candidates import NewCandidate, Seen, candidates_from, marks_from
 from mmd.core.snapshot import Snapshot
 from mmd.sources import Utterance
+
+if TYPE_CHECKING:  # mmd.candidates is imported where first used: with the first session read, not at start
+    from mmd.candidates import NewCandidate, Seen
 
 __all__ = ["CONTEXT_CHARS", "CONTEXT_SESSIONS", "CONTEXT_UTTERANCES", "Candidacy", "seen_of_snapshot"]
 
@@ -41,6 +44,8 @@ CONTEXT_SESSIONS = 64
 
 def seen_of_snapshot(snap: Snapshot | None) -> Seen:
     """The notes of ``snap`` as :class:`~mmd.candidates.Seen` (nothing when None)."""
+    from mmd.candidates import Seen
+
     if snap is None:
         return Seen()
     return Seen.of_index((n.topic, n.entry.tags, n.entry.summary, n.body) for n in snap.notes)
@@ -80,7 +85,7 @@ class Candidacy:
     def _seen_of(self, snap: Snapshot | None) -> Seen:
         """``snap``'s notes as :class:`Seen`, rebuilt only when its root's revision moved (one per root)."""
         if snap is None:
-            return Seen()
+            return seen_of_snapshot(None)
         key = str(snap.root)
         cached = self._seen.get(key)
         if cached is None or cached[0] != snap.revision:
@@ -96,6 +101,8 @@ class Candidacy:
         project = self.project_notes(folder) if folder and self.project_notes is not None else None
         if project is None:
             return user
+        from mmd.candidates import Seen
+
         own = self._seen_of(project)
         return Seen(own.note_bodies | user.note_bodies, own.candidate_keys, own.note_texts + user.note_texts,
                     own.subjects)
@@ -110,6 +117,8 @@ class Candidacy:
             write_budget: the default write budget, code points.
             restarted: the log was read again from its start: its sessions' context starts over.
         """
+        from mmd.candidates import candidates_from, marks_from
+
         seen = self.seen()
         text = [u for u in utterances if u.who == "text"]
         out = candidates_from(text, write_budget=write_budget, seen=seen) if text else []

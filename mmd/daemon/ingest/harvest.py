@@ -23,9 +23,8 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mmd.candidates import NewCandidate
 from mmd.core.snapshot import Snapshot
 from mmd.sources import Source
 
@@ -34,6 +33,9 @@ from ..queue_offers import Allowance
 from ..statedb import CursorRow
 from .candidacy import Candidacy
 from .health import IngestHealth
+
+if TYPE_CHECKING:
+    from mmd.candidates import NewCandidate
 
 __all__ = ["SLICE_BYTES", "SLICE_CHARS", "AddedBatch", "Harvester", "TrackedLog"]
 
