@@ -151,17 +151,24 @@ def _exited_unreaped(pid: int, wait_s: float) -> bool:
 @pytest.fixture
 def spawn() -> Iterator[Any]:
     """A factory ``spawn(args, **popen_kwargs)`` → a ``subprocess.Popen`` leading a new process group
-    (``start_new_session``); at teardown, pass or fail, each is ended with its tree (:func:`end_tree`)."""
+    (``start_new_session``), SIGINT at its default disposition (a run started in the background by a shell without
+    job control inherits SIGINT ignored, and a test's Ctrl-C then never reached the child); at teardown, pass or
+    fail, each is ended with its tree (:func:`end_tree`)."""
     started: list[subprocess.Popen[Any]] = []
 
     def start(args: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
-        proc = subprocess.Popen(args, start_new_session=True, **kwargs)
+        proc = subprocess.Popen(args, start_new_session=True, preexec_fn=_default_sigint, **kwargs)
         started.append(proc)
         return proc
 
     yield start
     for proc in reversed(started):
         end_tree(proc)
+
+
+def _default_sigint() -> None:
+    """In the child, before exec: SIGINT as a terminal's Ctrl-C would find it (an ignored signal survives exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 OWN_HELPERS = ("from multiprocessing.resource_tracker import main", "from multiprocessing.forkserver import main")
