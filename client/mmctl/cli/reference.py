@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from ..scope import Scope
+
 __all__ = ["allowed_line", "body_text", "cmd_budget", "cmd_delete", "cmd_digest", "cmd_init",
            "cmd_list", "cmd_read", "cmd_search", "cmd_uri", "cmd_write", "write_via_daemon"]
 
@@ -413,10 +415,10 @@ def _delete_via_daemon(ctx: Ctx, topic: str) -> dict[str, Any] | None:
             "usage": raw["usage"]}
 
 
-def _revision_of(status: dict[str, Any], scope: Any) -> int | None:
+def _revision_of(status: dict[str, Any], scope: Scope) -> int | None:
     """The revision ``daemon.status`` gave for ``scope``'s own root (``roots[].revision`` of a project; the top
     level's for the user root), or None when the status has none (a project root the daemon did not serve yet)."""
-    if not scope.is_project or scope.alone and scope.label == "user":
+    if not scope.is_project:
         return status.get("revision")
     row = next((r for r in status.get("roots") or () if isinstance(r, dict) and r.get("scope") == scope.label), None)
     return None if row is None else row.get("revision")
