@@ -164,6 +164,11 @@ def test_log_of_a_user_topic_in_a_project_names_the_user_root(home: dict[str, An
     assert code == 0 and "write shell" in out
     code, out, err = run(home["env"], "log", "nothing", "--project", str(home["repo"]))  # no note anywhere: no hint
     assert (code, out, err) == (0, "no version of nothing is kept yet\n", "")
+    fresh = home["repo"].parent / "web"  # a project whose root its first write has not made yet
+    fresh.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=fresh, check=True, capture_output=True)
+    code, _, err = run(home["env"], "log", "shell", "--project", str(fresh))
+    assert code == 0 and err.endswith(": mmctl log shell --user\n"), err
 
 
 def test_a_project_is_named_by_its_keys_name_and_a_near_miss_is_suggested(home: dict[str, Any],

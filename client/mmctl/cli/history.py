@@ -91,10 +91,12 @@ def _elsewhere(ctx: Ctx, topic: str) -> None:
     """On stderr, the way to TOPIC's history when the scope's own root has no such note and a root its reads see
     (the user root behind a project) has it: ``read`` falls through to that root, ``log`` names it."""
     scope = ctx.scope()
-    memories = ctx.memories()
-    if not scope.is_project or not memories or memories[0][1].read_topic(topic) is not None:
+    if not scope.is_project:
         return
-    if any(label == "user" and memory.read_topic(topic) is not None for label, memory in memories[1:]):
+    memories = ctx.memories()  # the project's own root (absent until its first write), then the user root
+    if any(label == scope.label and memory.read_topic(topic) is not None for label, memory in memories):
+        return
+    if any(label == "user" and memory.read_topic(topic) is not None for label, memory in memories):
         ctx.error(f"{topic} is a note of the user root, not of project {scope.label}: mmctl log {topic} --user")
 
 

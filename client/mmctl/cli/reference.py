@@ -276,7 +276,7 @@ def cmd_read(ctx: Ctx) -> int:
         lines.append(f"(the project root {ctx.root()} is made by its first write)")
     behind = [m for label, m in memories if label == "user" and ctx.scope().label != "user"]
     if behind:  # ours: the index is the project root's own; say the user root's reads see too
-        count = len(behind[0].read_index()["entries"])
+        count = len(behind[0].snapshot.entries)
         lines += ["", f"(and {count} {'entry' if count == 1 else 'entries'} of the user root behind it, which every "
                       "read here sees: mmctl read --user)"]
     ctx.write(_visible("\n".join(lines) + "\n"))
