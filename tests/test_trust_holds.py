@@ -216,3 +216,30 @@ def test_hidden_text_a_person_let_in_never_reaches_a_hook_and_an_outside_edits_i
     code, out, _ = cli(daemon, "inject", "--client", "offline")  # mmctl on the files: its own last guard
     assert code == 0 and "how we greet\\u{202E} everyone" in out and "\u200b" not in out and "\u202e" not in out
     assert "Say bye\\u{200B}" in out
+
+
+def test_a_secret_typed_into_a_note_by_hand_is_never_committed_or_pushed_while_its_review_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon) -> None:  # type: ignore[no-untyped-def]
+    isolate_git(monkeypatch, tmp_path)
+    remote = bare_remote(tmp_path / "remote.git")
+    laptop, box = (start_daemon("--git", root=tmp_path / name) for name in ("laptop", "box"))
+    for daemon in (laptop, box):
+        git(daemon.root, "remote", "add", "origin", str(remote))
+    write(laptop, "deploy-region", "We deploy to us-east-1.")
+    wait_until(lambda: "write deploy-region" in git(laptop.root, "log", "--format=%s", "-1"), what="the write's commit")
+    token = "ghp_" + "Zq8rT2vLm9XwB4nK7pHs3dFy6cJu1eGa5oRi"
+    note = laptop.root / "memories" / "deploy-region.md"
+    note.write_text(note.read_text() + f"\nThe deploy bot token is {token}\n")
+    [cand] = wait_until(lambda: _held(laptop), what="the outside edit held")
+    assert cand["speaker"] == "outside-edit" and "secret" in {f["kind"] for f in cand["flags"]}
+    wait_until(lambda: "external edit" in git(laptop.root, "log", "--format=%s", "-1"), what="its commit")
+    mmctl_sync(laptop)
+    pushed = git(remote, "log", "-p", "--all")
+    assert "deploy bot token is ‹secret: github token›" in pushed  # the commit records what an accept would write
+    assert token not in pushed and token not in git(laptop.root, "log", "-p")
+    assert token in note.read_text()  # the file keeps what the person typed until they decide
+    mmctl_sync(box)
+    assert token not in (box.root / "memories" / "deploy-region.md").read_text()
+    assert call(laptop, "queue.accept", {"id": cand["id"]})["ok"]
+    mmctl_sync(laptop)
+    assert token not in git(remote, "log", "-p", "--all") and token not in note.read_text()

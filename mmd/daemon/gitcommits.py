@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mmd.core.errors import ErrorCode, MMError
+from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.projects import PROJECTS_DIR
 
-from .git.layout import USER_SCOPE, scoped_topic
+from .git.layout import USER_SCOPE, prefix, scoped_topic
 from .home import Home, Root
 from .revision import Revision
 
@@ -173,6 +174,30 @@ class CommitUses:
                 advance_mark(path, last)
             except OSError as error:
                 raise MMError(ErrorCode.E_IO, f"recording revision {last} in {path}/.mmd failed: {error}") from error
+
+    def held_secrets(self, scopes: Sequence[str] | None) -> dict[str, bytes]:
+        """Worker thread (the history's :attr:`~.git.GitHistory.stand_in`): ``{path relative to the home: text}``,
+        a held outside edit's secrets redacted (``‹secret: kind›``), for the note files of the roots ``scopes``
+        (None: all) that such an edit holds, and their MEMORY.md. A secret typed into a note by hand is never
+        committed, so no sync pushes it, while its review waits: the file keeps it, the commit shows the text a
+        person's accept would write; the accept or the rejection is then committed as any write."""
+        from mmd.screen.secrets import redact
+
+        from .holds import Holds
+
+        out: dict[str, bytes] = {}
+        roots = list(self.home) if scopes is None else [r for s in scopes if (r := self.home.get(s)) is not None]
+        for root in (r for r in roots if r not in self.home.outside):
+            secret = [h.topic for h in Holds.held(root).get().values()
+                      if h.speaker == "outside-edit" and "secret" in h.kinds]
+            for rel in [*(f"{DETAIL_DIR}/{topic}.md" for topic in secret), *([INDEX_NAME] if secret else [])]:
+                try:
+                    text = (root.path / rel).read_bytes().decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if (clean := redact(text)) != text:
+                    out[prefix(root.scope) + rel] = clean.encode("utf-8")
+        return out
 
     def _flush(self) -> None:
         """Worker thread: stage the files of the pending revisions' roots under their write locks, then commit them

@@ -165,6 +165,7 @@ class GitSync(CommitUses, HistoryUses):
             self.history = GitHistory(self.root)
         except GitMissing as error:
             raise _no_git(error) from error
+        self.history.stand_in = self.held_secrets
         self.loop = asyncio.get_running_loop()
         self.conflicts = ConflictQueue(queue, self.state, publisher, self.loop, state_of=self._state_of)
         """The conflicts' review candidates (:mod:`.gitconflicts`)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ from .message import (
     root_id,
 )
 from .runner import Git, GitError
-from .tree import TreeEntry, identity_env, read_blobs, read_tree
+from .tree import TreeEntry, hash_blob, identity_env, read_blobs, read_tree
 
 __all__ = ["CAUSES", "MACHINE_TRAILER", "NAME_MAX", "ROOT_ID_NAME", "GitHistory", "RootAt", "clean_name",
            "commit_message", "machine_name", "root_id"]
@@ -100,6 +100,10 @@ class GitHistory:
         """Whose history this is: ``user``, or a project root's key (see :meth:`scoped`)."""
         self._identity: dict[str, str] | None = None
         self._root_id: str | None = None
+        self.stand_in: Callable[[Sequence[str] | None], Mapping[str, bytes]] | None = None
+        """Called with the scopes each :meth:`stage` (or :meth:`commit`) stages (None: every root): ``{path
+        relative to the home: bytes}`` that the commit records in place of those files' text (the files stay as
+        they are); the daemon's use: a secret an outside edit brought, held for review, is committed redacted."""
 
     def scoped(self, scope: str) -> GitHistory:
         """The view of the root ``scope`` (``user`` or a project key): its files, topics, revisions and log, paths
@@ -157,6 +161,7 @@ class GitHistory:
     def _add(self, scopes: Sequence[str] | None) -> None:
         if scopes is None:
             self.git.run("add", "--all", "--", ".")
+            self._stand_in(None)
             return
         if USER_SCOPE in scopes:
             self.git.run("add", "--all", "--", ".", f":(exclude){PROJECTS_DIR}")
@@ -167,6 +172,14 @@ class GitHistory:
         present = [f for f in folders if f not in gone or any(t.startswith(f + "/") for t in tracked)]
         if present:  # a root neither on disk nor in the index has nothing to stage (git refuses such a path)
             self.git.run("add", "--all", "--", *present)
+        self._stand_in(scopes)
+
+    def _stand_in(self, scopes: Sequence[str] | None) -> None:
+        """Stage :attr:`stand_in`'s texts in place of the files just added."""
+        texts = self.stand_in(scopes) if self.stand_in is not None else {}
+        for path, data in sorted(texts.items()):
+            oid = hash_blob(self.git, data)
+            self.git.run("update-index", "--add", "--cacheinfo", f"100644,{oid},{path}")
 
     def commit(self, revisions: int | Sequence[int] | None, cause: str, topics: Sequence[str], *,
                staged: bool = False, scopes: Sequence[str] | None = None,
@@ -198,7 +211,8 @@ class GitHistory:
             done = self.git.run("commit", "--quiet", "-F", "-", input=message.encode(), env=self.identity,
                                 check=False)
             if done.returncode != 0:
-                if b"nothing to commit" in done.stdout or b"nothing added to commit" in done.stdout:
+                if any(m in done.stdout for m in (b"nothing to commit", b"nothing added to commit",
+                                                  b"no changes added to commit")):  # a held text stands in
                     return None
                 raise GitError(["commit"], done.returncode, (done.stderr or done.stdout).decode("utf-8", "replace"))
             return self.git.out("rev-parse", "HEAD")
