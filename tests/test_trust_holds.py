@@ -156,13 +156,19 @@ def test_edits_made_while_no_daemon_ran_are_held_at_the_next_start(start_daemon)
     assert [c["cause"] for c in log] == ["found"]  # kept once: the next start screens it no more
 
 
-def test_a_flagged_remote_topic_is_held_until_accepted_and_unflagged_ones_flow(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon) -> None:  # type: ignore[no-untyped-def]
+def _two_homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Any) -> tuple[Path, Any, Any]:
+    """A bare remote and two ``--git`` daemons (``laptop``, ``box``) whose homes have it as ``origin``."""
     isolate_git(monkeypatch, tmp_path)
     remote = bare_remote(tmp_path / "remote.git")
     laptop, box = (start_daemon("--git", root=tmp_path / name) for name in ("laptop", "box"))
     for daemon in (laptop, box):
         git(daemon.root, "remote", "add", "origin", str(remote))
+    return remote, laptop, box
+
+
+def test_a_flagged_remote_topic_is_held_until_accepted_and_unflagged_ones_flow(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon) -> None:  # type: ignore[no-untyped-def]
+    remote, laptop, box = _two_homes(tmp_path, monkeypatch, start_daemon)
     write(box, "style", "Tabs.")
     mmctl_sync(box)
     _inject(box)
@@ -220,11 +226,7 @@ def test_hidden_text_a_person_let_in_never_reaches_a_hook_and_an_outside_edits_i
 
 def test_a_secret_typed_into_a_note_by_hand_is_never_committed_or_pushed_while_its_review_waits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon) -> None:  # type: ignore[no-untyped-def]
-    isolate_git(monkeypatch, tmp_path)
-    remote = bare_remote(tmp_path / "remote.git")
-    laptop, box = (start_daemon("--git", root=tmp_path / name) for name in ("laptop", "box"))
-    for daemon in (laptop, box):
-        git(daemon.root, "remote", "add", "origin", str(remote))
+    remote, laptop, box = _two_homes(tmp_path, monkeypatch, start_daemon)
     write(laptop, "deploy-region", "We deploy to us-east-1.")
     wait_until(lambda: "write deploy-region" in git(laptop.root, "log", "--format=%s", "-1"), what="the write's commit")
     token = "ghp_" + "Zq8rT2vLm9XwB4nK7pHs3dFy6cJu1eGa5oRi"
