@@ -66,6 +66,8 @@ def test_log_and_restore_work_on_the_files_alone(mm) -> None:  # type: ignore[no
     r = mm("restore", "release", "--at", gone["commit"])
     assert r.code == 1 and "a restore never deletes" in r.err
     assert mm("restore", "release", "--at", "r1").code == 1  # no version kept at r1: said, nothing written
+    r = mm("restore", "release", "--at", "r999999")  # a revision the root never reached: said, nothing written
+    assert r.code == 1 and "r999999 is after the root's newest revision" in r.err, r.err
     r = mm("restore", "release", "--at", commits[0]["commit"])
     assert r.code == 0 and json.loads(mm("read", "release", "--json").out)["body"] == "see the wiki"
 

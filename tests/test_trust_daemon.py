@@ -176,6 +176,9 @@ def test_log_restore_and_queue_undo_bring_back_a_curated_note_an_agent_overwrote
     assert [c["cause"] for c in commits[:2]] == ["undo", "write"] and commits[1]["chars"] == 17
     assert cli(daemon, "restore", "runbook", "--at", commits[1]["commit"])[0] == 0  # the later text is not lost
     assert call(daemon, "memory.read", {"topic": "runbook"})["body"] == SHORT
+    code, _, err = cli(daemon, "restore", "runbook", "--at", "r999999")  # a revision the root never reached
+    assert code == 1 and "r999999 is after the root's newest revision" in err, err
+    assert call(daemon, "memory.read", {"topic": "runbook"})["body"] == SHORT
 
 
 def test_the_new_shapes_match_the_schema(start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

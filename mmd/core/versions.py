@@ -339,15 +339,19 @@ def keep_replaced(log: VersionLog, root: Path, replaced: Mapping[str, IndexEntry
     log.keep(rows, at)
 
 
-def restoring(version: Version | None, topic: str, at: str) -> dict[str, Any]:
+def restoring(version: Version | None, topic: str, at: str, revision: int | None = None) -> dict[str, Any]:
     """The write that brings back ``version`` of ``topic`` (found at ``at``): keyword arguments of
     :meth:`.store.MemoryStore.write` past the topic (``content``, ``summary``, ``tags``, ``budget``, ``cause``, and
-    the leave a person gave the version: ``allow_secret``, ``allow_hidden``).
+    the leave a person gave the version: ``allow_secret``, ``allow_hidden``). ``revision``: the root's revision now,
+    when known (an ``rN`` past it names no state the root was ever in).
 
     Raises:
-        LookupError: naming what is missing, when no version is kept at ``at`` or it deleted the topic (a restore
-            never deletes).
+        LookupError: naming what is missing, when no version is kept at ``at``, ``at`` is a revision the root has
+            not reached, or it deleted the topic (a restore never deletes).
     """
+    if revision is not None and at[:1] == "r" and at[1:].isdigit() and int(at[1:]) > revision:
+        raise LookupError(f"{at} is after the root's newest revision, r{revision}: nothing was written then; "
+                          f"`mmctl log {topic}` lists the kept versions")
     if version is None:
         raise LookupError(f"no version of {topic} is kept at {at} (not written by then, or pruned): "
                           f"`mmctl log {topic}` lists the kept ones")

@@ -49,14 +49,14 @@ class VersionHistory:
 
         Raises:
             MMError(E_INVALID): if ``at`` is neither ``rN`` nor ``vN``, or the topic is no slug.
-            DaemonError(E_NOT_FOUND): if no version is kept at ``at`` (never written by then, or pruned), or the
-                topic was deleted then (a restore never deletes).
+            DaemonError(E_NOT_FOUND): if no version is kept at ``at`` (never written by then, or pruned; ``rN``
+                past the root's revision), or the topic was deleted then (a restore never deletes).
             MMError(E_SECRET | E_IO): as the write.
         """
         validate_topic(topic)
         version = await asyncio.to_thread(self.state.store.versions.at, topic, at)
         try:
-            write = restoring(version, topic, at)
+            write = restoring(version, topic, at, self.state.revision)
         except LookupError as missing:
             raise DaemonError(DaemonCode.E_NOT_FOUND, str(missing)) from None
         content = write.pop("content")

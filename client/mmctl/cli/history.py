@@ -192,7 +192,7 @@ def _restore_directly(ctx: Ctx, topic: str, at: str) -> dict[str, Any]:
     memory = ctx.direct().memory()
     version = memory.store.versions.at(topic, at)
     try:
-        write = restoring(version, topic, at)
+        write = restoring(version, topic, at, read_mark(memory.root))
     except LookupError as missing:
         raise Failure(str(missing)) from None
     assert version is not None
