@@ -183,3 +183,21 @@ def test_a_project_is_named_by_its_keys_name_and_a_near_miss_is_suggested(home: 
         assert code == 2 and f"(did you mean {key}?)" in err, err
     code, _, err = run(env, "list", "--project", "zzzz")
     assert code == 2 and "did you mean" not in err and "neither a project key or name nor a folder" in err
+
+
+def test_doctor_in_a_project_without_its_root_checks_the_user_root_and_creates_nothing(
+        home: dict[str, Any], tmp_path: Path) -> None:
+    fresh = tmp_path / "src" / "eta"
+    fresh.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=fresh, check=True)
+    orphan = home["user"] / "memories" / "lost.md"
+    orphan.write_text("# lost\n\nA note the index forgot.\n")
+    before = sorted(p.name for p in (home["user"] / "projects").iterdir())
+    code, out, err = run(home["env"], "doctor", "--project", str(fresh))
+    assert code == 1 and "has no root yet" in out and f"memory root: {home['user']}" in out, (out, err)
+    assert "lost" in out  # the user root's orphan is found
+    assert sorted(p.name for p in (home["user"] / "projects").iterdir()) == before  # no root made
+    code, out, err = run(home["env"], "doctor", "--fix", "--project", str(fresh))
+    assert "fixed: memories/lost.md" in out, (out, err)
+    assert "lost" in (home["user"] / "MEMORY.md").read_text()
+    assert sorted(p.name for p in (home["user"] / "projects").iterdir()) == before

@@ -178,6 +178,9 @@ def cmd_doctor(ctx: Ctx) -> int:
     """``doctor [--fix] [--json]``: exit 0 when nothing is left to fix, 1 otherwise."""
     fix = ctx.args.flag("--fix")
     ctx.need_root()
+    unmade = ctx.user_scope_if_unmade()  # a project without its root: check the user root, create nothing
+    if unmade is not None and not ctx.json:
+        ctx.write(f"project {unmade.label} has no root yet (its first write makes it): checking the user root\n")
     direct = ctx.direct()
     options = direct.options()
     fixed: list[dict[str, Any]] = []

@@ -196,6 +196,18 @@ class Ctx:
 
         return configured_root(None, self.env)
 
+    def user_scope_if_unmade(self) -> Scope | None:
+        """The scope a check reads when this call's is a project without its root yet: the user root behind it
+        (nothing is created, as reads create nothing); None (the scope unchanged) otherwise."""
+        scope = self.scope()
+        if not scope.is_project or scope.alone or (scope.root / INDEX_NAME).is_file():
+            return None
+        from ..scope import resolve_scope
+
+        self._scope = resolve_scope(self._configured_root(), root_flag=self.root_flag(), project_flag=None,
+                                    user=True, env=self.env, cwd=None)
+        return scope
+
     def scope_for_session(self, folder: str, *, session: bool = True) -> Scope:
         """Take the scope of an agent working in ``folder`` (a hook's ``cwd``, an MCP server's folder): its project
         in the home ``--root`` or the config names, unless ``--project`` or ``--user`` was given
