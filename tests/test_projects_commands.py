@@ -201,3 +201,13 @@ def test_doctor_in_a_project_without_its_root_checks_the_user_root_and_creates_n
     assert "fixed: memories/lost.md" in out, (out, err)
     assert "lost" in (home["user"] / "MEMORY.md").read_text()
     assert sorted(p.name for p in (home["user"] / "projects").iterdir()) == before
+
+
+def test_queue_list_refuses_a_project_name_two_projects_share(home: dict[str, Any], tmp_path: Path) -> None:
+    twin = tmp_path / "other" / "api"
+    twin.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=twin, check=True)
+    assert run(home["env"], "write", "notes", "--content", "the other api.", "--project", str(twin))[0] == 0
+    code, out, err = run(home["env"], "queue", "list", "--project", "api")
+    twin_key = project_for(twin).key  # type: ignore[union-attr]
+    assert code == 2 and "projects named api" in err and home["key"] in err and twin_key in err, (code, out, err)

@@ -134,18 +134,28 @@ def resolve_scope(home: Path, *, root_flag: str | None, project_flag: str | None
     return Scope(home, home, origin="the user root")
 
 
+def project_keys(home: Path) -> list[str]:
+    """The keys of ``home``'s project roots (those holding MEMORY.md), sorted; none when it cannot be listed."""
+    try:
+        return sorted(p.name for p in (home / PROJECTS_DIR).iterdir() if is_key(p.name) and (p / INDEX_NAME).is_file())
+    except OSError:
+        return []
+
+
+def keys_named(home: Path, name: str) -> list[str]:
+    """The keys of ``home``'s project roots whose name (the key without its hash) is ``name``, sorted."""
+    return [k for k in project_keys(home) if k.rsplit("-", 1)[0] == name]
+
+
 def _named(home: Path, name: str) -> Scope | str:
     """The scope of the one project root of ``home`` whose key's name is ``name`` (``api`` for ``api-d216d2f9``),
     else the words that help: `` (did you mean KEY?)`` for keys whose name is near ``name`` or starts with it, or
     ''."""
     from .cli.suggest import near
 
-    try:
-        keys = sorted(p.name for p in (home / PROJECTS_DIR).iterdir() if is_key(p.name) and (p / INDEX_NAME).is_file())
-    except OSError:
-        return ""
+    keys = project_keys(home)
     names = {k: k.rsplit("-", 1)[0] for k in keys}
-    same = [k for k in keys if names[k] == name]
+    same = keys_named(home, name)
     if len(same) == 1:
         return Scope(home, home / PROJECTS_DIR / same[0], key=same[0], param=same[0], origin=f"--project {name}")
     if len(same) > 1:

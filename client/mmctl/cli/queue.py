@@ -67,7 +67,14 @@ def _scope_param(ctx: Ctx) -> str | None:
             raise UsageError("--project and --user name different roots: give one")
         return "user"
     raw = ctx.args.text("--project")
-    if raw is None or "/" not in raw and "~" not in raw:
+    if raw is None:
+        return raw
+    if "/" not in raw and "~" not in raw:
+        from ..scope import keys_named
+
+        same = keys_named(ctx.home(), raw)  # a name two project roots share names neither: the list would mix them
+        if len(same) > 1:
+            raise UsageError(f"--project {raw}: projects named {raw}: {', '.join(same)}: give the key")
         return raw
     from mmd.core.paths import expand_path
     from mmd.core.projects import project_for
@@ -380,6 +387,8 @@ def cmd_queue(ctx: Ctx) -> int:
         from .reference import body_text
 
         content = body_text(ctx)
+    if sub == "list":
+        _scope_param(ctx)  # a scope that names no one root is refused before the daemon is looked for
     client = ctx.need_daemon("queue").client
     if sub == "list":
         return _list(ctx, client, min_score)
