@@ -99,6 +99,18 @@ def test_a_write_refused_by_a_full_index_says_the_way_out(mm) -> None:  # type: 
     assert mm("write", "deploy-new", "--content", "x", "--json").json["code"] == "E_INDEX_BUDGET_EXCEEDED"
 
 
+def test_a_write_to_an_index_over_its_caps_by_hand_says_no_write_fits_until_entries_go(mm) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    mm("init")
+    assert mm("write", "topic-1", "--content", "one").code == 0
+    with open(mm.root / "MEMORY.md", "a") as index:  # pushed over its 200 lines outside mmd
+        index.write("".join(f"- stray line {n}\n" for n in range(210)))
+    before = _files(mm.root)
+    r = mm("write", "topic-1", "--content", "updated one")  # an update: the index keeps its size, and is over
+    assert r.code == 1 and _files(mm.root) == before
+    assert "the way out: MEMORY.md is over its caps already (" in r.err and "/200 lines" in r.err, r.err
+    assert "`mmctl delete TOPIC`" in r.err and "append it to a note" not in r.err
+
+
 def test_nudge_and_status_warn_near_the_caps_and_say_the_threshold(start_daemon) -> None:  # type: ignore[no-untyped-def]
     daemon = start_daemon("--index-lines", "30", "--no-ingest")
     for topic in ("alpha", "beta"):

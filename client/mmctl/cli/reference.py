@@ -134,13 +134,33 @@ def cmd_write(ctx: Ctx) -> int:
 
         ctx.error(outcome["message"].replace(" (see usage.index)", ""))
         ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
-        ctx.err.write(f"  the way out: {index_full_way_out('write', near(topic, _topics(ctx)))}\n")
+        over = _over_already(ctx, outcome["usage"])
+        ctx.err.write(f"  the way out: {over or index_full_way_out('write', near(topic, _topics(ctx)))}\n")
     elif outcome.get("code") in _BUDGET_CODES:  # the figures follow: "(see usage)" points at --json's
         ctx.error(outcome["message"].replace(" (see usage)", ""))
         ctx.err.write(usage_figures(_as_written(ctx, topic, content, outcome["usage"])))
     else:  # an empty body has no figures to explain it
         ctx.error(outcome["message"])
     return EXIT_OK if outcome["ok"] else EXIT_FAILED
+
+
+def _over_already(ctx: Ctx, usage: dict[str, Any]) -> str | None:
+    """The way out when MEMORY.md is over its caps before any write (an edit made outside mmd, lowered caps), so
+    that no write fits, not even an update that keeps the index's size; None when it is within them."""
+    from mmd.core.paths import INDEX_NAME
+    from mmd.core.text import count_lines
+
+    index = usage.get("index") or {}
+    try:
+        data = (ctx.scope().root / INDEX_NAME).read_bytes()
+    except OSError:
+        return None
+    lines, line_cap, byte_cap = count_lines(data.decode("utf-8", "replace")), index.get("lineCap"), index.get("byteCap")
+    if not (isinstance(line_cap, int) and lines > line_cap or isinstance(byte_cap, int) and len(data) > byte_cap):
+        return None
+    return (f"MEMORY.md is over its caps already ({lines}/{line_cap} lines, {len(data)}/{byte_cap} bytes: an edit "
+            "made outside mmd, or lowered caps), so no write fits until entries go: `mmctl merge A B --into C` or "
+            "`mmctl delete TOPIC` (or mend the index by hand, then `mmctl doctor`)")
 
 
 def _topics(ctx: Ctx) -> list[str]:
