@@ -44,6 +44,15 @@ def test_a_candidate_seen_once_is_never_added_again_whatever_its_status(queue: R
     assert queue.known([_cand("one").norm, _cand("four").norm]) == {_cand("one").norm}
 
 
+def test_conflicts_of_a_sync_with_one_text_in_many_topics_are_one_candidate_each(queue: ReviewQueue) -> None:
+    def conflict(topic: str, body: str) -> NewCandidate:
+        return NewCandidate("conflict", topic, topic, body, len(body), False, "", "git:abc", 0, topic, "git")
+
+    assert queue.add([conflict(f"topic-{n}", "TODO: fill in") for n in range(3)]) == [1, 2, 3]
+    assert queue.add([conflict("topic-1", "TODO: fill in")]) == []  # the same topic's again: known
+    assert queue.add([conflict("topic-9", "TODO: fill in.")]) == [4]  # no near-duplicate across topics either
+
+
 def test_decisions_happen_once_and_are_journaled(queue: ReviewQueue) -> None:
     queue.add([_cand("one"), _cand("two", seq=2)])
     accepted = queue.decide(1, "accepted", written={"topic": "t", "revision": 4})

@@ -140,5 +140,6 @@ class NewCandidate:
 
     @property
     def norm(self) -> str:
-        """See :func:`~.identity.norm_key`: the queue's identity of the statement."""
-        return norm_key(self.body)
+        """See :func:`~.identity.norm_key`: the queue's identity of the statement; a sync's conflict's is its
+        topic's too (forty topics a remote gave one text are forty decisions, not one)."""
+        return norm_key(f"{self.topic}\n{self.body}" if self.kind == "conflict" else self.body)

@@ -120,7 +120,7 @@ class ReviewQueue:
         """The candidate holding ``c``'s statement: the same normalized text, else a near-duplicate (oldest)."""
         row: sqlite3.Row | None = conn.execute("SELECT * FROM candidates WHERE norm = ? ORDER BY id LIMIT 1",
                                                (c.norm,)).fetchone()
-        if row is not None:
+        if row is not None or c.kind == "conflict":  # a sync's decision on a topic is never another topic's
             return row
         with self._near_lock:
             index = self._near_index(conn)
