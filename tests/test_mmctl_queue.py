@@ -161,35 +161,34 @@ def test_an_accept_the_full_index_refuses_names_the_id_its_figures_and_into(star
     assert code == 0 and out.startswith(f"accepted {ids[2]}: "), out
 
 
-async def test_the_mcp_queue_tools_list_accept_and_reject(queued) -> None:  # type: ignore[no-untyped-def]
+async def test_the_mcp_queue_tools_list_the_user_roots_candidates_and_decide_nothing(queued) -> None:  # type: ignore[no-untyped-def]
+    # a server outside any project sees the user root's candidates alone, never a project's (the samples' are the
+    # projects their sessions ran in); under writes = "propose" (the default) it accepts and rejects nothing: a person
+    # decides (deciding in scope under "direct": tests/test_mmctl_mcp_boundary.py)
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(queued.root)],
                                    env=dict(queued.env))
+    with Client(queued.root, env=queued.env) as client:
+        users = client.queue_list(project="user", all=True, limit=100)["candidates"]
+        others = [c for c in client.queue_list(all=True, limit=100)["candidates"] if c["scope"] != "user"]
+    assert others, "the samples' candidates are their projects'"
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
-            listed = await session.call_tool("mem_queue_list", {"limit": 2})
-            assert not listed.is_error and listed.structured_content is not None
-            first, second = listed.structured_content["candidates"]
-            assert first["body"] in listed.content[0].text  # type: ignore[union-attr]
-            for each in (first, second):  # the summary, then the body unless it is the same text
-                once = each["summary"].strip() == each["body"].strip()
-                assert listed.content[0].text.count(each["body"].strip()) == (1 if once else 1 + (  # type: ignore[union-attr]
-                    each["body"].strip() in each["summary"]))
-            accepted = await session.call_tool("mem_queue_accept", {"id": str(first["id"]), "topic": "via-mcp"})
-            assert not accepted.is_error and accepted.structured_content["ok"] is True  # type: ignore[index]
-            # written to the root the candidate is proposed to: its project's (issue 27)
-            assert f"created mm://{first['scope']}/via-mcp" in accepted.content[0].text  # type: ignore[union-attr]
-            rejected = await session.call_tool("mem_queue_reject", {"id": str(second["id"])})
-            assert not rejected.is_error
-            again = await session.call_tool("mem_queue_reject", {"id": str(first["id"])})
-            assert again.is_error and "already accepted" in again.content[0].text  # type: ignore[union-attr]
+            tools = {t.name for t in (await session.list_tools()).tools}
+            assert not tools & {"mem_queue_accept", "mem_queue_reject"}
             everything = await session.call_tool("mem_queue_list", {"all": True, "limit": 100})
-            pending = [c for c in everything.structured_content["candidates"]  # type: ignore[index]
-                       if c["status"] == "pending"]
-            assert any(not c["visible"] for c in pending) and "seen" in everything.content[0].text  # type: ignore
-            rest = [c for c in pending if c["scope"] == first["scope"]]  # appended within its root
-            appended = await session.call_tool("mem_queue_accept", {"id": str(rest[0]["id"]), "into": "via-mcp"})
-            assert f"updated mm://{first['scope']}/via-mcp" in appended.content[0].text  # type: ignore[union-attr]
+            assert not everything.is_error and everything.structured_content is not None
+            listed = everything.structured_content["candidates"]
+            assert [c["id"] for c in listed] == [c["id"] for c in users]
+            text = everything.content[0].text  # type: ignore[union-attr]
+            for each in listed:  # the summary, then the body unless it is the same text
+                assert each["body"].strip() in text
+            assert not any(c["body"].strip() in text for c in others if len(c["body"].strip()) > 40)
+            for tool in ("mem_queue_accept", "mem_queue_reject"):
+                refused = await session.call_tool(tool, {"id": str(others[0]["id"])})
+                assert refused.is_error and "a person decides" in refused.content[0].text  # type: ignore[union-attr]
+    with Client(queued.root, env=queued.env) as client:
+        assert client.queue_get(others[0]["id"])["status"] == "pending"
 
 
 def test_accept_with_replace_overwrites_and_without_says_how(queued) -> None:  # type: ignore[no-untyped-def]

@@ -22,13 +22,14 @@ PLAIN = ("mm: the kiln build runs with make release", "mm: the staging host is k
          "mm: tests take about four minutes")
 
 
-def _queued(start_daemon: Any, tmp_path: Path, *flags: str) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
-    """A daemon whose queue holds the three plain lines a person marked and the agent's three flagged ones:
-    ``(daemon, plain, flagged)``."""
-    path = tmp_path / "home" / ".claude" / "projects" / CWD.replace("/", "-") / f"{SID}.jsonl"
+def _queued(start_daemon: Any, tmp_path: Path, *flags: str,
+            cwd: str = CWD) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    """A daemon whose queue holds the three plain lines a person marked and the agent's three flagged ones, said in
+    a session in ``cwd`` (so proposed to its project's root): ``(daemon, plain, flagged)``."""
+    path = tmp_path / "home" / ".claude" / "projects" / cwd.replace("/", "-") / f"{SID}.jsonl"
     path.parent.mkdir(parents=True)
-    lines = [claude_record(SID, n, "user", line, CWD) for n, line in enumerate(PLAIN)]
-    lines += [claude_record(SID, 10 + n, "assistant", f"OK.\n{line}", CWD) for n, line in enumerate(AGENT_LINES)]
+    lines = [claude_record(SID, n, "user", line, cwd) for n, line in enumerate(PLAIN)]
+    lines += [claude_record(SID, 10 + n, "assistant", f"OK.\n{line}", cwd) for n, line in enumerate(AGENT_LINES)]
     path.write_bytes(b"".join(lines))
     daemon = start_daemon("--heartbeat-ms", "200", *flags)
     backfilled(daemon)
@@ -103,11 +104,13 @@ def test_an_accept_over_a_note_holding_a_persons_secret_journals_no_value_and_un
 
 async def test_an_agent_over_mcp_sees_no_flagged_candidates_words_and_cannot_accept_one(
         start_daemon, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from tests.test_mmctl_mcp import Mcp, _session
+    from tests.test_mmctl_mcp import Mcp
+    from tests.test_mmctl_mcp_boundary import _agent, _project
 
-    daemon, plain, flagged = _queued(start_daemon, tmp_path)
+    kiln = _project(tmp_path / "kiln")  # the agent's server runs in the project the candidates were said in
+    daemon, plain, flagged = _queued(start_daemon, tmp_path, cwd=str(kiln))
 
-    async def agent(mcp: Mcp) -> None:
+    async def agent(mcp: Mcp, tools: dict[str, Any]) -> None:
         text, listed, err = await mcp.call("mem_queue_list")
         assert not err and listed is not None and "evil.example" not in text + str(listed)
         assert "never ask the user" not in text and "(flagged: override, exfiltration; its text waits for a person" \
@@ -117,7 +120,7 @@ async def test_an_agent_over_mcp_sees_no_flagged_candidates_words_and_cannot_acc
         _, accepted, err = await mcp.call("mem_queue_accept", id=plain[0]["id"])
         assert not err and accepted is not None and accepted["ok"]
 
-    await _session(daemon.root, dict(daemon.env), agent)
+    await _agent(daemon, kiln, agent, direct=True)
     assert _status(daemon, flagged[0]["id"]) == "pending" and _status(daemon, plain[0]["id"]) == "accepted"
 
 

@@ -193,15 +193,16 @@ def _held(snapshot: Any) -> Any:
     return held_view(snapshot, HeldTopics(snapshot.root).get())
 
 
-def guarded(text: str) -> str:
+def guarded(text: str, *, providers: bool = False) -> str:
     """The last guard on a text for an agent or an export: secrets redacted (the own table's kinds: no time spent
-    loading the providers' patterns in a hook), hidden text escaped (``\\u{202E}``)."""
+    loading the providers' patterns in a hook; ``providers``: theirs too, every kind the write door refuses, for a
+    long-lived process such as the MCP server), hidden text escaped (``\\u{202E}``)."""
     if not text:
         return text
     from mmd.screen.hidden import escape_hidden
     from mmd.screen.secrets import redact
 
-    return escape_hidden(redact(text, providers=False))
+    return escape_hidden(redact(text, providers=providers))
 
 
 def _check_key(client_key: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["BudgetOut", "DeleteOut", "DigestOut", "DueOut", "InjectOut", "ProposeOut", "QueueOut", "ReadOut",
-           "ReloadOut", "SearchOut", "WriteOut"]
+           "ReloadOut", "SearchOut", "WriteOut", "usage_text"]
 
 
 class _Out(BaseModel):
@@ -147,3 +147,12 @@ class QueueOut(_Out):
     ok: bool
     candidates: list[dict[str, Any]] | None = None
     result: Any = None
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    """A write outcome's ``usage`` as the model reads it: characters against the write budget, the note's bytes,
+    the index's lines and bytes against their caps."""
+    index = usage.get("index", {})
+    return (f"{usage.get('bodyChars')}/{usage.get('writeBudget')} chars (overflow {usage.get('overflow', 0)}), "
+            f"note {usage.get('noteBytes')}/{usage.get('noteMaxBytes')} bytes, index {index.get('lines')}/"
+            f"{index.get('lineCap')} lines and {index.get('bytes')}/{index.get('byteCap')} bytes")

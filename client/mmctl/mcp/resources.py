@@ -11,7 +11,9 @@ not a daemon owns the root, while the tools keep the connection's frozen
 snapshot. Once the client has said ``notifications/initialized``, the server
 stats MEMORY.md every :data:`POLL_S` seconds (every write and delete rewrites
 it, through the daemon or not) and sends ``notifications/resources/list_changed``
-when it changed; the server advertises ``resources.listChanged``.
+when it changed; the server advertises ``resources.listChanged``. Every text a resource or the listing gives (a
+note, the index, a note's title and description) passes the last guard (:mod:`.guard`), as the tools' results do: a
+person's ``--allow-secret`` note is listed and read redacted.
 
 Owns: the URIs, the resource texts, the change watch. Never: writes, or holds a snapshot.
 """
@@ -34,6 +36,8 @@ from mcp.types import Resource as MCPResource
 
 from mmd.core.errors import MMError
 from mmd.core.paths import INDEX_NAME
+
+from .guard import guarded_text
 
 __all__ = ["POLL_S", "MemoryServer", "note_text"]
 
@@ -95,7 +99,7 @@ class MemoryServer(MCPServer[Any]):
 
     async def _index(self) -> str:
         try:
-            return (self.root / INDEX_NAME).read_text(encoding="utf-8")
+            return guarded_text(await asyncio.to_thread((self.root / INDEX_NAME).read_text, encoding="utf-8"))
         except OSError as error:
             raise ResourceNotFoundError(f"cannot read {self.root / INDEX_NAME}: {error.strerror}") from None
 
@@ -111,7 +115,7 @@ class MemoryServer(MCPServer[Any]):
         body, _ = await asyncio.to_thread(read_note_checked, self.root, entry)
         if self.on_note is not None:
             self.on_note(topic, entry.updated)
-        return note_text(Note(entry, uri_for(self.memory_id, topic), body or "", body is None).to_json())
+        return guarded_text(note_text(Note(entry, uri_for(self.memory_id, topic), body or "", body is None).to_json()))
 
     async def list_resources(self) -> list[MCPResource]:
         """The index, then one resource per note (as the index lists them now)."""
@@ -127,9 +131,9 @@ class MemoryServer(MCPServer[Any]):
             if entry.topic in seen:
                 continue
             seen.add(entry.topic)
+            summary = guarded_text(entry.summary)
             listed.append(MCPResource(uri=uri_for(self.memory_id, entry.topic), name=entry.topic,
-                                      title=entry.summary or entry.topic, mime_type=MARKDOWN,
-                                      description=entry.summary or None))
+                                      title=summary or entry.topic, mime_type=MARKDOWN, description=summary or None))
         return listed
 
     # --- list_changed ---------------------------------------------------------------------------------

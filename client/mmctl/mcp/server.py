@@ -4,22 +4,24 @@ Tools: ``mem_read``, ``mem_write``, ``mem_search``, ``mem_budget``,
 ``mem_digest`` (the reference's five, same meaning; under ``[agents] writes = "propose"``, the default,
 ``mem_write`` and ``mem_delete`` are proposals for a person to review, :mod:`.agents`), ``mem_propose``, ``mem_delete``,
 ``mem_due`` (notes whose review date has come), ``mem_inject`` (the index
-once, then only what changed), ``mem_reload`` (a new snapshot) and ``mem_queue_list``, ``mem_queue_accept``,
-``mem_queue_reject`` (the daemon's review queue: a flagged candidate is listed without its words and
-never accepted here, a person decides it; issue 29). One frozen snapshot per
+once, then only what changed), ``mem_reload`` (a new snapshot) and ``mem_queue_list`` (the daemon's review queue,
+the candidates of the session's scope alone: its project's and the user root's; a flagged candidate is listed
+without its words, issue 29). ``mem_queue_accept`` and ``mem_queue_reject`` decide a candidate only under
+``[agents] writes = "direct"``, and only one of the session's scope (never accepting a flagged one); under
+``"propose"`` (the default) they are not listed, and a call to either is refused naming what the person runs
+(``mmctl queue accept N``, ``mmctl review``): the agent proposes, a person decides. One frozen snapshot per
 connection (:mod:`.memory`); the resources (:mod:`.resources`) show the latest revision. Every tool returns both a
 text block written for the model (everything it needs, bodies included) and
 ``structuredContent`` that validates against the tool's declared output
-schema (the pydantic models of :mod:`.outputs`). The agents' guide and the protocol's reference are the server's
-instructions (:func:`mmd.inject.guide.instructions`). Errors (a bad topic, a topic with no note, a parameter the tool
-does not declare, no daemon for the queue) come back as tool errors whose text
-says what to do; a refused write is a result, ``ok: false``
-with its usage, as mm v1 §6 wants.
+schema (the pydantic models of :mod:`.outputs`); both, and every error's text, pass the last guard
+(:mod:`.guard`: secrets redacted, hidden text escaped), as every resource does. The agents' guide and the
+protocol's reference are the server's instructions (:func:`mmd.inject.guide.instructions`). Errors (a bad topic, a
+topic with no note, a parameter the tool does not declare, no daemon for the queue) come back as tool errors whose
+text says what to do; a refused write is a result, ``ok: false`` with its usage, as mm v1 §6 wants.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -36,16 +38,16 @@ from mmd.core.errors import MMError
 from mmd.core.options import SEARCH_MODES
 from mmd.core.paths import INDEX_NAME
 from mmd.inject.guide import instructions as guide_instructions
-from mmd.wire.methods import ID_DIGITS
 
 from ..errors import MmctlError
-from ..render import budget_lines, candidates
+from ..render import budget_lines
+from ..scope import USER
 from .agents import PROPOSE_DESCRIPTION, ProposalTools, agent_of
+from .guard import guarded_result, guarded_text
 from .memory import (
     DaemonMemory,
     DirectMemory,
     FollowingMemory,
-    MemoryUnavailable,
     NoRootYet,
     SessionMemory,
     describe_error,
@@ -62,7 +64,9 @@ from .outputs import (
     ReloadOut,
     SearchOut,
     WriteOut,
+    usage_text,
 )
+from .queue import DECISIONS, PERSON_DECIDES, QUEUE_DESCRIPTIONS, QueueTools, person_decides, summary_and_body
 from .resources import MemoryServer, note_text
 
 TYPE_CHECKING = False
@@ -75,24 +79,6 @@ __all__ = ["DESCRIPTIONS", "BudgetOut", "DeleteOut", "DigestOut", "DueOut", "Inj
 
 def _result(text: str, data: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
-
-
-def _shown(text: str, data: dict[str, Any]) -> CallToolResult:
-    """A read's result with hidden text (bidi, zero-width, tag characters) made visible as ``\\u{202E}`` in the text and
-    the structured content alike (issue 29): the model never reads what the person cannot see."""
-    from mmd.screen.hidden import escape_hidden, has_hidden
-
-    if not has_hidden(json.dumps(data, ensure_ascii=False)):
-        return _result(escape_hidden(text), data)
-
-    def escaped(value: Any) -> Any:
-        if isinstance(value, str):
-            return escape_hidden(value)
-        if isinstance(value, list):
-            return [escaped(v) for v in value]
-        return {k: escaped(v) for k, v in value.items()} if isinstance(value, dict) else value
-
-    return _result(escape_hidden(text), escaped(data))
 
 
 def _fail(error: BaseException) -> ToolError:
@@ -119,13 +105,6 @@ def _index_text(index: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _usage_text(usage: dict[str, Any]) -> str:
-    index = usage.get("index", {})
-    return (f"{usage.get('bodyChars')}/{usage.get('writeBudget')} chars (overflow {usage.get('overflow', 0)}), "
-            f"note {usage.get('noteBytes')}/{usage.get('noteMaxBytes')} bytes, index {index.get('lines')}/"
-            f"{index.get('lineCap')} lines and {index.get('bytes')}/{index.get('byteCap')} bytes")
-
-
 DESCRIPTIONS = {
     "mem_read": "Read memory from this session's frozen snapshot: no topic gives the MEMORY.md index (read it "
                 "first); a topic gives that note in full; all=true gives the index and every note.",
@@ -149,54 +128,36 @@ DESCRIPTIONS = {
     "mem_reload": "Take a new snapshot: reads and searches then see every change made since this session began, by "
                   "you or by other agents. Writing a note another agent changed since your snapshot is refused "
                   "(E_CONFLICT) until you reload and read it (or read its mm:// resource, which shows the latest).",
-    "mem_queue_list": "List the review queue: candidate memories the daemon distilled from session logs, best "
-                      "first (score; seen = how many places said it). status: pending (default) | accepted | "
-                      "rejected | expired; all: also the candidates hidden by their session's budget.",
-    "mem_queue_accept": "Accept a review-queue candidate: it is written through mem_write (budgets hold); topic, "
-                        "content, summary and tags override the candidate's; into appends it to that existing note "
-                        "instead. A topic that already has a note is refused unless into names it (append) or "
-                        "replace is true (overwrite: the note's text is lost).",
-    "mem_queue_reject": "Reject a review-queue candidate, with an optional reason.",
+    **QUEUE_DESCRIPTIONS,
     "mem_propose": PROPOSE_DESCRIPTION,
 }
-"""Tool name → the description the model reads."""
+"""Tool name → the description the model reads (under ``[agents] writes = "direct"``; :func:`descriptions`)."""
+
+def descriptions(writes: str) -> dict[str, str]:
+    """The tools a server under ``[agents] writes`` = ``writes`` lists, each with the description the model reads:
+    under ``propose`` neither of :data:`DECISIONS`, and ``mem_queue_list`` says who decides."""
+    if writes == "direct":
+        return dict(DESCRIPTIONS)
+    listed = {name: text for name, text in DESCRIPTIONS.items() if name not in DECISIONS}
+    return {**listed, "mem_queue_list": DESCRIPTIONS["mem_queue_list"] + PERSON_DECIDES}
 
 
-def _candidate_id(raw: str | int) -> str | int:
-    """A candidate id as ``mem_queue_list`` shows it (an integer) or as text; digits become the integer."""
-    digits = isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= ID_DIGITS
-    return int(raw) if digits else raw
-
-
-def _for_agent(candidate: dict[str, Any]) -> dict[str, Any]:
-    """A candidate as an agent may see it (issue 29): a flagged one without its words (summary, body, quotes, diff:
-    an instruction flagged is never repeated to an agent), saying who decides it."""
-    if not candidate.get("flags"):
-        return candidate
-    kinds = ", ".join(dict.fromkeys(str(f.get("kind")) for f in candidate["flags"]))
-    words = f"(flagged: {kinds}; its text waits for a person: mmctl queue show {candidate.get('id')})"
-    shown = {k: v for k, v in candidate.items() if k not in ("diff", "evidence", "source")}
-    return {**shown, "summary": words, "body": words, "flags": [{"kind": f.get("kind")} for f in candidate["flags"]]}
-
-
-def _summary_and_body(candidate: dict[str, Any]) -> str:
-    """A candidate's summary, then its body on the next line; the text once when they are the same."""
-    summary, body = str(candidate.get("summary", "")), str(candidate.get("body", ""))
-    return summary if summary.strip() == body.strip() else f"{summary}\n  {body}"
-
-
-class MemoryTools(ProposalTools):
+class MemoryTools(ProposalTools, QueueTools):
     """The tools of one connection, as methods named after the tools, over ``memory``.
 
     ``client`` is the injection client of ``mem_inject`` (one per connection: an agent session). ``writes``:
     ``propose`` (``[agents] writes``' default) makes ``mem_write`` and ``mem_delete`` proposals
-    (:class:`~.agents.ProposalTools`); ``direct`` writes at once.
+    (:class:`~.agents.ProposalTools`) and leaves every decision of the queue to a person (:class:`~.queue.QueueTools`);
+    ``direct`` writes at once. ``scopes``: the roots whose candidates the session sees (its project's key, then
+    ``user``; ``("user",)`` in the user scope).
     """
 
-    def __init__(self, memory: FollowingMemory, client: str | None = None, writes: str = "propose") -> None:
+    def __init__(self, memory: FollowingMemory, client: str | None = None, writes: str = "propose",
+                 scopes: tuple[str, ...] = ("user",)) -> None:
         self.memory = memory
         self.client = client or f"mcp:{secrets.token_hex(6)}"
         self.writes = writes
+        self.scopes = scopes
 
     async def mem_read(self, topic: str | None = None, all: bool = False) -> Annotated[CallToolResult, ReadOut]:
         memory = self.memory
@@ -207,13 +168,13 @@ class MemoryTools(ProposalTools):
                     raise ToolError(f"E_NOT_FOUND: no note for topic {topic} ({memory.uri_for(topic)}) in this "
                                     "session's snapshot; mem_read without a topic lists the topics, and mem_reload "
                                     "takes a new snapshot (with the notes written since, by you or others)")
-                return _shown(_note_text(note), {"found": True, "topic": topic, "uri": note["uri"], "note": note})
+                return _result(_note_text(note), {"found": True, "topic": topic, "uri": note["uri"], "note": note})
             index = await memory.index()
             if not all:
-                return _shown(_index_text(index), {"found": True, "index": index})
+                return _result(_index_text(index), {"found": True, "index": index})
             notes = await memory.notes()
             text = _index_text(index) + "".join("\n" + _note_text(n) for n in notes)
-            return _shown(text, {"found": True, "index": index, "notes": notes})
+            return _result(text, {"found": True, "index": index, "notes": notes})
         except (MMError, MmctlError) as error:
             raise _fail(error) from None
 
@@ -232,10 +193,10 @@ class MemoryTools(ProposalTools):
             raise _fail(error) from None
         usage = outcome["usage"]
         if outcome["ok"]:
-            text = (f"{outcome['action']} {outcome['uri']}: {_usage_text(usage)}; "
+            text = (f"{outcome['action']} {outcome['uri']}: {usage_text(usage)}; "
                     f"{outcome.get('pendingWrites', 1)} pending write(s), visible from the next session\n")
         else:
-            text = f"NOT WRITTEN ({outcome['code']}): {outcome['message']}. Usage: {_usage_text(usage)}\n"
+            text = f"NOT WRITTEN ({outcome['code']}): {outcome['message']}. Usage: {usage_text(usage)}\n"
         return _result(text, outcome)
 
     async def mem_search(self, query: str, mode: str | None = None,
@@ -274,7 +235,7 @@ class MemoryTools(ProposalTools):
         for c in result["candidates"]:
             over = " OVER BUDGET" if c.get("overBudget") else ""
             lines.append(f"- topic {c['topic']} ({c['kind']}, {c['chars']}/{c['budget']} chars{over}): "
-                         f"{_summary_and_body(c)}")
+                         f"{summary_and_body(c)}")
         return _result("\n".join(lines) + "\n", result)
 
     async def mem_delete(self, topic: str) -> Annotated[CallToolResult, DeleteOut]:
@@ -320,57 +281,25 @@ class MemoryTools(ProposalTools):
         return _result(f"new snapshot taken at {result['loadedAt']}: reads now see every change made so far\n",
                        result)
 
-    async def _queue(self, action: str, **params: Any) -> Any:
-        try:
-            return await self.memory.queue(action, **params)
-        except (MMError, MmctlError, MemoryUnavailable) as error:
-            raise _fail(error) from None
-
-    async def mem_queue_list(self, status: str | None = None, limit: int | None = None,
-                             all: bool = False) -> Annotated[CallToolResult, QueueOut]:
-        items = [_for_agent(c) for c in candidates(await self._queue("list", status=status, limit=limit, all=all))]
-        lines = [f"{len(items)} {status or 'pending'} candidate(s):"] + [
-            f"- id {c.get('id')} [{c.get('status', '')}] topic {c.get('topic')} ({c.get('kind')}, said by "
-            f"{c.get('speaker', '?')}, {c.get('chars')} chars, score {c.get('score', 0)}, seen {c.get('seen', 1)}): "
-            f"{_summary_and_body(c)}" for c in items]
-        return _result("\n".join(lines) + "\n", {"ok": True, "candidates": items})
-
-    async def mem_queue_accept(self, id: str | int, topic: str | None = None, content: str | None = None,
-                               summary: str | None = None, tags: str | None = None, replace: bool = False,
-                               into: str | None = None) -> Annotated[CallToolResult, QueueOut]:
-        flagged = (await self._queue("get", candidate_id=_candidate_id(id))).get("flags")
-        if flagged:  # a flagged candidate waits for a person (issue 29): an agent never accepts it
-            kinds = ", ".join(dict.fromkeys(str(f.get("kind")) for f in flagged))
-            raise ToolError(f"E_INVALID: candidate {id} is flagged ({kinds}): a person decides it (mmctl queue show "
-                            f"{id}, then mmctl queue accept {id}, or the review page); an agent cannot accept it")
-        result = await self._queue("accept", candidate_id=_candidate_id(id), topic=topic, content=content,
-                                   summary=summary, tags=tags, replace=replace, into=into)
-        write = result.get("write") or {}
-        if result.get("ok"):
-            text = f"accepted {id}: {write.get('action')} {write.get('uri')}"
-        else:
-            text = (f"NOT ACCEPTED ({write.get('code')}): {write.get('message')}. Usage: "
-                    f"{_usage_text(write.get('usage', {}))}; the candidate stays pending: retry with a shorter content")
-        return _result(text + "\n", {"ok": bool(result.get("ok")), "result": result})
-
-    async def mem_queue_reject(self, id: str | int, reason: str | None = None) -> Annotated[CallToolResult, QueueOut]:
-        result = await self._queue("reject", candidate_id=_candidate_id(id), reason=reason)
-        return _result(f"rejected {id}\n", {"ok": True, "result": result})
-
-
 class _StrictServer(MemoryServer):
     """The memory server whose tools refuse parameters they do not declare (a mistyped ``topc`` is no ``topic``)."""
 
     tools: MemoryTools | None = None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """As :meth:`MCPServer.call_tool`, after checking every argument's name against the tool's schema.
+        """As :meth:`MCPServer.call_tool`, after checking every argument's name against the tool's schema; the result
+        (its text and structured content) and a tool error's text pass the last guard (:mod:`.guard`).
 
         Raises:
-            ToolError: ``E_INVALID: <tool> has no parameter 'x' (did you mean 'y'?); its parameters: …``.
+            ToolError: ``E_INVALID: <tool> has no parameter 'x' (did you mean 'y'?); its parameters: …``; for a
+                decision of the queue unless ``[agents] writes = "direct"`` (:func:`~.queue.person_decides`: those
+                tools are not even listed then); as the tool raises, its text guarded.
         """
-        if self.tools is not None and context is not None:
-            self.tools.agent = agent_of(context)  # who proposes: the client that said initialize
+        tools = self.tools
+        if tools is not None and context is not None:
+            tools.agent = agent_of(context)  # who proposes: the client that said initialize
+        if tools is not None and tools.writes != "direct" and name in DECISIONS:
+            raise person_decides(name, arguments)  # the agent proposes, a person decides
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             known = list(tool.parameters.get("properties", {}))
@@ -382,13 +311,21 @@ class _StrictServer(MemoryServer):
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
                 raise ToolError(f"E_INVALID: {name} has no parameter {', '.join(map(repr, unknown))}{hint}; its "
                                 f"parameters: {', '.join(known) or 'none'}")
-        return await super().call_tool(name, arguments, context)
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if type(error) is not ToolError:  # the SDK's UnexpectedToolError: a crash, logged as one
+                raise
+            raise ToolError(guarded_text(str(error))) from None
+        return guarded_result(result) if isinstance(result, CallToolResult) else result
 
 
 def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memory_id: str,
-                 writes: str = "propose") -> MCPServer[Any]:
+                 writes: str = "propose", scopes: tuple[str, ...] = (USER,)) -> MCPServer[Any]:
     """The MCP server for one connection over ``memory`` (tools) and the files of ``root`` (resources);
-    closing the connection releases the snapshot. ``writes``: ``[agents] writes`` (``propose`` | ``direct``)."""
+    closing the connection releases the snapshot. ``writes``: ``[agents] writes`` (``propose`` | ``direct``): the
+    tools listed are :func:`descriptions`'. ``scopes``: the roots whose candidates the session sees (the project's
+    key, then ``user``)."""
 
     @asynccontextmanager
     async def lifespan(server: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -399,8 +336,8 @@ def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memo
 
     server = _StrictServer("mmctl", root=root, memory_id=memory_id, instructions=instructions, version=__version__,
                           lifespan=lifespan, on_note=memory.saw)
-    tools = server.tools = MemoryTools(memory, writes=writes)
-    for name, description in DESCRIPTIONS.items():
+    tools = server.tools = MemoryTools(memory, writes=writes, scopes=scopes)
+    for name, description in descriptions(writes).items():
         server.add_tool(getattr(tools, name), name=name, description=description)
     return server
 
@@ -434,6 +371,7 @@ def serve(root: str | None, lang: str, env: Mapping[str, str], scope: Scope | No
     home = scope.home if scope is not None else options.root
     instructions = guide_instructions(lang, index_lines=options.index_lines, index_bytes=options.index_bytes)
     writes = agent_setting("agents.writes", env)
+    scopes = (scope.key, USER) if scope is not None and scope.key is not None else (USER,)
     daemon = find_daemon(home, env) if wants_daemon(env) else None
 
     async def through(found: Daemon) -> DaemonMemory:
@@ -461,8 +399,8 @@ def serve(root: str | None, lang: str, env: Mapping[str, str], scope: Scope | No
     async def run() -> None:
         first = await through(daemon) if daemon is not None else on_files()
         memory = await FollowingMemory(first, on_files, later, alive).begin()
-        await build_server(memory, instructions, root=options.root, memory_id=options.memory_id,
-                           writes=writes).run_stdio_async()
+        await build_server(memory, instructions, root=options.root, memory_id=options.memory_id, writes=writes,
+                           scopes=scopes).run_stdio_async()
 
     asyncio.run(run())
     return 0
