@@ -22,6 +22,7 @@ from ..errors import RpcError
 from ..render import candidates, cut, proposal_lines, table, terminal_width
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
+from .queuescope import accept_target, scope_param
 
 __all__ = ["cmd_merge", "cmd_queue", "every_candidate"]
 
@@ -56,32 +57,6 @@ def _cwd() -> str | None:
         return os.getcwd()
     except OSError:
         return None
-
-
-def _scope_param(ctx: Ctx) -> str | None:
-    """``queue list|accept``'s root: ``user`` for ``--user``; for ``--project`` a key as given, a folder in a project
-    as its key; anything else (a folder's name as the list shows it) as given, which ``list`` matches against the
-    folders the candidates were seen in."""
-    if ctx.args.flag("--user"):
-        if ctx.args.text("--project"):
-            raise UsageError("--project and --user name different roots: give one")
-        return "user"
-    raw = ctx.args.text("--project")
-    if raw is None:
-        return raw
-    if "/" not in raw and "~" not in raw:
-        from ..scope import keys_named
-
-        same = keys_named(ctx.home(), raw)  # a name two project roots share names neither: the list would mix them
-        if len(same) > 1:
-            raise UsageError(f"--project {raw}: projects named {raw}: {', '.join(same)}: give the key")
-        return raw
-    from mmd.core.paths import expand_path
-    from mmd.core.projects import project_for
-
-    folder = os.path.abspath(expand_path(raw, ctx.env))
-    project = project_for(folder, ctx.home()) if os.path.isdir(folder) else None
-    return project.key if project is not None else raw
 
 
 def _left_out(left: dict[str, Any], days: Any, hidden: bool = True) -> list[str]:
@@ -321,7 +296,7 @@ def _list(ctx: Ctx, client: Any, min_score: float | None) -> int:
     a = ctx.args
     status = a.text("--status") or "pending"
     limit, offset = a.integer("--limit"), a.integer("--offset")
-    project = _scope_param(ctx)
+    project = scope_param(ctx)
     result = client.queue_list(status=status, limit=limit or None, offset=offset, all=a.flag("--all"),
                                min_score=min_score, project=project,
                                agent=a.text("--agent"), session=a.text("--session"),
@@ -388,7 +363,7 @@ def cmd_queue(ctx: Ctx) -> int:
 
         content = body_text(ctx)
     if sub == "list":
-        _scope_param(ctx)  # a scope that names no one root is refused before the daemon is looked for
+        scope_param(ctx)  # a scope that names no one root is refused before the daemon is looked for
     client = ctx.need_daemon("queue").client
     if sub == "list":
         return _list(ctx, client, min_score)
@@ -423,7 +398,7 @@ def _each(ctx: Ctx, client: Any, sub: str, ids: list[str], content: str | None) 
     exit 1 when any failed."""
     a = ctx.args
     failed = 0
-    target = _accept_target(ctx) if sub == "accept" else None
+    target = accept_target(ctx) if sub == "accept" else None
     bulk = sub == "accept" and len(ids) > 1 and not a.flag("--flagged")
     for raw in ids:
         cid = _candidate_id(raw)
@@ -451,25 +426,6 @@ def _refused_flagged(cand: dict[str, Any]) -> str:
     why = "; ".join(line.removeprefix("⚑ ") for line in flag_lines(cand))
     return (f"not accepted: it is flagged ({escape_hidden(why)}); accept it alone (mmctl queue accept {cand['id']}) "
             "or pass --flagged")
-
-
-def _accept_target(ctx: Ctx) -> str | None:
-    """Where ``queue accept`` writes instead of the root each candidate is proposed to: ``user`` (``--user``), a
-    project key, or a project folder's absolute path (``--project``); None: the proposed root.
-
-    Raises:
-        UsageError: for a ``--project`` that names no project.
-    """
-    raw = ctx.args.text("--project")
-    if ctx.args.flag("--user") or raw is None:
-        return _scope_param(ctx)
-    from ..scope import ScopeError, resolve_scope
-
-    try:
-        found = resolve_scope(ctx.home(), root_flag=None, project_flag=raw, user=False, env=ctx.env, cwd=None)
-    except ScopeError as error:
-        raise UsageError(str(error)) from None
-    return found.param
 
 
 def cmd_merge(ctx: Ctx) -> int:
