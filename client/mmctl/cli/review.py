@@ -26,12 +26,20 @@ import os
 import sys
 from typing import Any
 
-from mmd.candidates.labels import flag_lines, project_of, quote_besides, rank_key, speaker_words, summary_besides
+from mmd.candidates.labels import (
+    flag_lines,
+    project_of,
+    proposal_lines,
+    quote_besides,
+    rank_key,
+    speaker_words,
+    summary_besides,
+)
 from mmd.screen.hidden import escape_hidden
 from mmd.wire.methods import QUEUE_ACCEPT
 
 from ..errors import RpcError
-from ..render import proposal_lines, terminal_width, wrap
+from ..render import terminal_width, wrap
 from .output import EXIT_OK, Ctx
 from .queue import every_candidate
 
