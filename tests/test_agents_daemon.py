@@ -11,6 +11,7 @@ import pytest
 
 from mmd.candidates.proposals import PROPOSAL_SCORE
 from mmd.inject.guide import DISTILL, DISTILL_AFTER_PROMPTS
+from tests.test_daemon_helpers import sync_call
 from tests.test_inject_daemon import call, error_code, inject, write
 
 
@@ -100,6 +101,35 @@ def test_append_and_delete_proposals_are_decided_like_any_candidate(daemon: Any)
     assert call(daemon, "memory.read", {"topic": "tests"}) is None
     assert call(daemon, "queue.undo", {"id": gone["id"]})["reverted"] == "restored"
     assert "DOCKER_HOST" in call(daemon, "memory.read", {"topic": "tests"})["body"]
+
+
+def test_an_edited_accept_of_a_delete_deletes_and_one_of_a_replace_keeps_the_notes_summary(daemon: Any) -> None:
+    # what `mmctl review`'s e and the page's edit form send back unchanged: the candidate's topic, summary and text
+    write(daemon, "beta-test", "Run the beta suite with make beta.", summary="Beta tests")
+    gone = propose(daemon, topic="beta-test", action="delete", reason="obsolete")["candidate"]
+    unchanged = {"id": gone["id"], "topic": gone["topic"], "summary": gone["summary"], "content": gone["body"]}
+    for refused in ({"content": "Keep the note, with this text."}, {"into": "beta-test"}, {"topic": "other"},
+                    {"summary": "A summary of my own"}, {"tags": "x"}):
+        answer = sync_call(daemon.rpc, "queue.accept", {**unchanged, **refused})
+        assert answer["error"]["data"]["code"] == "E_INVALID", refused
+        assert "proposes to delete the note beta-test" in answer["error"]["message"], refused
+    assert call(daemon, "memory.read", {"topic": "beta-test"})["body"] == "Run the beta suite with make beta."
+    assert call(daemon, "queue.get", {"id": gone["id"]})["status"] == "pending"
+    assert call(daemon, "queue.accept", unchanged)["ok"]  # an edit that changes nothing is the deletion
+    assert call(daemon, "memory.read", {"topic": "beta-test"}) is None
+    assert not (daemon.root / "memories" / "beta-test.md").exists()
+    assert call(daemon, "queue.undo", {"id": gone["id"]})["reverted"] == "restored"
+    assert call(daemon, "memory.read", {"topic": "beta-test"})["summary"] == "Beta tests"
+
+    write(daemon, "testing", "Run cargo test.", summary="How we test")
+    new = propose(daemon, "Run cargo nextest --all.", topic="testing", action="replace")["candidate"]
+    edited = {"id": new["id"], "topic": new["topic"], "summary": new["summary"], "content": new["body"]}
+    assert call(daemon, "queue.accept", edited)["ok"]
+    note = call(daemon, "memory.read", {"topic": "testing"})
+    assert (note["body"], note["summary"]) == ("Run cargo nextest --all.", "How we test")
+    call(daemon, "queue.undo", {"id": new["id"]})
+    assert call(daemon, "queue.accept", {**edited, "summary": "Tests: nextest"})["ok"]  # the person's own is written
+    assert call(daemon, "memory.read", {"topic": "testing"})["summary"] == "Tests: nextest"
 
 
 def test_without_the_queue_a_proposal_is_refused_and_nothing_is_written(start_daemon: Any) -> None:

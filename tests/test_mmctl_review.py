@@ -190,9 +190,11 @@ def test_review_wraps_at_words_shows_each_body_once_and_takes_the_pages_keys(sta
         child.close()
     lines = [line.rstrip() for line in (shown or "").replace("\r", "").split("\n")]
     where = next(i for i, line in enumerate(lines) if line.startswith("  > "))
-    assert lines[0] == longest["topic"]  # the heading's end (after "[at/total] #id ")
     first = next(i for i, line in enumerate(lines) if line.startswith("  " + longest["body"][:12]))
-    meta = " ".join(line.strip() for line in lines[1:first])  # kind, project, score… wrapped as well
+    kind = next(i for i, line in enumerate(lines) if line.startswith("  explicit"))
+    heading = " ".join(line.strip() for line in lines[:kind])  # its end, after "[at/total] #id ", wrapped too
+    assert heading == f"{longest['topic']} · to root {longest['scope']}, not this folder's (user)"  # not here: named
+    meta = " ".join(line.strip() for line in lines[kind:first])  # kind, project, score… wrapped as well
     proposed = "append to it" if longest["proposal"]["action"] == "append" else "a new note"
     assert meta.startswith("explicit · said by the person · /home/dev/chess · score") and meta.endswith(proposed), meta
     body_lines = lines[first:where]

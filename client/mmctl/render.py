@@ -1,5 +1,5 @@
-"""Text renderings shared by the CLI and the MCP server: a budget report's lines, a queue answer's candidates, what
-an agent's proposal changes.
+"""Text renderings shared by the CLI and the MCP server: a budget report's lines, a queue answer's candidates (what an
+agent's proposal changes is :func:`mmd.candidates.labels.proposal_lines`, which the review page shows too).
 
 Owns: turning the core's and the daemon's JSON values into what a person or a
 model reads, where both surfaces print the same thing. Never does: I/O, or
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-__all__ = ["budget_lines", "candidates", "columns", "cut", "proposal_lines", "table", "terminal_width", "wrap"]
+__all__ = ["budget_lines", "candidates", "columns", "cut", "table", "terminal_width", "wrap"]
 
 
 def budget_lines(report: dict[str, Any]) -> list[str]:
@@ -119,30 +119,3 @@ def table(rows: list[tuple[Any, ...]], caps: tuple[int | None, ...], width: int 
             r[-1] = cut(r[-1], room)
         widths[-1] = max(len(r[-1]) for r in cells)
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-
-
-def proposal_lines(candidate: dict[str, Any]) -> list[str]:
-    """What a review shows of an agent's proposal (rule ``agent.propose``; ``[]`` for any other candidate): who
-    proposed it and why, then what accepting changes — a unified diff of the note's text now (``proposal.current``)
-    against the proposed one for ``replace``, the note's text for ``delete`` (gone once accepted), the note it adds to
-    for ``append``."""
-    proposal = candidate.get("proposal") or {}
-    if candidate.get("rule") != "agent.propose":
-        return []
-    action, topic, current = proposal.get("action"), proposal.get("topic", ""), proposal.get("current")
-    reason = proposal.get("reason")
-    out = [f"proposed by {proposal.get('by') or 'an agent'}: {reason}" if reason else
-           f"proposed by {proposal.get('by') or 'an agent'} (no reason given)"]
-    if action == "replace" and isinstance(current, str):
-        import difflib
-
-        diff = difflib.unified_diff(current.splitlines(), str(candidate.get("body", "")).splitlines(),
-                                    f"{topic} (now)", f"{topic} (proposed)", n=2, lineterm="")
-        out += [f"replaces the text of {topic}:", *diff]
-    elif action == "delete":
-        out.append(f"deletes {topic}; its text now:")
-        out += [f"- {line}" for line in (current or "").splitlines()] or ["(no note of that name now)"]
-    elif action == "append":
-        missing = "" if isinstance(current, str) else " (no note of that name now: accepting creates it)"
-        out.append(f"appends to {topic}{missing}")
-    return out

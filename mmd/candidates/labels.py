@@ -1,5 +1,6 @@
 """Labels of a review-queue candidate's JSON that every review surface shows alike: project, score, who said it,
-its flags, its place in the order, and what besides the body is worth showing.
+its flags, its place in the order, what besides the body is worth showing, and what accepting an agent's proposal
+changes (the diff).
 
 Owns: reading them from a candidate as the daemon answers it (``queue.list`` /
 ``queue.get``), with the fallbacks a queue from an older daemon needs, and the
@@ -15,8 +16,8 @@ import unicodedata
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["FLAG_MARK", "flag_lines", "is_flagged", "project_of", "quote_besides", "rank_key", "score_of",
-           "speaker_of", "speaker_words", "summary_besides"]
+__all__ = ["FLAG_MARK", "action_words", "flag_lines", "is_flagged", "project_of", "proposal_lines", "quote_besides",
+           "rank_key", "score_of", "speaker_of", "speaker_words", "summary_besides"]
 
 FLAG_MARK = "⚑"
 """What marks a flagged candidate on every surface (then the flag's kind and why)."""
@@ -25,6 +26,7 @@ _SPEAKER_WORDS = {"person": "the person", "agent": "the agent", "summary": "a su
 
 _MARKS = str.maketrans("", "", "`*_~>#-")
 """Markdown marks left out when comparing what two texts say."""
+_ACTION_WORDS = {"append": "append to", "replace": "replace", "delete": "delete"}
 
 
 def project_of(candidate: dict[str, Any]) -> str:
@@ -96,3 +98,36 @@ def flag_lines(candidate: dict[str, Any]) -> list[str]:
 def rank_key(candidate: dict[str, Any]) -> tuple[bool, float, int]:
     """The queue's order of pending candidates: unflagged before flagged, then highest score, then oldest."""
     return is_flagged(candidate), -score_of(candidate), int(candidate.get("id") or 0)
+
+
+def action_words(candidate: dict[str, Any]) -> str:
+    """What accepting the candidate does to its topic, in a card's words: ``append to`` (its note), ``replace`` (its
+    text), ``delete`` (the note), else ``new`` (a new note: a draft, or a proposal to create one)."""
+    return _ACTION_WORDS.get(str((candidate.get("proposal") or {}).get("action")), "new")
+
+
+def proposal_lines(candidate: dict[str, Any]) -> list[str]:
+    """What a review shows of an agent's proposal (rule ``agent.propose``; ``[]`` for any other candidate): who
+    proposed it and why, then what accepting changes — a unified diff of the note's text now (``proposal.current``)
+    against the proposed one for ``replace``, the note's text for ``delete`` (gone once accepted), the note it adds to
+    for ``append``."""
+    proposal = candidate.get("proposal") or {}
+    if candidate.get("rule") != "agent.propose":
+        return []
+    action, topic, current = proposal.get("action"), proposal.get("topic", ""), proposal.get("current")
+    reason = proposal.get("reason")
+    out = [f"proposed by {proposal.get('by') or 'an agent'}: {reason}" if reason else
+           f"proposed by {proposal.get('by') or 'an agent'} (no reason given)"]
+    if action == "replace" and isinstance(current, str):
+        import difflib
+
+        diff = difflib.unified_diff(current.splitlines(), str(candidate.get("body", "")).splitlines(),
+                                    f"{topic} (now)", f"{topic} (proposed)", n=2, lineterm="")
+        out += [f"replaces the text of {topic}:", *diff]
+    elif action == "delete":
+        out.append(f"deletes {topic}; its text now:")
+        out += [f"- {line}" for line in (current or "").splitlines()] or ["(no note of that name now)"]
+    elif action == "append":
+        missing = "" if isinstance(current, str) else " (no note of that name now: accepting creates it)"
+        out.append(f"appends to {topic}{missing}")
+    return out

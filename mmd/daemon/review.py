@@ -4,7 +4,7 @@ Owns: the decisions on candidates (a ``held`` topic's are :mod:`.holds`') — an
 state (so budgets and ``ifRevision`` hold) and only then marks the candidate
 accepted (a new note, or appended to a note: ``into``, or the candidate's
 ``append`` proposal; an agent's proposal may also replace a note's text or
-delete it, and a page or a candidate shows the note's current text beside it);
+delete it, and a page or a candidate shows the note's current text beside it: :mod:`.proposed`);
 a rejection is for good; many ids at once, each
 reported (:meth:`Review.decide_many`); ``reject --below``. Decisions are serialized by one lock, so two
 callers never decide the same candidate twice. Every surface (the RPC method
@@ -30,6 +30,7 @@ from mmd.wire.protocol import CandidateJson, DaemonCode, DaemonError, QueueAccep
 from .home import USER, Home
 from .previous import kept as _kept
 from .previous import previous as _previous
+from .proposed import only_a_delete, replace_summary, with_current
 from .queue import HELD, ReviewQueue
 from .state import MemoryState
 
@@ -141,20 +142,8 @@ class Review:
             return found, total, q.left_out(**filters)
 
         found, total, left = await asyncio.to_thread(read)
-        return {"candidates": [self._with_current(c) for c in found], "total": total, "pending": q.pending,
+        return {"candidates": [with_current(self.home, c) for c in found], "total": total, "pending": q.pending,
                 "offset": offset, "limit": limit, "leftOut": left, "expireDays": q.expire_days()}
-
-    def _with_current(self, cand: CandidateJson) -> CandidateJson:
-        """An agent's proposal with ``proposal.current``: the text of the note it targets as that note is now (None
-        when there is none), so a review shows what accepting changes; other candidates as they are."""
-        from mmd.candidates.proposals import is_proposal  # loaded with the first candidate, not at the start
-
-        proposal = cand.get("proposal") or {}
-        if not is_proposal(cand.get("rule")):
-            return cand
-        root = self.home.get(str(cand.get("scope") or USER))
-        note = root.state.current.note(str(proposal.get("topic"))) if root is not None else None
-        return {**cand, "proposal": {**proposal, "current": note.body if note is not None else None}}
 
     async def get(self, raw_id: int | str) -> CandidateJson:
         """The candidate ``raw_id`` (see :func:`candidate_id`).
@@ -168,7 +157,7 @@ class Review:
         found = await asyncio.to_thread(q.get, cid)
         if found is None:
             raise DaemonError(DaemonCode.E_NOT_FOUND, f"no candidate {cid} in the review queue")
-        return self._with_current(found)
+        return with_current(self.home, found)
 
     async def target(self, cand: CandidateJson, project: str | None = None) -> MemoryState:
         """The state of the root ``cand`` is written to: the one ``project`` names (a key, an absolute path, or
@@ -201,7 +190,10 @@ class Review:
 
         A sync conflict (``kind: conflict``) is a resolution: with no ``into`` (nor another ``topic``), accepting it
         replaces the note without ``replace`` (proposal ``replace``), or deletes it (proposal ``delete``: the version
-        that lost was the topic's deletion), and the next sync carries the result to the other machine.
+        that lost was the topic's deletion), and the next sync carries the result to the other machine. An agent's
+        ``delete`` proposal deletes the note, edited or not (an edit that changes nothing is the deletion; another
+        text, summary, tags, topic or ``into`` is refused); an agent's ``replace`` keeps the note's summary unless
+        ``summary`` differs from the candidate's own or the agent gave one.
 
         The write goes through the memory state, so budgets hold: an over-budget write is
         ``{ok: false, candidate, write}`` with the usage in ``write``, and the candidate stays
@@ -214,6 +206,8 @@ class Review:
                 ``into`` names no note (``data.topic``).
             DaemonError(E_DECIDED): if the candidate was already accepted or rejected (``data.status``).
             DaemonError(E_EXISTS): if the topic has a note and ``replace`` is false; the candidate stays pending.
+            DaemonError(E_INVALID): an agent's delete proposal given a text, summary, tags, topic or ``into`` of its
+                own; the candidate stays pending.
             DaemonError(E_CONFLICT), MMError(E_INVALID | E_IO): as the state's write; the candidate stays pending.
         """
         self._queue()
@@ -227,18 +221,21 @@ class Review:
             if into is not None and state.current.note(into) is None:
                 raise DaemonError(DaemonCode.E_NOT_FOUND, f"there is no note {into} to append to", topic=into)
             action = cand.get("proposal", {}).get("action")
+            from mmd.candidates.proposals import is_proposal
+
+            agents = is_proposal(cand.get("rule"))
+            if agents and action == "delete":  # an agent's proposal to delete: accepted as it is, or not at all
+                only_a_delete(cand, topic=topic, into=into, content=content, summary=summary, tags=tags)
+                return await self._delete(state, cand, if_revision)
             if into is None and topic is None and action == "append":
                 into = cand["topic"]
             if into is None and topic in (None, cand["topic"]) and action in ("replace", "delete"):
-                # a sync conflict's resolution, or an agent's proposal of the note's new text (or of its deletion)
+                # a sync conflict's resolution, or an agent's proposal of the note's new text
                 if action == "delete" and content is None:
                     return await self._delete(state, cand, if_revision)
                 replace = True
-                from mmd.candidates.proposals import is_proposal, summary_to_write
-
-                if is_proposal(cand.get("rule")) and summary is None:  # the note keeps its index line
-                    before = _previous(state, cand["topic"])
-                    summary = summary_to_write(cand["summary"], cand["body"]) or (before or {}).get("summary")
+                if agents:  # the note keeps its index line unless the person or the agent gives another
+                    summary = replace_summary(state, cand, summary)
             if into is not None:
                 return await self._append(state, cand, into, content=content, summary=summary, tags=tags,
                                           if_revision=if_revision)

@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mmd.candidates.labels import flag_lines, is_flagged, speaker_of
+from mmd.candidates.labels import flag_lines, is_flagged, proposal_lines, speaker_of
 from mmd.screen.hidden import escape_hidden
 
 from ..errors import RpcError
-from ..render import candidates, cut, proposal_lines, table, terminal_width
+from ..render import candidates, cut, table, terminal_width
 from .output import EXIT_FAILED, EXIT_OK, Ctx, aligned, js_json
 from .parser import UsageError
 from .queuescope import accept_target, scope_param

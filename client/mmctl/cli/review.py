@@ -12,11 +12,15 @@ take two columns), the summary and an evidence quote only where they say
 something the body does not (:mod:`mmd.candidates.labels`), and one line of
 where it was said, who said it (the person, the agent, a summary, a remote, an
 outside edit) and, in red, each flag with its why (hidden text shown escaped).
-Candidates come by score (highest first, flagged ones last), filtered by
-``--project``, ``--agent`` and ``--min-score``; at the end of the list, the ones
-that came in meanwhile follow. Colours only on a terminal and without
-``NO_COLOR``; on a terminal a key needs no Enter, otherwise one key per line is
-read. Every decision is an RPC call (needs the daemon). Never: writes a memory
+Candidates come in ``mmctl queue list``'s order (the current folder's project's
+first, then by score, flagged ones last), filtered by ``--project``, ``--agent``
+and ``--min-score``; at the end of the list, the ones that came in meanwhile
+follow. A card names the root it goes to when that is not the current folder's
+(its project's, else the user root), and what accepting does (append, replace the
+text, delete the note: an agent's proposal shows who, why and the diff); ``e`` on
+a proposal to delete opens no editor (it has no text: accept or reject it).
+Colours only on a terminal and without ``NO_COLOR``; on a terminal a key needs
+no Enter, otherwise one key per line is read. Every decision is an RPC call (needs the daemon). Never: writes a memory
 file itself.
 """
 
@@ -26,12 +30,19 @@ import os
 import sys
 from typing import Any
 
-from mmd.candidates.labels import flag_lines, project_of, quote_besides, rank_key, speaker_words, summary_besides
+from mmd.candidates.labels import (
+    flag_lines,
+    project_of,
+    proposal_lines,
+    quote_besides,
+    speaker_words,
+    summary_besides,
+)
 from mmd.screen.hidden import escape_hidden
 from mmd.wire.methods import QUEUE_ACCEPT
 
 from ..errors import RpcError
-from ..render import proposal_lines, terminal_width, wrap
+from ..render import terminal_width, wrap
 from .output import EXIT_OK, Ctx
 from .queue import every_candidate
 
@@ -44,15 +55,35 @@ SHORT_KEYS = "j/k a e i r u [q]uit"
 
 
 def _pending(client: Any, ctx: Ctx) -> list[dict[str, Any]]:
-    """Every pending candidate the filters keep (``queue.list`` filters: the same as ``mmctl queue list``)."""
+    """Every pending candidate the filters keep, in ``mmctl queue list``'s order (``queue.list`` filters; without
+    ``--project`` the current folder's project's candidates first)."""
     a = ctx.args
-    return every_candidate(client, status="pending", project=a.text("--project"), agent=a.text("--agent"),
-                           min_score=a.integer("--min-score"))
+    project = a.text("--project")
+    return every_candidate(client, status="pending", project=project, agent=a.text("--agent"),
+                           min_score=a.integer("--min-score"), first=None if project else _here(ctx))
 
 
-def edit_text(cand: dict[str, Any]) -> str:
-    """The text ``$EDITOR`` opens: ``topic:``, ``summary:``, ``tags:`` lines, a blank line, the body."""
-    return (f"topic: {cand.get('topic', '')}\nsummary: {cand.get('summary', '')}\ntags: {cand.get('tags', '') or ''}\n"
+def _here(ctx: Ctx) -> str | None:
+    """The current folder's project key, else the folder itself (the daemon knows where agent sessions ran)."""
+    try:
+        return ctx.scope().key or os.getcwd()
+    except OSError:
+        return None
+
+
+def _root_words(ctx: Ctx, cand: dict[str, Any]) -> str:
+    """``· to root gamma-5e6f7a8b, not this folder's (beta-1a2b3c4d)`` when the candidate is proposed to another root
+    than the current folder's (its project's, else ``user``); "" when it is that root's, or it names none."""
+    scope = cand.get("scope")
+    here = ctx.scope().key or "user"
+    return f"· to root {scope}, not this folder's ({here})" if isinstance(scope, str) and scope != here else ""
+
+
+def edit_text(cand: dict[str, Any], summary: str | None = None) -> str:
+    """The text ``$EDITOR`` opens: ``topic:``, ``summary:`` (``summary``, default the candidate's), ``tags:`` lines, a
+    blank line, the body."""
+    summary = str(cand.get("summary", "")) if summary is None else summary
+    return (f"topic: {cand.get('topic', '')}\nsummary: {summary}\ntags: {cand.get('tags', '') or ''}\n"
             "# Edit the fields and the body below the blank line; lines starting with # are dropped.\n"
             "# An empty body accepts nothing.\n\n" + str(cand.get("body", "")).rstrip("\n") + "\n")
 
@@ -140,10 +171,11 @@ class _Screen:
         if "seen" in cand:
             meta.append(f"seen {cand['seen']}×")
         proposal = cand.get("proposal")
-        if isinstance(proposal, dict) and proposal.get("action") in {"append", "create", None}:
-            meta.append("append to it" if proposal.get("action") == "append" else "a new note")
+        if isinstance(proposal, dict):
+            meta.append(_DOES.get(str(proposal.get("action")), "a new note"))
         self.say("")
-        for line in wrap(f"[{at}/{total}] #{cand['id']} {cand.get('topic', '')} ", self.width):
+        for line in wrap(f"[{at}/{total}] #{cand['id']} {cand.get('topic', '')} {_root_words(self.ctx, cand)}",
+                         self.width):
             self.say(self.style(line, "1"))
         for line in wrap(" · ".join(meta), self.width, "  "):
             self.say(self.style(line, "2"))
@@ -168,6 +200,10 @@ class _Screen:
             self.say(self.style(f"  proposal: {proposal.get('action', '')} {proposal.get('topic', '')}", "36"))
 
 
+_DOES = {"append": "append to it", "replace": "replace its text", "delete": "delete the note"}
+"""What accepting a candidate's proposal does, on its card (any other: a new note)."""
+
+
 def _where(cand: dict[str, Any]) -> str:
     """Where the candidate was said: who, agent, when (first place), and how many places there are."""
     places = [e for e in cand.get("evidence") or [] if isinstance(e, dict)]
@@ -189,8 +225,12 @@ def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: s
             screen.say(screen.style(f"rejected #{cid}", "33"))
             return "rejected"
         params: dict[str, Any] = {}
+        if key == "e" and _deletes(cand):
+            screen.say(f"#{cid} proposes to delete the note {cand.get('topic', '')}: it has no text to edit; [a]ccept "
+                       "deletes the note, [r]eject keeps it")
+            return None
         if key == "e":
-            edited = _run_editor(ctx, edit_text(cand))
+            edited = _run_editor(ctx, edit_text(cand, _summary_kept(client, cand)))
             fields = parse_edited(edited) if edited is not None else {"body": ""}
             if not fields["body"].strip():
                 screen.say("nothing accepted (the editor failed or the body is empty)")
@@ -217,9 +257,29 @@ def _decide(ctx: Ctx, screen: _Screen, client: Any, cand: dict[str, Any], key: s
         screen.say(screen.style(f"#{cid} not accepted: {write.get('message', 'refused')} ({usage.get('bodyChars')}/"
                                 f"{usage.get('writeBudget')} chars); still pending — [e]dit to shorten it", "31"))
         return None
-    how = f"appended #{cid} to" if key == "i" else f"accepted #{cid} as"
+    how = f"appended #{cid} to" if key == "i" else f"accepted #{cid}: deleted" if "removed" in write else \
+        f"accepted #{cid} as"
     screen.say(screen.style(f"{how} {write.get('topic')}", "32"))
     return "accepted"
+
+
+def _deletes(cand: dict[str, Any]) -> bool:
+    """Whether the candidate is an agent's proposal to delete its note (accepted as it is, or rejected)."""
+    return cand.get("rule") == "agent.propose" and (cand.get("proposal") or {}).get("action") == "delete"
+
+
+def _summary_kept(client: Any, cand: dict[str, Any]) -> str | None:
+    """The summary the editor shows for an agent's ``replace`` that gave none: the note's own, which accepting keeps
+    unless the line is changed (None: the candidate's own, for any other candidate)."""
+    from mmd.candidates.proposals import summary_to_write
+    from mmd.wire.methods import MEMORY_READ
+
+    proposal = cand.get("proposal") or {}
+    if cand.get("rule") != "agent.propose" or proposal.get("action") != "replace" or \
+            summary_to_write(str(cand.get("summary", "")), str(cand.get("body", ""))) is not None:
+        return None
+    note = client.call(MEMORY_READ.name, {"topic": cand.get("topic"), "project": cand.get("scope") or "user"})
+    return str(note.get("summary") or "") if isinstance(note, dict) else None
 
 
 _NAMED = 12
@@ -258,7 +318,7 @@ def _into(client: Any, cand: dict[str, Any], into: str) -> dict[str, Any] | None
 
 def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], screen: _Screen) -> bool:
     """At the end of the list: append the pending candidates that came in meanwhile; True when some did."""
-    fresh = sorted((c for c in _pending(client, ctx) if c["id"] not in seen), key=rank_key)
+    fresh = [c for c in _pending(client, ctx) if c["id"] not in seen]
     if fresh:
         screen.say(f"{len(fresh)} new candidate(s) came in meanwhile")
         seen.update(c["id"] for c in fresh)
@@ -269,7 +329,7 @@ def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], 
 def cmd_review(ctx: Ctx) -> int:
     """``review [--project P] [--agent A] [--min-score N]``: the keyboard loop (see the module docstring)."""
     client = ctx.need_daemon("review").client
-    todo = sorted(_pending(client, ctx), key=rank_key)
+    todo = _pending(client, ctx)
     screen = _Screen(ctx)
     decided: list[tuple[dict[str, Any], str]] = []
     counts = {"accepted": 0, "rejected": 0, "skipped": 0, "undone": 0}

@@ -34,7 +34,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from mmd.candidates.labels import flag_lines, quote_besides, speaker_words, summary_besides
+from mmd.candidates.labels import (
+    action_words,
+    flag_lines,
+    proposal_lines,
+    quote_besides,
+    speaker_words,
+    summary_besides,
+)
 from mmd.core.errors import ErrorCode, MMError
 from mmd.screen.hidden import escape_hidden
 from mmd.wire.methods import (
@@ -50,14 +57,15 @@ from mmd.wire.methods import (
 from mmd.wire.protocol import DaemonCode, DaemonError
 
 from ..methods import Methods
+from ..state import MemoryState
 from .actions import Actions
 from .markdown import Markdown, cut_text
 from .security import Gate, GateMiddleware, Refused
 from .sse import EventStreams
 from .views import CANDIDATE_GROUPS, ENTRY_GROUPS, candidate_groups, entry_groups, provenance, review_after_of
 
-__all__ = ["CARD_CHARS", "PAGE_SIZE", "QUOTE_CHARS", "STATIC", "Page", "back_to", "build_app", "call", "local_path",
-           "templates"]
+__all__ = ["CARD_CHARS", "CHANGE_LINES", "PAGE_SIZE", "QUOTE_CHARS", "STATIC", "Page", "back_to", "build_app", "call",
+           "local_path", "templates"]
 
 PAGE_SIZE = 100
 """Candidates on one queue page."""
@@ -65,6 +73,9 @@ CARD_CHARS = 600
 """Most code points of a body a queue card shows (cut at a word; the candidate's page has it all)."""
 QUOTE_CHARS = 120
 """Most code points of an evidence quote a queue card shows (only a quote that says more than the body)."""
+CHANGE_LINES = 12
+"""Most lines of what accepting an agent's proposal changes (who and why, the diff) a queue card shows (the
+candidate's page has them all)."""
 STATIC = {"app.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"}
 """The static files, by name (nothing else is served from the package)."""
 FLASHES_KEPT = 64
@@ -170,7 +181,7 @@ class Page:
                 "topics": sorted(topics), "offset": offset, "page_size": PAGE_SIZE, "unavailable": unavailable,
                 "groupings": CANDIDATE_GROUPS, "show_all": show_all, "can_show_hidden": can_show_hidden,
                 "session": session if "session" in params else None, "card_chars": CARD_CHARS,
-                "quote_chars": QUOTE_CHARS, "back": f"/?{urlencode(here)}"}
+                "quote_chars": QUOTE_CHARS, "change_lines": CHANGE_LINES, "back": f"/?{urlencode(here)}"}
 
     async def candidate(self, request: Request) -> Response:
         """``GET /queue/{id}?back=PATH``: one candidate, all its evidence, and (pending) its edit form."""
@@ -191,9 +202,9 @@ class Page:
         cand = await call(self.methods, QUEUE_GET.name, {"id": cid})
         proposal = cand.get("proposal") or {}
         into = str(proposal.get("topic") or "") if proposal.get("action") == "append" else ""
-        own = {"topic": cand["topic"], "summary": cand.get("summary") or "", "tags": "", "body": cand["body"],
-               "into": into}
         root = self.methods.home.get(str(cand.get("scope") or "user"))  # the notes of the root it goes to
+        own = {"topic": cand["topic"], "summary": _summary_shown(cand, root.state if root is not None else None),
+               "tags": "", "body": cand["body"], "into": into}
         entries = root.state.current.entries if root is not None else ()
         notes = sorted((e.to_json() for e in entries), key=lambda e: e["topic"])
         return {"c": cand, "kept": {**own, **(kept or {})}, "problem": problem, "notes": notes, "back": back,
@@ -260,7 +271,8 @@ class Page:
 def templates(memory_id: Callable[[], str]) -> jinja2.Environment:
     """The page's templates (autoescaped) with its filters: ``markdown`` (a body as safe HTML, links to notes of
     ``memory_id``'s memory), ``cut`` (:func:`.markdown.cut_text`), ``provenance``, ``summary_besides``,
-    ``quote_besides``, ``flag_lines`` and ``speaker_words`` (:mod:`mmd.candidates.labels`), ``shown``; hidden text
+    ``quote_besides``, ``flag_lines``, ``speaker_words``, ``action_words`` and ``proposal_lines``
+    (:mod:`mmd.candidates.labels`), ``shown``; hidden text
     is shown escaped wherever text is shown (``\\u{202E}``, :func:`mmd.screen.hidden.escape_hidden`)."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("mmd.daemon.web", "templates"), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
@@ -268,8 +280,21 @@ def templates(memory_id: Callable[[], str]) -> jinja2.Environment:
     env.filters.update(markdown=lambda text: markupsafe.Markup(markdown.render(escape_hidden(str(text)))),
                        cut=cut_text, provenance=provenance, summary_besides=lambda c: _escaped(summary_besides(c)),
                        quote_besides=lambda c: _escaped(quote_besides(c)), flag_lines=flag_lines,
-                       speaker_words=speaker_words, shown=lambda text: escape_hidden(str(text)))
+                       speaker_words=speaker_words, action_words=action_words, proposal_lines=proposal_lines,
+                       shown=lambda text: escape_hidden(str(text)))
     return env
+
+
+def _summary_shown(cand: dict[str, Any], state: MemoryState | None) -> str:
+    """The summary a candidate's edit form starts with: the candidate's own, or for an agent's ``replace`` without
+    a summary of its own the note's (accepting it unchanged keeps the note's index line: :mod:`..proposed`)."""
+    from mmd.candidates.proposals import is_proposal, summary_to_write
+
+    summary = str(cand.get("summary") or "")
+    if state is None or not is_proposal(cand.get("rule")) or (cand.get("proposal") or {}).get("action") != "replace":
+        return summary
+    note = state.current.note(cand["topic"])
+    return summary if note is None or summary_to_write(summary, cand["body"]) is not None else note.entry.summary
 
 
 def _escaped(text: str | None) -> str | None:
