@@ -50,6 +50,7 @@ def test_the_samples_fill_the_queue_with_exactly_the_expected_candidates(start_d
         assert not [c["id"] for c in got if decoy in c["body"] or decoy in c["summary"]], decoy
     assert all(c["status"] == "pending" and c["createdAt"].endswith("Z") for c in got)
     sizes = sum(f.stat().st_size for f in sessions.rglob("*.jsonl"))
+    assert st["queue"].pop("shown") == call(daemon, "queue.list", {"limit": 1})["total"]  # the default view's
     assert st["queue"] == {"pending": SAMPLE_CANDIDATES, "accepted": 0, "rejected": 0, "expired": 0,
                            "total": SAMPLE_CANDIDATES}
     ingest = st["ingest"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import shared_path
-from tests.test_ingest_helpers import backfilled, wait_until
+from tests.test_ingest_helpers import backfilled, call, wait_until
 from tests.test_mmctl_daemon import cli
 from tests.test_sources_daemon import claude_session
 
@@ -58,6 +58,8 @@ def test_deciding_everything_a_real_backfill_shows_empties_the_queue_until_a_new
     assert after["leftOut"]["heldBack"] == held  # what the backfill held back never refilled the view
     code, out, _ = cli(daemon, "queue", "list")
     assert code == 0 and out.startswith("no pending candidate on show: the review queue is empty ("), out
+    counts = call(daemon, "daemon.status")["queue"]  # the nudge's "N wait for review" counts the shown alone
+    assert counts["shown"] == 0 < counts["pending"], counts
     # it stays empty: the same logs read again after a restart bring nothing back
     daemon.stop()
     daemon = start_daemon("--heartbeat-ms", "200", root=daemon.root)

@@ -376,7 +376,7 @@ def _queue_methods(wire: Wire) -> None:
     assert wire.result("queue.list", {"status": "rejected"})["total"] == 1
     assert wire.result("queue.get", {"id": third})["source"]["kind"] == "user"
     assert wire.result("daemon.status")["queue"] == {"pending": 1, "accepted": 1, "rejected": 1, "expired": 0,
-                                                     "total": 3}
+                                                     "total": 3, "shown": 1}
     undone = wire.result("queue.undo", {"id": first})
     assert undone["reverted"] == "deleted" and undone["candidate"]["status"] == "pending"
     assert wire.result("queue.undo", {"id": second})["reverted"] is None

@@ -181,10 +181,10 @@ class Jobs:
         the commands that do), not to run ``mem_digest``."""
         queue_on = self.review.queue is not None
         report = nudge_report(self.state.current, 0, self.state.now_iso(), digest_hint=not queue_on)
-        pending = self.review.pending
-        if queue_on and pending:
+        shown = self.review.shown  # those the budget hides are no review left to do
+        if queue_on and shown:
             report["suggestedActions"].append(
-                f"{pending} candidate memor{'y waits' if pending == 1 else 'ies wait'} for review: "
+                f"{shown} candidate memor{'y waits' if shown == 1 else 'ies wait'} for review: "
                 "mmctl review (or mmctl queue list, then queue accept|reject ID…)")
         return report
 
@@ -311,7 +311,7 @@ def status_payload(cfg: Config, running: Running) -> dict[str, Any]:
                       "broken": broken},
             "roots": [root.describe() for root in running.home],
             "endpoints": {"rpc": cfg.rpc_endpoint, "pub": cfg.pub_endpoint},
-            "queue": dict(queue.counts) if queue else None,
+            "queue": {**queue.counts, "shown": queue.shown} if queue else None,
             "ingest": ingestor.health.to_json() if ingestor else None,
             "extractor": running.extractor.health() if running.extractor else None,
             "export": running.injector.export_status(),

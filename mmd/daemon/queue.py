@@ -87,6 +87,8 @@ class ReviewQueue:
         self._now_iso = now_iso
         self.scope_of = scope_of
         self.counts: dict[str, int] = {"pending": 0, "accepted": 0, "rejected": 0, "expired": 0, "total": 0}
+        self.shown = 0
+        """Pending candidates on show in the default view (as of the last change): the review left to do."""
         """Candidates per status, refreshed after every change (read it from any thread)."""
         self.merged = 0
         """Sightings merged into existing candidates since the start (new evidence, not new candidates)."""
@@ -96,11 +98,13 @@ class ReviewQueue:
         self._near_lock = threading.Lock()
 
     def refresh_counts(self) -> dict[str, int]:
-        """Recount the candidates per status; updates :attr:`counts`."""
+        """Recount the candidates per status; updates :attr:`counts` and :attr:`shown`."""
         rows = self.db.conn().execute("SELECT status, COUNT(*) FROM candidates GROUP BY status").fetchall()
         counts = {s: 0 for s in STATUSES}
         counts.update({r[0]: r[1] for r in rows})
         counts["total"] = sum(counts[s] for s in STATUSES)
+        self.shown = int(self.db.conn().execute(
+            "SELECT COUNT(*) FROM candidates WHERE status = 'pending' AND visible = 1").fetchone()[0])
         self.counts = counts
         return counts
 

@@ -86,6 +86,11 @@ class Review:
         """Pending candidates (0 when ingestion is off)."""
         return self.queue.pending if self.queue is not None else 0
 
+    @property
+    def shown(self) -> int:
+        """Pending candidates on show in the default view, the review left to do (0 when ingestion is off)."""
+        return self.queue.shown if self.queue is not None else 0
+
     def _queue(self) -> ReviewQueue:
         if self.queue is None:
             raise DaemonError(DaemonCode.E_UNAVAILABLE,
