@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from mmctl.injection import STALE, STALE_PROMPT
+from mmctl.injection import STALE, STALE_PROMPT, UNASKED, UNASKED_PROMPT
 
 from tests.test_mmctl_agents import runner
 
@@ -155,6 +155,19 @@ def test_a_sigstopped_daemon_never_holds_a_prompt(mmd: Any) -> None:
             sock.close()
     code, out, _ = hook("codex-hook", CODEX_PROMPT, mmd.root, mmd.env)
     assert (code, out) == (0, "")  # the daemon answers again, and nothing changed for this session
+
+
+def test_a_hook_told_not_to_ask_the_daemon_says_so_not_that_it_did_not_answer(mmd: Any) -> None:
+    run = runner(mmd.root, dict(mmd.env))
+    assert run("write", "alpha", "--content", "Use pnpm, never npm.", "--summary", "Package manager").code == 0
+    env = {**mmd.env, "MMCTL_NO_DAEMON": "1"}  # the daemon runs and holds the lock; mmctl is told not to ask it
+    for form, (start, prompt) in INPUTS.items():
+        code, out, _ = hook(form, start, mmd.root, env)
+        text = context(valid(form, "SessionStart", out))
+        assert code == 0 and "- alpha: Package manager" in text and text.endswith("\n" + UNASKED), text
+        assert "did not answer" not in text
+        code, out, _ = hook(form, prompt, mmd.root, env)
+        assert code == 0 and context(valid(form, "UserPromptSubmit", out)) == UNASKED_PROMPT
 
 
 def test_a_sigstopped_daemon_still_gives_a_projects_session_both_roots(mmd: Any, tmp_path: Path) -> None:

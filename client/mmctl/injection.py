@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from mmd.core.clock import Clock
     from mmd.core.options import MemoryOptions
 
-__all__ = ["HOOK_AGENTS", "HOOK_EVENTS", "INJECT_DIR", "STALE", "STALE_PROMPT", "TTL_DAYS", "HookInput", "Injection",
+__all__ = ["HOOK_AGENTS", "HOOK_EVENTS", "INJECT_DIR", "STALE", "STALE_PROMPT", "TTL_DAYS", "UNASKED", "UNASKED_PROMPT",
+           "HookInput", "Injection",
            "baseline_text", "guarded", "hook_error", "hook_input", "hook_output", "plan", "plan_direct",
            "session_context", "stale_text"]
 
@@ -66,6 +67,12 @@ HOOK_AGENTS = {"claude-hook": ("claude-code", "Claude Code"), "codex-hook": ("co
 STALE = "Memory may be stale: mmd did not answer within 1 s, so this was read from its files."
 """The line a ``SessionStart`` hook adds (once) when it answers from the files."""
 STALE_PROMPT = "Memory may be stale: mmd did not answer within 1 s; what changed in memory is not shown until it does."
+UNASKED = ("Memory may be stale: MMCTL_NO_DAEMON keeps mmd from being asked and its lock is held, so this was read "
+           "from its files.")
+"""The last line of :func:`stale_text` when the daemon was not asked (``MMCTL_NO_DAEMON=1``) and the lock was held."""
+UNASKED_PROMPT = ("Memory may be stale: MMCTL_NO_DAEMON keeps mmd from being asked and its lock is held; what changed "
+                  "in memory is not shown.")
+"""What a prompt's hook gives then."""
 """What a ``UserPromptSubmit`` hook says (alone) when the daemon does not answer."""
 _RESET_SOURCES = ("clear", "compact")
 """SessionStart sources after which the agent no longer holds what it was shown: it gets a baseline again."""
@@ -280,25 +287,27 @@ def hook_error(message: str) -> str:
 
 
 def stale_text(event: str, roots: Sequence[tuple[str, MemoryOptions]], *, now: Clock, max_bytes: int | None = None,
-               where: str | None = None) -> str:
+               where: str | None = None, asked: bool = True) -> str:
     """What a hook gives when the daemon does not answer: for ``SessionStart`` the baseline of the files of each
     of ``roots`` (``(scope label, options)``, the scope's own first: a project's root, then the user root behind
     it), the byte budget split and the parts joined as a daemon's answer is (:mod:`mmd.inject.scopes`; ``where``:
     the project's folder), with :data:`STALE` as its last line; for a prompt :data:`STALE_PROMPT` alone. Takes no
-    lock and commits no view (the daemon keeps the session's view; it resumes when the daemon answers).
+    lock and commits no view (the daemon keeps the session's view; it resumes when the daemon answers). ``asked``
+    False (``MMCTL_NO_DAEMON=1``): the last line says mmd was not asked (:data:`UNASKED`, :data:`UNASKED_PROMPT`).
 
     Raises:
         MMError(E_INVALID | E_NOT_INITIALIZED | E_PARSE | E_IO): as :func:`baseline_text`, for any root.
     """
     if event != "SessionStart":
-        return STALE_PROMPT
+        return STALE_PROMPT if asked else UNASKED_PROMPT
     from mmd.inject.scopes import DEFAULT_MAX_BYTES, budget_split, join_texts
 
-    room = max(1, (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes) - len(STALE.encode()) - 1)
+    last = STALE if asked else UNASKED
+    room = max(1, (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes) - len(last.encode()) - 1)
     budgets = budget_split(room, len(roots))
     parts = [(label, baseline_text(options, now=now, max_bytes=budget).rstrip("\n"))
              for (label, options), budget in zip(roots, budgets, strict=True)]
-    return join_texts(parts, where).rstrip("\n") + "\n" + STALE
+    return join_texts(parts, where).rstrip("\n") + "\n" + last
 
 
 def session_context(event: str, text: str, distill: str | None = None) -> str:

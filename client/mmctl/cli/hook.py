@@ -95,9 +95,14 @@ def _stale(ctx: Ctx, hook: HookInput, root: Any, budget_s: float) -> int:
     scope = ctx.scope()  # the roots the daemon would have answered from: the project's, then the user root
     roots = [(label, ctx.options_of(scope if label == scope.label else None)) for label, _ in scope.read_roots()]
     where = str(scope.project.top) if scope.is_project and scope.project is not None else None
+    from ..pins import wants_daemon
+
+    asked = wants_daemon(ctx.env)
     text = stale_text(hook.event, roots or [("user", ctx.options_of(None))], now=ctx.now,
-                      max_bytes=ctx.args.integer("--max-bytes"), where=where)
-    ctx.error(f"{root}: no answer from its daemon (or its lock) within {budget_s:g} s; answered from the files")
+                      max_bytes=ctx.args.integer("--max-bytes"), where=where, asked=asked)
+    ctx.error(f"{root}: no answer from its daemon (or its lock) within {budget_s:g} s; answered from the files"
+              if asked else f"{root}: its lock is held (MMCTL_NO_DAEMON=1: its daemon was not asked); answered "
+              "from the files")
     return _print(ctx, hook_output(hook.event, session_context(hook.event, text)))
 
 
