@@ -37,8 +37,9 @@ __all__ = ["HELD_NAME", "PLACEHOLDER", "Hold", "HeldTopics", "held_view", "is_he
 
 HELD_NAME = "held.json"
 """The holds' file, inside ``<root>/.mmd/``."""
-PLACEHOLDER = "held for review (flagged: {kinds}; {how}): not shown until a person accepts it"
-"""The summary a held topic shows in injections and exports (``how``: ``by a sync`` | ``an outside edit``)."""
+PLACEHOLDER = "held for review, not shown until a person accepts it (flagged: {kinds}; {how})"
+"""The summary a held topic shows in injections and exports (``how``: ``by a sync`` | ``an outside edit``); what
+matters comes first, as a line of 120 code points clips its end."""
 _HOW = {"remote": "by a sync", "outside-edit": "an outside edit"}
 
 
