@@ -155,6 +155,7 @@ def test_an_accept_the_full_index_refuses_names_the_id_its_figures_and_into(star
     assert code == 1 and len(out.splitlines()) == 2 and out.startswith(f"accepted {ids[0]}: created mm://")
     assert err.startswith(f"mmctl: not accepted {ids[2]}: the MEMORY.md index exceeds its hard limit"), err
     assert "would have 29/24 lines" in err and "--into TOPIC" in err and "mmctl merge" in err
+    assert "see usage" not in err  # the reference's pointer at --json's usage: the figures are on the line
     assert "chars)" not in err and "shorter --content" not in err  # not the write budget's figures or fix
     first = json.loads(cli(daemon, "queue", "show", ids[0], "--json")[1])["written"]["topic"]
     code, out, _ = cli(daemon, "queue", "accept", "--user", ids[2], "--into", first)

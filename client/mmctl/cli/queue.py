@@ -249,8 +249,9 @@ def _decided(sub: str, cid: str | int, result: dict[str, Any]) -> str:
     else:
         figures = f"{usage.get('bodyChars')}/{usage.get('writeBudget')} chars"
         fix = "accept it with a shorter --content"
-    return (f"not accepted {cid}: {write.get('message', 'the write was refused')} ({figures}); the candidate "
-            f"stays pending: {fix}\n")
+    said = str(write.get("message", "the write was refused"))  # the reference's "(see usage…)": the figures follow
+    said = said.replace(" (see usage.index)", "").replace(" (see usage)", "")
+    return f"not accepted {cid}: {said} ({figures}); the candidate stays pending: {fix}\n"
 
 
 def _said(error: RpcError) -> str:
