@@ -257,6 +257,23 @@ def test_a_write_that_found_no_daemon_answering_goes_through_it_once_it_answers(
     assert revision(mmd) > 0 and cli(mmd, "read", "late")[1].rstrip().endswith("waited")
 
 
+def test_a_project_write_a_paused_daemon_holds_names_the_daemons_own_socket(mmd, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # it named a socket derived from the project root, where no daemon ever listens
+    from mmctl import backend
+
+    repo = tmp_path / "api"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    assert cli(mmd, "write", "build", "--content", "make", "--project", str(repo))[0] == 0  # the project root exists
+    monkeypatch.setattr(backend, "LOCK_WAIT_S", 0.3)
+    mmd.signal(signal.SIGSTOP)
+    try:
+        code, _, err = cli(mmd, "write", "late", "--content", "waited", "--project", str(repo))
+    finally:
+        mmd.signal(signal.SIGCONT)
+    assert code == 1 and f"does not answer at {mmd.rpc} " in err, (err, mmd.rpc)
+
+
 def test_a_request_whose_daemon_dies_before_answering_fails_at_once(mmd) -> None:  # type: ignore[no-untyped-def]
     # a `mmctl sync` whose daemon was killed waited out its 1200 s timeout
     import threading

@@ -65,9 +65,11 @@ def patient_lock(root: Path, wait_s: float | None = None, env: Mapping[str, str]
         from mmd.wire.endpoints import endpoints_for
 
         from .pins import wants_daemon
+        from .scope import home_of
 
         environ = os.environ if env is None else env
-        rpc = endpoints_for(root, environ).rpc
+        found = home_of(Path(root))  # a project root's daemon is its home's
+        rpc = endpoints_for(found[0] if found else root, environ).rpc
         if not wants_daemon(environ):  # it was never asked: it may well answer
             raise MMError(ErrorCode.E_IO, f"{LOCKED} {held.holder}, likely the mmd daemon owning this root, which "
                                           f"MMCTL_NO_DAEMON=1 tells mmctl not to ask; unset it to write through "

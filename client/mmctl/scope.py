@@ -25,7 +25,7 @@ from pathlib import Path
 from mmd.core.paths import INDEX_NAME, expand_path
 from mmd.core.projects import PROJECTS_DIR, Project, is_key, project_for, project_root
 
-__all__ = ["USER", "Scope", "ScopeError", "resolve_scope", "session_scope"]
+__all__ = ["USER", "Scope", "ScopeError", "home_of", "keys_named", "project_keys", "resolve_scope", "session_scope"]
 
 USER = "user"
 """The user root's scope label."""
@@ -76,7 +76,7 @@ class Scope:
         return f"Scope({self.label!r}, root={str(self.root)!r}, alone={self.alone})"
 
 
-def _home_of(root: Path) -> tuple[Path, str] | None:
+def home_of(root: Path) -> tuple[Path, str] | None:
     """``(home, key)`` when ``root`` is a project root of a home (``<home>/projects/<key>`` beside its MEMORY.md)."""
     if root.parent.name == PROJECTS_DIR and is_key(root.name) and (root.parent.parent / INDEX_NAME).is_file():
         return root.parent.parent, root.name
@@ -123,7 +123,7 @@ def resolve_scope(home: Path, *, root_flag: str | None, project_flag: str | None
                              "no agent session ran there); give a project key (mmctl project list) or --user")
         return _of_project(home, project, folder, f"--project {project_flag}")
     if root_flag:
-        found = _home_of(home)
+        found = home_of(home)
         if found is not None:
             return Scope(found[0], home, key=found[1], alone=True, param=found[1], origin="--root")
         return Scope(home, home, alone=True, origin="--root")
