@@ -389,7 +389,7 @@ class ReviewQueue:
         total = conn.execute(f"SELECT COUNT(*) FROM candidates{where}", args).fetchone()[0]
         ordering: tuple[Any, ...] = ()
         if first is not None and status == "pending":
-            order, ordering = f"scope = ? DESC, {order}", (first,)
+            order, ordering = "flagged, scope = ? DESC, score DESC, id", (first,)  # flagged last, whatever the root
         rows = conn.execute(f"SELECT * FROM candidates{where} ORDER BY {order} LIMIT ? OFFSET ?",
                             (*args, *ordering, limit, offset)).fetchall()
         return [row_json(r) for r in rows], int(total)
