@@ -158,3 +158,7 @@ def test_mmctl_sync_says_which_root_a_conflict_is_in_and_which_index_is_over_its
     assert "conflict: api-3f2a1b9c/deploy changed on both sides, ours kept" in text
     assert "conflict: shell changed on both sides, theirs kept" in text
     assert "the merged MEMORY.md of the project root api-3f2a1b9c is over its caps" in text
+    assert "now 0 ahead, 0 behind origin/main; revision 7" in text  # the remote, not the root over its caps
+    failed = {**result, "fetched": False, "pushed": False, "indexOverBudget": False,
+              "error": {"stage": "fetch", "message": "could not read from remote"}}
+    assert "now 0 ahead, 0 behind origin/main as of the last fetch that worked" in "\n".join(sync_lines(failed))

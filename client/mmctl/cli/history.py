@@ -231,11 +231,13 @@ def sync_lines(result: dict[str, Any]) -> list[str]:
         queued = result["queued"]
         lines.append(f"queued: {len(queued)} candidate(s), {_few(queued)} (`mmctl queue show ID`)")
     if result.get("indexOverBudget"):
-        where = ", ".join(_root_words(s) for s in result.get("overBudget") or []) or "the root"
-        lines.append(f"the merged MEMORY.md of {where} is over its caps: consolidate it (writes are refused until "
+        roots = ", ".join(_root_words(s) for s in result.get("overBudget") or []) or "the root"
+        lines.append(f"the merged MEMORY.md of {roots} is over its caps: consolidate it (writes are refused until "
                      "it fits)")
     if result.get("ahead") is not None:
-        lines.append(f"now {result['ahead']} ahead, {result['behind']} behind {where}; revision {result['revision']}")
+        stale = " as of the last fetch that worked" if (result.get("error") or {}).get("stage") == "fetch" else ""
+        lines.append(f"now {result['ahead']} ahead, {result['behind']} behind {where}{stale}; "
+                     f"revision {result['revision']}")
     return lines
 
 
