@@ -127,3 +127,12 @@ def test_nudge_and_status_warn_near_the_caps_and_say_the_threshold(start_daemon)
     code, out, _ = cli(daemon, "nudge", "--json")
     assert code == 0 and set(json.loads(out)) == {"at", "pendingWrites", "noteCount", "indexOverBudget",
                                                   "needsCommit", "suggestedActions"}  # the reference's shape
+
+
+def test_list_says_when_note_files_are_not_in_the_index(mm) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    mm("init")
+    assert mm("write", "deploy", "--content", "make ship").code == 0
+    (mm.root / "MEMORY.md").write_text("garbage\n<<<<<<< HEAD\n")  # a hand-broken index: the notes are orphans
+    r = mm("list")
+    assert r.code == 0 and r.out == "(no notes)\n"
+    assert "1 note file(s) that MEMORY.md does not name" in r.err and "`mmctl doctor --fix`" in r.err, r.err

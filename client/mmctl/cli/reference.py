@@ -339,6 +339,12 @@ def cmd_list(ctx: Ctx) -> int:
     else:
         shown = [f"{n.topic}  [user]" if scoped and label == "user" else n.topic for label, n in found]
         ctx.write(("(no notes)" if not shown else "\n".join(shown)) + "\n")
+    for label, memory in ctx.memories():  # notes on disk the index does not name: said, on stderr (stdout is the list)
+        orphans = memory.snapshot.anomalies.get("orphanFiles") or []
+        if orphans:
+            ctx.error(f"{_root_words(label)}: {len(orphans)} note file(s) that MEMORY.md does not name "
+                      f"({', '.join(orphans[:3])}{', …' if len(orphans) > 3 else ''}): `mmctl doctor` says why, "
+                      "`mmctl doctor --fix` indexes them")
     return EXIT_OK
 
 
