@@ -18,18 +18,18 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.types import Implementation
 
 from mmd.inject.guide import DISTILL, DISTILL_AFTER_PROMPTS, agent_guide
 from tests.test_hook_outputs import context, valid
 from tests.test_ingest_helpers import wait_until
 from tests.test_inject_daemon import call
 from tests.test_mmctl_daemon import cli
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 HOOK_GUARD_S = 60.0
 """Bounds a hung hook process only (a hook answers within about 1 s: ``bench/hook_bench.py``)."""
@@ -109,6 +109,9 @@ def proposals(daemon: Any, agent: str) -> list[dict[str, Any]]:
 
 
 async def mcp_session(daemon: Any, cwd: str, client_name: str, test: Callable[[ClientSession], Any]) -> None:
+    from mcp import ClientSession, StdioServerParameters  # here: ~1 s of CPU, not at collection
+    from mcp.client.stdio import stdio_client
+    from mcp.types import Implementation
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(daemon.root)],
                                    env=daemon.env, cwd=cwd)
     with open(os.devnull, "w") as errlog:

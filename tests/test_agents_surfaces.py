@@ -8,14 +8,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from typing import TYPE_CHECKING, Any
 
 from tests.test_inject_daemon import call
 from tests.test_mmctl_agents import runner
 from tests.test_mmctl_daemon import cli
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 
 def test_mmctl_propose_queues_through_the_daemon_and_says_what_became_of_it(mmd: Any) -> None:
@@ -45,6 +45,8 @@ def test_mmctl_propose_without_a_daemon_proposes_nothing(tmp_path: Path) -> None
 
 
 async def _mcp(root: Path, env: dict[str, str], cwd: str | None, test: Any) -> None:
+    from mcp import ClientSession, StdioServerParameters  # here: ~1 s of CPU, not at collection
+    from mcp.client.stdio import stdio_client
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
                                    env=env, cwd=cwd)
     with open(os.devnull, "w") as errlog:

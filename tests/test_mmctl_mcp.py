@@ -11,13 +11,15 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
-from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from mmd.inject.guide import instructions
 from tests.test_mmctl_daemon import cli
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 TOOLS = {"mem_read", "mem_write", "mem_search", "mem_budget", "mem_digest", "mem_delete", "mem_due", "mem_inject",
          "mem_reload", "mem_queue_list", "mem_queue_accept", "mem_queue_reject", "mem_propose"}
@@ -50,6 +52,7 @@ def direct_writes(env: dict[str, str], root: Path) -> dict[str, str]:
 
 
 async def _session(root: Path, env: dict[str, str], test: Any) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client  # here: ~1 s of CPU, not at collection
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
                                    env=direct_writes(env, root))
     with open(os.devnull, "w") as errlog:

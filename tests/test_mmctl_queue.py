@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
 from mmctl import Client
 from mmctl.cli.main import main
 
@@ -166,6 +165,7 @@ async def test_the_mcp_queue_tools_list_the_user_roots_candidates_and_decide_not
     # a server outside any project sees the user root's candidates alone, never a project's (the samples' are the
     # projects their sessions ran in); under writes = "propose" (the default) it accepts and rejects nothing: a person
     # decides (deciding in scope under "direct": tests/test_mmctl_mcp_boundary.py)
+    from mcp import ClientSession, StdioServerParameters, stdio_client  # here: ~1 s of CPU, not at collection
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(queued.root)],
                                    env=dict(queued.env))
     with Client(queued.root, env=queued.env) as client:

@@ -21,8 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession, StdioServerParameters, stdio_client
-
 from tests.test_daemon_helpers import DaemonProcess
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,6 +62,7 @@ async def test_the_mcp_registration_writes_to_its_root_with_an_mcp_clients_few_v
     home = tmp_path / "client-home"  # the MCP client's own HOME: the default root would be under it
     (home / ".config" / "mmd").mkdir(parents=True)  # writes at once (no daemon here to take proposals)
     (home / ".config" / "mmd" / "config.toml").write_text('[agents]\nwrites = "direct"\n', encoding="utf-8")
+    from mcp import ClientSession, StdioServerParameters, stdio_client  # here: ~1 s of CPU, not at collection
     params = StdioServerParameters(command=str(MMCTL) if MMCTL.exists() else sys.executable,
                                    args=args if MMCTL.exists() else ["-m", "mmctl", *args],
                                    env={"HOME": str(home), "XDG_RUNTIME_DIR": str(tmp_path / "run")})

@@ -12,10 +12,15 @@ written when the job is installed and after each run (then logged: ``scheduler.n
 so a restart neither stretches the period nor skips it: a due time that passed while the daemon was
 down fires once at start (missed runs coalesce, never a burst), a future one
 fires when it comes (at the latest one period from now).
+
+APScheduler itself is loaded :data:`BOOT_LEAD_MS` before the first job is due, not at the start (~50 ms of a
+start's CPU: its import scans every installed package's entry points): until then each installed job keeps its
+first run time here, and a daemon that stops before (a default heartbeat is 5 s away) never loads it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -26,15 +31,17 @@ from pathlib import Path
 from typing import Any
 
 import aiofiles.os
-from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
 
-__all__ = ["DURABLE_JOBS", "START_GRACE_MS", "Schedule", "load_due", "save_due"]
+__all__ = ["BOOT_LEAD_MS", "DURABLE_JOBS", "START_GRACE_MS", "Schedule", "load_due", "save_due"]
 
 DURABLE_JOBS = frozenset({"nudge"})
 """Jobs whose next due time survives a restart."""
 START_GRACE_MS = 1000
 """A durable job due while the daemon was down runs this long after start (ms), so that subscribers
 reconnecting after the restart receive its event."""
+BOOT_LEAD_MS = 250
+"""How long before the first job is due APScheduler is loaded and started (ms), so that its import never
+delays that run."""
 
 
 def load_due(path: Path | None) -> dict[str, int]:
@@ -99,39 +106,75 @@ class Schedule:
         self._now_ms = now_ms
         self._due = load_due(due_file)
         self._periods_ms: dict[str, int | None] = {}
-        self._scheduler = AsyncIOScheduler(job_defaults={"coalesce": True, "max_instances": 1,
-                                                         "misfire_grace_time": None})
+        self._scheduler: Any = None
+        """The AsyncIOScheduler, once :meth:`_boot` made it."""
+        self._waiting: dict[str, int] = {}
+        """Before the scheduler is made: each installed job's first run, ms since the epoch."""
+        self._boot_timer: asyncio.TimerHandle | None = None
 
     def start(self, periods_ms: Mapping[str, int | None]) -> None:
-        """Start the scheduler on the running loop with ``{name: period in ms, or None for off}``."""
-        self._scheduler.start()
+        """Start the schedule on the running loop with ``{name: period in ms, or None for off}``."""
         self.apply(periods_ms)
 
     def apply(self, periods_ms: Mapping[str, int | None]) -> None:
-        """Install, reschedule or remove jobs so that each runs every ``periods_ms[name]`` milliseconds."""
+        """Install, reschedule or remove jobs so that each runs every ``periods_ms[name]`` milliseconds, the first
+        time one period from now (a durable job: at its due time, :meth:`_first_run`). Runs on the loop."""
         for name, period in periods_ms.items():
             if self._periods_ms.get(name) == period:
                 continue
-            if self._scheduler.get_job(name) is not None:
+            self._waiting.pop(name, None)
+            if self._scheduler is not None and self._scheduler.get_job(name) is not None:
                 self._scheduler.remove_job(name)
             if period is not None:
-                first = self._first_run(name, period) if name in DURABLE_JOBS else None
-                self._scheduler.add_job(self._jobs[name], "interval", seconds=period / 1000, id=name, name=name,
-                                        **({} if first is None else {"next_run_time": first}))
+                first = self._first_run(name, period) if name in DURABLE_JOBS else self._now_ms() + period
+                if self._scheduler is None:
+                    self._waiting[name] = first
+                else:
+                    self._add(name, period, first)
             self._periods_ms[name] = period
             log.debug("scheduler.job name=%s period_ms=%s", name, period)
+        if self._scheduler is None:
+            self._arm()
 
-    def _first_run(self, name: str, period_ms: int) -> datetime:
-        """The first run of a durable job: its saved due time (:data:`START_GRACE_MS` from now if it
-        passed; at most one period ahead), else one period from now; saved at once, so a restart before
-        it fires keeps it."""
+    def _add(self, name: str, period_ms: int, first_ms: int) -> None:
+        self._scheduler.add_job(self._jobs[name], "interval", seconds=period_ms / 1000, id=name, name=name,
+                                next_run_time=datetime.fromtimestamp(first_ms / 1000, tz=UTC))
+
+    def _arm(self) -> None:
+        """(Re)set the timer that boots the scheduler :data:`BOOT_LEAD_MS` before the first waiting job."""
+        if self._boot_timer is not None:
+            self._boot_timer.cancel()
+            self._boot_timer = None
+        if self._waiting:
+            delay_ms = min(self._waiting.values()) - self._now_ms() - BOOT_LEAD_MS
+            self._boot_timer = asyncio.get_running_loop().call_later(max(0, delay_ms) / 1000, self._boot)
+
+    def _boot(self) -> None:
+        """Load APScheduler, start it on the loop and hand it the waiting jobs with their first run times."""
+        from apscheduler.schedulers.asyncio import AsyncIOScheduler  # type: ignore[import-untyped]
+
+        self._boot_timer = None
+        self._scheduler = AsyncIOScheduler(job_defaults={"coalesce": True, "max_instances": 1,
+                                                         "misfire_grace_time": None})
+        self._scheduler.start()
+        waiting, self._waiting = self._waiting, {}
+        for name, first in waiting.items():
+            period = self._periods_ms[name]
+            assert period is not None
+            self._add(name, period, first)
+        log.debug("scheduler.started jobs=%d", len(waiting))
+
+    def _first_run(self, name: str, period_ms: int) -> int:
+        """The first run of a durable job, ms since the epoch: its saved due time (:data:`START_GRACE_MS` from
+        now if it passed; at most one period ahead), else one period from now; saved at once, so a restart
+        before it fires keeps it."""
         now = self._now_ms()
         due = min(max(self._due.get(name, now + period_ms), now + min(START_GRACE_MS, period_ms)), now + period_ms)
         self._due[name] = due
         # blocking, not aiofiles: apply() is synchronous (start, SIGHUP) and the due time must be on disk before
         # the job is installed, or a restart right after would stretch the period
         save_due(self.due_file, self._due)
-        return datetime.fromtimestamp(due / 1000, tz=UTC)
+        return due
 
     def _durable(self, name: str, run: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
         """``run``, then the next due time (one period from now) saved."""
@@ -158,6 +201,10 @@ class Schedule:
         return dict(self._periods_ms)
 
     def shutdown(self) -> None:
-        """Stop running jobs (a running one is not awaited)."""
-        if self._scheduler.running:
+        """Stop running jobs (a running one is not awaited); a scheduler not booted yet never will be."""
+        if self._boot_timer is not None:
+            self._boot_timer.cancel()
+            self._boot_timer = None
+        self._waiting.clear()
+        if self._scheduler is not None and self._scheduler.running:
             self._scheduler.shutdown(wait=False)
