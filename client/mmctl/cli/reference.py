@@ -247,8 +247,7 @@ def cmd_read(ctx: Ctx) -> int:
     holds it: ``scope`` in ``--json``, a ``root:`` line in text); the index is the project root's own.
     """
     ctx.need_root()
-    scoped = ctx.scope().is_project
-    memories = ctx.memories()
+    scoped, memories = ctx.scope().is_project, ctx.memories()
     if ctx.rest:
         topic = ctx.rest[0]
         try:
@@ -330,7 +329,8 @@ def cmd_list(ctx: Ctx) -> int:
     ``[user]`` in text, ``scope`` in ``--json``)."""
     ctx.need_root()
     scoped = ctx.scope().is_project
-    found = [(label, n) for label, m in ctx.memories() for n in m.list_notes()]
+    memories = ctx.memories()
+    found = [(label, n) for label, m in memories for n in m.list_notes()]
     topics = [n.topic for _, n in found]
     if ctx.json:
         notes = [{"topic": n.topic, "uri": n.uri, "summary": n.entry.summary, "updated": n.entry.updated,
@@ -339,7 +339,7 @@ def cmd_list(ctx: Ctx) -> int:
     else:
         shown = [f"{n.topic}  [user]" if scoped and label == "user" else n.topic for label, n in found]
         ctx.write(("(no notes)" if not shown else "\n".join(shown)) + "\n")
-    for label, memory in ctx.memories():  # notes on disk the index does not name: said, on stderr (stdout is the list)
+    for label, memory in memories:  # notes on disk the index does not name: said, on stderr (stdout is the list)
         orphans = memory.snapshot.anomalies.get("orphanFiles") or []
         if orphans:
             ctx.error(f"{_root_words(label)}: {len(orphans)} note file(s) that MEMORY.md does not name "
