@@ -96,13 +96,30 @@ def end_processes(procs: Sequence[psutil.Process]) -> None:
             proc.terminate()
         except psutil.Error:
             pass
-    _, left = psutil.wait_procs(live, timeout=TERM_WAIT_S)
+    left = _wait_ended(live, TERM_WAIT_S)
     for proc in left:
         try:
             proc.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(left, timeout=TERM_WAIT_S)
+    _wait_ended(left, TERM_WAIT_S)
+
+
+def _wait_ended(procs: Sequence[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Wait at most ``timeout_s`` seconds for ``procs`` to end; those still alive. A child of this process is
+    reaped; a zombie another process has not reaped yet counts as ended (``psutil.wait_procs`` waits for its pid to
+    go, and an init that reaps late kept a test waiting the whole timeout)."""
+    deadline, left = time.monotonic() + timeout_s, list(procs)
+    while True:
+        for proc in left:
+            try:
+                proc.wait(timeout=0)
+            except psutil.Error:  # TimeoutExpired: still running
+                pass
+        left = [proc for proc in left if _alive(proc)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.01)
 
 
 def end_tree(popen: subprocess.Popen[Any], graceful: signal.Signals = signal.SIGTERM,

@@ -38,8 +38,9 @@ PIDS = Path(os.environ["LEAK_PIDS"])
 
 
 def record(name, pid):
-    with PIDS.open("a") as out:
-        out.write(f"{{name}} {{pid}}\\n")
+    import psutil
+    with PIDS.open("a") as out:  # the start time too: a pid the machine reuses later is not this process
+        out.write(f"{{name}} {{pid}} {{psutil.Process(pid).create_time()!r}}\\n")
 
 
 def test_a_spawned_group_and_what_it_started_end_with_a_failing_test(spawn):
@@ -63,9 +64,10 @@ def test_a_detached_process_fails_the_run():
 '''
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, started: float) -> bool:
     try:
-        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+        proc = psutil.Process(pid)
+        return proc.create_time() == started and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
 
@@ -78,9 +80,10 @@ def test_every_process_a_leaky_run_started_is_ended_and_the_leaks_are_named(
     pytester.makepyfile(test_leaky=INNER)
     result = pytester.runpytest_subprocess("-p", "tests.leakcheck", "-p", "no:cacheprovider", "-p", "no:xdist",
                                            timeout=120)
-    recorded = dict(line.split() for line in pids.read_text().splitlines())
+    rows = [line.split() for line in pids.read_text().splitlines()]
+    recorded = {name: pid for name, pid, _ in rows}
     assert set(recorded) == {"leader", "grandchild", "bare", "detached"}, recorded
-    assert not [name for name, pid in recorded.items() if _alive(int(pid))]
+    assert not [name for name, pid, started in rows if _alive(int(pid), float(started))]
     result.assert_outcomes(passed=3, failed=1, errors=3)
     out = result.stdout.str()
     assert "fails on purpose" in out
