@@ -51,17 +51,20 @@ def direct_writes(env: dict[str, str], root: Path) -> dict[str, str]:
     return {**env, "XDG_CONFIG_HOME": str(base)}
 
 
-async def _session(root: Path, env: dict[str, str], test: Any) -> None:
+async def _session(root: Path, env: dict[str, str], test: Any) -> str:
+    """Run ``test`` on a session with ``mmctl mcp --root root``; what the server wrote to stderr."""
     from mcp import ClientSession, StdioServerParameters, stdio_client  # here: ~1 s of CPU, not at collection
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
                                    env=direct_writes(env, root))
-    with open(os.devnull, "w") as errlog:
+    stderr = root.parent / f"{root.name}.mcp-stderr"
+    with stderr.open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             tools = (await session.list_tools()).tools
             assert {t.name for t in tools} == TOOLS
             assert init.instructions == instructions("en")
             await test(Mcp(session, {t.name: t.output_schema for t in tools}))
+    return stderr.read_text()
 
 
 async def _exercise(mcp: Mcp) -> None:
@@ -131,7 +134,8 @@ async def test_the_tools_over_stdio_without_a_daemon(tmp_path: Path) -> None:
         text, _, err = await mcp.call("mem_queue_list")
         assert err and "needs the mmd daemon" in text and "mmd --root" in text
 
-    await _session(root, env, test)
+    stderr = await _session(root, env, test)
+    assert "Processing request" not in stderr and "INFO" not in stderr, stderr  # the SDK's log of every request
 
 
 

@@ -335,7 +335,8 @@ def build_server(memory: FollowingMemory, instructions: str, *, root: Path, memo
             await memory.close()
 
     server = _StrictServer("mmctl", root=root, memory_id=memory_id, instructions=instructions, version=__version__,
-                          lifespan=lifespan, on_note=memory.saw)
+                          lifespan=lifespan, on_note=memory.saw,
+                          log_level="WARNING")  # not the SDK's INFO line for every request on the agent's stderr
     tools = server.tools = MemoryTools(memory, writes=writes, scopes=scopes)
     for name, description in descriptions(writes).items():
         server.add_tool(getattr(tools, name), name=name, description=description)
