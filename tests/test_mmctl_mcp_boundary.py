@@ -21,9 +21,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.types import TextResourceContents
-
 from tests.test_inject_daemon import call
 from tests.test_mmctl_daemon import cli
 from tests.test_mmctl_mcp import Mcp, direct_writes
@@ -60,6 +57,7 @@ Test = Callable[[Mcp, dict[str, Any]], Awaitable[None]]
 
 async def _agent(daemon: Any, cwd: Path, test: Test, *, direct: bool = False) -> None:
     """``mmctl mcp --root <home>`` started in ``cwd``; ``test(mcp, tools by name)``."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client  # here: ~1 s of CPU, not at collection
     env = direct_writes(dict(daemon.env), daemon.root) if direct else dict(daemon.env)
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(daemon.root)],
                                    env=env, cwd=str(cwd))
@@ -155,6 +153,8 @@ async def test_a_persons_allowed_secret_reaches_the_agent_redacted_by_every_tool
     _propose(mmd, "The CI token is kept in the vault.", "--project", str(beta), topic="my-token")  # shows `current`
 
     async def test(mcp: Mcp, tools: dict[str, Any]) -> None:
+        from mcp.types import TextResourceContents
+
         for tool, args in (("mem_read", {"topic": "my-token"}), ("mem_read", {}), ("mem_read", {"all": True}),
                            ("mem_search", {"query": "token"}), ("mem_queue_list", {}), ("mem_inject", {})):
             text, data, err = await mcp.call(tool, **args)
