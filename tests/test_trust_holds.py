@@ -246,3 +246,23 @@ def test_a_secret_typed_into_a_note_by_hand_is_never_committed_or_pushed_while_i
     assert call(laptop, "queue.accept", {"id": cand["id"]})["ok"]
     mmctl_sync(laptop)
     assert token not in git(remote, "log", "-p", "--all") and token not in note.read_text()
+
+
+def test_a_secret_typed_by_hand_right_before_a_daemon_write_is_not_committed_by_that_write(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon) -> None:  # type: ignore[no-untyped-def]
+    """The write's commit stages its root's files before the watcher has seen the outside edit (and held it): the
+    text the daemon did not write or read is committed redacted, as the edit's own commit then records it."""
+    isolate_git(monkeypatch, tmp_path)
+    daemon = start_daemon("--git", root=tmp_path / "laptop")
+    write(daemon, "deploy-region", "We deploy to us-east-1.")
+    tokens = [f"ghp_Zq8rT2vLm9XwB4nK7pHs3dFy6cJu1eGa{n:04d}" for n in range(5)]
+    note = daemon.root / "memories" / "deploy-region.md"
+    for n, token in enumerate(tokens):  # each edit followed at once by a write of another topic
+        note.write_text(note.read_text() + f"\nBot token {n} is {token}\n")
+        write(daemon, f"other-{n}", f"Unrelated note {n}.")
+    wait_until(lambda: "other-4" in git(daemon.root, "log", "--format=%B"), what="the last write's commit")
+    wait_until(lambda: _held(daemon), what="the outside edit held")
+    history = git(daemon.root, "log", "-p", "--all")
+    assert not [t for t in tokens if t in history], "a token typed by hand reached a commit"
+    assert "Bot token 0 is ‹secret: github token›" in history
+    assert all(t in note.read_text() for t in tokens)  # the file keeps what the person typed until they decide

@@ -29,7 +29,7 @@ from mmd.core.errors import ErrorCode, MMError
 from mmd.core.paths import DETAIL_DIR, INDEX_NAME
 from mmd.core.projects import PROJECTS_DIR
 
-from .git.layout import USER_SCOPE, prefix, scoped_topic
+from .git.layout import USER_SCOPE, prefix, scoped_topic, split
 from .home import Home, Root
 from .revision import Revision
 
@@ -180,24 +180,38 @@ class CommitUses:
         a held outside edit's secrets redacted (``‹secret: kind›``), for the note files of the roots ``scopes``
         (None: all) that such an edit holds, and their MEMORY.md. A secret typed into a note by hand is never
         committed, so no sync pushes it, while its review waits: the file keeps it, the commit shows the text a
-        person's accept would write; the accept or the rejection is then committed as any write."""
+        person's accept would write; the accept or the rejection is then committed as any write.
+
+        So is a staged note file (or MEMORY.md) the daemon neither wrote nor read as it is now (its inode, size
+        and mtime are not the root's fingerprint of it): an outside edit the watcher has not yet seen, made in
+        the moment before a write's commit stages the root; it is held, and its own commit made, once seen."""
         from mmd.screen.secrets import redact
 
         from .holds import Holds
 
         out: dict[str, bytes] = {}
         roots = list(self.home) if scopes is None else [r for s in scopes if (r := self.home.get(s)) is not None]
+        staged = self._staged_paths()
         for root in (r for r in roots if r not in self.home.outside):
             secret = [h.topic for h in Holds.held(root).get().values()
                       if h.speaker == "outside-edit" and "secret" in h.kinds]
-            for rel in [*(f"{DETAIL_DIR}/{topic}.md" for topic in secret), *([INDEX_NAME] if secret else [])]:
+            held = [*(f"{DETAIL_DIR}/{topic}.md" for topic in secret), *([INDEX_NAME] if secret else [])]
+            base = prefix(root.scope)
+            unseen = [rel for path in staged if path.startswith(base) and split(path)[0] == root.scope
+                      and (rel := path[len(base):]).endswith(".md") and _unseen(root, rel)]
+            for rel in dict.fromkeys([*held, *unseen]):
                 try:
                     text = (root.path / rel).read_bytes().decode("utf-8")
                 except (OSError, UnicodeDecodeError):
                     continue
                 if (clean := redact(text)) != text:
-                    out[prefix(root.scope) + rel] = clean.encode("utf-8")
+                    out[base + rel] = clean.encode("utf-8")
         return out
+
+    def _staged_paths(self) -> list[str]:
+        """Worker thread: the repository paths whose staged file differs from HEAD's (none when git fails)."""
+        names = self.history.git.run("diff", "--cached", "--name-only", "--no-renames", "-z", check=False).stdout
+        return [n for n in names.decode("utf-8", "surrogateescape").split("\0") if n]
 
     def _flush(self) -> None:
         """Worker thread: stage the files of the pending revisions' roots under their write locks, then commit them
@@ -269,3 +283,14 @@ class CommitUses:
         except MMError as error:  # a hook refused it: the files stay, the next commit takes them along
             self.commit_error = str(error)
             log.error("git.commit_failed revisions=%s error=%r", [(s, r) for s, r, _, _ in batch], str(error))
+
+
+def _unseen(root: Root, rel: str) -> bool:
+    """Whether the file ``rel`` of ``root`` differs from the daemon's fingerprint of it (what it last wrote or
+    read): an outside edit not yet picked up. A file gone counts as seen (nothing of it is staged)."""
+    try:
+        st = (root.path / rel).stat()
+    except OSError:
+        return False
+    return root.state.fingerprints.get(rel) != (st.st_ino, st.st_size, st.st_mtime_ns)
+
