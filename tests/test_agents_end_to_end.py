@@ -89,9 +89,10 @@ class Agent:
         """Run the installed hook command as the agent does; its parsed output (None for nothing), validated."""
         payload = {"session_id": self.log.session_id, "transcript_path": str(self.log.path), "cwd": self.log.cwd,
                    "hook_event_name": event, "permission_mode": "default", **extra}
+        patient = {**self.daemon.env, "MMCTL_HOOK_BUDGET_MS": "30000"}  # a loaded machine can take over 1 s
         done = subprocess.run([sys.executable, "-m", "mmctl", "inject", "--format", self.form, "--root",
                                str(self.daemon.root)], input=json.dumps(payload).encode(),
-                              env=env or self.daemon.env, capture_output=True, timeout=HOOK_GUARD_S, cwd=self.log.cwd)
+                              env=env or patient, capture_output=True, timeout=HOOK_GUARD_S, cwd=self.log.cwd)
         assert done.returncode == 0, done.stderr
         out = done.stdout.decode()
         return valid(self.form, event, out) if out else None
