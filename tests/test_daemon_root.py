@@ -6,6 +6,7 @@ Real daemon in a subprocess, real files.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,21 @@ import pytest
 from .test_daemon_helpers import Client, RpcFailure
 
 pytestmark = pytest.mark.timeout(90)
+
+
+def _replace_at_once(root: Path, aside: Path) -> None:
+    """Put an empty folder where ``root`` is, ``root`` itself going to ``aside``, in one atomic exchange where the
+    OS has one (a rename then a mkdir leaves a moment with no root, which the daemon may see as a removal)."""
+    from mmd.core.userfile import _exchange
+
+    aside.mkdir()
+    fd = os.open(root.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        swapped = _exchange(fd, root.name, os.path.relpath(aside, root.parent))
+    finally:
+        os.close(fd)
+    if not swapped:
+        pytest.skip("no atomic exchange of names here (renameat2, renameatx_np)")
 
 
 @pytest.mark.parametrize("how", ["removed", "replaced"])
@@ -26,8 +42,7 @@ async def test_a_root_removed_or_replaced_under_the_daemon_refuses_writes_and_is
         if how == "removed":
             shutil.rmtree(first.root)
         else:
-            first.root.rename(tmp_path / "moved-away")
-            first.root.mkdir()
+            _replace_at_once(first.root, tmp_path / "moved-away")
         for method, params in (("memory.write", {"topic": "after", "content": "lost?"}),
                                ("memory.delete", {"topic": "kept"})):
             with pytest.raises(RpcFailure) as refused:
