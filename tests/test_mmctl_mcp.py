@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,15 +57,15 @@ async def _session(root: Path, env: dict[str, str], test: Any) -> str:
     from mcp import ClientSession, StdioServerParameters, stdio_client  # here: ~1 s of CPU, not at collection
     params = StdioServerParameters(command=sys.executable, args=["-m", "mmctl", "mcp", "--root", str(root)],
                                    env=direct_writes(env, root))
-    stderr = root.parent / f"{root.name}.mcp-stderr"
-    with stderr.open("w") as errlog:
+    with tempfile.TemporaryFile("w+") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             init = await session.initialize()
             tools = (await session.list_tools()).tools
             assert {t.name for t in tools} == TOOLS
             assert init.instructions == instructions("en")
             await test(Mcp(session, {t.name: t.output_schema for t in tools}))
-    return stderr.read_text()
+        errlog.seek(0)
+        return errlog.read()
 
 
 async def _exercise(mcp: Mcp) -> None:
