@@ -242,6 +242,8 @@ i = 0
 while True:
     i += 1
     memory.write(f"t{i % 7}", f"body {i} " + "x" * (i % 300))
+    if i == 1:
+        print("writing", flush=True)
     if i % 5 == 0:
         memory.delete(f"t{(i + 3) % 7}")
 """
@@ -255,10 +257,12 @@ def test_sigkill_during_writes_leaves_every_file_whole(tmp_path: Path) -> None:
     root = tmp_path / "root"
     rng = random.Random(11)
     for _ in range(5):
-        proc = subprocess.Popen([sys.executable, "-c", STORM, str(root)])
-        time.sleep(rng.uniform(0.3, 0.8))
+        proc = subprocess.Popen([sys.executable, "-c", STORM, str(root)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline() == "writing\n"  # its first write is in
+        time.sleep(rng.uniform(0.05, 0.5))  # the kill lands mid-storm, wherever a loaded machine has it
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+        proc.stdout.close()
         memory = make(root, index_lines=10000, index_bytes=10**7)  # parses MEMORY.md and every note
         assert "malformedNotes" not in memory.snapshot.anomalies
         for note in memory.list_notes():
