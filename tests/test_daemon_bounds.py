@@ -134,16 +134,18 @@ async def test_a_process_pool_returns_results_and_mm_errors_and_stops_a_stuck_ca
     from mmd.core.digest import digest
     from mmd.core.errors import MMError
 
-    pool = BoundedPool("digest", processes=True, timeout_s=3.0)
+    pool = BoundedPool("digest", processes=True, timeout_s=60.0)  # a loaded machine's first worker is slow
     try:
         result = await pool.run(digest, text="MEMO: kept in a worker process", dsh_home="/nonexistent")
         assert result["candidates"][0]["summary"] == "kept in a worker process"
         with pytest.raises(MMError) as missing:  # an mm error crosses the process boundary whole
             await pool.run(digest, file="/nonexistent/log", dsh_home="/nonexistent")
         assert missing.value.code.value == "E_DIGEST_SOURCE"
+        pool.timeout_s = 2.0  # the stuck call's bound
         with pytest.raises(DaemonError) as stopped:
             await pool.run(time.sleep, 3600)
         assert stopped.value.code == "E_BUSY" and "stopped" in stopped.value.message
+        pool.timeout_s = 60.0
         result = await pool.run(digest, text="MEMO: a fresh worker", dsh_home="/nonexistent")
         assert result["candidates"][0]["summary"] == "a fresh worker"
         stuck = asyncio.ensure_future(pool.run(time.sleep, 3600))

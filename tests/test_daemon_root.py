@@ -39,8 +39,9 @@ async def test_a_root_removed_or_replaced_under_the_daemon_refuses_writes_and_is
     client = Client(first.rpc)
     try:
         assert (await client.call("memory.write", {"topic": "kept", "content": "before"}))["ok"]
-        if how == "removed":
-            shutil.rmtree(first.root)
+        if how == "removed":  # at once: a note deleted before its root is an outside edit a loaded daemon may read
+            first.root.rename(tmp_path / "removing")
+            shutil.rmtree(tmp_path / "removing")
         else:
             _replace_at_once(first.root, tmp_path / "moved-away")
         for method, params in (("memory.write", {"topic": "after", "content": "lost?"}),

@@ -119,6 +119,7 @@ def _mypy(tmp_path: Path, sources: dict[str, str]) -> subprocess.CompletedProces
                            *sources], capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
 
 
+@pytest.mark.timeout(600)  # mypy takes ~20 s of CPU: the bound is for a hang, not for a loaded machine
 def test_the_public_api_type_checks_with_mypy_and_mistakes_are_caught(tmp_path: Path) -> None:
     import importlib.util
 
