@@ -140,13 +140,21 @@ async def test_an_mcp_server_started_before_the_daemon_writes_through_it_once_it
     from tests.test_mmctl_mcp import Mcp, _seed, _session
 
     probe = DaemonProcess(tmp_path)  # the environment the daemon will have
-    request.addfinalizer(probe.stop)  # never started: stop removes its runtime folder
+    started: list[DaemonProcess] = []
+
+    def end() -> None:  # the daemon first: it writes in the probe's runtime folder until it has stopped
+        for daemon in started:
+            daemon.stop()
+        probe.stop()  # never started: stop removes its runtime folder
+
+    request.addfinalizer(end)
     _seed(probe.root)
 
     async def test(mcp: Mcp) -> None:
         _, note, err = await mcp.call("mem_read", topic="seed")
         assert not err and note is not None  # served from the files: no daemon yet
         daemon = await asyncio.to_thread(start_daemon, env={"XDG_RUNTIME_DIR": str(probe.runtime)})
+        started.append(daemon)
         text, written, err = await mcp.call("mem_write", topic="later", content="through the daemon")
         assert not err and written is not None and written["ok"], text
         async with AsyncClient(daemon.root, env=daemon.env) as client:
