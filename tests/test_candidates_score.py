@@ -47,8 +47,12 @@ def test_the_budget_hides_the_rest_but_keeps_them() -> None:
 
 
 def test_a_budget_filled_by_the_person_still_shows_the_best_assistant_finding() -> None:
-    topics = [f"{a} {b}" for a in ("parser", "renderer", "exporter") for b in ("cache", "queue", "schema")]
-    prompts = [say("human", f"never touch the {topic} without asking me first", i) for i, topic in enumerate(topics)]
+    rules = ["never touch the parser cache without asking me first", "always run the linter before you commit",
+             "never push to main directly", "always write the changelog entry with the fix",
+             "never bump a dependency in a feature branch", "always keep migrations reversible",
+             "never log a customer's email address", "always pin the base image by digest",
+             "never rename a public endpoint without a deprecation notice"]
+    prompts = [say("human", rule, i) for i, rule in enumerate(rules)]
     finding = say("assistant", "The root cause is that the cache key ignores the tenant id.", 20)
     weak = say("assistant", "The exporter defaults to UTC, which the old reports assumed.", 21)
     drafts = select([*prompts, finding, weak])
@@ -232,3 +236,15 @@ def test_a_labelled_lesson_and_a_choice_with_its_purpose_from_the_assistant() ->
     rules = {d.rule: d for d in drafts}
     assert rules["assistant-lesson"].visible and rules["assistant-lesson"].score >= DEFAULT_TUNING.sure
     assert rules["assistant-purpose"].visible and rules["assistant-purpose"].score >= MIN_SCORE
+
+
+def test_a_rule_said_again_gives_its_place_to_another() -> None:
+    said = [say("human", "never push to main directly, open a pull request for every change", 1),
+            say("human", "again: never push to main directly, every change gets a pull request", 2),
+            say("human", "always pin the base image by its digest", 3)]
+    drafts = select(said, per_session=2)
+    assert len(drafts) == 3
+    assert {d.evidence[0].position.line for d in drafts if d.visible} == {1, 3}  # not the same rule twice
+    # a draft that only shares a few words with a better one keeps its place
+    other = [said[0], say("human", "never merge a pull request without a linked issue and a test", 2), said[2]]
+    assert {d.evidence[0].position.line for d in select(other, per_session=2) if d.visible} == {1, 2}

@@ -8,10 +8,10 @@ repetition). Issue 13 "Score, cap, hide".
 
 Score = rule weight × :data:`WHO_FACTOR` × :func:`~mmd.candidates.signals.strength`, plus 0.15 a repetition
 (up to three; an earlier message pasted back whole is none), 0.2 an acknowledged correction, 0.1 carried into
-a later summary, minus 0.3 disproved; a second draft of one utterance ranks ×0.6. The global parameters are a
-:class:`Tuning` (``bench/queue_quality.py --cv`` picks them leave-one-file-out). Recency was measured
-(±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files, so it is not a
-term; ``bench/queue_quality.py`` is the measure. Also measured there and left out (2026-12-01), as none raised
+a later summary, minus 0.3 disproved; a second draft of one utterance ranks ×0.8, as does a restatement. The
+global parameters are a :class:`Tuning` (``bench/queue_quality.py --cv`` picks them leave-one-file-out). Recency
+was measured (±0.1..0.2 of the score by position in the session) and lowered precision on the tuning files, so it
+is not a term; ``bench/queue_quality.py`` is the measure. Also measured there and left out (2026-12-01), as none raised
 the tuning files' figures: a later summary bullet restating an assistant sentence at quote level (a bigger
 bonus, or a draft of its own), the user's next prompt confirming, correcting or reusing the rarer words of an
 assistant sentence, a penalty for a human request the user comes back to (with or without "still", "again",
@@ -72,6 +72,12 @@ body (two sentences of one short paragraph wrote the same text twice): cv phrase
 3.9 a session, in-sample 0.475 / 0.386, cv params+phrases 0.386 / 0.325 → 0.447 / 0.341. ``docs/candidates.md``
 keeps each step's figures and what was measured and left out.
 
+Then (2026-12-02) a draft that restates a better-ranked one (half or more of the smaller one's content words: the
+agent's finding said again in its summary, the person's rule said twice) ranks ×``same_turn`` for each such one, as
+a second draft of one utterance does (:func:`_diverse`): cv phrases 0.470 / 0.374 → 0.480 / 0.382 (the 18 0.430 /
+0.373 → 0.441 / 0.382, the 33 0.505 / 0.375 → 0.514 / 0.382), k=2 and k=3 on the 18 up too, the held-out five
+0.269 / 0.226 → 0.280 / 0.226.
+
 Never: stores, dedupes across sessions or against notes (``mmd.candidates.dedupe`` does),
 applies the mm v1 marker rules (``mmd.candidates.rules``), drops a draft it hides (hidden
 drafts come back with ``visible=False``), or imports anything outside the standard library
@@ -80,6 +86,7 @@ and :mod:`mmd.sources.base`.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import unicodedata
@@ -341,17 +348,56 @@ class _Session:
 
 
 def _diverse(drafts: list[Draft], same_turn: float) -> list[Draft]:
-    """Highest score first, but a second draft of the same utterance ranks as if ×``same_turn``.
+    """Highest score first, but a draft ranks as if ×``same_turn`` once for each better-ranked draft of the same
+    utterance, and once for each better-ranked draft it restates (:func:`_restates`: most of its content words said
+    again, as an agent says a finding in its reply and again in its summary).
 
-    A prompt usually carries one memory; its other sentences give way to other prompts.
+    A prompt usually carries one memory, and a memory said twice is one: the places it would take give way to other
+    statements (maximal marginal relevance, greedily; past the first :data:`_RESTATED_DEPTH` places the rest keep
+    their order, which nothing shows). ``same_turn`` is in 0..1.
     """
     order: list[tuple[float, int, Draft]] = []
     taken: dict[int, int] = {}
     for i, draft in enumerate(sorted(drafts, key=lambda d: -d.score)):
         origin = id(draft.evidence[0])
-        order.append((draft.score * same_turn ** taken.get(origin, 0), i, draft))
+        order.append((-draft.score * same_turn ** taken.get(origin, 0), i, draft))
         taken[origin] = taken.get(origin, 0) + 1
-    return [draft for _, _, draft in sorted(order, key=lambda t: (-t[0], t[1]))]
+    heapq.heapify(order)
+    out: list[Draft] = []
+    picked: list[frozenset[str]] = []
+    checked: dict[int, int] = {}  # per draft (its index), how many of the picked it was compared with
+    while order and len(out) < _RESTATED_DEPTH:
+        value, i, draft = heapq.heappop(order)
+        words = _content(draft.body)
+        again = sum(1 for p in picked[checked.get(i, 0):] if _restates(words, p))
+        checked[i] = len(picked)
+        if again:
+            heapq.heappush(order, (value * same_turn ** again, i, draft))
+            continue
+        out.append(draft)
+        picked.append(words)
+    return out + [draft for _, _, draft in sorted(order)]
+
+
+_RESTATED_DEPTH = 32
+"""How many places :func:`_diverse` fills by maximal marginal relevance (a session shows at most
+:attr:`Tuning.budget_max` and one slot)."""
+RESTATED = 0.5
+"""The share of the smaller statement's content words (:func:`_content`) two statements share when one restates
+the other (measured in ``bench/queue_quality.py``: 0.5 and 0.6 gave the same figures, 0.4 lowered them)."""
+
+
+def _content(text: str) -> frozenset[str]:
+    """The content words of ``text``: its :func:`~mmd.candidates.identity.shingles` of 4 code points or more (CJK
+    bigrams too), so "the", "and", "is" do not make two statements one."""
+    return frozenset(w for w in shingles(text) if len(w) >= 4 or not w.isascii())
+
+
+def _restates(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two :func:`_content` sets share at least :data:`RESTATED` of the smaller one's words (sets of fewer
+    than 3 words never do: two short sentences share a word by chance)."""
+    small = min(len(a), len(b))
+    return small >= 3 and len(a & b) >= RESTATED * small
 
 
 def shown(ranked: Sequence[Draft], cap: int, tuning: Tuning = DEFAULT_TUNING, *, slot: bool = True) -> list[Draft]:
