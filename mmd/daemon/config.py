@@ -41,7 +41,7 @@ from mmd.core.config_file import (
 from mmd.core.errors import MMError
 from mmd.core.options import MemoryOptions
 from mmd.core.paths import dsh_home, expand_path
-from mmd.sources import SESSIONS_KIND
+from mmd.sources import FOLDERS, SESSIONS_KIND
 from mmd.wire.endpoints import endpoints_for
 
 from .config_git import GitSettings, git_settings
@@ -96,9 +96,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("agents.writes", "--agent-writes", "str", "propose",
            "propose: an agent's MCP mem_write / mem_delete is queued for review; direct: it writes at once"),
     Option("daemon.sessions", "--sessions", "path", None,
-           "DSH session logs, the dsh source's folder (default $DSH_HOME/sessions)"),
+           f"DSH session logs, the {SESSIONS_KIND} source's folder (default $DSH_HOME/sessions)"),
     Option("daemon.sources", "--source", "sources", (),
-           "an agent's session-log folder, KIND=PATH, repeatable (KIND: dsh | claude-code | codex); "
+           f"an agent's session-log folder, KIND=PATH, repeatable (KIND: {' | '.join(FOLDERS)}); "
            "default: each agent's own folder, read when it exists"),
     Option("daemon.sourcesOff", "--no-source", "kinds", (), "turn a source off, KIND (repeatable)"),
     Option("daemon.ingest", "--ingest", "bool", True, "follow the agent-log folders and fill the review queue"),

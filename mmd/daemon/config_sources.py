@@ -1,14 +1,13 @@
 """The agent session-log sources of the daemon's configuration: ``--source``, ``--no-source``, ``[[daemon.sources]]``.
 
 Owns: :class:`SourceSetting` and :func:`source_settings`, which merges, per
-source kind (:data:`mmd.sources.FOLDERS`: ``dsh``, ``claude-code``,
-``codex``), the flags, the config file and the defaults the sources derive
+source kind (:data:`mmd.sources.FOLDERS`), the flags, the config file and the defaults the sources derive
 from the environment handed in (``$CLAUDE_CONFIG_DIR/projects`` else
 ``~/.claude/projects``; ``$CODEX_HOME/sessions`` else ``~/.codex/sessions``;
 the DSH folder is ``--sessions`` / ``daemon.sessions`` as before).
 
-Precedence per kind, highest first — folder: ``--source KIND=PATH``, (dsh)
-``--sessions``, the file's ``[[daemon.sources]]`` ``path``, (dsh)
+Precedence per kind, highest first — folder: ``--source KIND=PATH``, (the sessions kind)
+``--sessions``, the file's ``[[daemon.sources]]`` ``path``, (the sessions kind)
 ``daemon.sessions``, the source's default; enabled: ``--no-source KIND`` (off),
 ``--source KIND=…`` (on), the table's ``enabled``, the file's
 ``daemon.sourcesOff`` list (off), on.
@@ -41,7 +40,7 @@ class SourceSetting:
     """One configured source of agent session logs.
 
     Attributes:
-        kind: a key of :data:`mmd.sources.FOLDERS` (``dsh``, ``claude-code``, ``codex``).
+        kind: a key of :data:`mmd.sources.FOLDERS`.
         folder: its folder (absolute; it may not exist yet: it is read once it does).
         enabled: False when turned off (``--no-source KIND``, ``enabled = false``).
     """

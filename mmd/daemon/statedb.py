@@ -199,8 +199,11 @@ def _migrate_candidates(conn: sqlite3.Connection) -> None:
     if not rows:  # a new database: nothing to upgrade, and mmd.candidates stays unloaded until a candidate comes
         return
     from mmd.candidates.identity import norm_key  # the daemon may import the candidates floor
-    from mmd.sources.dsh.source import DshSource  # schema 1 and 2 read only the sessions folder: DSH logs,
-    from mmd.sources.other import OtherSource  # or (no session id) the other JSONL there
+    from mmd.sources import SESSIONS_FOLDER
+
+    # schema 1 and 2 read only the sessions folder: its own source's logs (they carry a session id), else the
+    # other JSONL there, the two sources of SESSIONS_FOLDER in that order
+    own, other = SESSIONS_FOLDER
 
     for r in rows:
         position: dict[str, Any] = {"file": r[4]}
@@ -208,7 +211,7 @@ def _migrate_candidates(conn: sqlite3.Connection) -> None:
             position["seq"] = r[5]
         if r[6] is not None:
             position["uuid"] = r[6]
-        agent = DshSource.name if r[3] is not None else OtherSource.name
+        agent = own if r[3] is not None else other
         evidence = [{"agent": agent, "sessionId": r[3], "project": None, "file": r[4], "position": position,
                      "at": None, "who": _WHO.get(r[7], "text"), "quote": r[2][:500]}]
         conn.execute("UPDATE candidates SET rule = ?, score = ?, pinned = ?, norm = ?, evidence = ?, agents = ?"

@@ -43,7 +43,7 @@ class EndedSession:
     """A followed agent session whose log went quiet: the payload of a ``session-end`` nudge.
 
     Attributes:
-        agent: the source's name (``dsh``, ``claude-code``, ``codex``).
+        agent: the source's name (a :data:`mmd.sources.SOURCES` name).
         session_id: the agent's session id.
         project: the session's working directory, or None when the log does not say.
         file: the log (absolute path).

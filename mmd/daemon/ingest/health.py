@@ -38,7 +38,7 @@ class SourceHealth:
     """One source folder (``ingest.sources[]`` of ``daemon.status``).
 
     Attributes:
-        kind: the configured source kind (``dsh``, ``claude-code``, ``codex``).
+        kind: the configured source kind (a key of :data:`mmd.sources.FOLDERS`).
         folder: the folder (absolute).
         enabled: not turned off (``--no-source``, ``enabled = false``); an enabled folder that is missing is
             waited for.
