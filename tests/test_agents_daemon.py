@@ -281,3 +281,31 @@ async def test_a_session_end_nudge_names_the_sessions_proposals(daemon: Any) -> 
         {"id": mine["id"], "status": "pending", "topic": mine["topic"],
          "summary": "Benchmarks run on the quiet machine only."}]
     jsonschema.validate(event, {**SCHEMAS["events.schema.json"], "$ref": "#/$defs/memory~1nudge"})
+
+
+def test_a_proposal_accepted_once_whose_effect_is_gone_is_queued_again_and_a_rejected_one_is_not(daemon: Any) -> None:
+    # The queue knows a statement by its words: an agent proposing again what was accepted once was told "accepted"
+    # and nothing happened, though the note had come back (a delete) or lost the text (an append).
+    write(daemon, "scratch", "Temporary notes.", summary="Scratch")
+    first = propose(daemon, topic="scratch", action="delete", reason="obsolete")
+    assert call(daemon, "queue.accept", {"id": first["id"]})["ok"]
+    assert call(daemon, "memory.read", {"topic": "scratch"}) is None
+    write(daemon, "scratch", "Temporary notes, again.", summary="Scratch")
+    again = propose(daemon, topic="scratch", action="delete", reason="obsolete again")
+    assert (again["status"], again["id"]) == ("queued", first["id"]), again  # the decision no longer holds
+    assert again["candidate"]["status"] == "pending" and again["candidate"]["visible"]
+    assert [c["id"] for c in call(daemon, "queue.list", {})["candidates"]] == [first["id"]]
+    assert call(daemon, "queue.accept", {"id": again["id"]})["ok"]
+    assert call(daemon, "memory.read", {"topic": "scratch"}) is None
+
+    write(daemon, "ports", "The API listens on 8080.", summary="Ports")
+    add = propose(daemon, "The admin UI listens on 9090.", topic="ports")
+    assert call(daemon, "queue.accept", {"id": add["id"]})["ok"]
+    assert propose(daemon, "The admin UI listens on 9090.", topic="ports")["status"] == "held"  # in the note
+    write(daemon, "ports", "The API listens on 8080.", summary="Ports")  # the person took it out again
+    back = propose(daemon, "The admin UI listens on 9090.", topic="ports")
+    assert (back["status"], back["id"]) == ("queued", add["id"]), back
+
+    call(daemon, "queue.reject", {"id": back["id"], "reason": "not ours"})
+    no = propose(daemon, "The admin UI listens on 9090.", topic="ports")
+    assert (no["status"], no["id"]) == ("rejected", add["id"])  # the person said no: it stays said

@@ -87,8 +87,9 @@ class Agents:
         """``memory.propose {content?, topic?, action?, summary?, reason?, agent?, session?, sessionId?, project?}``
         → ``{ok: true, status, id, candidate?, topic, scope}``.
 
-        ``status``: ``queued`` (a new candidate ``id``), ``merged`` (the same statement was pending as ``id``: this
-        proposal joined its evidence), ``accepted`` | ``rejected`` (decided before as ``id``: nothing queued),
+        ``status``: ``queued`` (a new candidate ``id``, or one accepted before whose effect the notes no longer hold,
+        pending again), ``merged`` (the same statement was pending as ``id``: this proposal joined its evidence),
+        ``accepted`` | ``rejected`` (decided before as ``id``, and it holds: nothing queued),
         ``held`` (a note already holds it: nothing queued, ``id`` null). ``action`` defaults to ``append`` for a
         topic that has a note, else ``create``; ``replace`` gives the note's whole new text (its summary kept unless
         ``summary`` is given); ``delete`` needs no content.
@@ -136,8 +137,11 @@ class Agents:
         if made is None:
             held = topic if note is not None else _holder(target, content)
             return {"ok": True, "status": "held", "id": None, "topic": held, "scope": scope}
+        before = await asyncio.to_thread(queue.holding, made)
         ids = await asyncio.to_thread(queue.add, [made])
         holder = await asyncio.to_thread(queue.holding, made)
+        if holder is not None and before is not None and before["status"] != "pending" == holder["status"]:
+            ids = [holder["id"]]  # brought back (an accepted proposal whose effect is gone): queued again
         if ids:
             self._publish(QUEUE_ADDED, {"ids": ids, "sessionId": session, "source": place, "agent": agent})
         status = "queued" if ids else "merged" if holder is None or holder["status"] == "pending" else holder["status"]

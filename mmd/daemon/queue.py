@@ -233,7 +233,8 @@ class ReviewQueue:
         to (or a near-duplicate of) a pending candidate merges into it; one
         equal to an accepted or rejected candidate is dropped; one equal to an expired candidate merges into
         it and brings it back (pending, hidden until a place is found for it) when it is pinned or, outside a
-        first backfill, seen in a session the candidate was not seen in.
+        first backfill, seen in a session the candidate was not seen in; an agent's proposal of an accepted one's
+        very statement brings it back on show (:func:`.queue_offers.brought_back`).
 
         Args:
             allowance: a first backfill's share of places (what it holds back is expired from the start).
@@ -287,11 +288,7 @@ class ReviewQueue:
                 if c.kind != HELD:
                     self._near_index(conn).add(cid, c.body, c.summary)
             return Sighting(cid, c.visible, False, True, c.score) if is_draft(c) else None
-        if row["status"] == "expired" and (c.pinned or allowance is None and self._elsewhere(row, c)):
-            conn.execute("UPDATE candidates SET status = 'pending', decided_at = NULL, reason = NULL, visible = 0,"
-                         " offered_by = NULL, queued_at = ? WHERE id = ?", (now, row["id"]))
-            conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.return', ?, ?)",
-                         (now, row["id"], json.dumps({"was": "expired", "reason": row["reason"]})))
+        if offers.brought_back(conn, row, c, now, elsewhere=allowance is None and self._elsewhere(row, c)):
             row = conn.execute("SELECT * FROM candidates WHERE id = ?", (row["id"],)).fetchone()
         again, score = self._merge(conn, row, c) if row["status"] in ("pending", "expired") else (False, row["score"])
         if not (is_draft(c) and row["draft"]):

@@ -31,6 +31,7 @@ Threading: called by :class:`~.queue.ReviewQueue` inside its transactions, on th
 from __future__ import annotations
 
 import functools
+import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,8 +43,8 @@ from mmd.core.clock import iso_ms, parse_iso_ms
 if TYPE_CHECKING:
     from mmd.candidates import NewCandidate
 
-__all__ = ["BACKFILL", "BACKFILL_SHOWN", "EXPIRE_DAYS", "AGE", "Allowance", "Sighting", "expire", "is_draft",
-           "left_out", "offer", "rule_names", "session_of"]
+__all__ = ["BACKFILL", "BACKFILL_SHOWN", "EXPIRE_DAYS", "AGE", "Allowance", "Sighting", "brought_back", "expire",
+           "is_draft", "left_out", "offer", "rule_names", "session_of"]
 
 EXPIRE_DAYS = 30
 """Days a rule draft stays pending, counted from when it was queued, before it is ``expired`` (the default of
@@ -110,6 +111,37 @@ class Sighting:
     again: bool
     new: bool
     score: float
+
+
+def brought_back(conn: sqlite3.Connection, row: sqlite3.Row, c: NewCandidate, now: str, *, elsewhere: bool) -> bool:
+    """Move ``row``, the candidate ``c`` was matched to, back to ``pending`` when ``c`` brings it back; whether it did.
+
+    - An **expired** one, when ``c`` is pinned or ``elsewhere`` (the caller: outside a first backfill, said in a
+      session the row was never seen in): hidden until :func:`offer` finds it a place.
+    - An **accepted** one, when ``c`` is an agent's proposal of the very statement (the same identity, not a
+      near-duplicate): a proposal is queued only when its effect is not in the notes now (a create's or append's text
+      no note holds, a delete's note there again, a replace's text not the note's), so the acceptance no longer
+      holds. It comes back on show with the proposal's topic and action. A rejected one never comes back: the
+      person's no stands.
+
+    Journaled ``queue.return`` ``{was, reason}`` (the row's reason; ``proposed again`` for an accepted one).
+    """
+    from mmd.candidates.proposals import PROPOSAL_RULE
+
+    if row["status"] == "expired" and (c.pinned or elsewhere):
+        conn.execute("UPDATE candidates SET status = 'pending', decided_at = NULL, reason = NULL, visible = 0,"
+                     " offered_by = NULL, queued_at = ? WHERE id = ?", (now, row["id"]))
+        reason = row["reason"]
+    elif row["status"] == "accepted" and c.rule == PROPOSAL_RULE and row["norm"] == c.norm:
+        conn.execute("UPDATE candidates SET status = 'pending', decided_at = NULL, reason = NULL, visible = 1,"
+                     " written_topic = NULL, written_revision = NULL, topic = ?, proposal_action = ?, queued_at = ?"
+                     " WHERE id = ?", (c.topic, c.proposal_action, now, row["id"]))
+        reason = "proposed again"
+    else:
+        return False
+    conn.execute("INSERT INTO journal (at, action, candidate_id, detail) VALUES (?, 'queue.return', ?, ?)",
+                 (now, row["id"], json.dumps({"was": row["status"], "reason": reason})))
+    return True
 
 
 def _marks(ids: Iterable[int]) -> tuple[str, list[int]]:
