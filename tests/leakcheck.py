@@ -34,6 +34,8 @@ import pytest
 MARK = "MMD_TEST_RUN"
 """The environment variable carrying the run's mark: every process started by a checking pytest inherits it."""
 TERM_WAIT_S = 5.0
+EXEC_WAIT_S = 2.0
+"""How long :func:`environ` reads again a process whose environment is empty (one caught inside its exec)."""
 """How long a process has to exit after SIGTERM before its group is sent SIGKILL (a bound on a hang)."""
 
 
@@ -263,6 +265,22 @@ def _no_process_outlives_its_test() -> Iterator[None]:
         pytest.fail("\n".join(problems), pytrace=False)
 
 
+def environ(proc: psutil.Process) -> dict[str, str]:
+    """The environment of ``proc``. Linux shows an empty one while a process is inside its exec, until the new
+    image's is set up (read right after ``Popen`` returned, 13 of 300 on a loaded machine): such a process is read
+    again, for at most :data:`EXEC_WAIT_S` seconds; a kernel thread (its parent is 0 or 2) has none.
+
+    Raises:
+        psutil.Error: the process is gone or not ours to read.
+    """
+    deadline = time.monotonic() + EXEC_WAIT_S
+    while True:
+        env: dict[str, str] = proc.environ()
+        if env or proc.ppid() in (0, 2) or time.monotonic() >= deadline:
+            return env
+        time.sleep(0.01)
+
+
 def _marked_elsewhere() -> list[psutil.Process]:
     """Processes carrying this run's mark, other than this one and its children (found by the per-test check)."""
     me, found = os.getpid(), []
@@ -270,7 +288,7 @@ def _marked_elsewhere() -> list[psutil.Process]:
         if proc.pid == me:
             continue
         try:
-            if proc.environ().get(MARK) == RUN.mark and _alive(proc) and not _own_helper(proc):
+            if environ(proc).get(MARK) == RUN.mark and _alive(proc) and not _own_helper(proc):
                 found.append(proc)
         except psutil.Error:
             continue
