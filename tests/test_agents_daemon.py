@@ -309,3 +309,13 @@ def test_a_proposal_accepted_once_whose_effect_is_gone_is_queued_again_and_a_rej
     call(daemon, "queue.reject", {"id": back["id"], "reason": "not ours"})
     no = propose(daemon, "The admin UI listens on 9090.", topic="ports")
     assert (no["status"], no["id"]) == ("rejected", add["id"])  # the person said no: it stays said
+
+
+def test_queue_show_leaves_out_what_a_proposal_does_not_know_rather_than_printing_question_marks(daemon: Any) -> None:
+    from tests.test_mmctl_daemon import cli
+
+    out = propose(daemon, "Staging resets every Monday at 06:00 UTC.", reason="it wiped my data")  # no project
+    code, shown, _ = cli(daemon, "queue", "show", str(out["id"]))
+    (line,) = [x for x in shown.splitlines() if x.startswith("- ")]
+    assert code == 0 and "?" not in line and " in " not in line.split("(")[0], shown  # a fresh user read "- ? … in ?"
+    assert line.startswith(f"- {out['candidate']['evidence'][0]['at']} other assistant (session -"), line

@@ -189,7 +189,9 @@ def _show(candidate: dict[str, Any]) -> str:
             pos = e.get("position") or {}
             where = "".join(f", {k} {pos[k] + (k == 'line')}" for k in ("line", "seq")
                             if isinstance(pos.get(k), int))  # a line as editors count it (from 1; stored from 0)
-            out += (f"- {e.get('at') or '?'} {e.get('agent')} {e.get('who')} in {e.get('project') or '?'} "
+            when = f"{e['at']} " if e.get("at") else ""  # a log without times, a proposal made by hand: none
+            project = f" in {e['project']}" if e.get("project") else ""
+            out += (f"- {when}{e.get('agent')} {e.get('who')}{project} "
                     f"(session {e.get('sessionId') or '-'}, {e.get('file')}{where})\n"
                     f"  > {escape_hidden(str(e.get('quote', '')))}\n")
     said = proposal_lines(candidate)  # an agent's proposal: who, why, and what accepting changes
