@@ -7,6 +7,8 @@ brings back the version before, undoing holds it again. Real daemons, real files
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from io import BytesIO, StringIO
 from pathlib import Path
 from typing import Any
@@ -246,6 +248,38 @@ def test_a_secret_typed_into_a_note_by_hand_is_never_committed_or_pushed_while_i
     assert call(laptop, "queue.accept", {"id": cand["id"]})["ok"]
     mmctl_sync(laptop)
     assert token not in git(remote, "log", "-p", "--all") and token not in note.read_text()
+
+
+def test_a_note_rewritten_between_git_add_and_the_redaction_has_its_staged_secret_redacted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon) -> None:  # type: ignore[no-untyped-def]
+    """The redaction reads what ``git add`` staged, not the file again: an editor truncating the note right after
+    ``git add`` read it (its next save begins) left the staged text with its token while the file held none, and
+    the token was committed (a loaded run did so). A ``git`` in front of the real one truncates the note right
+    after the first ``git add`` once the trigger file exists, which makes that moment happen every time."""
+    isolate_git(monkeypatch, tmp_path)
+    real, wrapper, trigger = shutil.which("git"), tmp_path / "bin", tmp_path / "truncate-after-add"
+    wrapper.mkdir()
+    note = tmp_path / "laptop" / "memories" / "deploy-region.md"
+    (wrapper / "git").write_text(f"""#!/bin/sh
+"{real}" "$@"; code=$?
+if [ "$1" = add ] && rm "{trigger}" 2>/dev/null; then : > "{note}"; fi
+exit $code
+""")
+    (wrapper / "git").chmod(0o755)
+    daemon = start_daemon("--git", root=tmp_path / "laptop", env={"PATH": f"{wrapper}:{os.environ['PATH']}"})
+    write(daemon, "deploy-region", "We deploy to us-east-1.")
+    wait_until(lambda: "deploy-region" in git(daemon.root, "log", "--format=%s"), what="the write's commit")
+    token = "ghp_Zq8rT2vLm9XwB4nK7pHs3dFy6cJu1eGa7777"
+    typed = note.read_text() + f"\nBot token is {token}\n"
+    trigger.touch()
+    note.write_text(typed)
+    write(daemon, "other", "Unrelated note.")  # its commit (or the edit's own) stages the note, then it is emptied
+    wait_until(lambda: not trigger.exists(), what="a git add after the edit")
+    wait_until(lambda: "other" in git(daemon.root, "log", "--format=%s"), what="the write's commit")
+    note.write_text(typed)  # the editor's save ends: the token is in the file again
+    wait_until(lambda: _held(daemon), what="the outside edit held")
+    history = git(daemon.root, "log", "-p", "--all")
+    assert token not in history, "a token staged by git add reached a commit"
 
 
 def test_a_secret_typed_by_hand_right_before_a_daemon_write_is_not_committed_by_that_write(

@@ -184,7 +184,15 @@ class CommitUses:
 
         So is a staged note file (or MEMORY.md) the daemon neither wrote nor read as it is now (its inode, size
         and mtime are not the root's fingerprint of it): an outside edit the watcher has not yet seen, made in
-        the moment before a write's commit stages the root; it is held, and its own commit made, once seen."""
+        the moment before a write's commit stages the root; it is held, and its own commit made, once seen.
+
+        What is redacted is the text staged (the index's blob), never the file read again: an editor rewriting the
+        file between ``git add`` and this call (truncated, half written) left the staged text with its secret
+        while the file held none (a loaded run committed a token so).
+
+        Raises:
+            GitError: if git cannot list or show the staged files (the commit is then not made: fail closed).
+        """
         from mmd.screen.secrets import redact
 
         from .holds import Holds
@@ -200,18 +208,26 @@ class CommitUses:
             unseen = [rel for path in staged if path.startswith(base) and split(path)[0] == root.scope
                       and (rel := path[len(base):]).endswith(".md") and _unseen(root, rel)]
             for rel in dict.fromkeys([*held, *unseen]):
+                data = self._staged_blob(base + rel)
                 try:
-                    text = (root.path / rel).read_bytes().decode("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                if (clean := redact(text)) != text:
+                    text = data.decode("utf-8") if data is not None else None
+                except UnicodeDecodeError:
+                    continue  # not a note's text: nothing of ours to redact
+                if text is not None and (clean := redact(text)) != text:
                     out[base + rel] = clean.encode("utf-8")
         return out
 
     def _staged_paths(self) -> list[str]:
-        """Worker thread: the repository paths whose staged file differs from HEAD's (none when git fails)."""
-        names = self.history.git.run("diff", "--cached", "--name-only", "--no-renames", "-z", check=False).stdout
+        """Worker thread: the repository paths whose staged file differs from HEAD's. Raises GitError."""
+        names = self.history.git.run("diff", "--cached", "--name-only", "--no-renames", "-z").stdout
         return [n for n in names.decode("utf-8", "surrogateescape").split("\0") if n]
+
+    def _staged_blob(self, path: str) -> bytes | None:
+        """Worker thread: the staged text of ``path`` (relative to the repository), None when the index has none.
+        Raises GitError when git fails otherwise."""
+        if not self.history.git.run("ls-files", "-z", "--", f":(literal){path}").stdout:  # gone: none staged
+            return None
+        return self.history.git.run("cat-file", "blob", f":{path}").stdout
 
     def _flush(self) -> None:
         """Worker thread: stage the files of the pending revisions' roots under their write locks, then commit them
