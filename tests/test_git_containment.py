@@ -33,7 +33,6 @@ from tests.test_git_daemon import call, write
 from tests.test_git_helpers import (
     bare_remote,
     blob,
-    end_hanging,
     git,
     hang_fetches,
     isolate_git,
@@ -263,7 +262,7 @@ def test_a_second_sync_during_a_running_one_returns_at_once_saying_what_the_firs
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, start_daemon: Any) -> None:
     isolate_git(monkeypatch, tmp_path)
     daemon = start_daemon("--git", "--no-ingest", root=tmp_path / "root")
-    before = hang_fetches(daemon.root, "ssh://me:s3cret@example.invalid/memory.git")
+    hang = hang_fetches(daemon.root, "ssh://me:s3cret@example.invalid/memory.git")
     first_err, first_code = io.StringIO(), []
     syncing = threading.Thread(target=lambda: first_code.append(
         main(["sync", "--root", str(daemon.root)], env=daemon.env, stdout=io.StringIO(), stderr=first_err)))
@@ -279,7 +278,7 @@ def test_a_second_sync_during_a_running_one_returns_at_once_saying_what_the_firs
     finally:
         daemon.signal(signal.SIGKILL)
         syncing.join(30)
-        end_hanging(before)
+        hang.end()
     assert not syncing.is_alive() and first_code == [1]
 
 

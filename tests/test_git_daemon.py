@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.test_daemon_helpers import DaemonProcess, sync_call
-from tests.test_git_helpers import bare_remote, end_hanging, git, hang_fetches, hanging_sleeps, isolate_git
+from tests.test_git_helpers import bare_remote, git, hang_fetches, isolate_git
 from tests.test_ingest_helpers import wait_until
 from tests.test_mmctl_daemon import cli
 
@@ -235,11 +235,11 @@ def test_a_stopping_daemon_cuts_a_fetch_that_hangs(tmp_path: Path, monkeypatch: 
     # SIGTERM waited for the fetch's 120 s time limit (systemd's TimeoutStopSec=30 would SIGKILL first)
     isolate_git(monkeypatch, tmp_path)
     daemon = start_daemon("--git", "--no-ingest", "--git-sync-interval-ms", "300", root=tmp_path / "root")
-    before = hang_fetches(daemon.root)
-    hung = wait_until(lambda: hanging_sleeps() - before, what="a fetch that hangs")
+    hang = hang_fetches(daemon.root)
+    hung = wait_until(hang.sleeps, what="a fetch that hangs")
     daemon.signal(signal.SIGTERM)
     assert daemon.wait(30) == 0, daemon.stderr()
-    assert not (hanging_sleeps() & hung), "the fetch's ssh command outlived the daemon"
+    assert not (hang.sleeps() & hung), "the fetch's ssh command outlived the daemon"
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the hanging fetch through /proc")
@@ -249,14 +249,14 @@ def test_a_sync_whose_daemon_is_killed_before_it_answers_fails_at_once(tmp_path:
     # `mmctl sync` waited out its 1200 s timeout after its daemon was killed
     isolate_git(monkeypatch, tmp_path)
     daemon = start_daemon("--git", "--no-ingest", root=tmp_path / "root")
-    before = hang_fetches(daemon.root)
+    hang = hang_fetches(daemon.root)
     result: list[tuple[int, str, str]] = []
     syncing = threading.Thread(target=lambda: result.append(cli(daemon, "sync")))
     syncing.start()
-    wait_until(lambda: hanging_sleeps() - before, what="the sync's fetch, hanging")
+    wait_until(hang.sleeps, what="the sync's fetch, hanging")
     daemon.signal(signal.SIGKILL)
     syncing.join(20)
-    end_hanging(before)  # a fetch's own process group outlives a SIGKILLed daemon
+    hang.end()  # a fetch's own process group outlives a SIGKILLed daemon
     assert not syncing.is_alive(), "the sync waited for its whole timeout"
     code, _, err = result[0]
     assert code == 1 and "the daemon stopped before it answered" in err, err
@@ -271,11 +271,11 @@ async def test_an_async_request_whose_daemon_is_killed_before_it_answers_fails_a
 
     isolate_git(monkeypatch, tmp_path)
     daemon = start_daemon("--git", "--no-ingest", root=tmp_path / "root")
-    before = hang_fetches(daemon.root)
+    hang = hang_fetches(daemon.root)
     async with AsyncClient(daemon.root, env=daemon.env, timeout_ms=60_000) as client:
         syncing = asyncio.ensure_future(client.call("memory.sync"))
         for _ in range(400):  # at most 20 s
-            if hanging_sleeps() - before:
+            if hang.sleeps():
                 break
             await asyncio.sleep(0.05)
         else:
@@ -283,7 +283,7 @@ async def test_an_async_request_whose_daemon_is_killed_before_it_answers_fails_a
         daemon.signal(signal.SIGKILL)
         with pytest.raises(DaemonUnavailable) as failed:
             await asyncio.wait_for(syncing, 20)
-    end_hanging(before)
+    hang.end()
     assert not isinstance(failed.value, RequestTimeout) and "stopped before it answered" in str(failed.value)
 
 

@@ -5,7 +5,11 @@ No test lives here; the test_git_* modules import these.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -144,34 +148,37 @@ def push_crafted(repo: Path, remote: Path, parent: str, files: dict[str, tuple[s
     return commit
 
 
-def hanging_sleeps() -> set[int]:
-    """Pids of the ``sleep 600`` processes a fetch through :func:`hang_fetches` started (Linux: /proc)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes() == b"sleep\x00600\x00":
-                    found.add(int(entry.name))
-            except OSError:
-                continue
-    return found
+class Hang:
+    """The hanging fetches of one test: ``origin``'s ssh command is ``sleep <seconds>``, its seconds (``600.<n>``)
+    this test's alone, so its sleeps are told from every other process's. (A match of any ``sleep 600`` on the
+    machine killed the process group of a hook sleeping 600 s in a test beside it: that test's git commit.)"""
+
+    def __init__(self) -> None:
+        self.seconds = f"600.{uuid.uuid4().int % 10**9:09d}"
+
+    def sleeps(self) -> set[int]:
+        """Pids of this test's hanging ssh commands (Linux: /proc)."""
+        want, found = f"sleep\x00{self.seconds}\x00".encode(), set()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if (entry / "cmdline").read_bytes() == want:
+                        found.add(int(entry.name))
+                except OSError:
+                    continue
+        return found
+
+    def end(self) -> None:
+        """Kill the process groups of this test's hanging fetches (a SIGKILLed daemon leaves them)."""
+        for pid in self.sleeps():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
 
 
-def hang_fetches(root: Path, url: str = "ssh://example.invalid/memory.git") -> set[int]:
-    """Give ``root`` the remote ``origin`` at ``url``, reached through an ssh command that never answers
-    (``sleep 600``); returns the pids of such sleeps already running (see :func:`end_hanging`)."""
-    before = hanging_sleeps()
+def hang_fetches(root: Path, url: str = "ssh://example.invalid/memory.git") -> Hang:
+    """Give ``root`` the remote ``origin`` at ``url``, reached through an ssh command that never answers (a sleep
+    of about 600 s); returns the :class:`Hang` that finds and ends its sleeps."""
+    hang = Hang()
     git(root, "remote", "add", "origin", url)
-    git(root, "config", "core.sshCommand", "sleep 600 #")
-    return before
-
-
-def end_hanging(before: set[int]) -> None:
-    """Kill the process groups of the sleeps started since ``before`` (a SIGKILLed daemon leaves them)."""
-    import contextlib
-    import os
-    import signal
-
-    for pid in hanging_sleeps() - before:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    git(root, "config", "core.sshCommand", f"sleep {hang.seconds} #")
+    return hang
