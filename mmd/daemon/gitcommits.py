@@ -199,7 +199,7 @@ class CommitUses:
 
         out: dict[str, bytes] = {}
         roots = list(self.home) if scopes is None else [r for s in scopes if (r := self.home.get(s)) is not None]
-        staged = self._staged_paths()
+        staged = self.history.staged_paths()
         for root in (r for r in roots if r not in self.home.outside):
             secret = [h.topic for h in Holds.held(root).get().values()
                       if h.speaker == "outside-edit" and "secret" in h.kinds]
@@ -216,11 +216,6 @@ class CommitUses:
                 if text is not None and (clean := redact(text)) != text:
                     out[base + rel] = clean.encode("utf-8")
         return out
-
-    def _staged_paths(self) -> list[str]:
-        """Worker thread: the repository paths whose staged file differs from HEAD's. Raises GitError."""
-        names = self.history.git.run("diff", "--cached", "--name-only", "--no-renames", "-z").stdout
-        return [n for n in names.decode("utf-8", "surrogateescape").split("\0") if n]
 
     def _staged_blob(self, path: str) -> bytes | None:
         """Worker thread: the staged text of ``path`` (relative to the repository), None when the index has none.

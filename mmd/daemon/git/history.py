@@ -221,9 +221,23 @@ class GitHistory:
 
     def staged_topics(self) -> list[str]:
         """Topics whose note differs between the index (staged) and HEAD, sorted, a project root's as
-        ``<key>/<topic>``."""
-        names = self.git.run("diff", "--cached", "--name-only", "--no-renames", "-z", check=False).stdout
-        return sorted(t for n in names.decode("utf-8", "replace").split("\0") if (t := _topic_of(n)) is not None)
+        ``<key>/<topic>`` (none when git fails: the topics only name the commit)."""
+        try:
+            names = self.staged_paths()
+        except GitError as error:
+            if error.returncode == -1:  # timed out or could not start: the commit fails as it would
+                raise
+            return []
+        return sorted(t for n in names if (t := _topic_of(n)) is not None)
+
+    def staged_paths(self) -> list[str]:
+        """The repository paths whose staged file differs from HEAD's (undecodable bytes as surrogates).
+
+        Raises:
+            GitError: if git fails.
+        """
+        names = self.git.run("diff", "--cached", "--name-only", "--no-renames", "-z").stdout
+        return [n for n in names.decode("utf-8", "surrogateescape").split("\0") if n]
 
     def last_revision(self) -> int:
         """The highest revision number of this view's root the newest commit recording one names; 0 when none does.
