@@ -273,7 +273,7 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     code, _, err = cli(queued, "merge", "no-such-note", "--into", "house-rules")
     assert code == 1 and "no note to merge: no-such-note" in err
     # reject below a score: each reported; nothing pending below it stays
-    low = [c for c in everything["candidates"] if c["score"] < 0.6 and c["status"] == "pending"]
+    low = [c for c in everything["candidates"] if float(f"{c['score']:.2f}") < 0.6 and c["status"] == "pending"]
     # a dry run first: the same candidates listed, none rejected
     pending = json.loads(cli(queued, "queue", "list", "--json")[1])["pending"]
     code, out, _ = cli(queued, "queue", "reject", "--below", "0.6", "--dry-run", "--json")
@@ -286,7 +286,7 @@ def test_list_filters_show_evidence_accept_into_reject_below_and_merge(queued) -
     code, out, _ = cli(queued, "queue", "reject", "--below", "0.6")
     assert code == 0 and out.splitlines() == [f"rejected {c['id']}" for c in sorted(low, key=lambda c: c["id"])]
     rest = json.loads(cli(queued, "queue", "list", "--all", "--json")[1])["candidates"]
-    assert rest and all(c["score"] >= 0.6 for c in rest)
+    assert rest and all(float(f"{c['score']:.2f}") >= 0.6 for c in rest)
     code, out, _ = cli(queued, "queue", "reject", str(third["id"]), "99999")
     assert code == 1 and out == f"rejected {third['id']}\n"
 

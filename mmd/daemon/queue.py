@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from mmd.wire.protocol import CandidateJson
+from mmd.wire.scores import shown_at_least
 
 from . import queue_offers as offers
 from .queue_index import StatementIndex, same_idea
@@ -362,7 +363,8 @@ class ReviewQueue:
 
         Args:
             hidden: include pending candidates hidden by their session's budget (decided ones are always listed).
-            min_score: only candidates scoring at least this (hidden ones included).
+            min_score: only candidates shown scoring at least this, to two decimals (hidden ones included;
+                :func:`mmd.wire.scores.shown_at_least`).
             project, agent: only candidates with evidence from this project (its working directory:
                 a full path, or a name without ``/`` matching its last folder, or a name cut with ``…`` as
                 ``queue list`` shows a long one, matching a folder starting so; folders below it count)
@@ -378,7 +380,7 @@ class ReviewQueue:
             args.append(status)
         if min_score is not None:
             clauses.append("score >= ?")
-            args.append(min_score)
+            args.append(shown_at_least(min_score))
         elif not hidden:  # the budget hides pending candidates only: a decided one is listed whatever it was
             clauses.append("(visible = 1 OR status != 'pending')")
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
@@ -399,9 +401,10 @@ class ReviewQueue:
         return offers.left_out(self.db.conn(), " AND ".join(clauses), args)
 
     def below(self, score: float) -> builtins.list[int]:
-        """Ids of the pending candidates scoring below ``score``, oldest first."""
+        """Ids of the pending candidates shown scoring below ``score`` (two decimals: one listed as ``0.60`` is not
+        below 0.6, :func:`mmd.wire.scores.shown_at_least`), oldest first."""
         rows = self.db.conn().execute("SELECT id FROM candidates WHERE status = 'pending' AND score < ? ORDER BY id",
-                                      (score,)).fetchall()
+                                      (shown_at_least(score),)).fetchall()
         return [int(r[0]) for r in rows]
 
     def get(self, candidate_id: int) -> CandidateJson | None:

@@ -13,6 +13,7 @@ never touches a socket.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -211,7 +212,7 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if key == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
             raise _invalid(f"{method}: tags must be a string or a list of strings")
         if not _in_range(value):
-            raise _invalid(f"{method}: {key} is out of range (integers lie in -2**63 .. 2**63-1)")
+            raise _invalid(f"{method}: {key} is out of range (integers lie in -2**63 .. 2**63-1, numbers are finite)")
         if key == "topics" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
             raise _invalid(f"{method}: topics must be a list of strings")
         if key == "id" and isinstance(value, list) and not all(
@@ -226,9 +227,12 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _in_range(value: Any) -> bool:
-    """False for an integer outside SQLite's 64-bit range, or a digit string longer than :data:`ID_DIGITS`."""
+    """False for an integer outside SQLite's 64-bit range, a number too large to be finite (``1e400``), or a digit
+    string longer than :data:`ID_DIGITS`."""
     if isinstance(value, int) and not isinstance(value, bool):
         return -INT_LIMIT <= value < INT_LIMIT
+    if isinstance(value, float):
+        return math.isfinite(value)
     return not (isinstance(value, str) and value.isdigit() and len(value) > ID_DIGITS)
 
 

@@ -283,6 +283,11 @@ class IngestSourceStatus(TypedDict):
     backfill: IngestSourceBackfill
 
 
+def _not_json(name: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity``, which Python's json reads and JSON (RFC 8259) does not have."""
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_request(frame: bytes) -> tuple[Any, str, dict[str, Any], bool]:
     """Decode one request frame into ``(id, method, params, wants_reply)``.
 
@@ -294,7 +299,7 @@ def parse_request(frame: bytes) -> tuple[Any, str, dict[str, Any], bool]:
             ``request_id`` carries the id when one could be read.
     """
     try:
-        message = json.loads(frame)
+        message = json.loads(frame, parse_constant=_not_json)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise FrameError(JsonRpc.PARSE_ERROR, ErrorCode.E_PARSE, "request is not valid JSON") from None
     if not isinstance(message, dict):

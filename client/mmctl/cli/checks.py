@@ -53,6 +53,8 @@ def _check_option(opt: Opt, raw: str, args: Args) -> None:
     """Refuse ``raw`` when it is not of ``opt``'s kind (:func:`check_values`)."""
     if opt.kind == "int":
         args.integer(opt.flag)
+    elif opt.kind == "number":
+        args.number(opt.flag)
     elif opt.kind == "posint" and args.integer(opt.flag) == 0:
         raise UsageError(f'{opt.flag} expects a positive integer (got "{raw}")')
     elif opt.kind == "path" and not raw.strip():

@@ -93,6 +93,25 @@ class Args:
             raise UsageError(f'{name} expects a non-negative integer (got "{raw}")')
         return int(number)
 
+    def number(self, name: str) -> float | None:
+        """A finite number flag (``0.6``, ``1e-1``; a score), or None when absent.
+
+        Raises:
+            UsageError: ``<name> expects a number (got "<raw>")`` for anything else (``nan``, ``inf``, ``x``).
+        """
+        raw = self.text(name)
+        if raw is None:
+            return None
+        import math  # loaded only by a command given a number option
+
+        try:
+            number = float(raw)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number):
+            raise UsageError(f'{name} expects a number (got "{raw}")')
+        return number
+
 
 def _builder() -> type[argparse.ArgumentParser]:
     import argparse

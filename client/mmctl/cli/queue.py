@@ -17,6 +17,7 @@ from typing import Any
 
 from mmd.candidates.labels import flag_lines, is_flagged, proposal_lines, speaker_of
 from mmd.screen.hidden import escape_hidden
+from mmd.wire.scores import score_text, shown_at_least
 
 from ..errors import RpcError
 from ..render import candidates, cut, table, terminal_width
@@ -142,7 +143,7 @@ def _rows(items: list[Any], width: int | None = None) -> str:
     than :data:`NARROW` columns each summary is indented on the line below its row."""
     width = terminal_width() if width is None else width
     states = [_state(c) for c in items]
-    cells: list[tuple[Any, ...]] = [(c.get("id", ""), f"{float(c.get('score') or 0):.2f}", c.get("seen", 1),
+    cells: list[tuple[Any, ...]] = [(c.get("id", ""), score_text(float(c.get('score') or 0)), c.get("seen", 1),
                                      c.get("kind", ""), speaker_of(c), _project(c), escape_hidden(_proposed(c)),
                                      escape_hidden(str(c.get("summary", "")))) for c in items]
     columns: tuple[str, ...] = _COLUMNS
@@ -209,16 +210,6 @@ def _version(e: dict[str, Any], label: str) -> str:
 
 def _candidate_id(raw: str) -> str | int:
     return int(raw) if raw.isdigit() else raw
-
-
-def _score(ctx: Ctx, flag: str) -> float | None:
-    raw = ctx.args.text(flag)
-    if raw is None:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise UsageError(f'{flag} expects a number (got "{raw}")') from None
 
 
 _UNDONE = {"deleted": "; its note deleted", "restored": "; its note's text before the accept restored"}
@@ -330,7 +321,8 @@ def every_candidate(client: Any, **params: Any) -> list[dict[str, Any]]:
 def _would_reject(ctx: Ctx, client: Any, below: float) -> int:
     """``queue reject --below S --dry-run``: the pending candidates (hidden ones too) that ``--below S`` would
     reject, lowest score last, as ``queue list`` shows them (``--json``: ``{candidates, total}``); nothing changes."""
-    found = [c for c in every_candidate(client, status="pending", all=True) if float(c.get("score") or 0) < below]
+    least = shown_at_least(below)  # as shown, to two decimals: the daemon's own test (mmd.wire.scores)
+    found = [c for c in every_candidate(client, status="pending", all=True) if float(c.get("score") or 0) < least]
     if ctx.json:
         ctx.write(js_json({"candidates": found, "total": len(found)}) + "\n")
     elif not found:
@@ -351,8 +343,8 @@ def cmd_queue(ctx: Ctx) -> int:
     """
     sub = ctx.rest[0] if ctx.rest else "list"
     ids = ctx.rest[1:]
-    below = _score(ctx, "--below") if sub == "reject" else None
-    min_score = _score(ctx, "--min-score") if sub == "list" else None
+    below = ctx.args.number("--below") if sub == "reject" else None
+    min_score = ctx.args.number("--min-score") if sub == "list" else None
     if sub != "list" and not ids and below is None:
         raise UsageError(f"queue {sub} requires a candidate <id> (see `mmctl queue list`)")
     if sub in ("list", "show") and len(ids) > (0 if sub == "list" else 1):

@@ -40,6 +40,7 @@ from mmd.candidates.labels import (
 )
 from mmd.screen.hidden import escape_hidden
 from mmd.wire.methods import QUEUE_ACCEPT
+from mmd.wire.scores import score_text
 
 from ..errors import RpcError
 from ..render import terminal_width, wrap
@@ -60,7 +61,7 @@ def _pending(client: Any, ctx: Ctx) -> list[dict[str, Any]]:
     a = ctx.args
     project = a.text("--project")
     return every_candidate(client, status="pending", project=project, agent=a.text("--agent"),
-                           min_score=a.integer("--min-score"), first=None if project else _here(ctx))
+                           min_score=a.number("--min-score"), first=None if project else _here(ctx))
 
 
 def _here(ctx: Ctx) -> str | None:
@@ -167,7 +168,7 @@ class _Screen:
         """The candidate as a card: heading, body once (wrapped), what else is worth saying, its proposal."""
         meta = [str(cand.get("kind", "")), speaker_words(cand), project_of(cand)]
         if "score" in cand:
-            meta.append(f"score {cand['score']}")
+            meta.append(f"score {score_text(float(cand['score']))}")
         if "seen" in cand:
             meta.append(f"seen {cand['seen']}×")
         proposal = cand.get("proposal")
@@ -327,7 +328,7 @@ def _arrived(client: Any, ctx: Ctx, todo: list[dict[str, Any]], seen: set[int], 
 
 
 def cmd_review(ctx: Ctx) -> int:
-    """``review [--project P] [--agent A] [--min-score N]``: the keyboard loop (see the module docstring)."""
+    """``review [--project P] [--agent A] [--min-score S]``: the keyboard loop (see the module docstring)."""
     client = ctx.need_daemon("review").client
     todo = _pending(client, ctx)
     screen = _Screen(ctx)

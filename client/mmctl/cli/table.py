@@ -16,9 +16,9 @@ AGENTS = ("dsh", "claude-code", "codex", "other", "git")
 
 class Opt:
     """An option: ``flag`` (``--content``), ``metavar`` (None for a switch), ``kind`` (``text``, ``switch``, or a
-    checked kind: ``int`` a non-negative integer, ``posint`` a positive one, ``path`` a non-empty path, ``date`` a
-    review date or span, ``key`` a client key), ``choices``; ``bare_is_missing``: given with no value, it counts
-    as absent (the command says what it needs).
+    checked kind: ``int`` a non-negative integer, ``number`` a finite number, ``posint`` a positive integer,
+    ``path`` a non-empty path, ``date`` a review date or span, ``key`` a client key), ``choices``; ``bare_is_missing``:
+    given with no value, it counts as absent (the command says what it needs).
 
     Plain classes, not dataclasses or NamedTuples: building those costs milliseconds at import, and every
     one-shot ``mmctl read`` imports this table.
@@ -130,7 +130,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             (Opt("--status", "S", "list: which ones", choices=("pending", "accepted", "rejected", "expired", "all")),
              _LIMIT, Opt("--offset", "N", "list: skip N", "int"),
              Opt("--all", None, "list: also the candidates hidden by their session's budget", "switch"),
-             Opt("--min-score", "S", "list: only candidates scoring at least S (hidden ones too)"),
+             Opt("--min-score", "S", "list: only candidates scoring at least S as shown (hidden ones too)", "number"),
              Opt("--project", "DIR", "list: only candidates seen in this project (its working directory, or "
                  "its last folder's name as the list shows it; folders below it count)", "path"),
              Opt("--agent", "A", "list: only candidates from this agent (dsh, claude-code, codex, other, git)",
@@ -139,7 +139,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              Opt("--into", "T", "accept: append to this note instead of writing a new one"),
              _CONTENT, _FILE_BODY, _SUMMARY, _TAGS, Opt("--flagged", None, "accept: flagged ones too", "switch"),
              Opt("--replace", None, "accept: replace an existing note", "switch"),
-             Opt("--below", "S", "reject: every pending candidate scoring below S"),
+             Opt("--below", "S", "reject: every pending candidate scoring below S as shown (0.60 is not below 0.6)",
+                 "number"),
              Opt("--dry-run", None, "reject --below: list what would be rejected, reject nothing", "switch"),
              Opt("--reason", "R", "reject: why")),
             epilog="actions:\n"
@@ -172,7 +173,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             "daemon)", options=(Opt("--project", "P", "only candidates from this project"),
                                 Opt("--agent", "A", "only candidates from this agent (dsh, claude-code, codex, other, "
                                     "git)", choices=AGENTS),
-                                Opt("--min-score", "N", "only candidates scoring at least N", "int")), json=False,
+                                Opt("--min-score", "S", "only candidates scoring at least S", "number")), json=False,
             epilog="Keys: j next (s skips too), k previous, a accept, e edit in $EDITOR then accept, i accept into "
                    "an\nexisting topic, r reject (a reason may follow), u undo the last decision (an accepted note "
                    "is\ndeleted or restored), q quit: the review page's j/k/a/r/e and more."),

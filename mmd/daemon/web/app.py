@@ -55,6 +55,7 @@ from mmd.wire.methods import (
     check_params,
 )
 from mmd.wire.protocol import DaemonCode, DaemonError
+from mmd.wire.scores import score_text
 
 from ..methods import Methods
 from ..state import MemoryState
@@ -272,7 +273,7 @@ def templates(memory_id: Callable[[], str]) -> jinja2.Environment:
     """The page's templates (autoescaped) with its filters: ``markdown`` (a body as safe HTML, links to notes of
     ``memory_id``'s memory), ``cut`` (:func:`.markdown.cut_text`), ``provenance``, ``summary_besides``,
     ``quote_besides``, ``flag_lines``, ``speaker_words``, ``action_words`` and ``proposal_lines``
-    (:mod:`mmd.candidates.labels`), ``shown``; hidden text
+    (:mod:`mmd.candidates.labels`), ``shown``, ``score`` (:func:`mmd.wire.scores.score_text`); hidden text
     is shown escaped wherever text is shown (``\\u{202E}``, :func:`mmd.screen.hidden.escape_hidden`)."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("mmd.daemon.web", "templates"), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
@@ -281,7 +282,7 @@ def templates(memory_id: Callable[[], str]) -> jinja2.Environment:
                        cut=cut_text, provenance=provenance, summary_besides=lambda c: _escaped(summary_besides(c)),
                        quote_besides=lambda c: _escaped(quote_besides(c)), flag_lines=flag_lines,
                        speaker_words=speaker_words, action_words=action_words, proposal_lines=proposal_lines,
-                       shown=lambda text: escape_hidden(str(text)))
+                       shown=lambda text: escape_hidden(str(text)), score=lambda s: score_text(float(s)))
     return env
 
 
